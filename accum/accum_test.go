@@ -1,0 +1,129 @@
+package accum
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// enc encodes float64 values exactly into codes of f (the test vectors are
+// all representable).
+func enc(t *testing.T, f fp8.Format, xs ...float64) []uint16 {
+	t.Helper()
+	out := make([]uint16, len(xs))
+	for i, x := range xs {
+		c := f.Encode(float32(x), fp8.NoSat)
+		if f.Value(c) != x {
+			t.Fatalf("%g is not exact in %v", x, f)
+		}
+		out[i] = uint16(c)
+	}
+	return out
+}
+
+// vec builds a length-n vector of f codes with the given (index, value) pairs.
+func vec(t *testing.T, f fp8.Format, n int, kv ...float64) []uint16 {
+	t.Helper()
+	xs := make([]float64, n)
+	for i := 0; i+1 < len(kv); i += 2 {
+		xs[int(kv[i])] = kv[i+1]
+	}
+	return enc(t, f, xs...)
+}
+
+func p2(e int) float64 { return math.Ldexp(1, e) }
+
+// TestDirectedH200 runs the directed vectors D1-D9 of tensorcore-numerics.md
+// §5.1, each run on an H200.
+func TestDirectedH200(t *testing.T) {
+	e4m3, e5m2, f16 := fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatFP16
+	tests := []struct {
+		name  string
+		model string
+		a, b  []uint16
+		c     float64
+		want  float64
+	}{
+		{"D1 C truncated to 13 bits", "sm90.wgmma.e4m3.f32", vec(t, e4m3, 32), vec(t, e4m3, 32), 1 + p2(-20), 1},
+		{"D2 2^-14 dropped", "sm90.wgmma.e4m3.f32", vec(t, e4m3, 32, 0, 1, 1, p2(-7)), vec(t, e4m3, 32, 0, 1, 1, p2(-7)), 0, 1},
+		{"D3 trunc toward zero", "sm90.wgmma.e4m3.f32", vec(t, e4m3, 32, 0, 1, 1, p2(-7)), vec(t, e4m3, 32, 0, 1, 1, -1.75*p2(-7)), 0, 1},
+		{"D4 one 32-wide step", "sm90.wgmma.e4m3.f32", d4(t, true), d4(t, true), -1, 0},
+		{"D5 one 32-wide step", "sm90.wgmma.e4m3.f32", d4(t, false), d4(t, false), -1, 0},
+		{"D6 f16 one 16-wide step", "sm90.wgmma.f16.f32", d6(t), d6(t), -1, 0},
+		{"D7 f16", "sm90.wgmma.f16.f32", vec(t, f16, 16, 0, 4), vec(t, f16, 16, 0, 1), 1 + p2(-23), 5},
+		{"D8 Table 8 Hopper f16", "sm90.wgmma.f16.f32", enc(t, f16, -p2(13), -0.5, -0.25, -0.125), enc(t, f16, p2(10), 1, 1, 1), p2(23), -0.75},
+		{"D9 Table 8 Hopper e5m2", "sm90.wgmma.e5m2.f32", enc(t, e5m2, -p2(13), -0.5, -0.25, -0.125), enc(t, e5m2, p2(10), 1, 1, 1), p2(23), 0},
+		// Table 8 rows of the other architectures (§5.2).
+		{"Table 8 Blackwell f16", "sm100.tcgen05.f16.f32", enc(t, f16, -p2(13), -0.5, -0.25, -0.125), enc(t, f16, p2(10), 1, 1, 1), p2(23), -0.75},
+		{"Table 8 Ampere f16", "sm80.mma.sync.f16.f32", enc(t, f16, -p2(13), -0.5, -0.25, -0.125), enc(t, f16, p2(10), 1, 1, 1), p2(23), -0.5},
+		{"Table 8 Ampere bf16", "sm80.mma.sync.bf16.f32", enc(t, fp8.FormatBF16, -p2(13), -0.5, -0.25, -0.125), enc(t, fp8.FormatBF16, p2(10), 1, 1, 1), p2(23), -0.5},
+		{"Table 8 Volta f16", "sm70.mma.f16.f32", enc(t, f16, -p2(13), -0.5, -0.25, -0.125), enc(t, f16, p2(10), 1, 1, 1), p2(23), 0},
+		{"Table 8 exact", "exact", enc(t, e4m3, -p2(8), -0.5, -0.25, -0.125), enc(t, e4m3, p2(8), 1, 1, 1), p2(16), -0.875},
+		// mma.sync on Hopper keeps C whole (predicted by the verified model, §5.1).
+		{"mma.sync C kept", "sm90.mma.sync.e4m3.f32", vec(t, e4m3, 32), vec(t, e4m3, 32), 1 + p2(-20), 1 + p2(-20)},
+		// SageAttention2 / DeepGEMM #37: C with <= 13 fraction bits passes.
+		{"C with 13 bits kept", "sm90.wgmma.e4m3.f32", vec(t, e4m3, 32), vec(t, e4m3, 32), 1 + p2(-13), 1 + p2(-13)},
+		// Blackwell keeps 23 bits of C.
+		{"sm100 C kept", "sm100.tcgen05.f8f6f4.f32", vec(t, e4m3, 32), vec(t, e4m3, 32), 1 + p2(-20), 1 + p2(-20)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := MustLookup(tt.model)
+			var got float32
+			if s, ok := m.(Stepper); ok {
+				got = s.Step(tt.a, tt.b, float32(tt.c))
+			} else {
+				got = m.Dot(tt.a, tt.b, float32(tt.c))
+			}
+			if float64(got) != tt.want {
+				t.Errorf("%s: got %v (%08x), want %v", tt.model, got, math.Float32bits(got), tt.want)
+			}
+		})
+	}
+}
+
+func d4(t *testing.T, lowFirst bool) []uint16 {
+	xs := make([]float64, 32)
+	for k := range xs {
+		small := k >= 16
+		if !lowFirst {
+			small = k < 16
+		}
+		if small {
+			xs[k] = p2(-7)
+		}
+	}
+	if lowFirst {
+		xs[0] = 1
+	} else {
+		xs[16] = 1
+	}
+	return enc(t, fp8.FormatE4M3, xs...)
+}
+
+func d6(t *testing.T) []uint16 {
+	xs := make([]float64, 16)
+	xs[0] = 1
+	for k := 8; k < 16; k++ {
+		xs[k] = p2(-15)
+	}
+	return enc(t, fp8.FormatFP16, xs...)
+}
+
+// TestEZeroTie is FPy's directed e_zero case (§5.2): F = 24, RNE-FP16.
+func TestEZeroTie(t *testing.T) {
+	f16 := fp8.FormatFP16
+	a := []uint32{uint32(fp8.FP16FromFloat32(float32(p2(-14)))), uint32(fp8.FP16FromFloat32(float32(p2(-24)))), 0}
+	b := []uint32{uint32(fp8.FP16FromFloat32(float32(p2(-11)))), uint32(fp8.FP16FromFloat32(float32(p2(-24)))), uint32(fp8.FP16FromFloat32(1))}
+	for _, tt := range []struct {
+		ezero int
+		want  float64
+	}{{-21, 0}, {-29, p2(-24)}} {
+		p := Params{L: 3, F: 24, Rho: RNEFP16, EZero: tt.ezero, In: f16}
+		got := f16.Value(p.Step(a, b, 0))
+		if got != tt.want {
+			t.Errorf("e_zero %d: got %g, want %g", tt.ezero, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package accum
+
+import (
+	"math"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// Sources of the parameters (tensorcore-numerics.md §1).
+const (
+	srcH200     = "verified bit for bit on an NVIDIA H200 (../shared/golden/h200, tensorcore-numerics.md §5.1)"
+	srcMMASim   = "MMA-Sim (Xie et al., arXiv 2511.10909) and Khattak & Mikaitis (arXiv 2512.07004); not run on hardware here"
+	srcBlackwel = "MMA-Sim nv_ptx tcgen05mma (F = 25), Khattak & Mikaitis B200TC.m, DeepGEMM issue #176; no B200 was available"
+)
+
+func init() {
+	e4m3, e5m2, f16, bf16 := fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatFP16, fp8.FormatBF16
+	hopperFP8 := Params{L: 32, F: 13, Rho: RZE8M13, EZero: -133}
+	hopper16 := Params{L: 16, F: 25, Rho: RZFP32, EZero: -133}
+	for _, m := range []*tfdpa{
+		newTFDPA("sm90.wgmma.e4m3.f32", e4m3, 32, hopperFP8,
+			"Hopper wgmma m64nNk32 e4m3 x e4m3 -> f32: one 32-wide step, 14 significant bits kept (e8m13, 'FP22')", srcH200),
+		newTFDPA("sm90.wgmma.e5m2.f32", e5m2, 32, hopperFP8,
+			"Hopper wgmma m64nNk32 e5m2 x e5m2 -> f32: one 32-wide step, e8m13 output", srcH200),
+		newTFDPA("sm90.wgmma.e4m3.f16", e4m3, 32, Params{L: 32, F: 13, Rho: RNEFP16, EZero: -133},
+			"Hopper wgmma k32 e4m3 -> f16 accumulator: the same step rounded to nearest even FP16", srcMMASim),
+		newTFDPA("sm90.wgmma.f16.f32", f16, 16, hopper16,
+			"Hopper wgmma m64nNk16 f16 -> f32 (also mma.sync m16n8k16: one HMMA.16816, L = 16)", srcH200),
+		newTFDPA("sm90.wgmma.bf16.f32", bf16, 16, hopper16,
+			"Hopper wgmma m64nNk16 bf16 -> f32", srcH200),
+		newTFDPA("sm100.tcgen05.f8f6f4.f32", e4m3, 32, Params{L: 32, F: 25, Rho: RZFP32, EZero: -133},
+			"Blackwell tcgen05.mma kind::f8f6f4 with e4m3 inputs -> f32: one 32-wide step, full FP32 output", srcBlackwel),
+		newTFDPA("sm100.tcgen05.f16.f32", f16, 16, hopper16,
+			"Blackwell tcgen05.mma kind::f16 with f16 inputs -> f32", srcBlackwel),
+		newTFDPA("sm89.mma.sync.e4m3.f32", e4m3, 32, Params{L: 16, F: 13, Rho: RZE8M13, EZero: -132},
+			"Ada mma.sync m16n8k32 e4m3 -> f32: two chained 16-wide steps (K 0-15, 16-31), e8m13", srcMMASim),
+		newTFDPA("sm80.mma.sync.f16.f32", f16, 16, Params{L: 8, F: 24, Rho: RZFP32, EZero: -132},
+			"Ampere mma.sync m16n8k16 f16 -> f32: two chained 8-wide steps", srcMMASim),
+		newTFDPA("sm80.mma.sync.bf16.f32", bf16, 16, Params{L: 8, F: 24, Rho: RZFP32, EZero: -132},
+			"Ampere mma.sync m16n8k16 bf16 -> f32: two chained 8-wide steps", srcMMASim),
+		newTFDPA("sm70.mma.f16.f32", f16, 4, Params{L: 4, F: 23, Rho: RZFP32, EZero: -131},
+			"Volta mma m8n8k4 f16 -> f32: 4-wide steps, F = 23", srcMMASim),
+	} {
+		register(m)
+	}
+	register(newMMASyncSM90())
+	for _, k := range []baselineKind{baseFP32, baseFMA, baseFP64, baseKahan, basePairwise, baseExact} {
+		register(NewBaseline(k, e4m3))
+	}
+}
+
+// mmaSyncSM90 is sm90.mma.sync.e4m3.f32: on sm_90 ptxas emulates the sm_89
+// instruction with an fp8 -> f16 unpack, two chained FP16 HMMA.16816 steps
+// (L = 16, F = 25, RZ-FP32) over the K elements with k mod 4 in {0,1} and
+// then {2,3}, the first from +0, and an FP32 round-to-nearest-even FADD of C
+// (tensorcore-numerics.md §3.2).
+type mmaSyncSM90 struct {
+	info Info
+	fast *fp8Step
+	ref  Params
+}
+
+func newMMASyncSM90() *mmaSyncSM90 {
+	p := Params{L: 16, F: 25, Rho: RZFP32, EZero: -133, In: fp8.FormatE4M3}
+	return &mmaSyncSM90{
+		info: Info{Name: "sm90.mma.sync.e4m3.f32", Kind: KindEmulation, In: fp8.FormatE4M3, K: 32,
+			Step:   Params{L: 16, F: 25, Rho: RZFP32, EZero: -133, In: fp8.FormatFP16},
+			Doc:    "Hopper mma.sync m16n8k32 e4m3 -> f32, emulated by ptxas: F2FP unpack to f16, 2 x HMMA.16816 (k mod 4 in {0,1}, then {2,3}), FP32 FADD of C",
+			Source: srcH200 + "; SASS read from CUDA 13.0 ptxas"},
+		fast: newFP8Step(p, true),
+		ref:  Params{L: 16, F: 25, Rho: RZFP32, EZero: -133, In: fp8.FormatFP16},
+	}
+}
+
+func (m *mmaSyncSM90) Name() string { return m.info.Name }
+func (m *mmaSyncSM90) Info() Info   { return m.info }
+
+// Step runs one emulated instruction over up to 32 elements.
+func (m *mmaSyncSM90) Step(a, b []uint16, c float32) float32 {
+	var lo, hi [2][16]uint16
+	nl, nh := 0, 0
+	for k := range a {
+		if k&2 == 0 {
+			lo[0][nl], lo[1][nl] = a[k], b[k]
+			nl++
+		} else {
+			hi[0][nh], hi[1][nh] = a[k], b[k]
+			nh++
+		}
+	}
+	t := m.half(lo[0][:nl], lo[1][:nl], 0)
+	t = m.half(hi[0][:nh], hi[1][:nh], t)
+	return float32(c + t)
+}
+
+func (m *mmaSyncSM90) half(a, b []uint16, c float32) float32 {
+	if d, ok := m.fast.step(a, b, c); ok {
+		return d
+	}
+	var ab, bb [16]uint32
+	for i := range a {
+		ab[i] = uint32(fp8.FP16FromFloat32(fp8.E4M3(a[i]).Float32()))
+		bb[i] = uint32(fp8.FP16FromFloat32(fp8.E4M3(b[i]).Float32()))
+	}
+	return math.Float32frombits(m.ref.Step(ab[:len(a)], bb[:len(a)], math.Float32bits(c)))
+}
+
+// Dot chains instructions of 32 elements, each adding its result to the
+// running FP32 accumulator with one FADD (the accumulator never enters the
+// tensor core).
+func (m *mmaSyncSM90) Dot(a, b []uint16, c float32) float32 {
+	b = b[:len(a)]
+	for i := 0; i < len(a); i += 32 {
+		j := min(i+32, len(a))
+		c = m.Step(a[i:j], b[i:j], c)
+	}
+	return c
+}
+
+// Chain returns one output element of a kernel's K loop over len(a)
+// elements with model m. With promote == 0 the accumulator starts at c and
+// stays in the model's chain for the whole loop (m.Dot). With promote = N > 0
+// the loop is cut into blocks of N elements: each block's chain starts from
+// +0 and its result is added to an FP32 register, which starts at c, with one
+// round-to-nearest-even add (DeepGEMM, CUTLASS GmmaFP8Accumulation, Triton
+// max_num_imprecise_acc, vLLM's two-level FlashAttention). N should be a
+// multiple of the model's K (see CheckPromotion).
+func Chain(m Model, a, b []uint16, c float32, promote int) float32 {
+	if promote <= 0 || promote >= len(a) && c == 0 {
+		return m.Dot(a, b, c)
+	}
+	acc := c
+	for i := 0; i < len(a); i += promote {
+		j := min(i+promote, len(a))
+		acc = float32(acc + m.Dot(a[i:j], b[i:j], 0))
+	}
+	return acc
+}
+
+// CheckPromotion returns an error unless promote is 0 (never) or a positive
+// multiple of the model's instruction size K.
+func CheckPromotion(m Model, promote int) error {
+	k := m.Info().K
+	switch {
+	case promote < 0:
+		return errorf("promotion interval %d is negative (0 means never)", promote)
+	case promote > 0 && k > 0 && promote%k != 0:
+		return errorf("promotion interval %d is not a multiple of %s's K = %d", promote, m.Name(), k)
+	}
+	return nil
+}

@@ -1,0 +1,277 @@
+package accum
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// Rounding is the final conversion of a T-FDPA step (rho).
+type Rounding uint8
+
+// The conversions of tensorcore-numerics.md §2.
+const (
+	// RZFP32 truncates toward zero to FP32 (23 fraction bits; subnormal
+	// quantum 2^-149); |result| >= 2^128 gives ±inf.
+	RZFP32 Rounding = iota + 1
+	// RZE8M13 truncates toward zero to 13 fraction bits with the FP32
+	// exponent range (quantum 2^(max(e,-126)-13)); the result is an FP32
+	// bit pattern whose 10 low fraction bits are zero.
+	RZE8M13
+	// RNEFP16 rounds to nearest even to FP16 in one step (no double
+	// rounding through FP32), overflowing to ±inf.
+	RNEFP16
+)
+
+// String returns RZ-FP32, RZ-E8M13 or RNE-FP16.
+func (r Rounding) String() string {
+	switch r {
+	case RZFP32:
+		return "RZ-FP32"
+	case RZE8M13:
+		return "RZ-E8M13"
+	case RNEFP16:
+		return "RNE-FP16"
+	}
+	return fmt.Sprintf("Rounding(%d)", r)
+}
+
+// Params are the parameters of one T-FDPA step: L products of inputs in
+// format In, F fraction bits kept below the largest exponent, the final
+// conversion Rho and the exponent EZero read for a zero term.
+type Params struct {
+	L     int
+	F     int
+	Rho   Rounding
+	EZero int
+	In    fp8.Format
+}
+
+// Validate checks that the parameters are in the range this implementation
+// computes exactly: 1 <= L <= 64, 1 <= F <= 35, a known Rho and input format.
+func (p Params) Validate() error {
+	switch {
+	case p.L < 1 || p.L > 64:
+		return fmt.Errorf("L = %d is outside 1..64", p.L)
+	case p.F < 1 || p.F > 35:
+		return fmt.Errorf("F = %d is outside 1..35", p.F)
+	case p.Rho < RZFP32 || p.Rho > RNEFP16:
+		return fmt.Errorf("unknown final conversion %v", p.Rho)
+	case p.In < fp8.FormatE4M3 || p.In > fp8.FormatTF32:
+		return fmt.Errorf("input format %v is not a tensor-core input (e4m3, e5m2, f16, bf16, tf32)", p.In)
+	}
+	return nil
+}
+
+// OutFormat is the accumulator format: FP16 for RNE-FP16, FP32 otherwise.
+func (p Params) OutFormat() fp8.Format {
+	if p.Rho == RNEFP16 {
+		return fp8.FormatFP16
+	}
+	return fp8.FormatFP32
+}
+
+// Canonical NaN patterns of the tensor cores (MMA-Sim, §2.3).
+const (
+	NaN32 uint32 = 0x7fffffff
+	NaN16 uint32 = 0x7fff
+)
+
+// Step computes d = T_FDPA(a, b, c) exactly as §2 of tensorcore-numerics.md
+// describes it. a and b hold codes of p.In (len(a) == len(b) <= p.L; missing
+// elements are +0); c and the result are bit patterns of p.OutFormat().
+//
+// Specials (§2.3): any NaN input, inf×0, or +inf and -inf together give the
+// canonical NaN (0x7fffffff, or 0x7fff for FP16 output); otherwise an
+// infinite product or c gives that infinity. Products never overflow. An
+// exact zero sum is +0 unless every term is -0. This is the reference
+// implementation, written for clarity; the named models use faster paths
+// that tests check against it.
+func (p Params) Step(a, b []uint32, c uint32) uint32 {
+	if len(a) != len(b) || len(a) > p.L {
+		panic(fmt.Sprintf("accum: Step with %d and %d elements for L = %d", len(a), len(b), p.L))
+	}
+	out := p.OutFormat()
+	canon := NaN32
+	if out == fp8.FormatFP16 {
+		canon = NaN16
+	}
+	var posInf, negInf, isNaN bool
+	allNegZero := true
+	type term struct {
+		neg  bool
+		m    uint64
+		e    int
+		frac int
+	}
+	var terms [65]term
+	n := 0
+	fab := 2 * p.In.FracBits()
+	for i := range a {
+		pa, pb := p.In.Decompose(a[i]), p.In.Decompose(b[i])
+		neg := pa.Neg != pb.Neg
+		switch {
+		case pa.Class == fp8.NaN || pb.Class == fp8.NaN:
+			isNaN = true
+		case pa.Class == fp8.Inf || pb.Class == fp8.Inf:
+			if pa.Class == fp8.Zero || pb.Class == fp8.Zero {
+				isNaN = true
+			} else if neg {
+				negInf = true
+			} else {
+				posInf = true
+			}
+		case pa.Class == fp8.Zero || pb.Class == fp8.Zero:
+			allNegZero = allNegZero && neg
+			terms[n] = term{neg: neg, e: p.EZero, frac: fab}
+			n++
+		default:
+			allNegZero = false
+			terms[n] = term{neg: neg, m: pa.M * pb.M, e: pa.E + pb.E, frac: fab}
+			n++
+		}
+	}
+	pc := out.Decompose(c)
+	switch pc.Class {
+	case fp8.NaN:
+		isNaN = true
+	case fp8.Inf:
+		if pc.Neg {
+			negInf = true
+		} else {
+			posInf = true
+		}
+	case fp8.Zero:
+		allNegZero = allNegZero && pc.Neg
+		terms[n] = term{neg: pc.Neg, e: p.EZero, frac: out.FracBits()}
+		n++
+	default:
+		allNegZero = false
+		terms[n] = term{neg: pc.Neg, m: pc.M, e: pc.E, frac: out.FracBits()}
+		n++
+	}
+	switch {
+	case isNaN || (posInf && negInf):
+		return canon
+	case posInf:
+		return out.Encode(float32(math.Inf(1)), fp8.NoSat)
+	case negInf:
+		return out.Encode(float32(math.Inf(-1)), fp8.NoSat)
+	}
+	emax := math.MinInt
+	for _, t := range terms[:n] {
+		emax = max(emax, t.e)
+	}
+	var s int64
+	for _, t := range terms[:n] {
+		q := int64(shiftTrunc(t.m, p.F-t.frac-(emax-t.e)))
+		if t.neg {
+			q = -q
+		}
+		s += q
+	}
+	if s == 0 {
+		if allNegZero {
+			return signBit(out)
+		}
+		return 0
+	}
+	return round(p.Rho, s, emax-p.F)
+}
+
+func signBit(f fp8.Format) uint32 {
+	if f == fp8.FormatFP16 {
+		return 0x8000
+	}
+	return 0x80000000
+}
+
+// shiftTrunc returns trunc(m × 2^s) for s of either sign.
+func shiftTrunc(m uint64, s int) uint64 {
+	if s >= 0 {
+		return m << uint(s)
+	}
+	if s <= -64 {
+		return 0
+	}
+	return m >> uint(-s)
+}
+
+// round converts s × 2^sx (s != 0) with the final conversion r and returns
+// the bit pattern of the output format.
+func round(r Rounding, s int64, sx int) uint32 {
+	neg := s < 0
+	mag := uint64(s)
+	if neg {
+		mag = uint64(-s)
+	}
+	var v uint32
+	switch r {
+	case RZFP32:
+		v = roundRZ(mag, sx, 23)
+	case RZE8M13:
+		v = roundRZ(mag, sx, 13)
+	case RNEFP16:
+		v = roundRNE16(mag, sx)
+		if neg {
+			v |= 0x8000
+		}
+		return v
+	}
+	if neg {
+		v |= 0x80000000
+	}
+	return v
+}
+
+// roundRZ truncates mag × 2^sx (mag > 0) to fb fraction bits in the FP32
+// exponent range and returns the FP32 magnitude bits.
+func roundRZ(mag uint64, sx int, fb int) uint32 {
+	e := bits.Len64(mag) - 1 + sx
+	if e >= 128 {
+		return 0x7f800000
+	}
+	qe := max(e, -126) - fb
+	mag = shiftTrunc(mag, sx-qe)
+	if e >= -126 {
+		return uint32(e+127)<<23 | uint32(mag-1<<uint(fb))<<uint(23-fb)
+	}
+	return uint32(mag) << uint(23-fb)
+}
+
+// roundRNE16 rounds mag × 2^sx (mag > 0) to nearest even FP16 and returns
+// the FP16 magnitude bits (0x7c00 on overflow).
+func roundRNE16(mag uint64, sx int) uint32 {
+	e := bits.Len64(mag) - 1 + sx
+	if e > 16 {
+		return 0x7c00
+	}
+	te := max(e, -14)
+	qe := te - 10
+	r := qe - sx
+	var q uint64
+	switch {
+	case r <= 0:
+		q = mag << uint(-r)
+	case r > 64:
+		q = 0
+	default:
+		q = mag >> uint(r)
+		var rem, half uint64
+		if r == 64 {
+			rem, half = mag, 1<<63
+		} else {
+			rem, half = mag&(1<<uint(r)-1), 1<<uint(r-1)
+		}
+		if rem > half || (rem == half && q&1 == 1) {
+			q++
+		}
+	}
+	code := uint64(te+14)<<10 + q
+	if code >= 0x7c00 {
+		return 0x7c00
+	}
+	return uint32(code)
+}
