@@ -1,0 +1,50 @@
+// Command lab is fp8lab's program. This is a minimal dispatcher for
+// `lab run NAME [flags]` and `lab list experiments`; the full program (the
+// lab server, verify, export) replaces it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "lab:", err)
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  lab run NAME [-param value ...] [-seed N] [-json] [-quiet]
+  lab list experiments`
+
+// dispatch runs the subcommand named by args[0].
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "list":
+		if len(args) == 1 || args[1] == "experiments" {
+			return cmdListExperiments(stdout)
+		}
+		return fmt.Errorf("unknown list %q\n%s", args[1], usage)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+// demo is a test-only experiment: "n" trials per context, mean of uniform draws.
+type demo struct{}
+
+func (demo) Name() string { return "demo" }
+func (demo) Doc() string  { return "Demo experiment for the lab tests.\nSecond line." }
+func (demo) Params() []sim.Param {
+	return []sim.Param{
+		{Name: "trials", Doc: "trials per context", Kind: sim.KindInt, Default: 10, Min: 1, Max: 1000},
+		{Name: "contexts", Doc: "context lengths", Unit: "tokens", Kind: sim.KindInts, Default: []int{4096, 16384}, Min: 1, Max: 131072},
+		{Name: "model", Doc: "accumulation model", Kind: sim.KindChoice, Default: "two-level", Choices: []string{"single-level", "two-level"}},
+		{Name: "fused", Doc: "fused multiply-add", Kind: sim.KindBool, Default: false},
+		{Name: "sleep", Doc: "sleep per trial", Unit: "ms", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1000},
+	}
+}
+
+func (demo) Run(ctx context.Context, run *sim.Run) error {
+	v := run.Values
+	sleep := time.Duration(v.Float("sleep") * float64(time.Millisecond))
+	run.AddTotal(int64(len(v.Ints("contexts")) * v.Int("trials")))
+	for _, c := range v.Ints("contexts") {
+		ys, err := sim.Trials(ctx, run, fmt.Sprint(v.String("model"), c), v.Int("trials"), func(_ int, rng *rand.Rand) float64 {
+			time.Sleep(sleep)
+			return rng.Float64()
+		})
+		if err != nil {
+			return err
+		}
+		var sum float64
+		for _, y := range ys {
+			sum += y
+		}
+		if err := run.Emit(sim.Point{Series: v.String("model"), X: float64(c), Y: sum / float64(len(ys))}); err != nil {
+			return err
+		}
+	}
+	run.Summary(map[string]float64{"points": float64(len(v.Ints("contexts")))})
+	return nil
+}
+
+func init() { sim.Register(demo{}) }
+
+func lab(t *testing.T, ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e bytes.Buffer
+	err = dispatch(ctx, args, &o, &e)
+	return o.String(), e.String(), err
+}
+
+func TestRunTable(t *testing.T) {
+	out, errOut, err := lab(t, context.Background(), "run", "demo", "-trials", "5", "-contexts", "1,2", "-seed", "7", "-quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errOut != "" {
+		t.Errorf("stderr with -quiet: %q", errOut)
+	}
+	t.Logf("table output:\n%s", out)
+	lines := strings.Split(out, "\n")
+	if lines[0] != "demo -trials 5 -contexts 1,2 -model two-level -fused false -sleep 0 -seed 7" ||
+		!strings.HasPrefix(lines[2], "x  two-level") || !strings.HasPrefix(lines[3], "1 ") ||
+		!strings.HasPrefix(lines[4], "2 ") || !strings.Contains(out, "\npoints  2\n") {
+		t.Errorf("output:\n%s", out)
+	}
+	// Same seed, same output; the progress bar goes to stderr and ends its line.
+	out2, errOut2, err := lab(t, context.Background(), "run", "demo", "-trials", "5", "-contexts", "1,2", "-seed", "7")
+	if err != nil || out2 != out {
+		t.Errorf("second run: %v\n%s", err, out2)
+	}
+	if !strings.Contains(errOut2, "100.0%") || !strings.HasSuffix(errOut2, "\n") {
+		t.Errorf("progress: %q", errOut2)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	out, _, err := lab(t, context.Background(), "run", "demo", "-json", "-quiet", "-contexts", "8", "-model", "single-level", "-fused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"type":"point","series":"single-level","x":8,"y":0.`) ||
+		lines[1] != `{"type":"summary","values":{"points":1}}` {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "demo", "-trials", "0"}, `parameter "trials": 0 is below the minimum 1`},
+		{[]string{"run", "demo", "-contexts", "4096,262144"}, `parameter "contexts": 262144 is above the maximum 131072 (element 2)`},
+		{[]string{"run", "demo", "-model", "x"}, `parameter "model": "x" is not one of single-level, two-level`},
+		{[]string{"run", "demo", "-fused=maybe"}, `parameter "fused": "maybe" is not true or false`},
+		{[]string{"run", "demo", "-nope", "1"}, `lab run demo: flag provided but not defined: -nope (lab run demo -h lists the parameters)`},
+		{[]string{"run", "demo", "extra"}, `lab run demo: unexpected argument "extra" (flags are -name value)`},
+		{[]string{"run", "demo", "-seed", "-1"}, `lab run demo: invalid value "-1" for flag -seed: parse error (lab run demo -h lists the parameters)`},
+		{[]string{"run", "missing"}, `unknown experiment "missing" (known: `},
+		{[]string{"run"}, `usage: lab run NAME`},
+		{[]string{"frob"}, `unknown command "frob"`},
+	}
+	for _, tt := range tests {
+		_, _, err := lab(t, context.Background(), tt.args...)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%v: error %v, want prefix %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestRunHelpAndList(t *testing.T) {
+	out, _, err := lab(t, context.Background(), "run", "demo", "-h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"usage: lab run demo",
+		"Demo experiment for the lab tests.\nSecond line.",
+		"-trials    int     default 10          [1, 1000]",
+		"-contexts  ints    default 4096,16384  [1, 131072]",
+		"context lengths (tokens)",
+		"one of single-level|two-level",
+		"-seed N",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = lab(t, context.Background(), "list", "experiments")
+	if err != nil || !strings.Contains(out, "demo — Demo experiment for the lab tests.\n  -trials") || strings.Contains(out, "Second line") {
+		t.Errorf("list: %v\n%s", err, out)
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err := lab(t, ctx, "run", "demo", "-trials", "1000", "-sleep", "50", "-quiet")
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Errorf("err %v after %v", err, time.Since(start))
+	}
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet]"
+
+// runOptions are the flags of `lab run` that are not experiment parameters.
+var runOptions = []string{"seed", "json", "quiet", "h", "help"}
+
+// paramFlag collects the text given for one experiment parameter; the text
+// is validated against the schema after parsing, so that errors read
+// `parameter "trials": 0 is below the minimum 1`.
+type paramFlag struct {
+	p   sim.Param
+	set map[string]string
+}
+
+func (f *paramFlag) String() string {
+	if f == nil || f.set == nil {
+		return ""
+	}
+	return f.set[f.p.Name]
+}
+
+func (f *paramFlag) Set(s string) error {
+	f.set[f.p.Name] = s
+	return nil
+}
+
+// IsBoolFlag lets a bool parameter be given as -name (or -name=false).
+func (f *paramFlag) IsBoolFlag() bool { return f.p.Kind == sim.KindBool }
+
+// cmdRun runs `lab run NAME [-param value ...] [-seed N] [-json] [-quiet]`:
+// it looks the experiment up, builds its flags from the parameter schema,
+// runs it until it ends or ctx is cancelled, and writes a table (default) or
+// JSON lines (-json) on stdout and a progress bar on stderr (unless -quiet).
+// `-h` prints the experiment's parameters on stdout. Errors (unknown
+// experiment, bad parameter, failed run) are returned, never printed.
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		if len(args) == 0 {
+			return fmt.Errorf("%s\n(lab list experiments shows the experiments)", runUsage)
+		}
+		fmt.Fprintln(stdout, runUsage)
+		fmt.Fprintln(stdout)
+		return cmdListExperiments(stdout)
+	}
+	name := args[0]
+	if strings.HasPrefix(name, "-") {
+		return fmt.Errorf("%s: the experiment name comes first, got %q", runUsage, name)
+	}
+	exp, err := sim.Lookup(name)
+	if err != nil {
+		return err
+	}
+
+	fs := flag.NewFlagSet("lab run "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	given := map[string]string{}
+	params := exp.Params()
+	for _, p := range params {
+		for _, o := range runOptions {
+			if p.Name == o {
+				return fmt.Errorf("experiment %q: parameter %q clashes with the option -%s", name, p.Name, o)
+			}
+		}
+		fs.Var(&paramFlag{p: p, set: given}, p.Name, p.Doc)
+	}
+	seed := fs.Uint64("seed", 1, "seed of the run")
+	jsonOut := fs.Bool("json", false, "write JSON lines on stdout instead of a table")
+	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
+
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return printRunHelp(stdout, exp)
+		}
+		return fmt.Errorf("lab run %s: %v (lab run %s -h lists the parameters)", name, err, name)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("lab run %s: unexpected argument %q (flags are -name value)", name, fs.Arg(0))
+	}
+	values, err := sim.ParseValues(params, given)
+	if err != nil {
+		return err
+	}
+
+	var out sim.Sink
+	if *jsonOut {
+		out = sim.NewJSONSink(stdout)
+	} else {
+		fmt.Fprintf(stdout, "%s %s -seed %d\n\n", name, values.Flags(), *seed)
+		out = sim.NewTableSink(stdout)
+	}
+	sink := out
+	if !*quiet {
+		// The bar first, so that it ends its line before the table is written.
+		sink = sim.Tee(sim.NewProgressBar(stderr), out)
+	}
+	_, err = sim.Execute(ctx, exp, values, *seed, sink)
+	return err
+}
+
+// printRunHelp writes the help of `lab run NAME`: usage, the experiment's
+// documentation, its parameters and the run options.
+func printRunHelp(w io.Writer, exp sim.Experiment) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: lab run %s [-param value ...] [-seed N] [-json] [-quiet]\n\n", exp.Name())
+	if doc := strings.TrimSpace(exp.Doc()); doc != "" {
+		b.WriteString(doc + "\n\n")
+	}
+	if params := exp.Params(); len(params) > 0 {
+		b.WriteString("parameters:\n")
+		writeParams(&b, params)
+		b.WriteString("\n")
+	}
+	b.WriteString("options:\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  -seed N\tseed of the run (default 1); the same seed and parameters give the same numbers")
+	fmt.Fprintln(tw, "  -json\twrite JSON lines on stdout instead of a table")
+	fmt.Fprintln(tw, "  -quiet\tno progress bar on stderr")
+	tw.Flush()
+	b.WriteString("\nA bool parameter is given as -name or -name=false; a list as -name 1,2,3.\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeParams writes one aligned line per parameter: flag, kind, default,
+// limits, doc and unit.
+func writeParams(w io.Writer, params []sim.Param) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, p := range params {
+		def := p.FormatValue(p.Default)
+		doc := p.Doc
+		if p.Unit != "" {
+			doc += " (" + p.Unit + ")"
+		}
+		fmt.Fprintf(tw, "  -%s\t%s\tdefault %s\t%s\t%s\n", p.Name, p.Kind, def, p.Limits(), doc)
+	}
+	tw.Flush()
+}
+
+// cmdListExperiments writes `lab list experiments`: every registered
+// experiment by name with its one-line doc, then its parameters with their
+// defaults and limits.
+func cmdListExperiments(w io.Writer) error {
+	var b strings.Builder
+	exps := sim.Experiments()
+	if len(exps) == 0 {
+		b.WriteString("no experiments registered\n")
+	}
+	for i, e := range exps {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%s — %s\n", e.Name(), sim.Summary(e))
+		writeParams(&b, e.Params())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
