@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "github.com/fp8lab/fp8lab/experiments"
 )
 
 func main() {

@@ -1,0 +1,26 @@
+// Package experiments holds fp8lab's experiments, one file each, registered
+// with the sim runtime by name from their init functions. A blank import
+// (import _ "github.com/fp8lab/fp8lab/experiments") makes them all available
+// to [sim.Lookup]; cmd/lab and the wasm page do that.
+//
+// Each experiment answers one question of ARCHITECTURE.md's table:
+//
+//   - contraction: relative error of a K-long FP8 dot product against the
+//     exact value, per tensor-core model and promotion interval, next to the
+//     H200 long-contraction captures;
+//   - itl: the decode cost model of fp8-attention.md §4 (inter-token latency
+//     against context length for BF16 and FP8 KV caches, slope ratio and
+//     break-even), predicted from bytes per token and bandwidth and set
+//     beside the published figures;
+//   - skip-sw: gpt-oss-20b with FP8 everywhere against its sliding-window
+//     layers kept in BF16;
+//   - needle, promotion, scales, h200-attention, gpu-accum, decode-bw: see
+//     their files.
+//
+// Unexported helpers are prefixed with their experiment's name (for example
+// contractionSeries, itlPublished), so that the files stay independent.
+//
+// The package owns no arithmetic: number formats are in package fp8,
+// accumulation in accum, attention in attention, the runtime and the hardware
+// and model presets in sim. It is pure Go and builds for GOOS=js GOARCH=wasm.
+package experiments
