@@ -19,7 +19,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "lab:", err)
+		if !errors.Is(err, errVerify) {
+			fmt.Fprintln(os.Stderr, "lab:", err)
+		}
 		if errors.Is(err, context.Canceled) {
 			os.Exit(130)
 		}
@@ -29,7 +31,8 @@ func main() {
 
 const usage = `usage:
   lab run NAME [-param value ...] [-seed N] [-json] [-quiet]
-  lab list experiments`
+  lab list experiments | models
+  lab verify [-exhaustive] FILE...`
 
 // dispatch runs the subcommand named by args[0].
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -39,9 +42,14 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "verify":
+		return cmdVerify(ctx, args[1:], stdout, stderr)
 	case "list":
 		if len(args) == 1 || args[1] == "experiments" {
 			return cmdListExperiments(stdout)
+		}
+		if args[1] == "models" {
+			return cmdListModels(stdout)
 		}
 		return fmt.Errorf("unknown list %q\n%s", args[1], usage)
 	case "-h", "-help", "--help", "help":
