@@ -2,6 +2,7 @@ package accum
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -124,6 +125,125 @@ func TestEZeroTie(t *testing.T) {
 		got := f16.Value(p.Step(a, b, 0))
 		if got != tt.want {
 			t.Errorf("e_zero %d: got %g, want %g", tt.ezero, got, tt.want)
+		}
+	}
+}
+
+// TestTable8Params runs the Table 8 vector (§5.2) through the step
+// parameters of rows whose named model reads another format: e5m2 on Ada
+// (L16 F13) and on Blackwell (L32 F25).
+func TestTable8Params(t *testing.T) {
+	e5m2 := fp8.FormatE5M2
+	a := []uint32{e5m2.Encode(float32(-p2(13)), fp8.NoSat), e5m2.Encode(-0.5, fp8.NoSat), e5m2.Encode(-0.25, fp8.NoSat), e5m2.Encode(-0.125, fp8.NoSat)}
+	b := []uint32{e5m2.Encode(float32(p2(10)), fp8.NoSat), e5m2.Encode(1, fp8.NoSat), e5m2.Encode(1, fp8.NoSat), e5m2.Encode(1, fp8.NoSat)}
+	c := math.Float32bits(float32(p2(23)))
+	tests := []struct {
+		name string
+		p    Params
+		want float32
+	}{
+		{"Ada e5m2", Params{L: 16, F: 13, Rho: RZE8M13, EZero: -132, In: e5m2}, 0},
+		{"Hopper e5m2", Params{L: 32, F: 13, Rho: RZE8M13, EZero: -133, In: e5m2}, 0},
+		{"Blackwell e5m2", Params{L: 32, F: 25, Rho: RZFP32, EZero: -133, In: e5m2}, -0.75},
+	}
+	for _, tt := range tests {
+		if got := math.Float32frombits(tt.p.Step(a, b, c)); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSpecials checks §2.3: NaN inputs, inf×0, +inf and -inf together, and
+// signed zeros.
+func TestSpecials(t *testing.T) {
+	e5m2 := fp8.FormatE5M2
+	inf, ninf, nan, one, zero, nzero := uint32(0x7c), uint32(0xfc), uint32(0x7f), uint32(0x3c), uint32(0), uint32(0x80)
+	p := Params{L: 4, F: 13, Rho: RZE8M13, EZero: -133, In: e5m2}
+	tests := []struct {
+		name string
+		a, b []uint32
+		c    uint32
+		want uint32
+	}{
+		{"NaN input", []uint32{nan, one}, []uint32{one, one}, 0, NaN32},
+		{"inf*0", []uint32{inf}, []uint32{zero}, 0, NaN32},
+		{"+inf and -inf", []uint32{inf, ninf}, []uint32{one, one}, 0, NaN32},
+		{"+inf", []uint32{inf, one}, []uint32{one, one}, 0, 0x7f800000},
+		{"-inf from c", []uint32{one}, []uint32{one}, 0xff800000, 0xff800000},
+		{"all -0", []uint32{nzero, zero}, []uint32{one, nzero}, 0x80000000, 0x80000000},
+		{"zero sum +0", []uint32{one, one}, []uint32{one, 0xbc}, 0, 0},
+		{"mixed zeros +0", []uint32{nzero}, []uint32{one}, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := p.Step(tt.a, tt.b, tt.c); got != tt.want {
+			t.Errorf("%s: got %08x, want %08x", tt.name, got, tt.want)
+		}
+	}
+	// The fast path agrees on the signed-zero cases through its fallback.
+	m := MustLookup("sm90.wgmma.e5m2.f32")
+	if got := math.Float32bits(m.Dot([]uint16{0x80, 0}, []uint16{0x3c, 0x80}, float32(math.Copysign(0, -1)))); got != 0x80000000 {
+		t.Errorf("fast path all -0: got %08x", got)
+	}
+}
+
+// TestOverflowToInf: RZ conversions overflow to inf, never to the largest
+// finite value (§2, FPy fdpa_round).
+func TestOverflowToInf(t *testing.T) {
+	m := MustLookup("sm90.wgmma.bf16.f32")
+	big := uint16(fp8.BF16FromFloat32(float32(p2(64))))
+	if got := m.Dot([]uint16{big}, []uint16{big}, 0); !math.IsInf(float64(got), 1) {
+		t.Errorf("2^64 * 2^64: got %v, want +inf", got)
+	}
+	if got := m.Dot([]uint16{big}, []uint16{big ^ 0x8000}, 0); !math.IsInf(float64(got), -1) {
+		t.Errorf("2^64 * -2^64: got %v, want -inf", got)
+	}
+}
+
+func TestModelTable(t *testing.T) {
+	want := []string{"sm90.wgmma.e4m3.f32", "sm90.wgmma.e5m2.f32", "sm90.mma.sync.e4m3.f32", "sm90.wgmma.f16.f32",
+		"sm90.wgmma.bf16.f32", "sm100.tcgen05.f8f6f4.f32", "sm100.tcgen05.f16.f32", "sm89.mma.sync.e4m3.f32",
+		"sm80.mma.sync.f16.f32", "sm80.mma.sync.bf16.f32", "sm70.mma.f16.f32", "fp32", "fp32.fma", "fp64", "kahan", "pairwise", "exact"}
+	for _, n := range want {
+		m, err := Lookup(n)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if i := m.Info(); i.Source == "" || i.Doc == "" || i.Name != n {
+			t.Errorf("%s: incomplete info %+v", n, i)
+		}
+	}
+	if _, err := Lookup("sm90.bogus"); err == nil || !strings.Contains(err.Error(), "sm90.wgmma.e4m3.f32") {
+		t.Errorf("unknown model error should list the known ones: %v", err)
+	}
+}
+
+// TestBaselines compares the IEEE baselines with the exact sum on a case
+// that separates them.
+func TestBaselines(t *testing.T) {
+	e4m3 := fp8.FormatE4M3
+	// 1 + 2^-9·2^-9 ... tiny terms lost by sequential fp32 but kept by
+	// Kahan and by the exact sum.
+	n := 4096
+	a, b := make([]uint16, n+1), make([]uint16, n+1)
+	a[0], b[0] = uint16(e4m3.Encode(256, fp8.NoSat)), uint16(e4m3.Encode(256, fp8.NoSat)) // 65536
+	for i := 1; i <= n; i++ {
+		a[i], b[i] = uint16(e4m3.Encode(0.001953125, fp8.NoSat)), uint16(e4m3.Encode(0.5, fp8.NoSat)) // 2^-10 each
+	}
+	exact := 65536 + float64(n)*p2(-10)
+	got := map[string]float32{}
+	for _, name := range []string{"fp32", "fp32.fma", "fp64", "kahan", "pairwise", "exact"} {
+		got[name] = MustLookup(name).Dot(a, b, 0)
+	}
+	if got["fp32"] != 65536 || got["fp32.fma"] != 65536 {
+		t.Errorf("sequential fp32 should lose every 2^-10 term next to 65536: %v", got)
+	}
+	if math.Abs(float64(got["pairwise"])-exact) >= math.Abs(float64(got["fp32"])-exact) {
+		t.Errorf("pairwise %v should beat sequential fp32 %v", got["pairwise"], got["fp32"])
+	}
+	for _, name := range []string{"fp64", "kahan", "exact"} {
+		if float64(got[name]) != exact {
+			t.Errorf("%s = %v, want %v", name, got[name], exact)
 		}
 	}
 }

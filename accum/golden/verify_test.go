@@ -9,7 +9,6 @@ import (
 	"testing"
 )
 
-
 func captureFiles(t *testing.T) []string {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(h200Dir, "*.t[sx][vt]"))
