@@ -3,6 +3,7 @@ package golden
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -80,10 +81,23 @@ type File struct {
 // ReadFile reads the capture file at path, choosing the parser from its first
 // line ([RecordsMagic], [LongMagic] or [ConvertMagic]). Errors of malformed
 // content are [*ParseError]s naming path and the line.
+//
+// A path ending in ".gz" is decompressed first (gzip), so that large
+// captures can be kept compressed.
 func ReadFile(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		data, err = io.ReadAll(io.LimitReader(zr, 1<<30))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	return parseBytes(data, path)
 }

@@ -135,3 +135,29 @@ func TestConverterNames(t *testing.T) {
 		t.Error("unknown conversion accepted")
 	}
 }
+
+// TestVerifyFreshCaptures checks the captures fp8lab took itself on an H200
+// with a new seed (testdata/h200-fresh): new inputs, same models.
+func TestVerifyFreshCaptures(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/h200-fresh/*.gz")
+	if len(files) < 21 {
+		t.Fatalf("want the 21 fresh capture files, found %d", len(files))
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Verify(context.Background(), f, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rep.Checks {
+				if c.Total == 0 || !c.OK() {
+					t.Errorf("%s: %d/%d bit-exact; first: %+v", c.Name, c.Equal, c.Total, c.Mismatches)
+				}
+			}
+		})
+	}
+}
