@@ -151,6 +151,13 @@ func TestTable8Params(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
+	// Ampere tf32 (L4 F24): -0.5; inputs are float32 bits read as tf32.
+	tf := func(x float64) uint32 { return fp8.TF32FromFloat32(float32(x)) }
+	pt := Params{L: 4, F: 24, Rho: RZFP32, EZero: -132, In: fp8.FormatTF32}
+	got := math.Float32frombits(pt.Step([]uint32{tf(-p2(13)), tf(-0.5), tf(-0.25), tf(-0.125)}, []uint32{tf(p2(10)), tf(1), tf(1), tf(1)}, c))
+	if got != -0.5 {
+		t.Errorf("Ampere tf32: got %v, want -0.5", got)
+	}
 }
 
 // TestSpecials checks §2.3: NaN inputs, inf×0, +inf and -inf together, and
