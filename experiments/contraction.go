@@ -32,10 +32,13 @@ func init() { sim.Register(Contraction{}) }
 //
 // The zero value looks for the captures itself (see [Contraction.CapturesDir]).
 type Contraction struct {
-	// CapturesDir is the folder of the long_e4m3_K*.txt capture files. When
-	// empty, the experiment uses $FP8LAB_CAPTURES if set, else
-	// ../shared/golden/h200 relative to the root of the fp8lab module
-	// (found by walking up from the working directory to its go.mod).
+	// CapturesDir is the folder of the long-contraction capture files
+	// (*long_e4m3_K*.txt, or .txt.gz). When empty, the experiment uses the
+	// folders listed in $FP8LAB_CAPTURES (separated as in $PATH) if set,
+	// else both ../shared/golden/h200 (the shared H200 captures) and
+	// testdata/h200-fresh (fp8lab's own H200 captures, seed 777) relative
+	// to the root of the fp8lab module, found by walking up from the working
+	// directory to its go.mod.
 	CapturesDir string
 }
 
@@ -74,8 +77,9 @@ e4m3; V ~ N(0,1) in e4m3), pv-biased (the same P, V ~ N(0.5, 1): real V caches
 are not zero-mean), normal (both N(0,1)), uniform-positive (both U(0,1): every
 product positive, the worst case for truncation).
 
-With the H200 captures (long_e4m3_K*.txt, see $FP8LAB_CAPTURES or
-../shared/golden/h200 from the module root) it recomputes their every32 and
+With the H200 captures (long_e4m3_K*.txt[.gz] in ../shared/golden/h200 and
+testdata/h200-fresh from the module root, or in the folders of
+$FP8LAB_CAPTURES) it recomputes their every32 and
 every128 outputs with accum.Chain (summary: captures_bitexact of
 captures_total) and emits, at x = K over the captures' 8 rows, the relative
 error of the H200's cublas, cublas_fast, every32, every128 and of the model's
@@ -618,29 +622,39 @@ func (s *contractionAlias) draw(rng *rand.Rand) uint16 {
 // contractionCapturesModel is the model the long captures were taken with.
 const contractionCapturesModel = "sm90.wgmma.e4m3.f32"
 
-// loadCaptures reads the long-contraction capture files, sorted by K. It
-// returns an error saying where it looked when there are none.
+// loadCaptures reads the long-contraction capture files (long_e4m3_K*.txt,
+// possibly gzip-compressed as .txt.gz, with any prefix such as "fresh_"),
+// sorted by K. It returns an error saying where it looked when there are
+// none.
 func (c Contraction) loadCaptures() ([]*golden.LongFile, error) {
-	dir := c.CapturesDir
-	if dir == "" {
-		dir = os.Getenv(contractionCapturesEnv)
-	}
-	if dir == "" {
+	var dirs []string
+	switch {
+	case c.CapturesDir != "":
+		dirs = []string{c.CapturesDir}
+	case os.Getenv(contractionCapturesEnv) != "":
+		dirs = filepath.SplitList(os.Getenv(contractionCapturesEnv))
+	default:
 		root, err := contractionModuleRoot()
 		if err != nil {
 			return nil, err
 		}
-		dir = filepath.Join(root, "..", "shared", "golden", "h200")
+		dirs = []string{
+			filepath.Join(root, "..", "shared", "golden", "h200"), // the shared H200 captures
+			filepath.Join(root, "testdata", "h200-fresh"),         // fp8lab's own, seed 777
+		}
 	}
-	paths, err := filepath.Glob(filepath.Join(dir, "long_e4m3_K*.txt"))
-	if err != nil {
-		return nil, err
+	var paths []string
+	for _, dir := range dirs {
+		for _, pat := range []string{"*long_e4m3_K*.txt", "*long_e4m3_K*.txt.gz"} {
+			p, err := filepath.Glob(filepath.Join(dir, pat))
+			if err != nil {
+				return nil, err
+			}
+			paths = append(paths, p...)
+		}
 	}
 	if len(paths) == 0 {
-		if _, err := os.Stat(dir); err != nil {
-			return nil, fmt.Errorf("no captures folder: %w", err)
-		}
-		return nil, fmt.Errorf("no long_e4m3_K*.txt files in %s", dir)
+		return nil, fmt.Errorf("no long_e4m3_K*.txt[.gz] files in %s", strings.Join(dirs, ", "))
 	}
 	var files []*golden.LongFile
 	for _, p := range paths {
@@ -733,8 +747,8 @@ func contractionCaptures(ctx context.Context, run *sim.Run, files []*golden.Long
 				return err
 			}
 		}
-		run.Note(fmt.Sprintf("contraction: H200 capture K=%d: every32 %d/%d and every128 %d/%d bit-exact with accum.Chain(%s)",
-			f.K, cnt.every32, cnt.outputs, cnt.every128, cnt.outputs, m.Name()))
+		run.Note(fmt.Sprintf("contraction: H200 capture %s (K=%d): every32 %d/%d and every128 %d/%d bit-exact with accum.Chain(%s)",
+			filepath.Base(f.Path), f.K, cnt.every32, cnt.outputs, cnt.every128, cnt.outputs, m.Name()))
 	}
 	summary["captures_files"] = float64(len(files))
 	summary["captures_total"] = float64(2 * total.outputs)

@@ -116,16 +116,28 @@ func TestContractionOneStep(t *testing.T) {
 }
 
 // TestContractionCaptures reproduces the H200 long-contraction captures'
-// every32 and every128 outputs bit for bit.
+// every32 and every128 outputs bit for bit: fp8lab's own (testdata/h200-fresh,
+// always in the repository) and the shared ones (../shared/golden/h200, when
+// that folder is there).
 func TestContractionCaptures(t *testing.T) {
 	root, err := contractionModuleRoot()
 	if err != nil {
-		t.Skipf("captures not checked: %v", err)
+		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "..", "shared", "golden", "h200")
-	if paths, _ := filepath.Glob(filepath.Join(dir, "long_e4m3_K*.txt")); len(paths) == 0 {
-		t.Skipf("captures not checked: no long_e4m3_K*.txt in %s (the H200 captures are not in this checkout)", dir)
+	for _, tc := range []struct{ name, dir string }{
+		{"fresh", filepath.Join(root, "testdata", "h200-fresh")},
+		{"shared", filepath.Join(root, "..", "shared", "golden", "h200")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if paths, _ := filepath.Glob(filepath.Join(tc.dir, "*long_e4m3_K*")); len(paths) == 0 {
+				t.Skipf("captures not checked: no long_e4m3_K* files in %s (not in this checkout)", tc.dir)
+			}
+			contractionCheckCaptures(t, tc.dir)
+		})
 	}
+}
+
+func contractionCheckCaptures(t *testing.T, dir string) {
 	rec, err := contractionExec(t, Contraction{CapturesDir: dir}, 1, map[string]string{
 		"K": "32", "trials": "1", "series": "headline",
 	})
@@ -139,6 +151,7 @@ func TestContractionCaptures(t *testing.T) {
 	if s["captures_ref_mismatch"] != 0 {
 		t.Errorf("%v captured refs differ from accum.ExactDot", s["captures_ref_mismatch"])
 	}
+	t.Logf("%s: %v of %v outputs bit-exact in %v files", dir, s["captures_bitexact"], s["captures_total"], s["captures_files"])
 	series := map[string]bool{}
 	for _, p := range rec.Points() {
 		series[p.Series] = true
