@@ -1,0 +1,287 @@
+package attention
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/fp8lab/fp8lab/accum"
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// Config describes one FlashAttention-3-style forward computation: the
+// shapes, the dtype of the cache, the arithmetic of both GEMMs, the tiles
+// and the masks. The zero value of every optional field picks FA3's
+// behaviour (see each field). Scales are not part of the Config: they
+// travel with the tensors they belong to ([KV] and the query scales given
+// to [Run]).
+type Config struct {
+	// HeadDim is the head dimension d: 64, 128 or 256.
+	HeadDim int
+	// KVHeads is the number of KV heads (0 means 1); QHeads the number of
+	// query heads (0 means KVHeads), a multiple of KVHeads: query head h
+	// reads KV head h / (QHeads/KVHeads) (GQA).
+	KVHeads, QHeads int
+	// DType is the format of Q, K, V and P: fp8.FormatE4M3, FormatE5M2,
+	// FormatBF16 or FormatFP16 (FA3 needs one dtype for all four; P is
+	// cast to it). The zero value means e4m3.
+	DType fp8.Format
+	// Saturation applies to the casts of Q, K and V to an fp8 DType:
+	// fp8.SatFinite (the zero value) is vLLM's cache write and query
+	// quantization; fp8.NoSat is PyTorch's .to(torch.float8_e4m3fn). P is
+	// always cast with SatFinite, as FA3 and Triton do.
+	Saturation fp8.Saturation
+	// QKModel and PVModel name the accum models of the two GEMMs (any
+	// name accum.Lookup knows, or an IEEE baseline such as "fp32" or
+	// "exact" for any DType). Empty means the Hopper wgmma model of DType:
+	// sm90.wgmma.e4m3.f32, sm90.wgmma.e5m2.f32, sm90.wgmma.bf16.f32 or
+	// sm90.wgmma.f16.f32. A tensor-core model must read DType.
+	QKModel, PVModel string
+	// KBlockM and KBlockN are the tile sizes (queries × tokens). Zero picks
+	// FA3's table (DefaultTiles): decode tiles when FA3's use_one_mma_wg
+	// holds (head_dim 64 or 128, no window, queries × q-heads per KV head ≤
+	// 64), prefill tiles otherwise. KBlockN must be a multiple of the PV
+	// model's instruction width K (32 for fp8, 16 for 16-bit) and at most
+	// 256; KBlockM at most 256.
+	KBlockM, KBlockN int
+	// Promotion is how P·V leaves the tensor core: 0 never (FA3 as
+	// shipped: the running O is the chain's accumulator for the whole
+	// context), 1 every tile (vLLM's two-level accumulation,
+	// flash-attention #104), N > 1 every N tiles with the lazily tracked
+	// acc_scale of flash-attention #122.
+	Promotion int
+	// Causal masks key j for the query at position p when j > p. Queries
+	// are the last Mq tokens of the sequence (FA3's bottom-right
+	// alignment): query i of Mq sits at position N − Mq + i.
+	Causal bool
+	// Window, when positive, is a sliding window of that many tokens
+	// (the model's sliding_window, FA3's window_size_left = Window − 1):
+	// key j is masked for the query at p when j ≤ p − Window.
+	Window int
+	// SoftmaxScale multiplies Q·Kᵀ; 0 means 1/√HeadDim.
+	SoftmaxScale float64
+	// Float64 runs the same tile loop in float64 arithmetic: float64 dot
+	// products of the codes' values, exp2 and online softmax in float64,
+	// P not rounded, O accumulated in float64; the models and Promotion
+	// are then ignored. It checks the loop itself (tile order, masks, GQA,
+	// online softmax) against Reference.
+	Float64 bool
+}
+
+// Limits of a Config.
+const (
+	MaxKBlockN = 256
+	MaxKBlockM = 256
+)
+
+// plan is a validated Config with its defaults filled in, for mq queries
+// over n tokens.
+type plan struct {
+	Config
+	mq, n  int
+	group  int // query heads per KV head
+	decode bool
+	qk, pv accum.Model
+}
+
+// DefaultModel returns the name of the Hopper wgmma model reading format f,
+// or "" when there is none.
+func DefaultModel(f fp8.Format) string {
+	switch f {
+	case fp8.FormatE4M3:
+		return "sm90.wgmma.e4m3.f32"
+	case fp8.FormatE5M2:
+		return "sm90.wgmma.e5m2.f32"
+	case fp8.FormatBF16:
+		return "sm90.wgmma.bf16.f32"
+	case fp8.FormatFP16:
+		return "sm90.wgmma.f16.f32"
+	}
+	return ""
+}
+
+// IsDecode reports whether FA3's use_one_mma_wg heuristic picks the decode
+// tiles: head_dim 64 or 128, no sliding window, and mq queries × q-heads
+// per KV head ≤ 64 (fp8-attention.md §2.3, hopper/heuristics.h).
+func IsDecode(headDim, window, mq, group int) bool {
+	return (headDim == 64 || headDim == 128) && window == 0 && mq*group <= 64
+}
+
+// DefaultTiles returns FA3's SM90 forward tile (kBlockM, kBlockN) for
+// head_dim d (fp8-attention.md §2.3, hopper/tile_size.h on the vLLM fork's
+// main). For fp8 dtypes: decode 64×128 (d ≤ 96) or 64×96; prefill with
+// two-level accumulation (#125) 192×128 (d ≤ 64), 128×128 (≤ 96), 128×192
+// (≤ 128), 128×96 (≤ 192), 128×128 (≤ 256, 64 when local); prefill
+// without it (the pre-#125 table of the single-level kernel) 192×160,
+// 192×128, 128×224, 128×160, 128×128 (64 when local). For 16-bit dtypes
+// the notes give only hd128 (decode 64×128/176, prefill 128×128/160): this
+// returns 64×128 for decode and 128×128 for prefill at every head_dim, an
+// approximation; pass explicit tiles where it matters.
+func DefaultTiles(d int, dtype fp8.Format, decode, local, twoLevel bool) (kBlockM, kBlockN int) {
+	if dtype != fp8.FormatE4M3 && dtype != fp8.FormatE5M2 {
+		if decode {
+			return 64, 128
+		}
+		return 128, 128
+	}
+	if decode {
+		if d <= 96 {
+			return 64, 128
+		}
+		return 64, 96
+	}
+	type row struct{ d, m, n2, m1, n1 int } // two-level (m, n2); single-level (m1, n1)
+	for _, r := range []row{{64, 192, 128, 192, 160}, {96, 128, 128, 192, 128}, {128, 128, 192, 128, 224}, {192, 128, 96, 128, 160}} {
+		if d <= r.d {
+			if twoLevel {
+				return r.m, r.n2
+			}
+			return r.m1, r.n1
+		}
+	}
+	if local {
+		return 128, 64
+	}
+	return 128, 128
+}
+
+// lookupModel resolves a model name for inputs of format f: tensor-core
+// models must read f; IEEE baselines are built for f. 16-bit T-FDPA models
+// get the fast path of fast16.go.
+func lookupModel(which, name string, f fp8.Format) (accum.Model, error) {
+	if name == "" {
+		name = DefaultModel(f)
+	}
+	if m, ok := baselines.Load(baselineKey{name, f}); ok {
+		return m.(accum.Model), nil
+	}
+	if m, err := accum.BaselineByName(name, f); err == nil {
+		m, _ := baselines.LoadOrStore(baselineKey{name, f}, m)
+		return m.(accum.Model), nil
+	}
+	m, err := accum.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s model: %w", which, err)
+	}
+	if in := m.Info().In; in != f {
+		return nil, fmt.Errorf("%s model %s reads %s, but the dtype is %s (use a %s model or an IEEE baseline)", which, name, in, f, f)
+	}
+	return withFastPath(m), nil
+}
+
+type baselineKey struct {
+	name string
+	f    fp8.Format
+}
+
+// baselines caches the IEEE baselines built for each input format (each
+// holds a 256 KiB decode table).
+var baselines sync.Map
+
+// resolve validates c for mq queries over n tokens and fills in defaults.
+// Every error names the limit it breaks.
+func (c Config) resolve(mq, n int) (*plan, error) {
+	p := &plan{Config: c, mq: mq, n: n}
+	if p.KVHeads == 0 {
+		p.KVHeads = 1
+	}
+	if p.QHeads == 0 {
+		p.QHeads = p.KVHeads
+	}
+	if p.DType == fp8.FormatInvalid {
+		p.DType = fp8.FormatE4M3
+	}
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	switch p.HeadDim {
+	case 64, 128, 256:
+	default:
+		bad("head_dim %d is not one of 64, 128, 256", p.HeadDim)
+	}
+	if p.KVHeads < 1 || p.QHeads < 1 {
+		bad("heads must be positive (got %d query heads, %d KV heads)", p.QHeads, p.KVHeads)
+	} else if p.QHeads%p.KVHeads != 0 {
+		bad("%d query heads is not a multiple of %d KV heads", p.QHeads, p.KVHeads)
+	} else {
+		p.group = p.QHeads / p.KVHeads
+	}
+	switch p.DType {
+	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16:
+	default:
+		bad("dtype %s is not one of e4m3, e5m2, bf16, f16", p.DType)
+	}
+	if p.Saturation != fp8.SatFinite && p.Saturation != fp8.NoSat {
+		bad("unknown saturation %d", p.Saturation)
+	}
+	if n < 1 {
+		bad("the KV cache holds %d tokens (at least 1)", n)
+	}
+	if mq < 1 || mq > n {
+		bad("%d queries over %d tokens: queries are the last tokens of the sequence (1 ≤ queries ≤ tokens)", mq, n)
+	}
+	if p.Promotion < 0 {
+		bad("promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", p.Promotion)
+	}
+	if p.Window < 0 {
+		bad("window %d is negative (0 means no sliding window)", p.Window)
+	}
+	if p.SoftmaxScale == 0 && p.HeadDim > 0 {
+		p.SoftmaxScale = 1 / math.Sqrt(float64(p.HeadDim))
+	}
+	if !(p.SoftmaxScale > 0) || math.IsInf(p.SoftmaxScale, 0) {
+		bad("softmax scale %g must be positive and finite", p.SoftmaxScale)
+	}
+	var err error
+	if p.qk, err = lookupModel("QK", p.QKModel, p.DType); err != nil {
+		bad("%v", err)
+	}
+	if p.pv, err = lookupModel("PV", p.PVModel, p.DType); err != nil {
+		bad("%v", err)
+	}
+	if len(errs) == 0 {
+		p.decode = IsDecode(p.HeadDim, p.Window, mq, p.group)
+		m, nb := DefaultTiles(p.HeadDim, p.DType, p.decode, p.Window > 0, p.Promotion > 0)
+		if p.KBlockM == 0 {
+			p.KBlockM = m
+		}
+		if p.KBlockN == 0 {
+			p.KBlockN = nb
+		}
+		if p.KBlockM < 1 || p.KBlockM > MaxKBlockM {
+			bad("kBlockM %d is outside 1..%d", p.KBlockM, MaxKBlockM)
+		}
+		k := max(p.pv.Info().K, 1)
+		if p.KBlockN < 1 || p.KBlockN > MaxKBlockN {
+			bad("kBlockN %d is outside 1..%d", p.KBlockN, MaxKBlockN)
+		} else if p.KBlockN%k != 0 {
+			bad("kBlockN %d is not a multiple of %s's instruction width K = %d", p.KBlockN, p.pv.Name(), k)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("attention: %s", strings.Join(errs, "; "))
+	}
+	return p, nil
+}
+
+// checkScales checks one tensor's descales: one value (per tensor) or one
+// per KV head, each positive and finite.
+func checkScales(name string, s []float32, heads int) error {
+	if len(s) != 1 && len(s) != heads {
+		return fmt.Errorf("attention: %d %s scales: want 1 (per tensor) or %d (per KV head)", len(s), name, heads)
+	}
+	for i, x := range s {
+		if !(x > 0) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("attention: %s scale %d is %g: scales must be positive and finite", name, i, x)
+		}
+	}
+	return nil
+}
+
+// scaleOf returns the scale of KV head h.
+func scaleOf(s []float32, h int) float32 {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return s[h]
+}

@@ -1,0 +1,491 @@
+package attention
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// Run simulates FA3's forward pass for the queries q over the cache kv and
+// returns O, laid out [queries][QHeads][HeadDim] like q. q holds float32
+// queries; the kernel casts them to cfg.DType after dividing by their
+// descale (qScale: one value, or one per KV head as FA3's q_descale; nil
+// means 1.0). Queries are the last len(q)/(QHeads·HeadDim) tokens of the
+// sequence.
+//
+// The outputs are the kernel's FP32 values, held exactly in float64 (with
+// cfg.Float64, the float64 results). A NaN in the inputs propagates as the
+// kernel would propagate it; a row whose every key is masked gives 0, as
+// FA3's finalize does for a zero row sum.
+//
+// Run honours ctx between rows and every 256 tiles.
+func Run(ctx context.Context, cfg Config, q, qScale []float32, kv *KV) ([]float64, error) {
+	out, err := RunPromotions(ctx, cfg, []int{cfg.Promotion}, q, qScale, kv)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// RunPromotions is Run with several P·V accumulators fed by the same
+// scores and P, one per promotion interval (0 never, 1 every tile, N every
+// N tiles): the outputs are exactly those of separate Runs with
+// cfg.Promotion set to each interval and the same tiles. The default
+// tiles follow cfg.Promotion (single-level or two-level table).
+func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale []float32, kv *KV) ([][]float64, error) {
+	k, err := newKernel(cfg, promotions, q, qScale, kv)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(promotions))
+	for i := range out {
+		out[i] = make([]float64, len(q))
+	}
+	r := k.newRow()
+	for h := 0; h < k.KVHeads; h++ {
+		for g := 0; g < k.group; g++ {
+			hq := h*k.group + g
+			for i := 0; i < k.mq; i++ {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				k.setRow(r, i, hq, q)
+				if err := k.attendRow(ctx, r); err != nil {
+					return nil, err
+				}
+				base := (i*k.QHeads + hq) * k.HeadDim
+				for a := range r.acc {
+					k.store(r, a, out[a][base:base+k.HeadDim])
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// kernel is one validated run: the plan, the cache, and the constants of
+// the softmax.
+type kernel struct {
+	*plan
+	kv         *KV
+	promotions []int
+	scaleLog2  []float32 // per KV head, FP32: softmax_scale·log2(e) · q_descale · k_descale
+	scale64    []float64 // the same in float64 (Float64 mode)
+	vDescale   []float32 // per KV head
+	qScale     []float32 // q_descale: one, or one per KV head
+	val        []float64 // value of every code of the dtype (Float64 mode)
+	vpad       []uint16  // V of a tile that reaches past the padded cache, zero filled
+}
+
+func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kernel, error) {
+	if kv == nil {
+		return nil, fmt.Errorf("attention: no KV cache")
+	}
+	// Unset shapes and dtype are the cache's.
+	if cfg.HeadDim == 0 {
+		cfg.HeadDim = kv.dim
+	}
+	if cfg.KVHeads == 0 {
+		cfg.KVHeads = kv.heads
+	}
+	if cfg.QHeads == 0 {
+		cfg.QHeads = cfg.KVHeads
+	}
+	if cfg.DType == fp8.FormatInvalid {
+		cfg.DType = kv.format
+	}
+	row := cfg.QHeads * cfg.HeadDim
+	if row <= 0 || len(q) == 0 || len(q)%row != 0 {
+		return nil, fmt.Errorf("attention: %d query values is not a positive multiple of %d query heads × head_dim %d", len(q), cfg.QHeads, cfg.HeadDim)
+	}
+	p, err := cfg.resolve(len(q)/row, kv.tokens)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case kv.dim != p.HeadDim:
+		return nil, fmt.Errorf("attention: the cache has head_dim %d, the config %d", kv.dim, p.HeadDim)
+	case kv.heads != p.KVHeads:
+		return nil, fmt.Errorf("attention: the cache has %d KV heads, the config %d", kv.heads, p.KVHeads)
+	case kv.format != p.DType:
+		return nil, fmt.Errorf("attention: the cache holds %s codes, the config's dtype is %s", kv.format, p.DType)
+	}
+	if len(promotions) == 0 {
+		return nil, fmt.Errorf("attention: no promotion interval")
+	}
+	for _, n := range promotions {
+		if n < 0 {
+			return nil, fmt.Errorf("attention: promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", n)
+		}
+	}
+	if qScale == nil {
+		qScale = []float32{1}
+	}
+	if err := checkScales("q", qScale, p.KVHeads); err != nil {
+		return nil, err
+	}
+	k := &kernel{plan: p, kv: kv, promotions: slices.Clone(promotions), qScale: slices.Clone(qScale)}
+	// The host passes softmax_scale·log2(e) computed in double and
+	// rounded once to float; the kernel multiplies by the descales in FP32.
+	base := float32(p.SoftmaxScale * math.Log2E)
+	for h := 0; h < p.KVHeads; h++ {
+		qd, kd := scaleOf(qScale, h), scaleOf(kv.kScale, h)
+		k.scaleLog2 = append(k.scaleLog2, float32(float32(base*qd)*kd))
+		k.scale64 = append(k.scale64, p.SoftmaxScale*math.Log2E*float64(qd)*float64(kd))
+		k.vDescale = append(k.vDescale, scaleOf(kv.vScale, h))
+	}
+	if p.Float64 {
+		k.val = valueTable(p.DType)
+	}
+	return k, nil
+}
+
+// row is the state of one query row (one query of one query head) through
+// the mainloop: FA3's per-row registers.
+type row struct {
+	q          []uint16 // the query's codes
+	kvh        int      // its KV head
+	pos        int      // its position in the sequence
+	nMin, nMax int      // the KV tiles it visits: nMax−1 down to nMin
+	m          float32  // running row max of S (log2 units); −inf before any key
+	mUse       float32  // the max the exponent subtracts (0 while m is −inf)
+	alpha      float32  // exp2(m_old − m_new): the rescale of O and l
+	l          float32  // running row sum of the unrounded P
+	s, p       []float32
+	pc         []uint16 // P cast to the dtype
+	acc        []pvAcc
+	// Float64 mode.
+	m64, mUse64, alpha64, l64 float64
+	s64, p64                  []float64
+}
+
+// pvAcc is one P·V accumulation scheme of a row.
+type pvAcc struct {
+	promote  int       // 0 never, N every N tiles
+	o        []float32 // O: the FP32 register (promote 0: the tensor-core chain's accumulator)
+	tc       []float32 // every N tiles: the tensor-core accumulator
+	accScale float32   // every N tiles: the product of the alphas since the last promotion
+	tiles    int       // tiles accumulated since the row started
+	o64      []float64 // Float64 mode
+}
+
+// tile is one KV tile: tokens [start, start+kBlockN).
+type tile struct{ n, start int }
+
+func (k *kernel) newRow() *row {
+	bn, d := k.KBlockN, k.HeadDim
+	r := &row{q: make([]uint16, d), s: make([]float32, bn), p: make([]float32, bn), pc: make([]uint16, bn)}
+	for _, n := range k.promotions {
+		r.acc = append(r.acc, pvAcc{promote: n, o: make([]float32, d), tc: make([]float32, d), o64: make([]float64, d)})
+	}
+	if k.Float64 {
+		r.s64, r.p64 = make([]float64, bn), make([]float64, bn)
+	}
+	return r
+}
+
+// setRow loads query i of query head hq: its codes (q / q_descale cast to
+// the dtype), its position and its tile range. The rows of an m-block are
+// KBlockM consecutive queries of one query head; the block visits tiles
+// from the last one holding a key visible to its last query (causal) down
+// to the first one holding a key visible to its first query (window), as
+// FA3's get_n_block_min_max does.
+func (k *kernel) setRow(r *row, i, hq int, q []float32) {
+	r.kvh = hq / k.group
+	qs := scaleOf(k.qScale, r.kvh)
+	base := (i*k.QHeads + hq) * k.HeadDim
+	for d := range r.q {
+		r.q[d] = quantize(q[base+d], qs, k.DType, k.Saturation)
+	}
+	r.pos = k.n - k.mq + i
+	mb := i / k.KBlockM
+	first := k.n - k.mq + mb*k.KBlockM
+	last := min(first+k.KBlockM-1, k.n-1)
+	end := k.n
+	if k.Causal {
+		end = last + 1
+	}
+	r.nMax = (end + k.KBlockN - 1) / k.KBlockN
+	r.nMin = 0
+	if k.Window > 0 {
+		r.nMin = max(0, first-k.Window+1) / k.KBlockN
+	}
+}
+
+// attendRow is FA3's SM90 forward mainloop for one row, the steps in the
+// kernel's order (fp8-attention.md §2.2–§3.5; attn_probe.py):
+//
+//	for each KV tile, newest first:
+//	    S     = Q·Kᵀ              QK model, a chain of head_dim/K steps from +0, × scale_log2 in FP32
+//	    S     = mask(S)           beyond seqlen_k, causal, sliding window: −inf
+//	    m_new = max(m, rowmax S); alpha = exp2(m − m_new)
+//	    P     = exp2(S − m_new + 8); l = l·alpha + ΣP   (row sum of the unrounded P)
+//	    P     = cast(P)           e4m3/e5m2 RNE satfinite, bf16/fp16 RNE
+//	    O     = rescale and P·V   PV model; promotion never / every tile / every N tiles
+//	O *= v_descale / l
+//
+// FA3 pipelines the P·V of tile n+1 with the softmax of tile n and rescales
+// O after it; O then enters the next tile's chain already rescaled, which is
+// the order written here.
+func (k *kernel) attendRow(ctx context.Context, r *row) error {
+	k.initRow(r)
+	for n := r.nMax - 1; n >= r.nMin; n-- {
+		if (r.nMax-n)%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		t := tile{n: n, start: n * k.KBlockN}
+		k.gemmQK(r, t)
+		k.mask(r, t)
+		k.onlineMax(r)
+		k.exp2P(r)
+		k.castP(r)
+		k.gemmPV(r, t)
+	}
+	k.finalize(r)
+	return nil
+}
+
+// initRow sets m = −inf, l = 0, O = 0 (and acc_scale = 1).
+func (k *kernel) initRow(r *row) {
+	negInf := float32(math.Inf(-1))
+	r.m, r.l, r.m64, r.l64 = negInf, 0, math.Inf(-1), 0
+	for a := range r.acc {
+		acc := &r.acc[a]
+		clear(acc.o)
+		clear(acc.tc)
+		clear(acc.o64)
+		acc.accScale, acc.tiles = 1, 0
+	}
+}
+
+// gemmQK computes the tile's scores S = Q·Kᵀ: for each key, the QK model's
+// chain over head_dim from +0, times scale_log2 (one FP32 multiply). Keys
+// past the end of the cache are left to the mask.
+func (k *kernel) gemmQK(r *row, t tile) {
+	kv := k.kv
+	sl := k.scaleLog2[r.kvh]
+	for j := range r.s {
+		tok := t.start + j
+		if tok >= kv.tokens {
+			break
+		}
+		key := kv.k[(r.kvh*kv.tokens+tok)*kv.dim:][:kv.dim]
+		if k.Float64 {
+			var dot float64
+			for d, c := range r.q {
+				dot += k.val[c] * k.val[key[d]]
+			}
+			r.s64[j] = dot * k.scale64[r.kvh]
+			continue
+		}
+		r.s[j] = k.qk.Dot(r.q, key, 0) * sl
+	}
+}
+
+// mask sets S = −inf for keys past the end of the cache, after the query
+// (causal) and before its window.
+func (k *kernel) mask(r *row, t tile) {
+	negInf := math.Inf(-1)
+	for j := range r.s {
+		tok := t.start + j
+		if tok >= k.n || (k.Causal && tok > r.pos) || (k.Window > 0 && tok <= r.pos-k.Window) {
+			r.s[j] = float32(negInf)
+			if k.Float64 {
+				r.s64[j] = negInf
+			}
+		}
+	}
+}
+
+// onlineMax updates the running max: m_new = max(m, max_j S_j) and
+// alpha = exp2(m − m_new). While every key so far is masked the exponent
+// subtracts 0 instead of −inf (FA3's Check_inf), so P = 0 and alpha = 0.
+func (k *kernel) onlineMax(r *row) {
+	if k.Float64 {
+		mNew := r.m64
+		for _, s := range r.s64 {
+			mNew = max(mNew, s)
+		}
+		r.mUse64 = mNew
+		if math.IsInf(mNew, -1) {
+			r.mUse64 = 0
+		}
+		r.alpha64 = math.Exp2(r.m64 - r.mUse64)
+		r.m64 = mNew
+		return
+	}
+	mNew := r.m
+	for _, s := range r.s {
+		mNew = max(mNew, s)
+	}
+	r.mUse = mNew
+	if math.IsInf(float64(mNew), -1) {
+		r.mUse = 0
+	}
+	r.alpha = exp2f(r.m - r.mUse)
+	r.m = mNew
+}
+
+// exp2P computes P = exp2((S − m_new) + 8) in FP32, each operation rounded
+// (P ∈ [0, 256]), and the row sum l = l·alpha + Σ_j P_j from the unrounded
+// P, summed in FP32 in key order.
+func (k *kernel) exp2P(r *row) {
+	if k.Float64 {
+		var sum float64
+		for j, s := range r.s64 {
+			r.p64[j] = math.Exp2(s - r.mUse64 + 8)
+			sum += r.p64[j]
+		}
+		r.l64 = r.l64*r.alpha64 + sum
+		return
+	}
+	var sum float32
+	for j, s := range r.s {
+		p := exp2f(float32(s-r.mUse) + 8)
+		r.p[j] = p
+		sum += p
+	}
+	r.l = float32(r.l*r.alpha) + sum
+}
+
+// castP casts P to the dtype: e4m3/e5m2 round to nearest even with
+// satfinite (cvt.rn.satfinite), bf16/fp16 round to nearest even.
+func (k *kernel) castP(r *row) {
+	if k.Float64 {
+		return
+	}
+	for j, p := range r.p {
+		r.pc[j] = uint16(k.DType.Encode(p, fp8.SatFinite))
+	}
+}
+
+// gemmPV accumulates the tile's P·V into each accumulator:
+//
+//	never:        O = chain(P, V, c = O·alpha)              O stays in the tensor core
+//	every tile:   O = O·alpha + chain(P, V, c = 0)           one FP32 add (#104)
+//	every N:      O_tc = chain(P, V, c = O_tc·alpha); acc_scale ·= alpha;
+//	              after every N-th tile: O = O·acc_scale + O_tc; O_tc = 0; acc_scale = 1  (#122)
+//
+// Every chain covers the whole tile, kBlockN/K instructions.
+func (k *kernel) gemmPV(r *row, t tile) {
+	kv, d := k.kv, k.HeadDim
+	vt, stride, off := kv.vt[r.kvh*d*kv.stride:], kv.stride, t.start
+	if t.start+k.KBlockN > kv.stride {
+		vt, stride, off = k.padTile(r.kvh, t), k.KBlockN, 0
+	}
+	for a := range r.acc {
+		acc := &r.acc[a]
+		if k.Float64 {
+			for i := 0; i < d; i++ {
+				v := vt[i*stride+off:][:k.KBlockN]
+				var sum float64
+				for j, p := range r.p64 {
+					sum += p * k.val[v[j]]
+				}
+				acc.o64[i] = acc.o64[i]*r.alpha64 + sum
+			}
+			continue
+		}
+		acc.tiles++
+		switch acc.promote {
+		case 0:
+			for i := 0; i < d; i++ {
+				v := vt[i*stride+off:][:k.KBlockN]
+				acc.o[i] = k.pv.Dot(r.pc, v, acc.o[i]*r.alpha)
+			}
+		case 1:
+			for i := 0; i < d; i++ {
+				v := vt[i*stride+off:][:k.KBlockN]
+				acc.o[i] = float32(acc.o[i]*r.alpha) + k.pv.Dot(r.pc, v, 0)
+			}
+		default:
+			acc.accScale *= r.alpha
+			for i := 0; i < d; i++ {
+				v := vt[i*stride+off:][:k.KBlockN]
+				acc.tc[i] = k.pv.Dot(r.pc, v, acc.tc[i]*r.alpha)
+			}
+			if acc.tiles%acc.promote == 0 {
+				k.promote(acc)
+			}
+		}
+	}
+}
+
+// promote merges the tensor-core accumulator of the every-N scheme into
+// the FP32 O: O = O·acc_scale + O_tc (two FP32 operations), then O_tc = 0
+// and acc_scale = 1.
+func (k *kernel) promote(acc *pvAcc) {
+	for i := range acc.o {
+		acc.o[i] = float32(acc.o[i]*acc.accScale) + acc.tc[i]
+		acc.tc[i] = 0
+	}
+	acc.accScale = 1
+}
+
+// padTile returns V of the tile (dim-major, kBlockN wide) for a tile that
+// extends past the cache's padded token axis, zero filled: the tensor core
+// still runs kBlockN/K instructions on it, with P = 0 there.
+func (k *kernel) padTile(h int, t tile) []uint16 {
+	kv, bn := k.kv, k.KBlockN
+	if len(k.vpad) < kv.dim*bn {
+		k.vpad = make([]uint16, kv.dim*bn)
+	}
+	clear(k.vpad)
+	for i := 0; i < kv.dim; i++ {
+		src := kv.vt[(h*kv.dim+i)*kv.stride:][:kv.stride]
+		if t.start < kv.stride {
+			copy(k.vpad[i*bn:(i+1)*bn], src[t.start:])
+		}
+	}
+	return k.vpad[:kv.dim*bn]
+}
+
+// finalize merges what remains of the every-N accumulator and applies
+// O *= v_descale / l as FA3's finalize does: scale = (1/l)·v_descale in
+// FP32, 0 when l is 0 or NaN.
+func (k *kernel) finalize(r *row) {
+	vd := k.vDescale[r.kvh]
+	for a := range r.acc {
+		acc := &r.acc[a]
+		if k.Float64 {
+			for i := range acc.o64 {
+				acc.o64[i] = acc.o64[i] * float64(vd) / r.l64
+			}
+			continue
+		}
+		if acc.promote > 1 {
+			k.promote(acc)
+		}
+		var scale float32
+		if r.l != 0 && r.l == r.l {
+			scale = 1 / r.l * vd
+		}
+		for i := range acc.o {
+			acc.o[i] *= scale
+		}
+	}
+}
+
+// store copies accumulator a's O of the row into out.
+func (k *kernel) store(r *row, a int, out []float64) {
+	if k.Float64 {
+		copy(out, r.acc[a].o64)
+		return
+	}
+	for i, x := range r.acc[a].o {
+		out[i] = float64(x)
+	}
+}
+
+// exp2f returns 2^x in FP32: math.Exp2 in float64 (within one float64 ulp)
+// rounded once to float32, which is the correctly rounded result except
+// when 2^x lies within 2^-52 (relative) of the midpoint between two
+// float32 numbers. Integer x give exact powers of two; x = −inf gives 0,
+// NaN gives NaN. The H200 computes ex2.approx.ftz.f32 (about 2 ulp), so
+// agreement with it is statistical, not bit for bit.
+func exp2f(x float32) float32 { return float32(math.Exp2(float64(x))) }

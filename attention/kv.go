@@ -1,0 +1,173 @@
+package attention
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// KV is the quantized KV cache of one sequence: the codes of K and V in one
+// format, with their descales (one per tensor or one per KV head). It is
+// laid out for the simulator: K token-major per head, V transposed
+// (dim-major, as FA3's producer transposes fp8 V in shared memory) with
+// the token axis padded with +0 codes to a multiple of 32.
+//
+// A KV is read-only during [Run]; use [KV.Clone] before changing tokens of
+// a cache that other goroutines read.
+type KV struct {
+	tokens, heads, dim int
+	format             fp8.Format
+	sat                fp8.Saturation
+	kScale, vScale     []float32
+	stride             int      // tokens rounded up to a multiple of 32
+	k                  []uint16 // [head][token][dim]
+	vt                 []uint16 // [head][dim][stride]
+}
+
+// padTokens is the granularity of the padded token axis of V: the largest
+// instruction width K of any model.
+const padTokens = 32
+
+// NewKV quantizes k and v (laid out as shape: [tokens][heads][dim], row
+// major) into a cache of format f: code = cast(x / scale) rounded to
+// nearest even, with saturation sat for fp8 formats (fp8.SatFinite as
+// vLLM's reshape_and_cache_flash; fp8.NoSat as PyTorch's cast, which turns
+// values beyond 448 into NaN). kScale and vScale hold one scale (per
+// tensor) or one per head; nil means the uncalibrated 1.0.
+func NewKV(k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) (*KV, error) {
+	if shape.Tokens < 1 || shape.Heads < 1 || shape.Dim < 1 {
+		return nil, fmt.Errorf("attention: KV shape %dx%dx%d: every dimension must be at least 1", shape.Tokens, shape.Heads, shape.Dim)
+	}
+	if len(k) != shape.Len() || len(v) != shape.Len() {
+		return nil, fmt.Errorf("attention: KV shape %dx%dx%d holds %d elements, got %d keys and %d values", shape.Tokens, shape.Heads, shape.Dim, shape.Len(), len(k), len(v))
+	}
+	switch f {
+	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16:
+	default:
+		return nil, fmt.Errorf("attention: KV format %s is not one of e4m3, e5m2, bf16, f16", f)
+	}
+	if kScale == nil {
+		kScale = []float32{1}
+	}
+	if vScale == nil {
+		vScale = []float32{1}
+	}
+	if err := checkScales("k", kScale, shape.Heads); err != nil {
+		return nil, err
+	}
+	if err := checkScales("v", vScale, shape.Heads); err != nil {
+		return nil, err
+	}
+	c := &KV{tokens: shape.Tokens, heads: shape.Heads, dim: shape.Dim, format: f, sat: sat,
+		kScale: slices.Clone(kScale), vScale: slices.Clone(vScale)}
+	c.stride = (c.tokens + padTokens - 1) / padTokens * padTokens
+	c.k = make([]uint16, c.heads*c.tokens*c.dim)
+	c.vt = make([]uint16, c.heads*c.dim*c.stride)
+	for t := 0; t < c.tokens; t++ {
+		for h := 0; h < c.heads; h++ {
+			i := (t*c.heads + h) * c.dim
+			c.setToken(t, h, k[i:i+c.dim], v[i:i+c.dim])
+		}
+	}
+	return c, nil
+}
+
+// quantize is cast(x / scale) to f, rounding to nearest even, with
+// saturation sat for fp8 formats.
+func quantize(x, scale float32, f fp8.Format, sat fp8.Saturation) uint16 {
+	return uint16(f.Encode(x/scale, sat))
+}
+
+func (c *KV) setToken(t, h int, k, v []float32) {
+	ks, vs := scaleOf(c.kScale, h), scaleOf(c.vScale, h)
+	kr := c.k[(h*c.tokens+t)*c.dim:]
+	for d := 0; d < c.dim; d++ {
+		kr[d] = quantize(k[d], ks, c.format, c.sat)
+		c.vt[(h*c.dim+d)*c.stride+t] = quantize(v[d], vs, c.format, c.sat)
+	}
+}
+
+// SetToken quantizes k and v (dim values each) with the cache's scales and
+// stores them as token t of KV head h.
+func (c *KV) SetToken(t, h int, k, v []float32) error {
+	if t < 0 || t >= c.tokens || h < 0 || h >= c.heads {
+		return fmt.Errorf("attention: token %d of head %d is outside the cache (%d tokens, %d heads)", t, h, c.tokens, c.heads)
+	}
+	if len(k) != c.dim || len(v) != c.dim {
+		return fmt.Errorf("attention: SetToken with %d keys and %d values for head_dim %d", len(k), len(v), c.dim)
+	}
+	c.setToken(t, h, k, v)
+	return nil
+}
+
+// Clone returns an independent copy of the cache.
+func (c *KV) Clone() *KV {
+	d := *c
+	d.kScale, d.vScale = slices.Clone(c.kScale), slices.Clone(c.vScale)
+	d.k, d.vt = slices.Clone(c.k), slices.Clone(c.vt)
+	return &d
+}
+
+// Tokens, Heads and Dim give the cache's shape.
+func (c *KV) Tokens() int { return c.tokens }
+
+// Heads is the number of KV heads.
+func (c *KV) Heads() int { return c.heads }
+
+// Dim is the head dimension.
+func (c *KV) Dim() int { return c.dim }
+
+// Format is the format of the codes.
+func (c *KV) Format() fp8.Format { return c.format }
+
+// KScales and VScales return copies of the descales (length 1 or Heads).
+func (c *KV) KScales() []float32 { return slices.Clone(c.kScale) }
+
+// VScales returns a copy of the V descales.
+func (c *KV) VScales() []float32 { return slices.Clone(c.vScale) }
+
+// KCode and VCode return the code of element d of token t, head h.
+func (c *KV) KCode(t, h, d int) uint16 { return c.k[(h*c.tokens+t)*c.dim+d] }
+
+// VCode returns the V code of element d of token t, head h.
+func (c *KV) VCode(t, h, d int) uint16 { return c.vt[(h*c.dim+d)*c.stride+t] }
+
+// Dequantize returns the values the cache stands for, code value × descale
+// (exact in float64), laid out [tokens][heads][dim]. NaN codes give NaN.
+func (c *KV) Dequantize() (k, v []float64) {
+	k = make([]float64, c.tokens*c.heads*c.dim)
+	v = make([]float64, len(k))
+	val := valueTable(c.format)
+	for t := 0; t < c.tokens; t++ {
+		for h := 0; h < c.heads; h++ {
+			ks, vs := float64(scaleOf(c.kScale, h)), float64(scaleOf(c.vScale, h))
+			for d := 0; d < c.dim; d++ {
+				i := (t*c.heads+h)*c.dim + d
+				k[i] = val[c.KCode(t, h, d)] * ks
+				v[i] = val[c.VCode(t, h, d)] * vs
+			}
+		}
+	}
+	return k, v
+}
+
+// valueTable returns the exact value of every code of f (NaN for NaN
+// codes), indexed by code.
+func valueTable(f fp8.Format) []float64 {
+	tablesOnce[f].Do(func() {
+		n := 1 << f.CodeBits()
+		t := make([]float64, n)
+		for i := range t {
+			t[i] = f.Value(uint32(i))
+		}
+		tables[f] = t
+	})
+	return tables[f]
+}
+
+var (
+	tablesOnce [8]sync.Once
+	tables     [8][]float64
+)

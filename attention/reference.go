@@ -1,0 +1,138 @@
+package attention
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// Reference returns exact-as-float64 attention: for every query row,
+// softmax(SoftmaxScale · q·kᵀ) · v over the keys the row may see (cfg's
+// causal mask and window, queries the last mq tokens of n), with float64
+// dot products, exp and sums (two passes: max, then Σ exp(s − max)·v /
+// Σ exp(s − max)). q is [mq][QHeads][HeadDim]; k and v are
+// [n][KVHeads][HeadDim]; the result is laid out like q. cfg's models,
+// dtype, tiles and promotion play no part. A row that sees no key gives 0.
+// It honours ctx between rows.
+func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([]float64, error) {
+	if cfg.KVHeads == 0 {
+		cfg.KVHeads = 1
+	}
+	if cfg.QHeads == 0 {
+		cfg.QHeads = cfg.KVHeads
+	}
+	p, err := cfg.resolve(mq, n)
+	if err != nil {
+		return nil, err
+	}
+	d := p.HeadDim
+	if len(q) != mq*p.QHeads*d || len(k) != n*p.KVHeads*d || len(v) != len(k) {
+		return nil, fmt.Errorf("attention: Reference with %d query, %d key and %d value elements: want %d, %d, %d (%d queries, %d tokens, %d/%d heads, head_dim %d)",
+			len(q), len(k), len(v), mq*p.QHeads*d, n*p.KVHeads*d, n*p.KVHeads*d, mq, n, p.QHeads, p.KVHeads, d)
+	}
+	out := make([]float64, len(q))
+	s := make([]float64, n)
+	for i := 0; i < mq; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pos := n - mq + i
+		lo, hi := 0, n
+		if p.Causal {
+			hi = pos + 1
+		}
+		if p.Window > 0 {
+			lo = max(0, pos-p.Window+1)
+		}
+		for hq := 0; hq < p.QHeads; hq++ {
+			h := hq / p.group
+			qr := q[(i*p.QHeads+hq)*d:][:d]
+			m := math.Inf(-1)
+			for j := lo; j < hi; j++ {
+				kr := k[(j*p.KVHeads+h)*d:][:d]
+				var dot float64
+				for x := range qr {
+					dot += qr[x] * kr[x]
+				}
+				s[j] = p.SoftmaxScale * dot
+				m = max(m, s[j])
+			}
+			o := out[(i*p.QHeads+hq)*d:][:d]
+			if hi <= lo {
+				continue
+			}
+			var l float64
+			for j := lo; j < hi; j++ {
+				w := math.Exp(s[j] - m)
+				l += w
+				vr := v[(j*p.KVHeads+h)*d:][:d]
+				for x := range o {
+					o[x] += w * vr[x]
+				}
+			}
+			for x := range o {
+				o[x] /= l
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReferenceQuantized is Reference on the values the kernel reads: the
+// query codes (q / q_descale cast to cfg.DType, as Run casts them) times
+// q_descale, and the cache's codes times their descales. It compares Run's
+// output with exact attention on the same quantized inputs.
+func ReferenceQuantized(ctx context.Context, cfg Config, q, qScale []float32, kv *KV) ([]float64, error) {
+	k, err := newKernel(cfg, []int{0}, q, qScale, kv)
+	if err != nil {
+		return nil, err
+	}
+	qv := k.dequantizedQuery(q)
+	kd, vd := kv.Dequantize()
+	return Reference(ctx, k.Config, qv, kd, vd, k.mq, k.n)
+}
+
+// dequantizedQuery returns the values of the query codes times q_descale.
+func (k *kernel) dequantizedQuery(q []float32) []float64 {
+	val := valueTable(k.DType)
+	out := make([]float64, len(q))
+	for i := range q {
+		h := (i / k.HeadDim % k.QHeads) / k.group
+		s := scaleOf(k.qScale, h)
+		out[i] = val[quantize(q[i], s, k.DType, k.Saturation)] * float64(s)
+	}
+	return out
+}
+
+// Errors compares an output with a reference.
+type Errors struct {
+	RelL2  float64 // ‖o − ref‖₂ / ‖ref‖₂ (NaN when ref is all zero)
+	MaxAbs float64 // max |o − ref|
+	Cosine float64 // ⟨o, ref⟩ / (‖o‖₂ ‖ref‖₂)
+}
+
+// Compare returns the errors of o against ref (same length), in float64.
+// NaN elements make every figure NaN.
+func Compare(o, ref []float64) Errors {
+	if len(o) != len(ref) {
+		panic(fmt.Sprintf("attention: Compare of %d and %d elements", len(o), len(ref)))
+	}
+	var diff2, ref2, o2, dot, maxAbs float64
+	for i, x := range o {
+		r := ref[i]
+		d := x - r
+		diff2 += d * d
+		ref2 += r * r
+		o2 += x * x
+		dot += x * r
+		if a := math.Abs(d); a > maxAbs || a != a {
+			maxAbs = a
+		}
+	}
+	return Errors{RelL2: math.Sqrt(diff2) / math.Sqrt(ref2), MaxAbs: maxAbs, Cosine: dot / (math.Sqrt(o2) * math.Sqrt(ref2))}
+}
+
+// String formats the errors in one line.
+func (e Errors) String() string {
+	return fmt.Sprintf("rel L2 %.4g, max abs %.4g, cosine %.9f", e.RelL2, e.MaxAbs, e.Cosine)
+}
