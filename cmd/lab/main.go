@@ -30,16 +30,19 @@ func main() {
 }
 
 const usage = `usage:
-  lab run NAME [-param value ...] [-seed N] [-json] [-quiet]
+  lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-wasm DIR]
+  lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]
   lab list experiments | models
   lab verify [-exhaustive] FILE...`
 
 // dispatch runs the subcommand named by args[0].
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New(usage)
+		return cmdServe(ctx, nil, stdout, stderr)
 	}
 	switch args[0] {
+	case "serve":
+		return cmdServe(ctx, args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "verify":

@@ -12,10 +12,10 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet]"
+const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]"
 
 // runOptions are the flags of `lab run` that are not experiment parameters.
-var runOptions = []string{"seed", "json", "quiet", "h", "help"}
+var runOptions = []string{"seed", "json", "quiet", "lab", "h", "help"}
 
 // paramFlag collects the text given for one experiment parameter; the text
 // is validated against the schema after parsing, so that errors read
@@ -80,6 +80,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	seed := fs.Uint64("seed", 1, "seed of the run")
 	jsonOut := fs.Bool("json", false, "write JSON lines on stdout instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
+	labURL := fs.String("lab", "", "also stream the run into the lab at this URL")
 
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -107,15 +108,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		// The bar first, so that it ends its line before the table is written.
 		sink = sim.Tee(sim.NewProgressBar(stderr), out)
 	}
-	_, err = sim.Execute(ctx, exp, values, *seed, sink)
-	return err
+	sink, runCtx, finish, err := withLab(ctx, *labURL, exp, values, *seed, sink, stderr, *quiet)
+	if err != nil {
+		return err
+	}
+	_, err = sim.Execute(runCtx, exp, values, *seed, sink)
+	return finish(err)
 }
 
 // printRunHelp writes the help of `lab run NAME`: usage, the experiment's
 // documentation, its parameters and the run options.
 func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: lab run %s [-param value ...] [-seed N] [-json] [-quiet]\n\n", exp.Name())
+	fmt.Fprintf(&b, "usage: lab run %s [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]\n\n", exp.Name())
 	if doc := strings.TrimSpace(exp.Doc()); doc != "" {
 		b.WriteString(doc + "\n\n")
 	}
@@ -129,6 +134,7 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	fmt.Fprintln(tw, "  -seed N\tseed of the run (default 1); the same seed and parameters give the same numbers")
 	fmt.Fprintln(tw, "  -json\twrite JSON lines on stdout instead of a table")
 	fmt.Fprintln(tw, "  -quiet\tno progress bar on stderr")
+	fmt.Fprintln(tw, "  -lab URL\talso stream the run into the lab at URL (e.g. http://127.0.0.1:8080), kept in its notebook")
 	tw.Flush()
 	b.WriteString("\nA bool parameter is given as -name or -name=false; a list as -name 1,2,3.\n")
 	_, err := io.WriteString(w, b.String())

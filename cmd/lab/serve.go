@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	labserver "github.com/fp8lab/fp8lab/lab"
+	"github.com/fp8lab/fp8lab/lab/notebook"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+const serveUsage = "usage: lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-wasm DIR]"
+
+// cmdServe runs `lab serve`: it opens the notebook in the data folder
+// (marking runs a crash left unfinished as interrupted), serves the lab on
+// addr until ctx is cancelled (SIGINT, SIGTERM), then shuts down gracefully:
+// running runs are recorded as interrupted with every point they emitted.
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; keep it on 127.0.0.1 unless the network is trusted")
+	data := fs.String("data", "data", "data folder holding the notebook ("+notebook.FileName+")")
+	workers := fs.Int("workers", 0, "server runs executing at once (default: the number of CPUs, at least 2)")
+	wasmDir := fs.String("wasm", "", "serve lab.wasm and wasm_exec.js from this folder instead of the build embedded in the binary")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, serveUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil
+		}
+		return fmt.Errorf("lab serve: %v\n%s", err, serveUsage)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("lab serve: unexpected argument %q\n%s", fs.Arg(0), serveUsage)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	store, err := notebook.Open(*data)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if rec := store.Recovered(); len(rec) > 0 {
+		log.Warn("runs left unfinished by a crash are marked interrupted", "runs", strings.Join(rec, ","))
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("lab serve: %w", err)
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
+		log.Warn("the lab listens beyond this machine: anyone who reaches it can run experiments and read the notebook", "addr", ln.Addr().String())
+	}
+	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log}
+	if *wasmDir != "" {
+		if _, err := os.Stat(*wasmDir + "/lab.wasm"); err != nil {
+			ln.Close()
+			return fmt.Errorf("lab serve: -wasm %s: %w", *wasmDir, err)
+		}
+		opts.WASM = os.DirFS(*wasmDir)
+	}
+	srv, err := labserver.New(opts)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	b := sim.Build()
+	fmt.Fprintf(stdout, "fp8lab lab on http://%s/  (notebook %s; fp8lab %s %s)\n", ln.Addr(), store.Path(), b.Version, b.Revision)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: runs in progress are recorded as interrupted")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	if serr := srv.Shutdown(sctx); serr != nil {
+		log.Error("shutdown", "err", serr)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if cerr := store.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// withLab makes `lab run NAME -lab URL` stream the run into the lab at
+// labURL as well: it returns the sink to use (sink and the lab), the
+// context to run in (cancelled when a user cancels the run in the lab) and
+// the function that ends the lab's record with the run's error and returns
+// the error of the command. With an empty labURL it changes nothing.
+func withLab(ctx context.Context, labURL string, exp sim.Experiment, values sim.Values, seed uint64, sink sim.Sink, stderr io.Writer, quiet bool) (sim.Sink, context.Context, func(error) error, error) {
+	if labURL == "" {
+		return sink, ctx, func(err error) error { return err }, nil
+	}
+	c := &sim.LabClient{URL: labURL, Origin: string(notebook.OriginTerminal)}
+	lr, err := c.Start(ctx, exp, values, seed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "streaming into the lab: %s\n", lr.URL())
+	}
+	finish := func(runErr error) error {
+		if ferr := lr.Finish(runErr); ferr != nil && runErr == nil {
+			return ferr
+		}
+		if runErr != nil && errors.Is(context.Cause(lr.Context()), sim.ErrCancelledInLab) {
+			return sim.ErrCancelledInLab
+		}
+		return runErr
+	}
+	return sim.Tee(sink, lr), lr.Context(), finish, nil
+}

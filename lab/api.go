@@ -1,0 +1,776 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fp8lab/fp8lab/lab/notebook"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /api/info", s.handleInfo)
+	m.HandleFunc("GET /api/experiments", s.handleExperiments)
+	m.HandleFunc("GET /api/experiments/{name}", s.handleExperiment)
+	m.HandleFunc("GET /api/runs", s.handleListRuns)
+	m.HandleFunc("POST /api/runs", s.handleStartRun)
+	m.HandleFunc("GET /api/runs/{id}", s.handleGetRun)
+	m.HandleFunc("PATCH /api/runs/{id}", s.handleAnnotate)
+	m.HandleFunc("DELETE /api/runs/{id}", s.handleDelete)
+	m.HandleFunc("POST /api/runs/{id}/cancel", s.handleCancel)
+	m.HandleFunc("POST /api/runs/{id}/rerun", s.handleRerun)
+	m.HandleFunc("GET /api/runs/{id}/points", s.handlePoints)
+	m.HandleFunc("POST /api/runs/{id}/events", s.handleEvents)
+	m.HandleFunc("GET /api/runs/{id}/stream", s.handleStream)
+	m.HandleFunc("GET /api/runs/{id}/export", s.handleExport)
+	m.HandleFunc("GET /api/report", s.handleReport)
+	m.HandleFunc("/api/", s.handleNoRoute)
+	m.Handle("GET /wasm/", http.StripPrefix("/wasm/", http.FileServerFS(s.opts.WASM)))
+	page := http.FileServerFS(s.opts.Page)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		page.ServeHTTP(w, r)
+	})
+	s.mux = m
+}
+
+// apiError is the body of every error answer of the API:
+// {"error": "…", "param": "K"} (param when a parameter was refused).
+type apiError struct {
+	Error  string `json:"error"`
+	Param  string `json:"param,omitempty"`
+	Points *int64 `json:"points,omitempty"` // events: the points the lab holds
+	Cancel bool   `json:"cancel,omitempty"` // events: the run was cancelled in the lab
+}
+
+var paramInError = regexp.MustCompile(`^(?:parameters?: )?(?:parameter|unknown parameter) "([^"]+)"`)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the answer failed"}`)
+	}
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+	w.Write([]byte{'\n'})
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	e := apiError{Error: err.Error()}
+	if m := paramInError.FindStringSubmatch(e.Error); m != nil {
+		e.Param = m[1]
+	}
+	writeJSON(w, status, e)
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// handleNoRoute answers API paths that match no route: 405 with the allowed
+// methods when the path exists with another method, else 404.
+func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pat := s.mux.Handler(probe); pat != "" && pat != "/api/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, errorf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, http.StatusNotFound, errorf("no such API endpoint: %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.info())
+}
+
+// ParamSchema is one parameter in the API's experiment schema.
+type ParamSchema struct {
+	Name    string   `json:"name"`
+	Doc     string   `json:"doc"`
+	Unit    string   `json:"unit,omitempty"`
+	Kind    string   `json:"kind"` // int, float, bool, choice, ints
+	Default any      `json:"default"`
+	Min     *float64 `json:"min,omitempty"` // inclusive, when bounded
+	Max     *float64 `json:"max,omitempty"`
+	Choices []string `json:"choices,omitempty"`
+	Limits  string   `json:"limits,omitempty"` // for display: "[1, 1000]", "one of a|b"
+}
+
+// ExperimentSchema describes an experiment in the API.
+type ExperimentSchema struct {
+	Name    string        `json:"name"`
+	Summary string        `json:"summary"`
+	Doc     string        `json:"doc"`
+	Params  []ParamSchema `json:"params"`
+}
+
+func schemaOf(e sim.Experiment) ExperimentSchema {
+	params := e.Params()
+	defaults, err := sim.Defaults(params)
+	out := ExperimentSchema{Name: e.Name(), Summary: sim.Summary(e), Doc: strings.TrimSpace(e.Doc()), Params: []ParamSchema{}}
+	for _, p := range params {
+		ps := ParamSchema{Name: p.Name, Doc: p.Doc, Unit: p.Unit, Kind: p.Kind.String(), Default: p.Default, Choices: p.Choices, Limits: p.Limits()}
+		if err == nil {
+			ps.Default, _ = defaults.Get(p.Name)
+		}
+		if p.Max > p.Min && p.Kind != sim.KindChoice && p.Kind != sim.KindBool {
+			lo, hi := p.Min, p.Max
+			ps.Min, ps.Max = &lo, &hi
+		}
+		out.Params = append(out.Params, ps)
+	}
+	return out
+}
+
+func (s *Server) handleExperiments(w http.ResponseWriter, r *http.Request) {
+	list := []ExperimentSchema{}
+	for _, e := range sim.Experiments() {
+		list = append(list, schemaOf(e))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"experiments": list})
+}
+
+func (s *Server) handleExperiment(w http.ResponseWriter, r *http.Request) {
+	e, err := sim.Lookup(r.PathValue("name"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, schemaOf(e))
+}
+
+// decodeBody decodes the request's JSON body into v, refusing unknown
+// fields and trailing data. An empty body leaves v as it is.
+func decodeBody(r *http.Request, v any) (status int, err error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return http.StatusRequestEntityTooLarge, errorf("request body larger than %d bytes", tooBig.Limit)
+		}
+		return http.StatusBadRequest, errorf("reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return 0, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return http.StatusBadRequest, errorf("request body: %v", err)
+	}
+	if dec.More() {
+		return http.StatusBadRequest, errorf("request body: trailing data after the JSON object")
+	}
+	return 0, nil
+}
+
+// parseSeed reads a seed given as a JSON number or a decimal string; absent
+// means 1, the seed of `lab run`.
+func parseSeed(raw json.RawMessage) (uint64, error) {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return 1, nil
+	}
+	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
+		t = t[1 : len(t)-1]
+	}
+	n, err := strconv.ParseUint(t, 10, 64)
+	if err != nil {
+		return 0, errorf("seed %s: want a whole number from 0 to %d", string(raw), uint64(math.MaxUint64))
+	}
+	return n, nil
+}
+
+// startRequest is the body of POST /api/runs.
+type startRequest struct {
+	Experiment string          `json:"experiment"`
+	Params     json.RawMessage `json:"params"`
+	Seed       json.RawMessage `json:"seed"`
+	Origin     string          `json:"origin"` // "server" (default), or a client's: "browser", "terminal", "client"
+	Title      string          `json:"title"`
+	Note       string          `json:"note"`
+	// The build that computes a client's run (ignored for server runs).
+	Version   string `json:"version"`
+	Revision  string `json:"revision"`
+	GoVersion string `json:"go_version"`
+	Platform  string `json:"platform"`
+}
+
+// Limits on what a request may hold.
+const (
+	maxTitle     = 200
+	maxNote      = 64 << 10
+	maxBuildText = 200
+	maxBody      = 1 << 20
+	maxEventBody = 8 << 20
+)
+
+func checkAnnotation(title, note string) error {
+	switch {
+	case len(title) > maxTitle:
+		return errorf("title longer than %d bytes", maxTitle)
+	case len(note) > maxNote:
+		return errorf("note longer than %d bytes", maxNote)
+	}
+	return nil
+}
+
+func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
+	var req startRequest
+	if status, err := decodeBody(r, &req); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	if req.Experiment == "" {
+		writeError(w, http.StatusBadRequest, errorf("experiment: missing (GET /api/experiments lists them)"))
+		return
+	}
+	seed, err := parseSeed(req.Seed)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := checkAnnotation(req.Title, req.Note); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	origin := notebook.Origin(req.Origin)
+	if origin == "" {
+		origin = notebook.OriginServer
+	}
+	if !origin.Valid() {
+		writeError(w, http.StatusBadRequest, errorf("origin %q: want server, browser, terminal or client", req.Origin))
+		return
+	}
+	exp, lookupErr := sim.Lookup(req.Experiment)
+	if origin == notebook.OriginServer {
+		if lookupErr != nil {
+			writeError(w, http.StatusBadRequest, lookupErr)
+			return
+		}
+		values, err := sim.ValuesFromJSON(exp.Params(), req.Params)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		run, err := s.submit(exp, values, seed, req.Title, req.Note, "")
+		s.answerCreated(w, run, err)
+		return
+	}
+	run, status, err := s.registerClientRun(req, exp, seed)
+	if err != nil {
+		writeError(w, status, err)
+		return
+	}
+	s.answerCreated(w, run, nil)
+}
+
+func (s *Server) answerCreated(w http.ResponseWriter, run notebook.Run, err error) {
+	switch {
+	case errors.Is(err, errBusy) || errors.Is(err, errClosing):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, err)
+	case err != nil:
+		s.log.Error("creating a run", "err", err)
+		writeError(w, http.StatusInternalServerError, errorf("the notebook could not record the run: %v", err))
+	default:
+		w.Header().Set("Location", "/api/runs/"+run.ID)
+		writeJSON(w, http.StatusCreated, run)
+	}
+}
+
+// registerClientRun records a run that a client computes and streams in.
+// An experiment the lab knows has its values validated like a server run's;
+// an unknown one (a user's own program) is kept with its values as given.
+func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed uint64) (notebook.Run, int, error) {
+	for name, v := range map[string]string{"version": req.Version, "revision": req.Revision, "go_version": req.GoVersion, "platform": req.Platform} {
+		if len(v) > maxBuildText {
+			return notebook.Run{}, http.StatusBadRequest, errorf("%s longer than %d bytes", name, maxBuildText)
+		}
+	}
+	meta := notebook.Run{
+		Experiment: req.Experiment, Seed: seed, Origin: notebook.Origin(req.Origin), State: notebook.Running,
+		Version: req.Version, Revision: req.Revision, GoVersion: req.GoVersion, Platform: req.Platform,
+		Title: req.Title, Note: req.Note,
+	}
+	if exp != nil {
+		values, err := sim.ValuesFromJSON(exp.Params(), req.Params)
+		if err != nil {
+			return meta, http.StatusBadRequest, err
+		}
+		meta.Params, meta.Flags, meta.Registered = paramsMap(values), values.Flags(), true
+	} else {
+		if !validName(req.Experiment) {
+			return meta, http.StatusBadRequest, errorf("experiment %q: a name is letters, digits, '-', '_' and '.' (at most 100)", req.Experiment)
+		}
+		var params map[string]any
+		if len(req.Params) > 0 {
+			if err := json.Unmarshal(req.Params, &params); err != nil {
+				return meta, http.StatusBadRequest, errorf("params: want a JSON object: %v", err)
+			}
+			if len(params) > 100 {
+				return meta, http.StatusBadRequest, errorf("params: more than 100 parameters")
+			}
+		}
+		meta.Params = params
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return meta, http.StatusServiceUnavailable, errClosing
+	}
+	now := time.Now().UTC()
+	meta.Started = &now
+	if err := s.store.Create(&meta); err != nil {
+		return meta, http.StatusInternalServerError, errorf("the notebook could not record the run: %v", err)
+	}
+	l := newLive(s, meta)
+	l.external = true
+	s.mu.Lock()
+	s.lives[l.id] = l
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); l.flusher(s.opts.FlushInterval) }()
+	s.mu.Unlock()
+	s.log.Info("client run registered", "run", l.id, "experiment", meta.Experiment, "origin", meta.Origin)
+	return l.snapshot(), 0, nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 100 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// getRun returns the run as it stands: the live record for a live run, the
+// notebook's otherwise.
+func (s *Server) getRun(id string) (notebook.Run, error) {
+	if l := s.liveRun(id); l != nil {
+		return l.snapshot(), nil
+	}
+	return s.store.Get(id)
+}
+
+func (s *Server) writeRunError(w http.ResponseWriter, id string, err error) {
+	if errors.Is(err, notebook.ErrNotFound) {
+		writeError(w, http.StatusNotFound, errorf("no run %q", id))
+		return
+	}
+	s.log.Error("notebook", "run", id, "err", err)
+	writeError(w, http.StatusInternalServerError, errorf("notebook: %v", err))
+}
+
+func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
+	q := notebook.Query{Experiment: r.URL.Query().Get("experiment"), State: notebook.State(r.URL.Query().Get("state")), Limit: 200}
+	if q.State != "" && !q.State.Valid() {
+		writeError(w, http.StatusBadRequest, errorf("state %q: want queued, running, done, failed, cancelled or interrupted", q.State))
+		return
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			writeError(w, http.StatusBadRequest, errorf("limit %q: want a whole number from 1 to 10000", v))
+			return
+		}
+		q.Limit = n
+	}
+	// Filter the state after the live records replace the notebook's,
+	// which lag them by up to a flush.
+	state, limit := q.State, q.Limit
+	if state != "" {
+		q.State, q.Limit = "", 0
+	}
+	runs, err := s.store.List(q)
+	if err != nil {
+		s.writeRunError(w, "", err)
+		return
+	}
+	out := make([]notebook.Run, 0, len(runs))
+	for _, run := range runs {
+		if l := s.liveRun(run.ID); l != nil {
+			run = l.snapshot()
+		}
+		if state != "" && run.State != state {
+			continue
+		}
+		if out = append(out, run); len(out) == limit {
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	run, err := s.getRun(id)
+	if err != nil {
+		s.writeRunError(w, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+// annotateRequest is the body of PATCH /api/runs/{id}.
+type annotateRequest struct {
+	Title *string `json:"title"`
+	Note  *string `json:"note"`
+}
+
+func (s *Server) handleAnnotate(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req annotateRequest
+	if status, err := decodeBody(r, &req); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	if req.Title == nil && req.Note == nil {
+		writeError(w, http.StatusBadRequest, errorf("nothing to change: give title and/or note"))
+		return
+	}
+	if err := checkAnnotation(deref(req.Title), deref(req.Note)); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	err := s.store.Update(id, func(run *notebook.Run) error {
+		if req.Title != nil {
+			run.Title = *req.Title
+		}
+		if req.Note != nil {
+			run.Note = *req.Note
+		}
+		return nil
+	})
+	if err != nil {
+		s.writeRunError(w, id, err)
+		return
+	}
+	if l := s.liveRun(id); l != nil {
+		l.annotate(req.Title, req.Note)
+	}
+	s.handleGetRun(w, r)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if l := s.liveRun(id); l != nil {
+		s.cancelRun(id)
+		select {
+		case <-l.ended:
+		case <-time.After(10 * time.Second):
+			writeError(w, http.StatusConflict, errorf("run %s is still stopping; try again", id))
+			return
+		}
+	}
+	if err := s.store.Delete(id); err != nil {
+		s.writeRunError(w, id, err)
+		return
+	}
+	s.log.Info("run deleted", "run", id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !s.cancelRun(id) {
+		run, err := s.store.Get(id)
+		if err != nil {
+			s.writeRunError(w, id, err)
+			return
+		}
+		writeError(w, http.StatusConflict, errorf("run %s has already ended (%s)", id, run.State))
+		return
+	}
+	if l := s.liveRun(id); l != nil {
+		select { // a running experiment usually stops within milliseconds
+		case <-l.ended:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	s.handleGetRun(w, r)
+}
+
+// rerunRequest is the body of POST /api/runs/{id}/rerun (optional).
+type rerunRequest struct {
+	Seed json.RawMessage `json:"seed"` // default: the run's seed
+}
+
+func (s *Server) handleRerun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req rerunRequest
+	if status, err := decodeBody(r, &req); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	old, err := s.getRun(id)
+	if err != nil {
+		s.writeRunError(w, id, err)
+		return
+	}
+	exp, err := sim.Lookup(old.Experiment)
+	if err != nil {
+		writeError(w, http.StatusConflict, errorf("run %s cannot be re-run here: %v", id, err))
+		return
+	}
+	values, err := sim.ValuesFromMap(exp.Params(), old.Params)
+	if err != nil {
+		writeError(w, http.StatusConflict, errorf("run %s cannot be re-run with today's %s: %v", id, old.Experiment, err))
+		return
+	}
+	seed := old.Seed
+	if len(req.Seed) > 0 {
+		if seed, err = parseSeed(req.Seed); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+	}
+	run, err := s.submit(exp, values, seed, old.Title, "", id)
+	s.answerCreated(w, run, err)
+}
+
+// queryInt reads a non-negative integer query parameter.
+func queryInt(r *http.Request, name string, def, maxV int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > maxV {
+		return 0, errorf("%s %q: want a whole number from 0 to %d", name, v, maxV)
+	}
+	return n, nil
+}
+
+// points returns up to limit points of the run from index from on, from
+// the live log or the notebook.
+func (s *Server) points(id string, from int64, limit int) ([]sim.Point, error) {
+	if l := s.liveRun(id); l != nil {
+		v := l.look(from, limit)
+		if !v.behind {
+			return v.points, nil
+		}
+	}
+	return s.store.Points(id, from, limit)
+}
+
+func (s *Server) handlePoints(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	from, err := queryInt(r, "from", 0, math.MaxInt64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	limit, err := queryInt(r, "limit", 10000, 100000)
+	if err != nil || limit == 0 {
+		writeError(w, http.StatusBadRequest, errorf("limit: want a whole number from 1 to 100000"))
+		return
+	}
+	run, err := s.getRun(id)
+	if err != nil {
+		s.writeRunError(w, id, err)
+		return
+	}
+	pts, err := s.points(id, from, int(limit))
+	if err != nil {
+		s.writeRunError(w, id, err)
+		return
+	}
+	b := fmt.Appendf(nil, `{"from":%d,"count":%d,"total":%d,"state":%q,"points":`, from, len(pts), max(run.Points, from+int64(len(pts))), run.State)
+	b = sim.AppendPointsJSON(b, pts)
+	b = append(b, '}')
+	writeRawJSON(w, http.StatusOK, b)
+}
+
+// jsonPoint is a point in the API; null numbers are NaN.
+type jsonPoint struct {
+	Series string              `json:"series"`
+	X      *float64            `json:"x"`
+	Y      *float64            `json:"y"`
+	Extra  map[string]*float64 `json:"extra"`
+}
+
+func nanIfNull(f *float64) float64 {
+	if f == nil {
+		return math.NaN()
+	}
+	return *f
+}
+
+// eventsRequest is the body of POST /api/runs/{id}/events: the next part of
+// a client's run.
+type eventsRequest struct {
+	From     int64       `json:"from"` // index of Points[0] in the run
+	Points   []jsonPoint `json:"points"`
+	Progress *struct {
+		Done  int64 `json:"done"`
+		Total int64 `json:"total"`
+	} `json:"progress"`
+	Notes   []string            `json:"notes"`
+	Summary map[string]*float64 `json:"summary"`
+	End     *struct {
+		State string `json:"state"` // done, failed or cancelled
+		Error string `json:"error"`
+	} `json:"end"`
+}
+
+// Limits of one events request.
+const (
+	maxEventPoints = 100000
+	maxSeriesName  = 200
+	maxExtras      = 32
+)
+
+var reservedExtra = []string{"type", "series", "x", "y"}
+
+func (req *eventsRequest) check() error {
+	if req.From < 0 {
+		return errorf("from %d: negative", req.From)
+	}
+	if len(req.Points) > maxEventPoints {
+		return errorf("%d points in one request; at most %d", len(req.Points), maxEventPoints)
+	}
+	for i, p := range req.Points {
+		if len(p.Series) > maxSeriesName {
+			return errorf("point %d: series name longer than %d bytes", i, maxSeriesName)
+		}
+		if len(p.Extra) > maxExtras {
+			return errorf("point %d: more than %d extra values", i, maxExtras)
+		}
+		for k := range p.Extra {
+			if slices.Contains(reservedExtra, k) || len(k) > maxSeriesName {
+				return errorf("point %d: extra name %q is reserved or too long", i, k)
+			}
+		}
+	}
+	if req.Progress != nil && (req.Progress.Done < 0 || req.Progress.Total < 0) {
+		return errorf("progress: negative")
+	}
+	if len(req.Notes) > maxNotes {
+		return errorf("more than %d notes", maxNotes)
+	}
+	if len(req.Summary) > 1000 {
+		return errorf("summary: more than 1000 values")
+	}
+	if e := req.End; e != nil {
+		switch notebook.State(e.State) {
+		case notebook.Done, notebook.Failed, notebook.Cancelled:
+		default:
+			return errorf("end state %q: want done, failed or cancelled", e.State)
+		}
+		if len(e.Error) > maxNoteLen {
+			return errorf("end error longer than %d bytes", maxNoteLen)
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	l := s.liveRun(id)
+	if l == nil || !l.external {
+		run, err := s.store.Get(id)
+		switch {
+		case err != nil:
+			s.writeRunError(w, id, err)
+		case l != nil:
+			writeError(w, http.StatusConflict, errorf("run %s is computed by the lab; it takes no events", id))
+		default:
+			writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended (%s)", id, run.State), Cancel: run.State == notebook.Cancelled})
+		}
+		return
+	}
+	var req eventsRequest
+	if status, err := decodeBody(r, &req); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	if err := req.check(); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	l.mu.Lock()
+	count, final := l.count, l.final
+	l.lastSeen = time.Now()
+	l.mu.Unlock()
+	if final {
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended", id), Cancel: true})
+		return
+	}
+	if req.From > count {
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("points must follow the %d the lab holds (from %d)", count, req.From), Points: &count})
+		return
+	}
+	skip := min(count-req.From, int64(len(req.Points))) // a retry repeats what the lab took
+	for _, p := range req.Points[skip:] {
+		pt := sim.Point{Series: p.Series, X: nanIfNull(p.X), Y: nanIfNull(p.Y)}
+		if len(p.Extra) > 0 {
+			pt.Extra = make(map[string]float64, len(p.Extra))
+			for k, v := range p.Extra {
+				pt.Extra[k] = nanIfNull(v)
+			}
+		}
+		l.Point(pt)
+	}
+	for _, n := range req.Notes {
+		l.Note(n)
+	}
+	if req.Progress != nil {
+		l.Progress(req.Progress.Done, req.Progress.Total)
+	}
+	if req.Summary != nil {
+		m := make(map[string]float64, len(req.Summary))
+		for k, v := range req.Summary {
+			m[k] = nanIfNull(v)
+		}
+		l.Summary(m)
+	}
+	l.mu.Lock()
+	count = l.count
+	l.mu.Unlock()
+	if req.End != nil {
+		l.finish(notebook.State(req.End.State), req.End.Error)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})
+}

@@ -1,0 +1,288 @@
+package lab
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fp8lab/fp8lab/lab/notebook"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+// live is a run that has not ended: it is the run's sink, the log its
+// viewers read, and the writer of its points to the notebook.
+type live struct {
+	s        *Server
+	id       string
+	exp      sim.Experiment // nil for a run streamed in by a client
+	values   sim.Values
+	external bool
+
+	flushMu sync.Mutex // one flush at a time
+	ended   chan struct{}
+
+	mu       sync.Mutex
+	meta     notebook.Run // the record as it stands (Points = count)
+	base     int64        // index of points[0]
+	points   []sim.Point  // points base … count-1 (older ones are in the notebook)
+	count    int64        // points emitted
+	flushed  int64        // points committed to the notebook
+	dirty    bool         // meta changed since the last flush
+	ver      uint64       // bumped on every change of meta
+	changed  chan struct{}
+	cancel   context.CancelFunc // cancels the execution, once started
+	stopAs   notebook.State     // state to end in when cancelled: Cancelled or Interrupted
+	lastSeen time.Time          // external runs: time of the last event
+	final    bool               // the end state is set; no more changes
+}
+
+func newLive(s *Server, meta notebook.Run) *live {
+	return &live{s: s, id: meta.ID, meta: meta, changed: make(chan struct{}), ended: make(chan struct{}), lastSeen: time.Now()}
+}
+
+// signal wakes the viewers; l.mu must be held.
+func (l *live) signal() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// touch marks the meta changed; l.mu must be held.
+func (l *live) touch() {
+	l.dirty = true
+	l.ver++
+	l.meta.Updated = time.Now().UTC()
+	l.signal()
+}
+
+// Point appends p to the log.
+func (l *live) Point(p sim.Point) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return context.Canceled
+	}
+	l.points = append(l.points, p)
+	l.count++
+	l.meta.Points = l.count
+	if !slices.Contains(l.meta.Series, p.Series) {
+		l.meta.Series = append(l.meta.Series, p.Series)
+		l.ver++
+	}
+	l.signal()
+	return nil
+}
+
+// Progress records the progress.
+func (l *live) Progress(done, total int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return
+	}
+	l.meta.Done, l.meta.Total = done, total
+	l.touch()
+}
+
+// maxNotes and maxNoteLen bound what a run may write as notes.
+const (
+	maxNotes   = 1000
+	maxNoteLen = 4096
+)
+
+// Note appends text to the run's notes.
+func (l *live) Note(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final || len(l.meta.Notes) >= maxNotes {
+		return
+	}
+	if len(text) > maxNoteLen {
+		text = text[:maxNoteLen] + "…"
+	}
+	l.meta.Notes = append(l.meta.Notes, text)
+	l.touch()
+}
+
+// Summary records the run's summary.
+func (l *live) Summary(values map[string]float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return
+	}
+	l.meta.Summary = notebook.Floats(maps.Clone(values))
+	l.touch()
+}
+
+// Close does nothing: the run ends with finish.
+func (l *live) Close() error { return nil }
+
+// snapshot returns the current record.
+func (l *live) snapshot() notebook.Run {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.meta.Clone()
+}
+
+// setState changes the state (and the times that go with it).
+func (l *live) setState(st notebook.State) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final {
+		return
+	}
+	l.meta.State = st
+	if st == notebook.Running {
+		now := time.Now().UTC()
+		l.meta.Started = &now
+		l.meta.QueuePos = 0
+	}
+	l.touch()
+}
+
+// setQueuePos shows the run's place in the queue.
+func (l *live) setQueuePos(pos int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final || l.meta.QueuePos == pos {
+		return
+	}
+	l.meta.QueuePos = pos
+	l.ver++
+	l.signal() // the queue position is not written to the notebook
+}
+
+// annotate sets the user's title and note in the live record (the notebook
+// is updated by the caller).
+func (l *live) annotate(title, note *string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if title != nil {
+		l.meta.Title = *title
+	}
+	if note != nil {
+		l.meta.Note = *note
+	}
+	l.ver++
+	l.signal()
+}
+
+// maxLivePoints is how many points a live run keeps in memory once they are
+// in the notebook; viewers further behind read the notebook.
+const maxLivePoints = 1 << 17
+
+// flush commits the points and the record changed since the last flush in
+// one transaction. The user's title and note are the notebook's: a flush
+// never overwrites them.
+func (l *live) flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	from := l.flushed
+	pts := l.points[from-l.base : l.count-l.base]
+	if len(pts) == 0 && !l.dirty {
+		l.mu.Unlock()
+		return nil
+	}
+	meta := l.meta.Clone()
+	l.dirty = false
+	l.mu.Unlock()
+
+	err := l.s.store.Append(l.id, from, pts, func(r *notebook.Run) {
+		r.State, r.Error = meta.State, meta.Error
+		r.Started, r.Ended = meta.Started, meta.Ended
+		r.Done, r.Total = meta.Done, meta.Total
+		r.Summary, r.Notes = meta.Summary, meta.Notes
+		r.QueuePos = 0
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.dirty = true // try again next time
+		return err
+	}
+	l.flushed = from + int64(len(pts))
+	if n := l.flushed - l.base; len(l.points) > maxLivePoints && n > 0 {
+		l.points = slices.Clone(l.points[n:])
+		l.base = l.flushed
+	}
+	return nil
+}
+
+// flusher commits the run every interval until it ends.
+func (l *live) flusher(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.ended:
+			return
+		case <-t.C:
+			if err := l.flush(); err != nil {
+				l.s.log.Warn("notebook write failed; retrying", "run", l.id, "err", err)
+			}
+		}
+	}
+}
+
+// finish ends the run in state st (with msg as its error), commits
+// everything with the end state, wakes the viewers and forgets the run.
+// Only the first call counts.
+func (l *live) finish(st notebook.State, msg string) {
+	l.mu.Lock()
+	if l.final {
+		l.mu.Unlock()
+		return
+	}
+	now := time.Now().UTC()
+	l.meta.State, l.meta.Error, l.meta.Ended = st, msg, &now
+	l.meta.QueuePos = 0
+	l.final = true
+	l.touch()
+	l.mu.Unlock()
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = l.flush(); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		l.s.log.Error("notebook: could not record the end of a run", "run", l.id, "state", st, "err", err)
+	}
+	l.s.forget(l)
+	close(l.ended)
+	l.mu.Lock()
+	l.signal()
+	l.mu.Unlock()
+	l.s.log.Info("run ended", "run", l.id, "experiment", l.meta.Experiment, "state", st, "points", l.count, slog.String("error", msg))
+}
+
+// view is what a viewer needs to send next.
+type view struct {
+	points  []sim.Point // from the cursor on (at most the batch limit)
+	behind  bool        // the cursor is before the log: read the notebook
+	count   int64       // points emitted so far
+	ver     uint64
+	state   notebook.State
+	final   bool
+	changed <-chan struct{}
+}
+
+// look returns up to max points from cursor on, and the state of the log.
+func (l *live) look(cursor int64, max int) view {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v := view{count: l.count, ver: l.ver, state: l.meta.State, final: l.final, changed: l.changed}
+	switch {
+	case cursor < l.base:
+		v.behind = true
+	case cursor < l.count:
+		end := min(l.count, cursor+int64(max))
+		v.points = l.points[cursor-l.base : end-l.base : end-l.base]
+	}
+	return v
+}
