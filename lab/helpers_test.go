@@ -14,8 +14,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/fp8lab/fp8lab/lab/notebook"
 	_ "github.com/fp8lab/fp8lab/lab/labtest"
+	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
