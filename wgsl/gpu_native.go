@@ -1,0 +1,282 @@
+//go:build !js && cgo
+
+package wgsl
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// platform is the native side: wgpu-native through cgo. Its create calls
+// return validation errors themselves (the binding wraps each in an error
+// scope), so scope only runs f.
+type platform struct {
+	inst     *wgpu.Instance
+	adapter  *wgpu.Adapter
+	qs       *wgpu.QuerySet
+	resolved *wgpu.Buffer
+}
+
+func (p *platform) scope(f func() error) error { return f() }
+
+func (p *platform) hasTimestamps() bool { return p.qs != nil }
+
+func (p *platform) timestamp(enc *wgpu.CommandEncoder, i uint32) error {
+	return enc.WriteTimestamp(p.qs, i)
+}
+
+func (p *platform) resolve(enc *wgpu.CommandEncoder) error {
+	if err := enc.ResolveQuerySet(p.qs, 0, 2, p.resolved, 0); err != nil {
+		return err
+	}
+	return nil
+}
+
+// elapsed reads the two resolved timestamps and returns their difference,
+// read as nanoseconds.
+func (p *platform) elapsed(ctx context.Context, g *gpu) (time.Duration, error) {
+	b, err := g.mapRead(ctx, p.resolved, 16)
+	if err != nil {
+		return 0, err
+	}
+	t0, t1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+	if t1 <= t0 {
+		return 0, nil
+	}
+	return time.Duration(t1 - t0), nil
+}
+
+// wait blocks until the queue's submitted work is done.
+func (p *platform) wait(g *gpu) { g.dev.Poll(true, nil) }
+
+func (p *platform) close(g *gpu) {
+	if p.qs != nil {
+		p.qs.Release()
+		p.resolved.Destroy()
+		p.resolved.Release()
+	}
+	g.queue.Release()
+	g.dev.Release()
+	p.adapter.Release()
+	p.inst.Release()
+}
+
+func endPass(pass *wgpu.ComputePassEncoder) error { return pass.End() }
+
+var hexName = regexp.MustCompile(`^(0x)?[0-9a-fA-F]*$`)
+
+func describe(a *wgpu.Adapter) adapterDesc {
+	in := a.GetInfo()
+	// wgpu-native puts the device's name in the description and hex IDs
+	// in the name and vendor fields.
+	name := in.DriverDescription
+	if name == "" || hexName.MatchString(name) {
+		name = in.Name
+	}
+	d := adapterDesc{name: name, vendor: in.VendorName, backend: backendName(in.BackendType), typ: typeName(in.AdapterType)}
+	if in.Name != "" && !hexName.MatchString(in.Name) && in.Name != name {
+		d.driver = in.Name
+	}
+	return d
+}
+
+func backendName(b wgpu.BackendType) string {
+	switch b {
+	case wgpu.BackendTypeVulkan:
+		return "vulkan"
+	case wgpu.BackendTypeMetal:
+		return "metal"
+	case wgpu.BackendTypeD3D12:
+		return "d3d12"
+	case wgpu.BackendTypeD3D11:
+		return "d3d11"
+	case wgpu.BackendTypeOpenGL:
+		return "opengl"
+	case wgpu.BackendTypeOpenGLES:
+		return "opengles"
+	case wgpu.BackendTypeWebGPU:
+		return "webgpu"
+	}
+	return "unknown"
+}
+
+func typeName(t wgpu.AdapterType) string {
+	switch t {
+	case wgpu.AdapterTypeDiscreteGPU:
+		return "discrete-gpu"
+	case wgpu.AdapterTypeIntegratedGPU:
+		return "integrated-gpu"
+	case wgpu.AdapterTypeCPU:
+		return "cpu"
+	}
+	if t.String() == "" {
+		return "virtual-gpu" // the binding's enum has no name for WGPUAdapterType_VirtualGPU
+	}
+	return "unknown"
+}
+
+func limitsOf(l wgpu.Limits) limitSet {
+	return limitSet{
+		maxBuffer: l.MaxBufferSize, maxStorageBinding: l.MaxStorageBufferBindingSize,
+		maxWorkgroupStorage: l.MaxComputeWorkgroupStorageSize, maxInvocations: l.MaxComputeInvocationsPerWorkgroup,
+		maxWorkgroupSizeX: l.MaxComputeWorkgroupSizeX, maxStorageBuffers: l.MaxStorageBuffersPerShaderStage,
+		minUniformAlign: l.MinUniformBufferOffsetAlignment, minStorageAlign: l.MinStorageBufferOffsetAlignment,
+	}
+}
+
+// deviceLimits spells out every limit of the device request with an
+// explicit number: WebGPU's defaults, and fp8lab's raised values from r.
+// (Requesting the adapter's whole Limits struct fails on lavapipe, and the
+// H200's maximum buffer size, 2^64-1, reads as "undefined" in this binding.)
+func deviceLimits(r limitSet) wgpu.Limits {
+	return wgpu.Limits{
+		MaxTextureDimension1D:                     8192,
+		MaxTextureDimension2D:                     8192,
+		MaxTextureDimension3D:                     2048,
+		MaxTextureArrayLayers:                     256,
+		MaxBindGroups:                             4,
+		MaxBindingsPerBindGroup:                   1000,
+		MaxDynamicUniformBuffersPerPipelineLayout: 8,
+		MaxDynamicStorageBuffersPerPipelineLayout: 4,
+		MaxSampledTexturesPerShaderStage:          16,
+		MaxSamplersPerShaderStage:                 16,
+		MaxStorageBuffersPerShaderStage:           r.maxStorageBuffers,
+		MaxStorageTexturesPerShaderStage:          4,
+		MaxUniformBuffersPerShaderStage:           12,
+		MaxUniformBufferBindingSize:               uint64(r.maxUniformBuffer),
+		MaxStorageBufferBindingSize:               r.maxStorageBinding,
+		MinUniformBufferOffsetAlignment:           r.minUniformAlign,
+		MinStorageBufferOffsetAlignment:           r.minStorageAlign,
+		MaxVertexBuffers:                          8,
+		MaxBufferSize:                             r.maxBuffer,
+		MaxVertexAttributes:                       16,
+		MaxVertexBufferArrayStride:                2048,
+		MaxInterStageShaderComponents:             60,
+		MaxInterStageShaderVariables:              16,
+		MaxColorAttachments:                       8,
+		MaxColorAttachmentBytesPerSample:          32,
+		MaxComputeWorkgroupStorageSize:            r.maxWorkgroupStorage,
+		MaxComputeInvocationsPerWorkgroup:         r.maxInvocations,
+		MaxComputeWorkgroupSizeX:                  r.maxWorkgroupSizeX,
+		MaxComputeWorkgroupSizeY:                  256,
+		MaxComputeWorkgroupSizeZ:                  64,
+		MaxComputeWorkgroupsPerDimension:          r.maxWorkgroupsPerDim,
+		MaxPushConstantSize:                       0,
+	}
+}
+
+func init() {
+	// wgpu-native logs warnings (no window system, and so on) on stderr;
+	// errors come back as Go errors. FP8LAB_WGPU_LOG=1 keeps its log.
+	if os.Getenv("FP8LAB_WGPU_LOG") == "" {
+		wgpu.SetLogLevel(wgpu.LogLevelOff)
+	}
+}
+
+func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error) {
+	inst := wgpu.CreateInstance(nil)
+	if inst == nil {
+		return nil, AdapterInfo{}, fmt.Errorf("%w: wgpu-native could not create an instance", ErrNoAdapter)
+	}
+	adapters := inst.EnumerateAdapters(nil)
+	descs := make([]adapterDesc, len(adapters))
+	for i, a := range adapters {
+		descs[i] = describe(a)
+	}
+	idx, err := chooseAdapter(descs, opt.adapterWanted())
+	if err != nil {
+		for _, a := range adapters {
+			a.Release()
+		}
+		inst.Release()
+		return nil, AdapterInfo{}, err
+	}
+	info := descs[idx].info()
+	for i, a := range adapters {
+		if i != idx {
+			info.Others = append(info.Others, descs[i].info().String())
+			a.Release()
+		}
+	}
+	a := adapters[idx]
+	fail := func(err error) (backend, AdapterInfo, error) {
+		a.Release()
+		inst.Release()
+		return nil, AdapterInfo{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	req := requestLimits(limitsOf(a.GetLimits().Limits))
+	var features []wgpu.FeatureName
+	ts := !opt.NoTimestamps && a.HasFeature(wgpu.FeatureNameTimestampQuery)
+	if ts {
+		features = append(features, wgpu.FeatureNameTimestampQuery)
+	}
+	info.ShaderF16 = a.HasFeature(wgpu.FeatureNameShaderF16)
+	g := &gpu{limits: req, pipes: map[string]*gpuPipeline{}}
+	dev, err := a.RequestDevice(&wgpu.DeviceDescriptor{
+		Label:            "fp8lab",
+		RequiredFeatures: features,
+		RequiredLimits:   &wgpu.RequiredLimits{Limits: deviceLimits(req)},
+		// No DeviceLostCallback: the binding passes a Go pointer to C for
+		// it, which cgo's pointer check rejects with a panic.
+	})
+	if err != nil || dev == nil {
+		return fail(fmt.Errorf("%w (%s, limits %+v): %v", errNoDevice, info, req, err))
+	}
+	g.dev = dev
+	g.queue = dev.GetQueue()
+	g.plat = platform{inst: inst, adapter: a}
+	if ts {
+		qs, err := dev.CreateQuerySet(&wgpu.QuerySetDescriptor{Label: "timing", Type: wgpu.QueryTypeTimestamp, Count: 2})
+		if err == nil {
+			rb, err2 := dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "timestamps", Size: 16,
+				Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc})
+			if err2 == nil {
+				g.plat.qs, g.plat.resolved = qs, rb
+			} else {
+				qs.Release()
+			}
+		}
+	}
+	info.Timestamps = g.plat.qs != nil
+	info.MaxBuffer, info.MaxStorageBinding, info.MaxWorkgroupStorage = req.maxBuffer, req.maxStorageBinding, req.maxWorkgroupStorage
+	if info.Timestamps {
+		if err := g.probeTimestamps(ctx); err != nil {
+			g.plat.qs.Release()
+			g.plat.resolved.Destroy()
+			g.plat.resolved.Release()
+			g.plat.qs, g.plat.resolved = nil, nil
+			info.Timestamps = false
+		}
+	}
+	return g, info, nil
+}
+
+// probeTimestamps checks that timestamps can be written around a pass and
+// resolved on this device (some drivers list the feature but fail the
+// encoder-level writes); an error turns them off.
+func (g *gpu) probeTimestamps(ctx context.Context) error {
+	k := &kernelSpec{file: "convert", entry: "decode", consts: convertConsts(e4m3Spec),
+		storage: []access{readOnly, readWrite}}
+	src, err := g.upload("probe.src", make([]byte, 4*64))
+	if err != nil {
+		return err
+	}
+	defer g.free(src)
+	dst, err := g.alloc("probe.dst", 4*64)
+	if err != nil {
+		return err
+	}
+	defer g.free(dst)
+	x, y, stride := grid(64, convertWG)
+	_, err = g.run(ctx, k, [][]buffer{{src, dst}}, []call{{params: []uint32{64, 0, stride, 0}, x: x, y: y}}, true)
+	return err
+}

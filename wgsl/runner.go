@@ -1,0 +1,231 @@
+package wgsl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// EnvAdapter names the environment variable that picks an adapter by a
+// case-insensitive substring of its description (see [Options.Adapter]).
+const EnvAdapter = "FP8LAB_ADAPTER"
+
+// ErrNoAdapter is wrapped by the error of [Open] when no WebGPU adapter
+// exists (no Vulkan/Metal/D3D12/GL driver, or none matching the requested
+// name), and when the package was built without cgo.
+var ErrNoAdapter = errors.New("wgsl: no usable WebGPU adapter")
+
+// Options configure [Open].
+type Options struct {
+	// Adapter picks the adapter whose description (name, driver, vendor,
+	// backend or type, see [AdapterInfo.String]) contains this text,
+	// case-insensitively. Empty means $FP8LAB_ADAPTER, and if that is empty
+	// too, the best adapter: a discrete GPU before an integrated one, a
+	// virtual one, a CPU (lavapipe, SwiftShader); Vulkan, Metal or D3D12
+	// before OpenGL.
+	Adapter string
+	// NoTimestamps forces wall-clock timing even where the adapter has
+	// timestamp queries.
+	NoTimestamps bool
+}
+
+func (o Options) adapterWanted() string {
+	if o.Adapter != "" {
+		return o.Adapter
+	}
+	return os.Getenv(EnvAdapter)
+}
+
+// AdapterInfo describes the adapter and device a [Runner] uses.
+type AdapterInfo struct {
+	Name    string // the device name ("NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)")
+	Vendor  string
+	Driver  string // the driver's description, when the adapter gives one
+	Backend string // "vulkan", "metal", "d3d12", "opengl", "webgpu" (in a browser)
+	Type    string // "discrete-gpu", "integrated-gpu", "virtual-gpu", "cpu", "unknown"
+	// Hardware is true for a GPU (discrete, integrated or virtual), false
+	// for a CPU implementation (lavapipe, SwiftShader) or an unknown type.
+	Hardware bool
+	// Timestamps is true when kernel times come from GPU timestamp
+	// queries, false when they are wall-clock times around submit and wait.
+	Timestamps bool
+	// ShaderF16 is true when the adapter offers the shader-f16 feature.
+	ShaderF16 bool
+	// MaxBuffer and MaxStorageBinding are the limits requested for the
+	// device, in bytes.
+	MaxBuffer, MaxStorageBinding uint64
+	// MaxWorkgroupStorage is the requested workgroup memory limit, in bytes.
+	MaxWorkgroupStorage uint32
+	// Others lists the adapters that were not chosen, as String gives them.
+	Others []string
+}
+
+// String gives the adapter in one line: "NAME (TYPE, BACKEND, driver DRIVER)".
+func (a AdapterInfo) String() string {
+	s := fmt.Sprintf("%s (%s, %s", a.Name, a.Type, a.Backend)
+	if a.Driver != "" && a.Driver != a.Name {
+		s += ", driver " + a.Driver
+	}
+	return s + ")"
+}
+
+// TimingSource says where a [Timing] comes from.
+func (a AdapterInfo) TimingSource() string {
+	if a.Timestamps {
+		return "timestamp queries"
+	}
+	return "wall clock around submit and wait"
+}
+
+// Timing is the duration of one submission of kernels.
+type Timing struct {
+	// Wall is the host's time from the first submit to the end of the wait.
+	Wall time.Duration
+	// GPU is the time between timestamps written before the first and after
+	// the last compute pass; zero when the adapter has no timestamp queries
+	// (or their values were not plausible: above the wall time).
+	GPU time.Duration
+}
+
+// Best returns GPU when it is known, Wall otherwise.
+func (t Timing) Best() time.Duration {
+	if t.GPU > 0 {
+		return t.GPU
+	}
+	return t.Wall
+}
+
+// Source returns "timestamp" when GPU is known, "wall" otherwise.
+func (t Timing) Source() string {
+	if t.GPU > 0 {
+		return "timestamp"
+	}
+	return "wall"
+}
+
+// Runner runs fp8lab's WGSL kernels on one WebGPU device. Its methods are
+// safe for concurrent use: calls are serialized. A Runner must be closed.
+type Runner struct {
+	mu     sync.Mutex
+	be     backend
+	info   AdapterInfo
+	closed bool
+	// maxInstr overrides the instructions per dispatch of the chain kernel
+	// (tests use it to show what lavapipe's loop limit does without the
+	// split); 0 means the computed budget.
+	maxInstr int
+}
+
+// Open chooses an adapter (see [Options.Adapter]), creates a device with
+// explicit limits and returns a Runner. It returns an error wrapping
+// [ErrNoAdapter] when there is no usable adapter.
+func Open(ctx context.Context, opt Options) (*Runner, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	be, info, err := openBackend(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{be: be, info: info}, nil
+}
+
+// Info describes the adapter and device in use.
+func (r *Runner) Info() AdapterInfo { return r.info }
+
+// Close releases the device. Further calls return an error.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.be.close()
+	return nil
+}
+
+// lock takes the runner for one operation.
+func (r *Runner) lock() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return errors.New("wgsl: runner is closed")
+	}
+	return nil
+}
+
+// access says how a kernel binds a storage buffer.
+type access uint8
+
+const (
+	readOnly access = iota
+	readWrite
+)
+
+// kernelSpec describes one compute pipeline: binding 0 is a uniform buffer
+// of at most paramBytes bytes with a dynamic offset (one slot per dispatch),
+// bindings 1..n the storage buffers.
+type kernelSpec struct {
+	file    string
+	entry   string
+	consts  []constDecl
+	storage []access
+}
+
+func (k *kernelSpec) key() string { return key(k.file, k.entry, k.consts) }
+
+// paramBytes is the size of one dispatch's uniform slot (the largest
+// minUniformBufferOffsetAlignment WebGPU allows).
+const paramBytes = 256
+
+// call is one dispatch: its uniform parameters (u32 words), the set of
+// storage buffers it binds and its workgroup grid.
+type call struct {
+	params []uint32
+	set    int
+	x, y   uint32
+}
+
+// buffer is a device buffer usable as a storage buffer, copy source and
+// copy destination.
+type buffer interface {
+	size() uint64
+}
+
+// backend is what a build of this package (native through cgo, js in the
+// browser) provides.
+type backend interface {
+	upload(label string, data []byte) (buffer, error)
+	alloc(label string, size uint64) (buffer, error)
+	read(ctx context.Context, b buffer, size uint64) ([]byte, error)
+	free(b buffer)
+	// run compiles (once) and dispatches kernel k with the calls, binding
+	// sets[call.set] to bindings 1..n, and waits for the result. With
+	// timed, the timing is measured with timestamp queries when the
+	// device has them.
+	run(ctx context.Context, k *kernelSpec, sets [][]buffer, calls []call, timed bool) (Timing, error)
+	close()
+}
+
+// grid spreads n invocations of workgroups of wg over a 2D grid: x groups
+// per row (at most 32768), y rows; stride is the number of invocations per
+// row, which the kernels use to number invocations.
+func grid(n, wg int) (x, y uint32, stride uint32) {
+	groups := (n + wg - 1) / wg
+	if groups == 0 {
+		groups = 1
+	}
+	gx := min(groups, 32768)
+	gy := (groups + gx - 1) / gx
+	return uint32(gx), uint32(gy), uint32(gx * wg)
+}
+
+// describeAdapter builds the text that Options.Adapter is matched against.
+func matchAdapter(desc, want string) bool {
+	return strings.Contains(strings.ToLower(desc), strings.ToLower(want))
+}

@@ -1,0 +1,295 @@
+// tfdpa.wgsl: the T-FDPA step of tensorcore-numerics.md §2 and chains of it
+// with promotion, in integer arithmetic, bit for bit with package accum.
+//
+// Generated constants (see tfdpa.go, which derives them from the model):
+//   WG: u32        workgroup size
+//   L: u32         products per step (32 or 16)
+//   WPS: u32       u32 words read per step (4 codes a word)
+//   LPW: u32       byte lanes of each word that belong to the step (4, or 2
+//                  for a half of the sm90 mma.sync emulation)
+//   NX: u32        WPS * LPW, the products of one step
+//   F: u32         fraction bits kept below the largest exponent
+//   FB: u32        fraction bits of the result (23: RZ-FP32, 13: RZ-E8M13)
+//   PSH: u32       F - 2*mbits: left shift of a significand product
+//   CL, CR: u32    left and right shifts of c's 24-bit significand
+//   EB2: i32       bias of a product exponent sum in the table's frame
+//   EZERO: i32     exponent of a zero term (never the largest: see step)
+//   WIDE: bool     the sum needs 32 unsigned bits (separate sums of the
+//                  positive and negative terms)
+//   MMA_SYNC: bool the sm90 mma.sync emulation (two FP16 half steps + FADD)
+//
+// The table tab[code] (built in Go from package fp8's decoding) packs what a
+// step needs of a code:
+//   bit 31     sign
+//   bit 30     inf or NaN
+//   bit 29     NaN
+//   bits 8-15  integer significand (hidden bit included; 0 for zero codes;
+//              normalized for the mma.sync emulation, which reads FP8 as FP16)
+//   bits 0-7   exponent field E + EB2/2, in [32, 63] for nonzero finite codes,
+//              0 for zero codes
+// so that the low byte of ta + tb is the product's exponent sum in a frame
+// where every nonzero product lies in [64, 126] and every zero product below
+// 64.
+//
+// Widths (no i64 in WGSL): a term truncated to F bits below the largest
+// exponent is below 2^(F+2) in magnitude; with F = 25 the significand product
+// (< 2^8) shifted by PSH = 19 is below 2^27, c's term below 2^26, and 33
+// terms sum below 2^33 but each sign's part below 2^32: WIDE keeps the two
+// parts apart in u32 and subtracts at the end. With F = 13 every sum fits in
+// i32 (below 2^21).
+
+struct Params {
+    n: u32,         // number of outputs
+    K: u32,         // elements of each dot product
+    row_words: u32, // u32 words of each row of A and B (K/4 rounded up, padded with zero codes)
+    k_begin: u32,   // first element of this dispatch (a multiple of 32)
+    k_end: u32,     // end of this dispatch (a multiple of 32, or K)
+    promote: u32,   // 0: the chain runs from the state's c; N: promote every N elements
+    gemm_n: u32,    // 0: output o is row o of A times row o of B; N > 0: o = i*N + j
+    x_stride: u32,  // invocations per row of a 2D dispatch
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> tab: array<u32, 256>;
+@group(0) @binding(2) var<storage, read> A: array<u32>;
+@group(0) @binding(3) var<storage, read> B: array<u32>;
+// S[o] = (acc, chain): acc is the FP32 register of promotion, chain the
+// accumulator inside the tensor core; both float32 bits.
+@group(0) @binding(4) var<storage, read_write> S: array<vec2<u32>>;
+
+var<workgroup> T: array<u32, 256>;
+
+const SIGN_BIT: u32 = 0x80000000u;
+const SPECIAL_BIT: u32 = 0x40000000u;
+const NAN_BIT: u32 = 0x20000000u;
+
+fn code_at(base: u32, k: u32) -> u32 {
+    return (A[base + (k >> 2u)] >> (8u * (k & 3u))) & 0xffu;
+}
+
+fn code_bt(base: u32, k: u32) -> u32 {
+    return (B[base + (k >> 2u)] >> (8u * (k & 3u))) & 0xffu;
+}
+
+fn in_lanes(k: u32, lane0: u32) -> bool {
+    let lane = k & 3u;
+    return lane >= lane0 && lane < lane0 + LPW;
+}
+
+// round_rz converts mag × 2^(emax - F) (mag > 0) to FP32 bits, truncating
+// toward zero to FB fraction bits in the FP32 exponent range (quantum
+// 2^(max(e,-126) - FB): subnormal results are produced), ±inf from 2^128 up.
+fn round_rz(mag: u32, neg: bool, emax: i32) -> u32 {
+    let sign = select(0u, SIGN_BIT, neg);
+    let e = i32(firstLeadingBit(mag)) + emax - i32(F);
+    if (e >= 128) {
+        return sign | 0x7f800000u;
+    }
+    let qe = max(e, -126) - i32(FB);
+    let s = emax - i32(F) - qe;
+    var m = 0u;
+    if (s >= 0) {
+        m = mag << u32(s);
+    } else if (s > -32) {
+        m = mag >> u32(-s);
+    }
+    if (e >= -126) {
+        return sign | (u32(e + 127) << 23u) | ((m - (1u << FB)) << (23u - FB));
+    }
+    return sign | (m << (23u - FB));
+}
+
+// step_special is the step when an input code or c is inf or NaN
+// (tensorcore-numerics.md §2.3): any NaN, inf × 0, or +inf with -inf give the
+// canonical NaN; otherwise the infinity.
+fn step_special(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
+    var nan = false;
+    var pinf = false;
+    var ninf = false;
+    if ((c & 0x7fffffffu) > 0x7f800000u) {
+        nan = true;
+    } else if ((c & 0x7fffffffu) == 0x7f800000u) {
+        pinf = (c >> 31u) == 0u;
+        ninf = !pinf;
+    }
+    for (var k = k0; k < k1; k = k + 1u) {
+        if (!in_lanes(k, lane0)) {
+            continue;
+        }
+        let ta = T[code_at(ba, k)];
+        let tb = T[code_bt(bb, k)];
+        if (((ta | tb) & NAN_BIT) != 0u) {
+            nan = true;
+        } else if (((ta | tb) & SPECIAL_BIT) != 0u) {
+            let za = (ta & (SPECIAL_BIT | 0xff00u)) == 0u;
+            let zb = (tb & (SPECIAL_BIT | 0xff00u)) == 0u;
+            if (za || zb) {
+                nan = true;
+            } else if (((ta ^ tb) & SIGN_BIT) != 0u) {
+                ninf = true;
+            } else {
+                pinf = true;
+            }
+        }
+    }
+    if (nan || (pinf && ninf)) {
+        return NAN32;
+    }
+    if (pinf) {
+        return 0x7f800000u;
+    }
+    return 0xff800000u;
+}
+
+// step_zero is the step whose exact sum is zero: -0 when every term is -0
+// (every product a zero of negative sign and c = -0), +0 otherwise.
+fn step_zero(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
+    if (c != SIGN_BIT) {
+        return 0u;
+    }
+    for (var k = k0; k < k1; k = k + 1u) {
+        if (!in_lanes(k, lane0)) {
+            continue;
+        }
+        let ta = T[code_at(ba, k)];
+        let tb = T[code_bt(bb, k)];
+        let p = ((ta >> 8u) & 0xffu) * ((tb >> 8u) & 0xffu);
+        if (p != 0u || ((ta ^ tb) & SIGN_BIT) == 0u) {
+            return 0u;
+        }
+    }
+    return SIGN_BIT;
+}
+
+// tfdpa_step returns d = T_FDPA(a[k0..k1), b[k0..k1), c) over the byte lanes
+// [lane0, lane0+LPW) of each word, as accum's Params.Step computes it:
+// products exact, aligned to the largest exponent (products read with
+// Exp(a)+Exp(b), not renormalized), each term truncated toward zero to F
+// bits below it, an exact integer sum, one RZ conversion. The largest
+// exponent includes EZERO, which never matters for FP8 inputs and an FP32 c
+// (the smallest product is 2^-18, a nonzero FP32 c has exponent >= -126).
+fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
+    var xs: array<u32, NX>;
+    var pmax = 0u;
+    var flags = 0u;
+    let w0 = k0 >> 2u;
+    let w1 = (k1 + 3u) >> 2u;
+    for (var i = 0u; i < WPS; i = i + 1u) {
+        let w = w0 + i;
+        var wa = 0u;
+        var wb = 0u;
+        if (w < w1) {
+            wa = A[ba + w];
+            wb = B[bb + w];
+        }
+        for (var j = 0u; j < LPW; j = j + 1u) {
+            let sh = 8u * (lane0 + j);
+            let ta = T[(wa >> sh) & 0xffu];
+            let tb = T[(wb >> sh) & 0xffu];
+            let s = (ta + tb) & 0xffu;
+            let p = ((ta >> 8u) & 0xffu) * ((tb >> 8u) & 0xffu);
+            xs[i * LPW + j] = ((ta ^ tb) & SIGN_BIT) | (p << 8u) | s;
+            pmax = max(pmax, s);
+            flags = flags | ta | tb;
+        }
+    }
+    let cexp = (c >> 23u) & 0xffu;
+    if (cexp == 0xffu || (flags & SPECIAL_BIT) != 0u) {
+        return step_special(ba, bb, k0, k1, lane0, c);
+    }
+    let cnz = (c & 0x7fffffffu) != 0u;
+    let mc = (c & 0x7fffffu) | select(0u, 0x800000u, cexp != 0u);
+    let cs = i32(max(cexp, 1u)) - 127 + EB2;
+    var emax = cs;
+    if (pmax >= 64u) {
+        emax = i32(pmax);
+        if (cnz) {
+            emax = max(emax, cs);
+        }
+    }
+    emax = max(emax, EZERO + EB2);
+    var qc = 0u;
+    if (cnz) {
+        qc = (mc << CL) >> min(u32(emax - cs) + CR, 31u);
+    }
+    var mag: u32;
+    var neg: bool;
+    if (WIDE) {
+        var pos = select(qc, 0u, (c >> 31u) != 0u);
+        var ngt = select(0u, qc, (c >> 31u) != 0u);
+        for (var i = 0u; i < NX; i = i + 1u) {
+            let x = xs[i];
+            let q = (((x >> 8u) & 0xffu) << PSH) >> min(u32(emax - i32(x & 0xffu)), 31u);
+            let isneg = (x >> 31u) != 0u;
+            pos = pos + select(q, 0u, isneg);
+            ngt = ngt + select(0u, q, isneg);
+        }
+        neg = ngt > pos;
+        mag = select(pos - ngt, ngt - pos, neg);
+    } else {
+        var sum = select(i32(qc), -i32(qc), (c >> 31u) != 0u);
+        for (var i = 0u; i < NX; i = i + 1u) {
+            let x = xs[i];
+            let q = i32((((x >> 8u) & 0xffu) << PSH) >> min(u32(emax - i32(x & 0xffu)), 31u));
+            let sg = i32(x) >> 31u;
+            sum = sum + ((q ^ sg) - sg);
+        }
+        neg = sum < 0;
+        mag = u32(abs(sum));
+    }
+    if (mag == 0u) {
+        return step_zero(ba, bb, k0, k1, lane0, c);
+    }
+    return round_rz(mag, neg, emax - EB2);
+}
+
+// instruction runs one tensor-core instruction of 32 elements (fewer at the
+// end of K) on the accumulator c: 32/L chained steps, or, for the sm90
+// mma.sync emulation, two half steps from +0 (K mod 4 in {0,1}, then {2,3})
+// and an FP32 round-to-nearest-even add of c.
+fn instruction(ba: u32, bb: u32, k0: u32, k1: u32, c: u32) -> u32 {
+    if (MMA_SYNC) {
+        var t = tfdpa_step(ba, bb, k0, k1, 0u, 0u);
+        t = tfdpa_step(ba, bb, k0, k1, 2u, t);
+        return f32_add(c, t);
+    }
+    var d = c;
+    for (var ks = k0; ks < k1; ks = ks + L) {
+        d = tfdpa_step(ba, bb, ks, min(ks + L, k1), 0u, d);
+    }
+    return d;
+}
+
+// chain advances every output's K loop over the elements [k_begin, k_end):
+// one instruction per 32 elements on the state's chain; with promote = N,
+// after each block of N elements (and at K) the chain is added to acc with
+// one FP32 round-to-nearest-even add and restarts from +0 (accum.Chain).
+@compute @workgroup_size(WG)
+fn chain(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    for (var i = li; i < 256u; i = i + WG) {
+        T[i] = tab[i];
+    }
+    workgroupBarrier();
+    let o = gid.x + gid.y * P.x_stride;
+    if (o >= P.n) {
+        return;
+    }
+    var ra = o;
+    var rb = o;
+    if (P.gemm_n != 0u) {
+        ra = o / P.gemm_n;
+        rb = o % P.gemm_n;
+    }
+    let ba = ra * P.row_words;
+    let bb = rb * P.row_words;
+    var st = S[o];
+    for (var k = P.k_begin; k < P.k_end; k = k + 32u) {
+        let k1 = min(k + 32u, P.K);
+        st.y = instruction(ba, bb, k, k1, st.y);
+        if (P.promote != 0u && (k1 % P.promote == 0u || k1 == P.K)) {
+            st.x = f32_add(st.x, st.y);
+            st.y = 0u;
+        }
+    }
+    S[o] = st;
+}

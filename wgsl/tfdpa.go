@@ -1,0 +1,365 @@
+package wgsl
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/fp8lab/fp8lab/accum"
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// Emulation describes how tfdpa.wgsl runs one of accum's models.
+type Emulation struct {
+	// Model is the accum model name, e.g. "sm90.wgmma.e4m3.f32".
+	Model string
+	// In is the input format (e4m3 or e5m2).
+	In fp8.Format
+	// L, F and the fraction bits FB of the result (23 for RZ-FP32, 13 for
+	// RZ-E8M13) of one step; for the sm90 mma.sync emulation, one FP16 half
+	// step.
+	L, F, FB int
+	// MMASync is the sm90 mma.sync emulation: two half steps (k mod 4 in
+	// {0,1}, then {2,3}) from +0 and an FP32 add of C.
+	MMASync bool
+	// Wide is true when a step's sum needs 32 unsigned bits per sign (F =
+	// 25 with 32 products) rather than one i32.
+	Wide bool
+
+	ezero int
+	eb    int
+	table [256]uint32
+}
+
+// Emulations lists the accum models the WGSL T-FDPA kernel runs: every
+// T-FDPA model with e4m3 or e5m2 inputs, 32-element instructions, steps of
+// 16 or 32 products, F <= 25 and an RZ-FP32 or RZ-E8M13 result, and
+// sm90.mma.sync.e4m3.f32.
+func Emulations() []string {
+	var names []string
+	for _, n := range accum.Names() {
+		if _, err := emulation(n); err == nil {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LookupEmulation returns how the WGSL kernel runs the named accum model, or
+// an error saying why it cannot.
+func LookupEmulation(model string) (*Emulation, error) { return emulation(model) }
+
+const mmaSyncSM90 = "sm90.mma.sync.e4m3.f32"
+
+func emulation(name string) (*Emulation, error) {
+	m, err := accum.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	info := m.Info()
+	e := &Emulation{Model: name, In: info.In}
+	normalize := false
+	switch {
+	case name == mmaSyncSM90:
+		e.L, e.F, e.FB, e.ezero, e.MMASync, normalize = 16, 25, 23, -133, true, true
+	case info.Kind == accum.KindTFDPA:
+		p := info.Step
+		if info.In != fp8.FormatE4M3 && info.In != fp8.FormatE5M2 {
+			return nil, fmt.Errorf("wgsl: model %s reads %v: the WGSL kernel reads e4m3 or e5m2", name, info.In)
+		}
+		if info.K != 32 || (p.L != 32 && p.L != 16) {
+			return nil, fmt.Errorf("wgsl: model %s has K=%d, L=%d: the WGSL kernel runs 32-element instructions of 16- or 32-product steps", name, info.K, p.L)
+		}
+		switch p.Rho {
+		case accum.RZFP32:
+			e.FB = 23
+		case accum.RZE8M13:
+			e.FB = 13
+		default:
+			return nil, fmt.Errorf("wgsl: model %s rounds %v: the WGSL kernel does RZ-FP32 and RZ-E8M13", name, p.Rho)
+		}
+		if p.F > 25 {
+			return nil, fmt.Errorf("wgsl: model %s keeps F=%d bits: the WGSL kernel allows F <= 25", name, p.F)
+		}
+		e.L, e.F, e.ezero = p.L, p.F, p.EZero
+	default:
+		return nil, fmt.Errorf("wgsl: model %s is a %s, not a tensor-core step the WGSL kernel runs", name, info.Kind)
+	}
+	mbits := e.In.FracBits()
+	// Exponent fields of nonzero codes, as the step reads them.
+	minE := e.In.Emin()
+	if normalize {
+		minE -= mbits
+	}
+	e.eb = 32 - minE
+	maxSig := 1<<(mbits+1) - 1
+	psh := e.F - 2*mbits
+	nx := e.L
+	sumMax := uint64(nx)*uint64(maxSig*maxSig)<<uint(psh) + uint64(1)<<uint(24+max(e.F-23, 0))
+	if sumMax >= 1<<32 {
+		return nil, fmt.Errorf("wgsl: model %s: a step's sum (< %d) does not fit 32 bits", name, sumMax)
+	}
+	e.Wide = sumMax >= 1<<31
+	for c := 0; c < 256; c++ {
+		d := e.In.Decompose(uint32(c))
+		var t uint32
+		if d.Neg {
+			t |= 1 << 31
+		}
+		switch d.Class {
+		case fp8.NaN:
+			t |= 1<<30 | 1<<29
+		case fp8.Inf:
+			t |= 1 << 30
+		case fp8.Finite:
+			m, ex := d.M, d.E
+			if normalize {
+				for m < 1<<uint(mbits) {
+					m <<= 1
+					ex--
+				}
+			}
+			be := ex + e.eb
+			if be < 32 || be > 63 {
+				return nil, fmt.Errorf("wgsl: model %s: code %#02x has exponent %d outside the table's frame", name, c, ex)
+			}
+			t |= uint32(m)<<8 | uint32(be)
+		}
+		e.table[c] = t
+	}
+	return e, nil
+}
+
+// chainWG is the workgroup size of the chain kernel.
+const chainWG = 64
+
+func (e *Emulation) consts() []constDecl {
+	mbits := e.In.FracBits()
+	wps, lpw := e.L/4, 4
+	if e.MMASync {
+		wps, lpw = 8, 2
+	}
+	return []constDecl{
+		cU32("WG", chainWG), cU32("L", e.L), cU32("WPS", wps), cU32("LPW", lpw), cU32("NX", wps*lpw),
+		cU32("F", e.F), cU32("FB", e.FB), cU32("PSH", e.F-2*mbits),
+		cU32("CL", max(e.F-23, 0)), cU32("CR", max(23-e.F, 0)),
+		cI32("EB2", 2*e.eb), cI32("EZERO", e.ezero), cBool("WIDE", e.Wide), cBool("MMA_SYNC", e.MMASync),
+	}
+}
+
+// loopBudget is the number of loop iterations one invocation may run in one
+// dispatch. lavapipe ends every loop of an invocation, silently, once the
+// invocation has run about 65535 iterations in all its loops together (seen
+// here: a loop after a nested 1000 x 100 loop ran 2 iterations); the kernels
+// stay well below.
+const loopBudget = 40000
+
+// instrPerDispatch is how many 32-element instructions one invocation of
+// the chain kernel runs per dispatch, counting the worst case of every loop
+// (no unrolling assumed; the slow paths of specials and exact zeros taken at
+// every step).
+func (e *Emulation) instrPerDispatch() int {
+	wps, lpw := e.L/4, 4
+	steps := 32 / e.L
+	if e.MMASync {
+		wps, lpw, steps = 8, 2, 2
+	}
+	perStep := wps + wps*lpw + wps*lpw + 32 + 1 // pass 1, pass 2, a slow path, the loop itself
+	return max(1, loopBudget/(steps*perStep+2))
+}
+
+// ChainInput is a batch of n dot products of K FP8 codes each for
+// [Runner.Chain].
+type ChainInput struct {
+	// K is the length of every dot product.
+	K int
+	// A and B hold n rows of K codes each, row-major: output i is row i of
+	// A times row i of B.
+	A, B []uint8
+	// C holds the n initial accumulators.
+	C []float32
+}
+
+// Chain computes, on the GPU, out[i] = accum.Chain(model, A[i], B[i], C[i],
+// promote) for the n rows of in, bit for bit (NaN results are the canonical
+// 0x7fffffff; accum may return another NaN pattern where Go's own FP32 add
+// propagates an input NaN). promote is 0 (the chain runs from C[i] through
+// the whole K loop) or a positive multiple of 32 (the chain restarts from +0
+// every promote elements and is added to an FP32 register that starts at
+// C[i]); as in accum.Chain, a promotion interval that covers the whole K
+// with C[i] = ±0 runs the chain from C[i].
+//
+// K may be up to 2^24: the K loop is split across dispatches with the
+// accumulators carried in a buffer, so that no invocation runs into
+// lavapipe's loop limit.
+func (r *Runner) Chain(ctx context.Context, model string, in ChainInput, promote int) ([]float32, error) {
+	e, err := emulation(model)
+	if err != nil {
+		return nil, err
+	}
+	n, err := in.check()
+	if err != nil {
+		return nil, err
+	}
+	if promote < 0 || promote%32 != 0 {
+		return nil, fmt.Errorf("wgsl: promotion interval %d is not 0 or a positive multiple of 32", promote)
+	}
+	// Outputs whose chain runs from c (accum.Chain's first case) and those
+	// promoted, each group in its own run.
+	var direct, promoted []int
+	for i := 0; i < n; i++ {
+		if promote == 0 || promote >= in.K && in.C[i] == 0 {
+			direct = append(direct, i)
+		} else {
+			promoted = append(promoted, i)
+		}
+	}
+	out := make([]float32, n)
+	for _, g := range []struct {
+		rows    []int
+		promote int
+	}{{direct, 0}, {promoted, promote}} {
+		if len(g.rows) == 0 {
+			continue
+		}
+		sub := in
+		if len(g.rows) != n {
+			sub = in.rows(g.rows)
+		}
+		res, err := r.chain(ctx, e, sub, g.promote, 0, false)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range g.rows {
+			out[i] = res.out[j]
+		}
+	}
+	return out, nil
+}
+
+func (in ChainInput) check() (int, error) {
+	if in.K <= 0 || in.K > 1<<24 {
+		return 0, fmt.Errorf("wgsl: K = %d is outside 1..2^24", in.K)
+	}
+	n := len(in.C)
+	if len(in.A) != n*in.K || len(in.B) != n*in.K {
+		return 0, fmt.Errorf("wgsl: %d accumulators need %d codes in A and B, got %d and %d", n, n*in.K, len(in.A), len(in.B))
+	}
+	return n, nil
+}
+
+func (in ChainInput) rows(idx []int) ChainInput {
+	s := ChainInput{K: in.K, A: make([]uint8, 0, len(idx)*in.K), B: make([]uint8, 0, len(idx)*in.K), C: make([]float32, 0, len(idx))}
+	for _, i := range idx {
+		s.A = append(s.A, in.A[i*in.K:(i+1)*in.K]...)
+		s.B = append(s.B, in.B[i*in.K:(i+1)*in.K]...)
+		s.C = append(s.C, in.C[i])
+	}
+	return s
+}
+
+// packRows packs n rows of K codes into u32 words, 4 codes a word (code k
+// in bits 8(k mod 4)..), each row padded with zero codes to rowWords words.
+func packRows(codes []uint8, n, K, rowWords int) []byte {
+	b := make([]byte, 4*n*rowWords)
+	for i := 0; i < n; i++ {
+		copy(b[4*i*rowWords:], codes[i*K:(i+1)*K])
+	}
+	return b
+}
+
+type chainResult struct {
+	out    []float32
+	timing Timing
+}
+
+// chain runs the kernel over in (pairs of rows) or, with gemmN > 0, over
+// the n = len(in.C) outputs of a GEMM whose A has n/gemmN rows and B gemmN
+// rows (in.A and in.B then hold those rows). With timed, the K loop's
+// dispatches are timed.
+func (r *Runner) chain(ctx context.Context, e *Emulation, in ChainInput, promote, gemmN int, timed bool) (chainResult, error) {
+	if err := r.lock(); err != nil {
+		return chainResult{}, err
+	}
+	defer r.mu.Unlock()
+	n := len(in.C)
+	rowsA, rowsB := n, n
+	if gemmN > 0 {
+		rowsA, rowsB = n/gemmN, gemmN
+	}
+	rowWords := (in.K + 3) / 4
+	tab := make([]byte, 4*256)
+	for i, t := range e.table {
+		binary.LittleEndian.PutUint32(tab[4*i:], t)
+	}
+	tb, err := r.be.upload("tfdpa.table", tab)
+	if err != nil {
+		return chainResult{}, err
+	}
+	defer r.be.free(tb)
+	ab, err := r.be.upload("tfdpa.A", packRows(in.A, rowsA, in.K, rowWords))
+	if err != nil {
+		return chainResult{}, err
+	}
+	defer r.be.free(ab)
+	bb, err := r.be.upload("tfdpa.B", packRows(in.B, rowsB, in.K, rowWords))
+	if err != nil {
+		return chainResult{}, err
+	}
+	defer r.be.free(bb)
+	state := make([]uint32, 2*n)
+	for i, c := range in.C {
+		if promote == 0 {
+			state[2*i+1] = math.Float32bits(c)
+		} else {
+			state[2*i] = math.Float32bits(c)
+		}
+	}
+	sb, err := r.be.upload("tfdpa.state", u32Bytes(state))
+	if err != nil {
+		return chainResult{}, err
+	}
+	defer r.be.free(sb)
+	per := e.instrPerDispatch() * 32
+	if r.maxInstr > 0 {
+		per = r.maxInstr * 32
+	}
+	x, y, stride := grid(n, chainWG)
+	var calls []call
+	for k := 0; k < in.K; k += per {
+		calls = append(calls, call{params: []uint32{uint32(n), uint32(in.K), uint32(rowWords), uint32(k), uint32(min(k+per, in.K)),
+			uint32(promote), uint32(gemmN), stride}, x: x, y: y})
+	}
+	k := &kernelSpec{file: "tfdpa", entry: "chain", consts: e.consts(), storage: []access{readOnly, readOnly, readOnly, readWrite}}
+	t, err := r.be.run(ctx, k, [][]buffer{{tb, ab, bb, sb}}, calls, timed)
+	if err != nil {
+		return chainResult{}, err
+	}
+	raw, err := r.be.read(ctx, sb, uint64(8*n))
+	if err != nil {
+		return chainResult{}, err
+	}
+	st := bytesU32(raw)
+	out := make([]float32, n)
+	for i := range out {
+		if promote == 0 {
+			out[i] = math.Float32frombits(st[2*i+1])
+		} else {
+			out[i] = math.Float32frombits(st[2*i])
+		}
+	}
+	return chainResult{out: out, timing: t}, nil
+}
+
+// Step runs one 32-element instruction of model per row on the GPU:
+// out[i] = Stepper.Step(A[i], B[i], C[i]), bit for bit with accum. in.K
+// must be 32 (use Chain, which equals Model.Dot, for shorter rows).
+func (r *Runner) Step(ctx context.Context, model string, in ChainInput) ([]float32, error) {
+	if in.K != 32 {
+		return nil, fmt.Errorf("wgsl: one instruction has 32 elements, not %d", in.K)
+	}
+	return r.Chain(ctx, model, in, 0)
+}

@@ -1,0 +1,201 @@
+package wgsl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fp8lab/fp8lab/accum"
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// sameResult compares a GPU result with accum's: equal bits, or both NaN
+// (the GPU gives the canonical 0x7fffffff; Go's float32 add may propagate
+// another NaN pattern).
+func sameResult(got, want float32) bool {
+	if math.IsNaN(float64(want)) {
+		return math.Float32bits(got) == accum.NaN32
+	}
+	return math.Float32bits(got) == math.Float32bits(want)
+}
+
+// codeSource draws FP8 codes of one kind of distribution.
+type codeSource func(rng *rand.Rand) uint8
+
+var codeSources = map[string]codeSource{
+	// every code, NaN included (a few per row)
+	"allcodes": func(rng *rand.Rand) uint8 { return uint8(rng.UintN(256)) },
+	// finite codes, 20% zeros of either sign
+	"finite": func(rng *rand.Rand) uint8 {
+		if rng.IntN(5) == 0 {
+			return uint8(rng.IntN(2)) << 7
+		}
+		for {
+			c := uint8(rng.UintN(256))
+			if c&0x7f != 0x7f {
+				return c
+			}
+		}
+	},
+	// a few binades: alignment and truncation matter most
+	"narrow": func(rng *rand.Rand) uint8 {
+		return uint8(rng.IntN(2))<<7 | uint8(0x30+rng.IntN(24))
+	},
+	// normal(0,1) quantized
+	"normal": func(rng *rand.Rand) uint8 {
+		return uint8(fp8.EncodeE4M3(float32(rng.NormFloat64()), fp8.SatFinite))
+	},
+	// zeros only, both signs: the sign of an exact zero
+	"zeros": func(rng *rand.Rand) uint8 { return uint8(rng.IntN(2)) << 7 },
+}
+
+// randomC draws an accumulator: 20% ±0, else ±2^U(-20,20) with random
+// fraction bits, sometimes subnormal or huge.
+func randomC(rng *rand.Rand) float32 {
+	switch rng.IntN(10) {
+	case 0, 1:
+		return float32(math.Copysign(0, float64(rng.IntN(2)*2-1)))
+	case 2:
+		return math.Float32frombits(rng.Uint32() & 0x807fffff) // subnormal
+	case 3:
+		return math.Float32frombits(rng.Uint32()&0x80ffffff | 0x7e000000) // huge
+	}
+	return float32(math.Ldexp(rng.Float64()*2-1, rng.IntN(40)-20))
+}
+
+func randomChainInput(rng *rand.Rand, n, K int, src codeSource, e5m2 bool) ChainInput {
+	in := ChainInput{K: K, A: make([]uint8, n*K), B: make([]uint8, n*K), C: make([]float32, n)}
+	for i := range in.A {
+		in.A[i], in.B[i] = src(rng), src(rng)
+		if e5m2 && rng.IntN(64) != 0 {
+			// e5m2 specials (inf, NaN) are rarer than a uniform draw makes them
+			for in.A[i]&0x7c == 0x7c {
+				in.A[i] = src(rng)
+			}
+		}
+	}
+	for i := range in.C {
+		in.C[i] = randomC(rng)
+	}
+	return in
+}
+
+// wantChain runs accum.Chain on every row of in.
+func wantChain(m accum.Model, in ChainInput, promote int) []float32 {
+	out := make([]float32, len(in.C))
+	a16, b16 := make([]uint16, in.K), make([]uint16, in.K)
+	for i := range out {
+		for k := 0; k < in.K; k++ {
+			a16[k], b16[k] = uint16(in.A[i*in.K+k]), uint16(in.B[i*in.K+k])
+		}
+		out[i] = accum.Chain(m, a16, b16, in.C[i], promote)
+	}
+	return out
+}
+
+// compareChain checks got against accum and returns the number of equal
+// results.
+func compareChain(t *testing.T, label string, m accum.Model, in ChainInput, promote int, got []float32) int {
+	t.Helper()
+	want := wantChain(m, in, promote)
+	eq, bad := 0, 0
+	for i := range want {
+		if sameResult(got[i], want[i]) {
+			eq++
+			continue
+		}
+		if bad++; bad <= 3 {
+			t.Errorf("%s row %d: got %#08x, want %#08x (c %#08x)", label, i, math.Float32bits(got[i]), math.Float32bits(want[i]), math.Float32bits(in.C[i]))
+		}
+	}
+	if eq != len(want) {
+		t.Errorf("%s: %d/%d equal to accum", label, eq, len(want))
+	}
+	return eq
+}
+
+func TestEmulationsListed(t *testing.T) {
+	names := Emulations()
+	for _, want := range []string{"sm90.wgmma.e4m3.f32", "sm90.mma.sync.e4m3.f32", "sm100.tcgen05.f8f6f4.f32", "sm90.wgmma.e5m2.f32", "sm89.mma.sync.e4m3.f32"} {
+		found := false
+		for _, n := range names {
+			found = found || n == want
+		}
+		if !found {
+			t.Errorf("Emulations() = %v lacks %s", names, want)
+		}
+	}
+	for _, bad := range []string{"fp32", "sm90.wgmma.f16.f32", "sm90.wgmma.e4m3.f16", "no.such.model"} {
+		if _, err := LookupEmulation(bad); err == nil {
+			t.Errorf("LookupEmulation(%q) gave no error", bad)
+		}
+	}
+}
+
+// TestChainRandom runs random batches through every emulated model at
+// several K and promotion intervals and compares with accum bit for bit.
+func TestChainRandom(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	total, equal := 0, 0
+	for _, model := range Emulations() {
+		m := accum.MustLookup(model)
+		e5m2 := m.Info().In == fp8.FormatE5M2
+		for _, srcName := range []string{"allcodes", "finite", "narrow", "normal", "zeros"} {
+			src := codeSources[srcName]
+			if e5m2 && srcName == "normal" {
+				src = func(rng *rand.Rand) uint8 { return uint8(fp8.EncodeE5M2(float32(rng.NormFloat64()), fp8.SatFinite)) }
+			}
+			for _, K := range []int{1, 3, 16, 31, 32, 33, 64, 130, 1000} {
+				for _, promote := range []int{0, 32, 128} {
+					rng := rand.New(rand.NewPCG(uint64(K), uint64(promote)+uint64(len(model))<<20+uint64(len(srcName))<<32))
+					n := 96
+					if K >= 1000 {
+						n = 24
+					}
+					in := randomChainInput(rng, n, K, src, e5m2)
+					got, err := r.Chain(ctx, model, in, promote)
+					if err != nil {
+						t.Fatal(err)
+					}
+					label := fmt.Sprintf("%s %s K=%d promote=%d", model, srcName, K, promote)
+					equal += compareChain(t, label, m, in, promote, got)
+					total += n
+				}
+			}
+		}
+	}
+	t.Logf("%d/%d random dot products equal to accum bit for bit", equal, total)
+}
+
+func TestStepOneInstruction(t *testing.T) {
+	r := testGPU(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, model := range Emulations() {
+		m := accum.MustLookup(model).(accum.Stepper)
+		in := randomChainInput(rng, 512, 32, codeSources["finite"], m.Info().In == fp8.FormatE5M2)
+		got, err := r.Step(context.Background(), model, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a16, b16 := make([]uint16, 32), make([]uint16, 32)
+		bad := 0
+		for i := range in.C {
+			for k := range 32 {
+				a16[k], b16[k] = uint16(in.A[32*i+k]), uint16(in.B[32*i+k])
+			}
+			if w := m.Step(a16, b16, in.C[i]); !sameResult(got[i], w) {
+				bad++
+				if bad < 4 {
+					t.Errorf("%s row %d: got %#08x want %#08x", model, i, math.Float32bits(got[i]), math.Float32bits(w))
+				}
+			}
+		}
+		t.Logf("%s: %d/%d instructions equal to accum's Step", model, len(in.C)-bad, len(in.C))
+	}
+	if _, err := r.Step(context.Background(), "sm90.wgmma.e4m3.f32", ChainInput{K: 16, A: make([]uint8, 16), B: make([]uint8, 16), C: []float32{0}}); err == nil {
+		t.Error("Step with K = 16 gave no error")
+	}
+}
