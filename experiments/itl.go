@@ -367,7 +367,7 @@ func (ITL) Run(ctx context.Context, run *sim.Run) error {
 	if c.model.HasSlidingWindow() {
 		layouts = append(layouts, skip)
 	}
-	if err := itlEmitCurves(run, c, layouts, v.Ints("contexts")); err != nil {
+	if err := itlEmitCurves(run, c, layouts, v.Ints("contexts"), ""); err != nil {
 		return err
 	}
 
@@ -431,11 +431,12 @@ func itlSummary(c itlCost, bf16, fp8 itlLayout) map[string]float64 {
 }
 
 // itlEmitCurves emits ITL against context for each layout, and the published
-// linear fits where both slope and intercept are published.
-func itlEmitCurves(run *sim.Run, c itlCost, layouts []itlLayout, contexts []int) error {
+// linear fits where both slope and intercept are published; prefix goes in
+// front of every series name.
+func itlEmitCurves(run *sim.Run, c itlCost, layouts []itlLayout, contexts []int, prefix string) error {
 	for _, l := range layouts {
 		for _, L := range contexts {
-			p := sim.Point{Series: l.name, X: float64(L), Y: c.itl(l, L), Extra: map[string]float64{
+			p := sim.Point{Series: prefix + l.name, X: float64(L), Y: c.itl(l, L), Extra: map[string]float64{
 				"slope": c.slope(l), "kv_ms": c.itl(l, L) - c.base() - c.overheadOf(l),
 			}}
 			if err := run.Emit(p); err != nil {
@@ -457,7 +458,7 @@ func itlEmitCurves(run *sim.Run, c itlCost, layouts []itlLayout, contexts []int)
 			continue // the fits are single-request
 		}
 		for _, L := range contexts {
-			if err := run.Emit(sim.Point{Series: f.name, X: float64(L), Y: f.t0 + f.slope*float64(L)}); err != nil {
+			if err := run.Emit(sim.Point{Series: prefix + f.name, X: float64(L), Y: f.t0 + f.slope*float64(L)}); err != nil {
 				return err
 			}
 		}
