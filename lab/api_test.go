@@ -172,7 +172,7 @@ func TestAPINever500(t *testing.T) {
 func TestRunLifecycle(t *testing.T) {
 	l := newTestLab(t, Options{})
 	run := l.start("lab-demo", map[string]any{"n": 40, "series": 3}, 42)
-	if run.ID == "" || run.Origin != notebook.OriginServer || run.Flags != "-n 40 -series 3 -delay 0 -end ok" || run.Version == "" {
+	if run.ID == "" || run.Origin != notebook.OriginServer || run.Flags != "-n 40 -series 3 -delay 0 -pause 0 -end ok" || run.Version == "" {
 		t.Errorf("created %+v", run)
 	}
 	run = l.wait(run.ID, 5*time.Second, ended)

@@ -22,14 +22,14 @@ import (
 // testLab is a Server on a notebook in a temporary folder behind an
 // httptest server.
 type testLab struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	ts    *httptest.Server
 	store *notebook.Bolt
 	url   string
 }
 
-func newTestLab(t *testing.T, opts Options) *testLab {
+func newTestLab(t testing.TB, opts Options) *testLab {
 	t.Helper()
 	store, err := notebook.Open(t.TempDir())
 	if err != nil {
@@ -187,7 +187,7 @@ func (l *testLab) dial(id, query string, header http.Header) (*websocket.Conn, *
 
 // watch reads a run's stream to its end and returns the points and the
 // final record.
-func watch(t *testing.T, c *websocket.Conn) ([]sim.Point, notebook.Run) {
+func watch(t testing.TB, c *websocket.Conn) ([]sim.Point, notebook.Run) {
 	t.Helper()
 	defer c.Close()
 	var pts []sim.Point

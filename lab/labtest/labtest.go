@@ -34,6 +34,7 @@ func (Demo) Params() []sim.Param {
 		{Name: "n", Doc: "points to emit", Kind: sim.KindInt, Default: 100, Min: 1, Max: 1000000},
 		{Name: "series", Doc: "number of series", Kind: sim.KindInt, Default: 2, Min: 1, Max: 8},
 		{Name: "delay", Doc: "pause after each point", Unit: "µs", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1e6},
+		{Name: "pause", Doc: "pause before the first point", Unit: "ms", Kind: sim.KindInt, Default: 0, Min: 0, Max: 60000},
 		{Name: "end", Doc: "how the run ends", Kind: sim.KindChoice, Default: "ok", Choices: []string{"ok", "error", "panic"}},
 	}
 }
@@ -46,6 +47,11 @@ func (Demo) Run(ctx context.Context, run *sim.Run) error {
 	rng := sim.TrialRand(run.Seed, "lab-demo", 0)
 	run.Note(fmt.Sprintf("emitting %d points", n))
 	run.AddTotal(int64(n))
+	select {
+	case <-time.After(time.Duration(v.Int("pause")) * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	for i := range n {
 		y := rng.Float64()
 		if err := run.Emit(sim.Point{Series: fmt.Sprintf("s%d", i%series), X: float64(i), Y: y, Extra: map[string]float64{"i": float64(i)}}); err != nil {
