@@ -78,7 +78,7 @@ func (r *Runner) elementwise(ctx context.Context, entry string, spec fp8Spec, sr
 	defer r.be.free(out)
 	k := &kernelSpec{file: "convert", entry: entry, consts: convertConsts(spec), storage: []access{readOnly, readWrite}}
 	x, y, stride := grid(n, convertWG)
-	if _, err := r.be.run(ctx, k, [][]buffer{{in, out}}, []call{{params: []uint32{uint32(n), sat, stride, 0}, x: x, y: y}}, false); err != nil {
+	if _, err := r.be.run(ctx, []call{{k: k, bufs: []buffer{in, out}, params: []uint32{uint32(n), sat, stride, 0}, x: x, y: y}}, false); err != nil {
 		return nil, err
 	}
 	b, err := r.be.read(ctx, out, uint64(4*n))

@@ -220,7 +220,7 @@ func (g *gpu) pipeline(k *kernelSpec) (*gpuPipeline, error) {
 	return p, nil
 }
 
-func (g *gpu) run(ctx context.Context, k *kernelSpec, sets [][]buffer, calls []call, timed bool) (Timing, error) {
+func (g *gpu) run(ctx context.Context, calls []call, timed bool) (Timing, error) {
 	if err := ctx.Err(); err != nil {
 		return Timing{}, err
 	}
@@ -230,26 +230,29 @@ func (g *gpu) run(ctx context.Context, k *kernelSpec, sets [][]buffer, calls []c
 	if len(calls) == 0 {
 		return Timing{}, nil
 	}
-	p, err := g.pipeline(k)
-	if err != nil {
-		return Timing{}, err
-	}
+	pipes := make([]*gpuPipeline, len(calls))
 	params := make([]byte, len(calls)*paramBytes)
 	for i, c := range calls {
+		p, err := g.pipeline(c.k)
+		if err != nil {
+			return Timing{}, err
+		}
+		if len(c.bufs) != p.n {
+			return Timing{}, fmt.Errorf("wgsl: kernel %s binds %d buffers, the call gives %d", c.k.entry, p.n, len(c.bufs))
+		}
+		pipes[i] = p
 		if len(c.params)*4 > paramBytes {
 			return Timing{}, fmt.Errorf("wgsl: %d parameter words do not fit a %d-byte uniform slot", len(c.params), paramBytes)
 		}
 		for j, w := range c.params {
 			binary.LittleEndian.PutUint32(params[i*paramBytes+4*j:], w)
 		}
-		if c.set < 0 || c.set >= len(sets) {
-			return Timing{}, fmt.Errorf("wgsl: dispatch %d binds set %d of %d", i, c.set, len(sets))
-		}
 	}
 	var ubuf *wgpu.Buffer
-	var groups []*wgpu.BindGroup
+	groups := make([]*wgpu.BindGroup, len(calls))
+	var made []*wgpu.BindGroup
 	defer func() {
-		for _, bg := range groups {
+		for _, bg := range made {
 			bg.Release()
 		}
 		if ubuf != nil {
@@ -257,31 +260,40 @@ func (g *gpu) run(ctx context.Context, k *kernelSpec, sets [][]buffer, calls []c
 			ubuf.Release()
 		}
 	}()
-	err = g.plat.scope(func() (err error) {
+	err := g.plat.scope(func() (err error) {
 		ubuf, err = g.dev.CreateBufferInit(&wgpu.BufferInitDescriptor{Label: "params", Contents: params,
 			Usage: wgpu.BufferUsageUniform | wgpu.BufferUsageCopyDst})
 		if err != nil {
 			return err
 		}
-		for si, set := range sets {
-			if len(set) != p.n {
-				return fmt.Errorf("set %d has %d buffers, the kernel binds %d", si, len(set), p.n)
+		// One bind group per distinct (pipeline, buffers).
+		cache := map[string]*wgpu.BindGroup{}
+		for i, c := range calls {
+			key := fmt.Sprintf("%p", pipes[i])
+			for _, b := range c.bufs {
+				key += fmt.Sprintf("|%p", b)
+			}
+			if bg := cache[key]; bg != nil {
+				groups[i] = bg
+				continue
 			}
 			entries := []wgpu.BindGroupEntry{{Binding: 0, Buffer: ubuf, Size: paramBytes}}
-			for i, b := range set {
+			for j, b := range c.bufs {
 				gb := b.(*gpuBuffer)
-				entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: gb.b, Size: gb.n})
+				entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(j + 1), Buffer: gb.b, Size: gb.n})
 			}
-			bg, err := g.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: p.bgl, Entries: entries})
+			bg, err := g.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: pipes[i].bgl, Entries: entries})
 			if err != nil {
 				return err
 			}
-			groups = append(groups, bg)
+			made = append(made, bg)
+			cache[key] = bg
+			groups[i] = bg
 		}
 		return nil
 	})
 	if err != nil {
-		return Timing{}, fmt.Errorf("wgsl: kernel %s: %w", k.entry, err)
+		return Timing{}, fmt.Errorf("wgsl: kernel %s: %w", calls[0].k.entry, err)
 	}
 	ts := timed && g.plat.hasTimestamps()
 	var wall time.Duration
@@ -303,10 +315,14 @@ func (g *gpu) run(ctx context.Context, k *kernelSpec, sets [][]buffer, calls []c
 				}
 			}
 			pass := enc.BeginComputePass(nil)
-			pass.SetPipeline(p.p)
+			var cur *gpuPipeline
 			for i := start; i < end; i++ {
 				c := calls[i]
-				pass.SetBindGroup(0, groups[c.set], []uint32{uint32(i * paramBytes)})
+				if pipes[i] != cur {
+					cur = pipes[i]
+					pass.SetPipeline(cur.p)
+				}
+				pass.SetBindGroup(0, groups[i], []uint32{uint32(i * paramBytes)})
 				pass.DispatchWorkgroups(c.x, max(c.y, 1), 1)
 			}
 			err = endPass(pass)
@@ -326,7 +342,7 @@ func (g *gpu) run(ctx context.Context, k *kernelSpec, sets [][]buffer, calls []c
 			return err
 		})
 		if err != nil {
-			return Timing{}, fmt.Errorf("wgsl: kernel %s: %w", k.entry, err)
+			return Timing{}, fmt.Errorf("wgsl: kernel %s: %w", calls[start].k.entry, err)
 		}
 		t0 := time.Now()
 		g.queue.Submit(cb)

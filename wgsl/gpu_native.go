@@ -277,6 +277,6 @@ func (g *gpu) probeTimestamps(ctx context.Context) error {
 	}
 	defer g.free(dst)
 	x, y, stride := grid(64, convertWG)
-	_, err = g.run(ctx, k, [][]buffer{{src, dst}}, []call{{params: []uint32{64, 0, stride, 0}, x: x, y: y}}, true)
+	_, err = g.run(ctx, []call{{k: k, bufs: []buffer{src, dst}, params: []uint32{64, 0, stride, 0}, x: x, y: y}}, true)
 	return err
 }

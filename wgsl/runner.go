@@ -183,11 +183,12 @@ func (k *kernelSpec) key() string { return key(k.file, k.entry, k.consts) }
 // minUniformBufferOffsetAlignment WebGPU allows).
 const paramBytes = 256
 
-// call is one dispatch: its uniform parameters (u32 words), the set of
-// storage buffers it binds and its workgroup grid.
+// call is one dispatch: its kernel, the storage buffers it binds to
+// bindings 1..n, its uniform parameters (u32 words) and its workgroup grid.
 type call struct {
+	k      *kernelSpec
+	bufs   []buffer
 	params []uint32
-	set    int
 	x, y   uint32
 }
 
@@ -204,11 +205,11 @@ type backend interface {
 	alloc(label string, size uint64) (buffer, error)
 	read(ctx context.Context, b buffer, size uint64) ([]byte, error)
 	free(b buffer)
-	// run compiles (once) and dispatches kernel k with the calls, binding
-	// sets[call.set] to bindings 1..n, and waits for the result. With
-	// timed, the timing is measured with timestamp queries when the
-	// device has them.
-	run(ctx context.Context, k *kernelSpec, sets [][]buffer, calls []call, timed bool) (Timing, error)
+	// run compiles (once) each call's kernel, dispatches the calls in
+	// order (each sees the writes of the ones before) and waits for the
+	// result. With timed, the timing is measured with timestamp queries
+	// when the device has them.
+	run(ctx context.Context, calls []call, timed bool) (Timing, error)
 	close()
 }
 

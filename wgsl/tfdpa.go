@@ -328,13 +328,13 @@ func (r *Runner) chain(ctx context.Context, e *Emulation, in ChainInput, promote
 		per = r.maxInstr * 32
 	}
 	x, y, stride := grid(n, chainWG)
+	ks := &kernelSpec{file: "tfdpa", entry: "chain", consts: e.consts(), storage: []access{readOnly, readOnly, readOnly, readWrite}}
 	var calls []call
 	for k := 0; k < in.K; k += per {
-		calls = append(calls, call{params: []uint32{uint32(n), uint32(in.K), uint32(rowWords), uint32(k), uint32(min(k+per, in.K)),
+		calls = append(calls, call{k: ks, bufs: []buffer{tb, ab, bb, sb}, params: []uint32{uint32(n), uint32(in.K), uint32(rowWords), uint32(k), uint32(min(k+per, in.K)),
 			uint32(promote), uint32(gemmN), stride}, x: x, y: y})
 	}
-	k := &kernelSpec{file: "tfdpa", entry: "chain", consts: e.consts(), storage: []access{readOnly, readOnly, readOnly, readWrite}}
-	t, err := r.be.run(ctx, k, [][]buffer{{tb, ab, bb, sb}}, calls, timed)
+	t, err := r.be.run(ctx, calls, timed)
 	if err != nil {
 		return chainResult{}, err
 	}

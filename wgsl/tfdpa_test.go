@@ -199,3 +199,64 @@ func TestStepOneInstruction(t *testing.T) {
 		t.Error("Step with K = 16 gave no error")
 	}
 }
+
+// TestLongChainNotTruncated runs K = 2^20 chains (32768 instructions per
+// output: far beyond lavapipe's loop limit in one dispatch) and checks them
+// against accum. All-ones through sm100 (F = 25, exact up to 2^24) must give
+// exactly 2^20: a loop ended early gives less. Then it shows that the check
+// has teeth: on a device that ends long loops (lavapipe), the same chain
+// forced into one dispatch comes out short.
+func TestLongChainNotTruncated(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	const K = 1 << 20
+	const one = 0x38 // e4m3 1.0
+	ones := ChainInput{K: K, A: make([]uint8, K), B: make([]uint8, K), C: []float32{0}}
+	for i := range ones.A {
+		ones.A[i], ones.B[i] = one, one
+	}
+	got, err := r.Chain(ctx, "sm100.tcgen05.f8f6f4.f32", ones, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != K {
+		t.Errorf("sm100 all-ones K=2^20: got %g, want %d (a loop was cut short)", got[0], K)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, tc := range []struct {
+		model   string
+		promote int
+	}{{"sm90.wgmma.e4m3.f32", 0}, {"sm90.wgmma.e4m3.f32", 128}, {"sm90.mma.sync.e4m3.f32", 0}, {"sm100.tcgen05.f8f6f4.f32", 0}} {
+		in := randomChainInput(rng, 2, K, codeSources["normal"], false)
+		in.C[0], in.C[1] = 0, 1.5
+		got, err := r.Chain(ctx, tc.model, in, tc.promote)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareChain(t, fmt.Sprintf("%s K=2^20 promote=%d", tc.model, tc.promote), accum.MustLookup(tc.model), in, tc.promote, got)
+	}
+
+	ran, err := r.LoopIterations(ctx, 200000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const short = 1 << 17
+	ones.K, ones.A, ones.B = short, ones.A[:short], ones.B[:short]
+	r.maxInstr = short / 32 // one dispatch for the whole chain
+	got, err = r.Chain(ctx, "sm100.tcgen05.f8f6f4.f32", ones, 0)
+	r.maxInstr = 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran < 200000 {
+		t.Logf("this device ends loops early (a loop of 200000 ran %d iterations); one unsplit dispatch of K=2^17 gave %g", ran, got[0])
+		if got[0] == short {
+			t.Errorf("an unsplit K=2^17 chain came out right on a device that cuts loops: the long-chain check would not see truncation")
+		}
+	} else {
+		t.Logf("this device runs long loops in full (200000 of 200000); unsplit K=2^17: %g", got[0])
+		if got[0] != short {
+			t.Errorf("unsplit K=2^17 all-ones chain: got %g, want %d", got[0], short)
+		}
+	}
+}
