@@ -42,9 +42,8 @@ func cI32(name string, v int) constDecl { return constDecl{name, "i32", fmt.Spri
 func cBool(name string, v bool) constDecl {
 	return constDecl{name, "bool", fmt.Sprintf("%t", v)}
 }
-func cF32(name string, v float32) constDecl {
-	return constDecl{name, "f32", fmt.Sprintf("%g", v)}
-}
+// cRaw is a line of WGSL placed among the constants (an alias, a helper).
+func cRaw(line string) constDecl { return constDecl{value: line} }
 
 // Source assembles a complete WGSL module: the generated constants, the
 // kernel file and common.wgsl (WGSL has no include). consts are given as
@@ -61,6 +60,10 @@ func source(kernel string, consts []constDecl) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// fp8lab wgsl: %s.wgsl with generated constants, then common.wgsl\n", kernel)
 	for _, c := range consts {
+		if c.typ == "" {
+			b.WriteString(c.value + "\n")
+			continue
+		}
 		fmt.Fprintf(&b, "const %s: %s = %s;\n", c.name, c.typ, c.value)
 	}
 	b.WriteString("\n")

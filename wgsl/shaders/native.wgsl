@@ -103,3 +103,33 @@ fn loopcount(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     R[0] = f32(n);
 }
+
+// fill: R[i] = a pseudo-random word from a hash of i and the seed k_begin:
+// two FP16 values in ±[2^-5, 2^3) (K = 0) or four e4m3 codes without NaN
+// (K = 1). It fills a KV cache on the device for timing runs.
+@compute @workgroup_size(WG)
+fn fill(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = index(gid);
+    if (i >= P.n) {
+        return;
+    }
+    var h = (i * 0x9e3779b9u) ^ P.k_begin;
+    h = h ^ (h >> 16u);
+    h = h * 0x85ebca6bu;
+    h = h ^ (h >> 13u);
+    h = h * 0xc2b2ae35u;
+    h = h ^ (h >> 16u);
+    var w: u32;
+    if (P.K == 0u) {
+        let lo = (h & 0x83ffu) | ((10u + ((h >> 10u) & 7u)) << 10u);
+        let hi = ((h >> 16u) & 0x83ffu) | ((10u + ((h >> 26u) & 7u)) << 10u);
+        w = lo | (hi << 16u);
+    } else {
+        w = 0u;
+        for (var b = 0u; b < 4u; b = b + 1u) {
+            let c = (h >> (8u * b)) & 0xffu;
+            w = w | (((c & 0x80u) | min(c & 0x7fu, 0x76u)) << (8u * b));
+        }
+    }
+    R[i] = bitcast<f32>(w);
+}

@@ -1,0 +1,160 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
+)
+
+func init() { sim.Register(DecodeBW{}) }
+
+// DecodeBW is the `decode-bw` experiment: the measured time of one decode
+// attention step on the GPU at hand (WGSL, split-KV, native f32 arithmetic)
+// against context length, for an FP16 and an FP8 (e4m3) KV cache: slope per
+// token, effective bandwidth and the FP8/FP16 slope ratio (the decode cost
+// model's input, fp8-attention.md §4).
+type DecodeBW struct {
+	// Runner is the GPU to use; nil opens one (wgsl.Open, which honours
+	// $FP8LAB_ADAPTER) for the run and closes it after.
+	Runner *wgsl.Runner
+}
+
+// Name returns "decode-bw".
+func (DecodeBW) Name() string { return "decode-bw" }
+
+// Doc describes the experiment.
+func (DecodeBW) Doc() string {
+	return `Measured decode attention time against context length on this GPU, FP16 against FP8 (e4m3) KV cache: slope per token, bandwidth, slope ratio.
+
+One decode step: batch sequences, q_heads query heads over kv_heads KV heads
+(GQA), head_dim 128, every cached token read once (split-KV: a workgroup per
+512 tokens and KV head, then a combine kernel), in WGSL with native f32
+arithmetic over an FP16 cache (vectorized 16-byte loads, unpack2x16float) or
+an e4m3 cache (16 codes per load, widened to FP16 bit patterns). The cache
+is filled on the GPU; each point is the median of reps steps, timed with GPU
+timestamp queries where the adapter has them (else the wall clock around
+submit and wait, launch overhead included).
+
+Series fp16 and e4m3: y = milliseconds per step at x = context tokens; extra:
+bandwidth_gbs (KV bytes read / time), batch. Summary: the least-squares slope
+of time against context for each (fp16_slope_ns, e4m3_slope_ns: nanoseconds
+per token of context, for the whole batch), slope_ratio = e4m3 / fp16 (the
+published H100 FA3 figure: 0.54), the bandwidth at the longest context
+(fp16_bw_gbs, e4m3_bw_gbs), the marginal bandwidth bytes-per-token / slope
+(fp16_marginal_gbs, e4m3_marginal_gbs), batch and hardware (0 on a CPU
+adapter such as lavapipe, where the numbers only show the kernels run).
+
+batch 0 picks the largest batch (at most 64; at most 4 on a CPU adapter)
+whose FP16 K cache at the longest context fits one storage binding of the
+device. The defaults are
+small so that a CPU adapter finishes in seconds; on a GPU use
+-contexts 1024,2048,...,524288.`
+}
+
+// Params returns the parameter schema.
+func (DecodeBW) Params() []sim.Param {
+	return []sim.Param{
+		{Name: "contexts", Doc: "context lengths", Unit: "tokens", Kind: sim.KindInts,
+			Default: []int{512, 1024, 2048, 4096}, Min: 1, Max: 1 << 24},
+		{Name: "batch", Doc: "sequences per step (0: the largest that fits, at most 64)", Kind: sim.KindInt, Default: 0, Min: 0, Max: 4096},
+		{Name: "kv_heads", Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 128},
+		{Name: "q_heads", Doc: "query heads (1 to 8 per KV head)", Kind: sim.KindInt, Default: 32, Min: 1, Max: 1024},
+		{Name: "reps", Doc: "timed steps per point (the median is kept)", Kind: sim.KindInt, Default: 3, Min: 1, Max: 1000},
+	}
+}
+
+// gpuDecodeBatch returns the batch to use: the parameter, or the largest
+// (at most 64) whose FP16 K cache at context maxL fits maxBinding bytes.
+func gpuDecodeBatch(param, kvHeads, maxL int, maxBinding uint64) int {
+	if param > 0 {
+		return param
+	}
+	perSeq := uint64(kvHeads) * uint64((maxL+31)&^31) * 128 * 2
+	return int(max(1, min(64, maxBinding/perSeq)))
+}
+
+// gpuSlope fits t = a + b·x by least squares and returns b (0 for fewer
+// than two distinct x).
+func gpuSlope(x, t []float64) float64 {
+	n := float64(len(x))
+	var sx, st, sxx, sxt float64
+	for i := range x {
+		sx += x[i]
+		st += t[i]
+		sxx += x[i] * x[i]
+		sxt += x[i] * t[i]
+	}
+	d := n*sxx - sx*sx
+	if len(x) < 2 || d == 0 {
+		return 0
+	}
+	return (n*sxt - sx*st) / d
+}
+
+// Run runs the experiment.
+func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
+	r, done, err := gpuOpen(ctx, e.Runner, "decode-bw")
+	if err != nil {
+		return err
+	}
+	defer done()
+	v := run.Values
+	contexts := v.Ints("contexts")
+	kvh, qh, reps := v.Int("kv_heads"), v.Int("q_heads"), v.Int("reps")
+	maxL := 0
+	for _, l := range contexts {
+		maxL = max(maxL, l)
+	}
+	info := r.Info()
+	batch := gpuDecodeBatch(v.Int("batch"), kvh, maxL, info.MaxStorageBinding)
+	if v.Int("batch") == 0 && !info.Hardware {
+		batch = min(batch, 4) // a CPU adapter: keep the run to seconds
+	}
+	run.Note(fmt.Sprintf("decode-bw: adapter %s, timing by %s, batch %d", info, info.TimingSource(), batch))
+	run.Progress(0, int64(2*len(contexts)))
+	summary := map[string]float64{"batch": float64(batch), "hardware": gpuBool(info.Hardware)}
+	slopes := map[wgsl.KVFormat]float64{}
+	for _, kv := range []wgsl.KVFormat{wgsl.KVFP16, wgsl.KVE4M3} {
+		var xs, ts []float64
+		var last wgsl.DecodeBench
+		for _, l := range contexts {
+			cfg := wgsl.DecodeConfig{Batch: batch, KVHeads: kvh, QHeads: qh, HeadDim: 128, Context: l, KV: kv, KScale: 0.01, VScale: 0.01}
+			b, err := r.BenchDecode(ctx, cfg, reps)
+			if err != nil {
+				return err
+			}
+			ms := b.Time.Seconds() * 1e3
+			xs, ts = append(xs, float64(l)), append(ts, b.Time.Seconds())
+			if l == maxL {
+				last = b
+			}
+			if err := run.Emit(sim.Point{Series: kv.String(), X: float64(l), Y: ms, Extra: map[string]float64{
+				"bandwidth_gbs": b.Bandwidth / 1e9, "batch": float64(batch), "timestamp": gpuBool(b.Source == "timestamp"),
+			}}); err != nil {
+				return err
+			}
+			run.Advance(1)
+		}
+		slope := gpuSlope(xs, ts)
+		slopes[kv] = slope
+		name := kv.String()
+		summary[name+"_slope_ns"] = slope * 1e9
+		summary[name+"_bw_gbs"] = last.Bandwidth / 1e9
+		bytesPerToken := float64(2 * batch * kvh * 128 * kv.Bytes())
+		if slope > 0 {
+			summary[name+"_marginal_gbs"] = bytesPerToken / slope / 1e9
+		}
+	}
+	if slopes[wgsl.KVFP16] > 0 {
+		summary["slope_ratio"] = slopes[wgsl.KVE4M3] / slopes[wgsl.KVFP16]
+	} else {
+		summary["slope_ratio"] = math.NaN()
+	}
+	run.Summary(summary)
+	run.Note(fmt.Sprintf("decode-bw: slope fp16 %.3g ns/token, e4m3 %.3g ns/token (ratio %.3f); at %d tokens fp16 %.1f GB/s, e4m3 %.1f GB/s",
+		summary["fp16_slope_ns"], summary["e4m3_slope_ns"], summary["slope_ratio"], maxL, summary["fp16_bw_gbs"], summary["e4m3_bw_gbs"]))
+	return nil
+}
