@@ -175,8 +175,8 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 			return err
 		}
 		type trial struct {
-			a, b []uint16
-			ref  float64
+			a, b           []uint16
+			ref            float64
 			goOut, baseOut []float32
 		}
 		res, err := sim.Trials(ctx, run, fmt.Sprintf("gpu-accum K=%d", k), trials, func(_ int, rng *rand.Rand) trial {

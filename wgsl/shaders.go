@@ -42,6 +42,7 @@ func cI32(name string, v int) constDecl { return constDecl{name, "i32", fmt.Spri
 func cBool(name string, v bool) constDecl {
 	return constDecl{name, "bool", fmt.Sprintf("%t", v)}
 }
+
 // cRaw is a line of WGSL placed among the constants (an alias, a helper).
 func cRaw(line string) constDecl { return constDecl{value: line} }
 
