@@ -1,0 +1,687 @@
+// fp8lab's lab page. Plain JavaScript, no build step; everything it loads
+// comes from the lab itself (the CSP of the page says so too).
+//
+// Routes (location.hash): #exp/NAME, #run/ID, #compare/ID,ID,…
+// Runs on the server: POST /api/runs, then the run's WebSocket stream.
+// Runs in this browser: the run is registered with POST /api/runs
+// (origin "browser", so the server validates the parameters and keeps the
+// run), computed by the WebAssembly registry in a Web Worker, its events
+// posted to /api/runs/ID/events, and drawn from the same WebSocket stream as
+// a server run — one code path for every chart.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, attrs = {}, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+  return e;
+};
+
+// lab is the page's state; window.lab exposes it to the end-to-end tests.
+const lab = {
+  info: null,
+  experiments: [],          // schema from the server
+  wasm: { worker: null, ready: null, experiments: new Set(), build: null, error: '' },
+  exp: null,                // the experiment shown
+  view: null,               // the run or comparison shown: {kind, id, ...}
+  runs: [],                 // history
+  selected: new Set(),      // runs ticked for comparison
+  timings: {},              // run id → {click, created, firstPoint} (performance.now())
+  chart: null,
+  compareChart: null,
+  localRuns: new Map(),     // browser runs computing here: id → {events poster}
+  typed: {},                // experiment → the form's values when the user left it
+};
+window.lab = lab;
+
+// ---- API ------------------------------------------------------------------
+
+class APIError extends Error {
+  constructor(status, body) {
+    super(body && body.error ? body.error : `HTTP ${status}`);
+    this.status = status;
+    this.param = body && body.param;
+    this.body = body;
+  }
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, init);
+  if (resp.status === 204) return null;
+  let data = null;
+  try { data = await resp.json(); } catch (e) { /* not JSON */ }
+  if (!resp.ok) throw new APIError(resp.status, data);
+  return data;
+}
+
+// ---- formatting -----------------------------------------------------------
+
+const fmtNum = (v) => (v === null || v === undefined) ? 'NaN'
+  : (Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0)) ? v.toExponential(4) : String(+v.toPrecision(6));
+const fmtTime = (t) => t ? new Date(t).toLocaleString() : '–';
+const isCapture = (series) => series.startsWith('h200');
+
+function stateBadge(state) { return el('span', { class: 'state ' + state, text: state }); }
+
+// ---- experiments and the parameter form ------------------------------------
+
+function renderExperimentList() {
+  const ul = $('exp-list');
+  ul.replaceChildren();
+  for (const e of lab.experiments) {
+    ul.append(el('li', { class: lab.exp && lab.exp.name === e.name ? 'sel' : '', 'data-name': e.name, onclick: () => { location.hash = '#exp/' + e.name; } },
+      el('b', { text: e.name }), el('span', { class: 'sum', text: e.summary })));
+  }
+}
+
+function showExperiment(name) {
+  const e = lab.experiments.find((x) => x.name === name);
+  if (!e) return false;
+  const same = lab.exp === e && $('params').childElementCount > 0;
+  if (lab.exp && !same) lab.typed[lab.exp.name] = formValues(); // kept when coming back
+  lab.exp = e;
+  renderExperimentList();
+  $('welcome').hidden = true;
+  $('exp-view').hidden = false;
+  $('exp-name').textContent = e.name;
+  $('exp-summary').textContent = e.summary;
+  $('exp-doc').textContent = e.doc;
+  if (!same) {
+    const form = $('params');
+    const typed = lab.typed[e.name];
+    form.replaceChildren();
+    for (const p of e.params) form.append(...paramRow(p, typed && typed.params[p.name]));
+    form.append(...paramRow({ name: 'seed', kind: 'seed', doc: 'seed of the run: the same seed and parameters give the same numbers', default: 1 }, typed && typed.seed));
+    hideFormError();
+  }
+  updateBrowserButton();
+  renderRunList();
+  return true;
+}
+
+// paramRow returns the label, the input and the help of one parameter,
+// the input holding typed (what the user typed last) or the default.
+function paramRow(p, typed) {
+  const id = 'param-' + p.name;
+  let input;
+  if (p.kind === 'bool') {
+    input = el('input', { type: 'checkbox', id, name: p.name });
+    input.checked = typed !== undefined ? !!typed : !!p.default;
+  } else if (p.kind === 'choice') {
+    input = el('select', { id, name: p.name }, ...p.choices.map((c) => el('option', { value: c, text: c })));
+    input.value = typed !== undefined ? typed : p.default;
+  } else {
+    const def = typed !== undefined ? typed : Array.isArray(p.default) ? p.default.join(',') : String(p.default);
+    input = el('input', { type: 'text', id, name: p.name, value: def, inputmode: p.kind === 'ints' ? 'text' : 'decimal', spellcheck: 'false' });
+  }
+  input.dataset.kind = p.kind;
+  input.addEventListener('input', () => input.classList.remove('invalid'));
+  let limits = p.limits || '';
+  if (p.kind === 'ints') limits = (limits ? limits + ' each, ' : '') + 'comma-separated';
+  if (p.kind === 'seed') limits = '[0, 2^64−1]';
+  const help = el('span', { class: 'help' },
+    el('span', { class: 'limits', text: limits }), limits ? ' — ' : '', p.doc + (p.unit ? ` (${p.unit})` : ''));
+  return [el('label', { for: id, text: p.name }), input, help];
+}
+
+// formValues returns the parameters as the text typed (the server parses and
+// validates them, so its reason reaches the user word for word) and the seed.
+function formValues() {
+  const params = {};
+  let seed = '1';
+  for (const input of $('params').querySelectorAll('input, select')) {
+    const v = input.type === 'checkbox' ? input.checked : input.value.trim();
+    if (input.dataset.kind === 'seed') seed = v;
+    else params[input.name] = v;
+  }
+  return { params, seed };
+}
+
+function showFormError(err) {
+  const box = $('form-error');
+  box.textContent = err.message;
+  box.hidden = false;
+  if (err.param) {
+    const input = $('param-' + err.param);
+    if (input) { input.classList.add('invalid'); input.focus(); }
+  } else if (/^seed/.test(err.message)) {
+    $('param-seed').classList.add('invalid');
+  }
+}
+
+function hideFormError() {
+  $('form-error').hidden = true;
+  for (const i of $('params').querySelectorAll('.invalid')) i.classList.remove('invalid');
+}
+
+// ---- starting runs -----------------------------------------------------------
+
+async function runOnServer() {
+  if (!lab.exp) return;
+  hideFormError();
+  const click = performance.now();
+  const { params, seed } = formValues();
+  try {
+    const run = await api('POST', '/api/runs', { experiment: lab.exp.name, params, seed });
+    lab.timings[run.id] = { click, created: performance.now() };
+    location.hash = '#run/' + run.id;
+    refreshRuns();
+  } catch (err) {
+    showFormError(err);
+  }
+}
+
+async function runInBrowser() {
+  if (!lab.exp) return;
+  hideFormError();
+  const click = performance.now();
+  const { params, seed } = formValues();
+  const w = await wasmReady().catch((e) => { showFormError(new Error('the WebAssembly build did not load: ' + e.message)); });
+  if (!w) return;
+  const b = lab.wasm.build || {};
+  let run;
+  try {
+    run = await api('POST', '/api/runs', {
+      experiment: lab.exp.name, params, seed, origin: 'browser',
+      version: b.version, revision: b.revision, go_version: b.go_version,
+      platform: (b.platform || 'js/wasm') + ' · ' + navigator.userAgent.slice(0, 120),
+    });
+  } catch (err) {
+    showFormError(err);
+    return;
+  }
+  lab.timings[run.id] = { click, created: performance.now() };
+  startLocalRun(run, params, seed);
+  location.hash = '#run/' + run.id;
+  refreshRuns();
+}
+
+// ---- the Web Worker with the WebAssembly registry -----------------------------
+
+function startWorker() {
+  const wasm = lab.wasm;
+  wasm.worker = new Worker('/worker.js');
+  wasm.ready = new Promise((resolve, reject) => {
+    wasm.worker.addEventListener('message', function onReady(ev) {
+      const m = ev.data;
+      if (m.type === 'ready') {
+        wasm.experiments = new Set(m.experiments.map((e) => e.name));
+        wasm.build = m.build;
+        wasm.worker.removeEventListener('message', onReady);
+        resolve(wasm.worker);
+      } else if (m.type === 'error') {
+        wasm.error = m.error;
+        reject(new Error(m.error));
+      }
+    });
+    wasm.worker.addEventListener('error', (ev) => { wasm.error = ev.message || 'worker error'; reject(new Error(wasm.error)); });
+  });
+  wasm.ready.then(updateBrowserButton, updateBrowserButton);
+  wasm.worker.addEventListener('message', onWorkerMessage);
+}
+
+function wasmReady() {
+  if (!lab.info || !lab.info.wasm) return Promise.reject(new Error('this lab was built without the WebAssembly registry (make lab builds it)'));
+  if (!lab.wasm.worker) startWorker();
+  return lab.wasm.ready;
+}
+
+function updateBrowserButton() {
+  const btn = $('run-browser'), note = $('browser-note');
+  if (!lab.info || !lab.info.wasm) {
+    btn.disabled = true;
+    note.textContent = 'in-browser runs need the WebAssembly build (make lab)';
+  } else if (lab.wasm.error) {
+    btn.disabled = true;
+    note.textContent = 'WebAssembly: ' + lab.wasm.error;
+  } else if (!lab.wasm.build) {
+    btn.disabled = true;
+    note.textContent = 'loading the WebAssembly build…';
+  } else if (lab.exp && !lab.wasm.experiments.has(lab.exp.name)) {
+    btn.disabled = true;
+    note.textContent = `${lab.exp.name} is not in the browser's registry (it has: ${[...lab.wasm.experiments].join(', ')})`;
+  } else {
+    btn.disabled = !!lab.wasm.busy;
+    note.textContent = lab.wasm.busy ? 'a run is computing in this browser' : `computes in a Web Worker (${lab.wasm.build.go_version}, ${lab.wasm.build.platform})`;
+  }
+  btn.dataset.ready = String(!btn.disabled);
+}
+
+// A browser run: the worker's events are forwarded to the lab in order,
+// at most every 100 ms, so that the lab keeps and streams the run.
+function startLocalRun(run, params, seed) {
+  const local = { id: run.id, from: 0, points: [], notes: [], progress: null, end: null, summary: null, sending: false, timer: null };
+  lab.localRuns.set(run.id, local);
+  lab.wasm.busy = run.id;
+  updateBrowserButton();
+  local.flush = async () => {
+    if (local.sending) return;
+    local.sending = true;
+    try {
+      while (local.points.length || local.notes.length || local.progress || local.end) {
+        const batch = local.points.splice(0, 5000);
+        const body = { from: local.from, points: batch };
+        if (local.notes.length) body.notes = local.notes.splice(0);
+        if (local.progress) { body.progress = local.progress; local.progress = null; }
+        const last = local.end && local.points.length === 0;
+        if (last) { body.summary = local.summary || {}; body.end = local.end; }
+        let ans;
+        try {
+          ans = await api('POST', `/api/runs/${run.id}/events`, body);
+        } catch (err) {
+          if (err.body && err.body.cancel) { stopLocalRun(run.id, false); return; }
+          showRunError('the lab did not take the browser run\'s points: ' + err.message);
+          stopLocalRun(run.id, false);
+          return;
+        }
+        local.from = ans.points;
+        if (last) { lab.localRuns.delete(run.id); lab.wasm.busy = null; updateBrowserButton(); refreshRuns(); return; }
+      }
+    } finally {
+      local.sending = false;
+    }
+  };
+  local.timer = setInterval(local.flush, 100);
+  lab.wasm.worker.postMessage({ type: 'run', id: run.id, experiment: run.experiment, params: JSON.stringify(params), seed: String(seed) });
+}
+
+function onWorkerMessage(ev) {
+  const m = ev.data;
+  if (m.type !== 'event') return;
+  const local = lab.localRuns.get(m.id);
+  if (!local) return;
+  const e = JSON.parse(m.event);
+  switch (e.type) {
+    case 'points': local.points.push(...e.points); break;
+    case 'progress': local.progress = { done: e.done, total: e.total }; break;
+    case 'note': local.notes.push(e.text); break;
+    case 'end':
+      local.summary = e.summary;
+      local.end = { state: e.state, error: e.error || '' };
+      clearInterval(local.timer);
+      local.flush();
+      break;
+  }
+}
+
+// stopLocalRun ends a browser run: the worker is terminated (a computing Go
+// program does not read messages) and a fresh one is started.
+function stopLocalRun(id, tellLab) {
+  const local = lab.localRuns.get(id);
+  if (!local) return;
+  clearInterval(local.timer);
+  lab.localRuns.delete(id);
+  lab.wasm.worker.terminate();
+  lab.wasm.worker = null;
+  lab.wasm.build = null;
+  lab.wasm.busy = null;
+  startWorker();
+  updateBrowserButton();
+  if (tellLab) api('POST', `/api/runs/${id}/cancel`).catch(() => {});
+}
+
+// ---- a run: the stream and the chart ------------------------------------------
+
+function newSeriesStore() { return { series: new Map(), count: 0 }; }
+
+function addPoints(store, points) {
+  for (const p of points) {
+    let s = store.series.get(p.series);
+    if (!s) { s = []; store.series.set(p.series, s); }
+    s.push([p.x, p.y]);
+  }
+  store.count += points.length;
+}
+
+// axisKinds says whether the data ask for log axes: positive values that
+// span two decades or more.
+function axisKinds(stores) {
+  let xlo = Infinity, xhi = -Infinity, ylo = Infinity, yhi = -Infinity, xneg = false, yneg = false;
+  for (const store of stores) for (const pts of store.series.values()) for (const [x, y] of pts) {
+    if (x === null || y === null || !isFinite(x) || !isFinite(y)) continue;
+    if (x <= 0) xneg = true; else { xlo = Math.min(xlo, x); xhi = Math.max(xhi, x); }
+    if (y <= 0) yneg = true; else { ylo = Math.min(ylo, y); yhi = Math.max(yhi, y); }
+  }
+  return { x: !xneg && xhi / xlo >= 100, y: !yneg && yhi / ylo >= 100 };
+}
+
+function chartOption(stores, labels, logX, logY) {
+  const series = [];
+  stores.forEach((store, i) => {
+    for (const [name, pts] of store.series) {
+      const data = pts.filter(([x, y]) => x !== null && y !== null && (!logX || x > 0) && (!logY || y > 0))
+        .slice().sort((a, b) => a[0] - b[0]);
+      const cap = isCapture(name);
+      series.push({
+        name: labels ? labels[i] + ' ' + name : name,
+        type: cap ? 'scatter' : 'line',
+        data,
+        symbol: cap ? 'diamond' : 'circle',
+        symbolSize: cap ? 11 : 5,
+        showSymbol: true,
+        lineStyle: labels && i > 0 ? { type: 'dashed' } : undefined,
+        animation: false,
+        large: data.length > 5000,
+      });
+    }
+  });
+  return {
+    animation: false,
+    tooltip: { trigger: 'item', formatter: (p) => `${p.seriesName}<br>x = ${fmtNum(p.value[0])}<br>y = ${fmtNum(p.value[1])}` },
+    legend: { type: 'scroll', top: 0 },
+    grid: { top: 40, left: 70, right: 30, bottom: 50 },
+    xAxis: { type: logX ? 'log' : 'value', name: 'x', scale: true, nameLocation: 'middle', nameGap: 28 },
+    yAxis: { type: logY ? 'log' : 'value', name: 'y', scale: true },
+    dataZoom: [{ type: 'inside' }],
+    series,
+  };
+}
+
+function openRun(id) {
+  closeView();
+  $('welcome').hidden = true;
+  $('run-view').hidden = false;
+  $('run-error').hidden = true;
+  const view = { kind: 'run', id, store: newSeriesStore(), meta: null, ws: null, ended: false, drawPending: false, auto: true };
+  lab.view = view;
+  if (!lab.chart) lab.chart = echarts.init($('chart'));
+  lab.chart.resize({ width: 'auto', height: 'auto' });
+  lab.chart.clear();
+  $('chart').dataset.points = '0';
+  $('log-x').checked = false;
+  $('log-y').checked = false;
+  connect(view);
+  renderRunList();
+}
+
+function connect(view) {
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const ws = new WebSocket(`${proto}//${location.host}/api/runs/${view.id}/stream?from=${view.store.count}`);
+  view.ws = ws;
+  ws.onopen = () => { const t = lab.timings[view.id]; if (t && !t.wsOpen) t.wsOpen = performance.now(); };
+  ws.onmessage = (ev) => {
+    if (lab.view !== view) return;
+    const m = JSON.parse(ev.data);
+    if (m.type === 'points') {
+      if (m.from !== view.store.count) return; // cannot happen: the server sends in order
+      addPoints(view.store, m.points);
+      const t = lab.timings[view.id];
+      if (t && !t.firstData && view.store.count > 0) t.firstData = performance.now();
+      scheduleDraw(view);
+    } else if (m.type === 'run' || m.type === 'end') {
+      view.meta = m.run;
+      if (m.type === 'end') view.ended = true;
+      renderRunMeta(view);
+      if (m.type === 'end') { refreshRuns(); drawRun(view); }
+    }
+  };
+  ws.onclose = () => {
+    if (lab.view === view && !view.ended) setTimeout(() => { if (lab.view === view && !view.ended) connect(view); }, 1000);
+  };
+}
+
+function scheduleDraw(view) {
+  if (view.drawPending) return;
+  view.drawPending = true;
+  requestAnimationFrame(() => {
+    view.drawPending = false;
+    if (lab.view !== view) return;
+    drawRun(view);
+  });
+}
+
+function drawRun(view) {
+  if (view.auto) {
+    const k = axisKinds([view.store]);
+    $('log-x').checked = k.x;
+    $('log-y').checked = k.y;
+  }
+  const t0 = performance.now();
+  lab.chart.setOption(chartOption([view.store], null, $('log-x').checked, $('log-y').checked), { notMerge: true });
+  $('chart').dataset.points = String(view.store.count);
+  const t = lab.timings[view.id];
+  if (t && t.firstData && !t.firstPoint) { t.firstPoint = performance.now(); t.drawMs = t.firstPoint - t0; }
+}
+
+function renderRunMeta(view) {
+  const r = view.meta;
+  if (!r) return;
+  $('run-title').replaceChildren(`Run ${r.id} · ${r.experiment}${r.title ? ' · ' + r.title : ''} `, stateBadge(r.state));
+  const frac = r.total > 0 ? r.done / r.total : (r.state === 'done' ? 1 : 0);
+  $('progress').value = frac;
+  let text = r.state === 'queued' ? `queued, position ${r.queue_position || '?'}` : `${(100 * frac).toFixed(1)}% · ${r.points} points`;
+  if (r.state !== 'running' && r.state !== 'queued') text = `${r.state} · ${r.points} points`;
+  $('progress-text').textContent = text;
+  $('cancel').hidden = !(r.state === 'running' || r.state === 'queued');
+  if (r.error) { $('run-error').textContent = r.error; $('run-error').hidden = false; } else $('run-error').hidden = true;
+  const rows = [
+    ['reproduce', `lab run ${r.experiment} ${r.flags || JSON.stringify(r.params)} -seed ${r.seed}`],
+    ['origin', r.origin + (r.registered ? '' : ' (experiment unknown to this lab)')],
+    ['fp8lab', `${r.version || '?'} ${r.revision || ''}`],
+    ['built with', `${r.go_version || ''} ${r.platform || ''}`],
+    ['started', fmtTime(r.started)], ['ended', fmtTime(r.ended)],
+    ['points', String(r.points)],
+  ];
+  if (r.rerun_of) rows.push(['re-run of', 'run ' + r.rerun_of]);
+  $('run-meta').replaceChildren(...rows.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: v }))));
+  const sum = Object.entries(r.summary || {}).sort(([a], [b]) => a.localeCompare(b));
+  $('summary').replaceChildren(...sum.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: fmtNum(v) }))));
+  $('exp-notes').replaceChildren(...(r.notes || []).map((n) => el('li', { text: n })));
+  if (document.activeElement !== $('note') && document.activeElement !== $('title')) {
+    $('note').value = r.note || '';
+    $('title').value = r.title || '';
+  }
+  $('export-json').href = `/api/runs/${r.id}/export?format=json`;
+  $('export-csv').href = `/api/runs/${r.id}/export?format=csv`;
+  $('export-html').href = `/api/runs/${r.id}/export?format=html`;
+  $('rerun').disabled = !r.registered || !lab.experiments.some((e) => e.name === r.experiment);
+  if (!lab.exp || lab.exp.name !== r.experiment) {
+    if (lab.experiments.some((e) => e.name === r.experiment)) showExperiment(r.experiment);
+  }
+}
+
+function showRunError(text) { $('run-error').textContent = text; $('run-error').hidden = false; }
+
+function closeView() {
+  const v = lab.view;
+  if (v && v.ws) { v.ended = true; v.ws.close(); }
+  lab.view = null;
+  $('run-view').hidden = true;
+  $('compare-view').hidden = true;
+}
+
+// warmChart creates the run chart ahead of the first run and draws a chart
+// of the same shape once, so that the first points of a run do not wait for
+// ECharts to set itself up.
+function warmChart() {
+  if (lab.chart) return;
+  lab.chart = echarts.init($('chart'), null, { width: 900, height: 460 });
+  const store = newSeriesStore();
+  addPoints(store, [{ series: 'warm', x: 1, y: 1 }, { series: 'warm', x: 1000, y: 1e-3 }, { series: 'h200 warm', x: 10, y: 0.1 }]);
+  lab.chart.setOption(chartOption([store], null, true, true), { notMerge: true });
+  lab.chart.clear();
+}
+
+// ---- comparison ------------------------------------------------------------------
+
+async function fetchAllPoints(id) {
+  const store = newSeriesStore();
+  for (;;) {
+    const page = await api('GET', `/api/runs/${id}/points?from=${store.count}&limit=100000`);
+    if (page.points.length === 0) break;
+    addPoints(store, page.points);
+  }
+  return store;
+}
+
+async function openCompare(ids) {
+  closeView();
+  $('welcome').hidden = true;
+  $('compare-view').hidden = false;
+  const view = { kind: 'compare', ids };
+  lab.view = view;
+  $('compare-title').textContent = 'Comparison of runs ' + ids.join(', ');
+  $('compare-report').href = '/api/report?runs=' + ids.join(',');
+  const runs = await Promise.all(ids.map((id) => api('GET', '/api/runs/' + id)));
+  const stores = await Promise.all(ids.map(fetchAllPoints));
+  if (lab.view !== view) return;
+  if (!lab.compareChart) lab.compareChart = echarts.init($('compare-chart'));
+  const k = axisKinds(stores);
+  lab.compareChart.setOption(chartOption(stores, ids.map((id) => '#' + id), k.x, k.y), { notMerge: true });
+  $('compare-chart').dataset.points = String(stores.reduce((n, s) => n + s.count, 0));
+  const head = el('tr', {}, el('th', { text: 'run' }), el('th', { text: 'experiment' }), el('th', { text: 'parameters' }), el('th', { text: 'seed' }), el('th', { text: 'origin' }), el('th', { text: 'state' }), el('th', { text: 'notes' }));
+  $('compare-table').replaceChildren(head, ...runs.map((r) => el('tr', {},
+    el('td', {}, el('a', { href: '#run/' + r.id, text: '#' + r.id })), el('td', { text: r.experiment }), el('td', { text: r.flags || '' }),
+    el('td', { text: String(r.seed) }), el('td', { text: r.origin }), el('td', {}, stateBadge(r.state)), el('td', { text: [r.title, r.note].filter(Boolean).join(' — ') }))));
+}
+
+// ---- history ---------------------------------------------------------------------
+
+async function refreshRuns() {
+  try {
+    const ans = await api('GET', '/api/runs?limit=200');
+    lab.runs = ans.runs;
+    renderRunList();
+  } catch (e) { /* the lab is restarting: try again later */ }
+}
+
+function renderRunList() {
+  const ul = $('run-list');
+  const only = $('only-exp').checked && lab.exp;
+  const shown = lab.runs.filter((r) => !only || r.experiment === lab.exp.name);
+  ul.replaceChildren(...shown.map((r) => {
+    const box = el('input', { type: 'checkbox', title: 'compare', onclick: (ev) => ev.stopPropagation(), onchange: (ev) => {
+      if (ev.target.checked) lab.selected.add(r.id); else lab.selected.delete(r.id);
+      $('compare').disabled = lab.selected.size < 2;
+    } });
+    box.checked = lab.selected.has(r.id);
+    const sel = lab.view && lab.view.kind === 'run' && lab.view.id === r.id;
+    const what = `#${r.id} ${r.experiment}${r.title ? ' — ' + r.title : ''}${r.note ? ' ✎' : ''}`;
+    return el('li', { class: sel ? 'sel' : '', 'data-id': r.id, title: (r.flags || '') + ' -seed ' + r.seed + ' · ' + r.origin, onclick: () => { location.hash = '#run/' + r.id; } },
+      box, el('span', { class: 'what', text: what }), el('span', { class: 'muted small', text: r.origin === 'server' ? '' : r.origin }), stateBadge(r.state));
+  }));
+  $('compare').disabled = lab.selected.size < 2;
+}
+
+async function refreshInfo() {
+  try {
+    lab.info = await api('GET', '/api/info');
+    const b = lab.info.build;
+    $('build').textContent = `fp8lab ${b.version} ${b.revision ? b.revision.slice(0, 12) : ''}`;
+    $('pool').textContent = `runs: ${lab.info.running} running, ${lab.info.queued} queued (pool of ${lab.info.workers})`;
+  } catch (e) { $('pool').textContent = 'the lab is not answering'; }
+}
+
+// ---- routing and wiring ----------------------------------------------------------
+
+function route() {
+  const h = location.hash.slice(1);
+  const [kind, arg] = [h.split('/')[0], h.split('/').slice(1).join('/')];
+  if (kind === 'run' && arg) {
+    if (!(lab.view && lab.view.kind === 'run' && lab.view.id === arg)) openRun(arg);
+  } else if (kind === 'compare' && arg) {
+    openCompare(arg.split(',').filter(Boolean));
+  } else if (kind === 'exp' && arg) {
+    closeView();
+    showExperiment(decodeURIComponent(arg));
+  }
+}
+
+async function main() {
+  $('run-server').addEventListener('click', runOnServer);
+  $('run-browser').addEventListener('click', runInBrowser);
+  $('params').addEventListener('submit', (ev) => { ev.preventDefault(); runOnServer(); });
+  $('cancel').addEventListener('click', async () => {
+    const v = lab.view;
+    if (!v || v.kind !== 'run') return;
+    if (lab.localRuns.has(v.id)) { stopLocalRun(v.id, true); return; }
+    try { await api('POST', `/api/runs/${v.id}/cancel`); } catch (err) { showRunError(err.message); }
+  });
+  $('rerun').addEventListener('click', async () => {
+    const v = lab.view;
+    if (!v || v.kind !== 'run') return;
+    try {
+      const click = performance.now();
+      const run = await api('POST', `/api/runs/${v.id}/rerun`);
+      lab.timings[run.id] = { click, created: performance.now() };
+      location.hash = '#run/' + run.id;
+      refreshRuns();
+    } catch (err) { showRunError(err.message); }
+  });
+  $('delete').addEventListener('click', async () => {
+    const v = lab.view;
+    if (!v || v.kind !== 'run' || !confirm(`Delete run ${v.id} and its points?`)) return;
+    try {
+      await api('DELETE', `/api/runs/${v.id}`);
+      lab.selected.delete(v.id);
+      location.hash = lab.exp ? '#exp/' + lab.exp.name : '#';
+      refreshRuns();
+    } catch (err) { showRunError(err.message); }
+  });
+  $('save-note').addEventListener('click', async () => {
+    const v = lab.view;
+    if (!v || v.kind !== 'run') return;
+    try {
+      const run = await api('PATCH', `/api/runs/${v.id}`, { title: $('title').value, note: $('note').value });
+      if (lab.view === v) { v.meta = run; $('title').blur(); $('note').blur(); renderRunMeta(v); }
+      $('save-status').textContent = 'saved';
+      setTimeout(() => { $('save-status').textContent = ''; }, 2000);
+      refreshRuns();
+    } catch (err) { $('save-status').textContent = err.message; }
+  });
+  for (const id of ['log-x', 'log-y']) $(id).addEventListener('change', () => {
+    const v = lab.view;
+    if (v && v.kind === 'run') { v.auto = false; drawRun(v); }
+  });
+  $('only-exp').addEventListener('change', renderRunList);
+  $('compare').addEventListener('click', () => { location.hash = '#compare/' + [...lab.selected].sort((a, b) => a - b).join(','); });
+  window.addEventListener('hashchange', route);
+  window.addEventListener('resize', () => { lab.chart && lab.chart.resize(); lab.compareChart && lab.compareChart.resize(); });
+
+  await refreshInfo();
+  const ans = await api('GET', '/api/experiments');
+  lab.experiments = ans.experiments;
+  renderExperimentList();
+  updateBrowserButton();
+  warmChart();
+  if (lab.info.wasm) startWorker();
+  await refreshRuns();
+  if (!location.hash && lab.experiments.length) location.hash = '#exp/' + lab.experiments[0].name;
+  route();
+  setInterval(() => { refreshInfo(); refreshRuns(); }, 3000);
+  document.body.dataset.ready = 'true';
+}
+
+// bench runs the accumulation chain in the worker (for BENCHMARKS.md).
+lab.bench = async (model, K, millis) => {
+  const w = await wasmReady();
+  return new Promise((resolve) => {
+    const on = (ev) => { if (ev.data.type === 'bench') { w.removeEventListener('message', on); resolve(JSON.parse(ev.data.result)); } };
+    w.addEventListener('message', on);
+    w.postMessage({ type: 'bench', model, K, millis });
+  });
+};
+
+// chartSeries returns what the chart of the open run holds: series → [[x, y]].
+lab.chartSeries = () => {
+  if (!lab.chart) return {};
+  const out = {};
+  for (const s of lab.chart.getOption().series) out[s.name] = s.data;
+  return out;
+};
+
+main().catch((err) => {
+  document.body.dataset.ready = 'error';
+  $('welcome').append(el('p', { class: 'muted', text: 'the page could not start: ' + err.message }));
+});
