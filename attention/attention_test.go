@@ -439,3 +439,62 @@ func TestDefaultTiles(t *testing.T) {
 		t.Error("IsDecode does not follow use_one_mma_wg")
 	}
 }
+
+func TestTokenCodes(t *testing.T) {
+	p := newProblem(5, 1, 50, 1, 2, 64, 0)
+	kv := p.kv(t, fp8.FormatE4M3, nil, nil)
+	k, v := kv.TokenCodes(7, 1)
+	if len(k) != 64 || k[3] != kv.KCode(7, 1, 3) || v[5] != kv.VCode(7, 1, 5) {
+		t.Fatal("TokenCodes does not return the token's codes")
+	}
+	c := kv.Clone()
+	if err := c.SetToken(7, 1, p.k[:64], p.v[:64]); err != nil {
+		t.Fatal(err)
+	}
+	if c.KCode(7, 1, 0) == kv.KCode(7, 1, 0) && c.VCode(7, 1, 0) == kv.VCode(7, 1, 0) && c.KCode(7, 1, 1) == kv.KCode(7, 1, 1) {
+		t.Fatal("SetToken changed nothing")
+	}
+	if err := c.SetTokenCodes(7, 1, k, v); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.k, kv.k) || !slices.Equal(c.vt, kv.vt) {
+		t.Error("SetTokenCodes did not restore the token")
+	}
+	if err := c.SetTokenCodes(50, 0, k, v); err == nil {
+		t.Error("SetTokenCodes accepted token 50 of 50")
+	}
+	if k, _ := kv.TokenCodes(-1, 0); k != nil {
+		t.Error("TokenCodes(-1) returned codes")
+	}
+}
+
+// ReferenceWeights are the weights of ReferenceQuantized: Σ_j w_j·v_j is its
+// output.
+func TestReferenceWeights(t *testing.T) {
+	ctx := context.Background()
+	p := newProblem(21, 3, 300, 4, 2, 64, 0.5)
+	kv := p.kv(t, fp8.FormatE4M3, []float32{0.5, 2}, []float32{1, 3})
+	cfg := Config{HeadDim: 64, QHeads: 4, KVHeads: 2, Causal: true, Window: 100}
+	qs := []float32{2, 0.25}
+	w, err := ReferenceWeights(ctx, cfg, p.q, qs, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := ReferenceQuantized(ctx, cfg, p.q, qs, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, vd := kv.Dequantize()
+	o := make([]float64, len(ref))
+	for r, wr := range w {
+		h := r % 4 / 2
+		for j, x := range wr {
+			for d := 0; d < 64; d++ {
+				o[r*64+d] += x * vd[(j*2+h)*64+d]
+			}
+		}
+	}
+	if d := relDiff(o, ref); !(d < 1e-12) {
+		t.Errorf("Σ w·v differs from ReferenceQuantized by %g", d)
+	}
+}

@@ -102,6 +102,36 @@ func (c *KV) SetToken(t, h int, k, v []float32) error {
 	return nil
 }
 
+// TokenCodes returns copies of the K and V codes of token t of KV head h
+// (nil, nil when t or h is outside the cache).
+func (c *KV) TokenCodes(t, h int) (k, v []uint16) {
+	if t < 0 || t >= c.tokens || h < 0 || h >= c.heads {
+		return nil, nil
+	}
+	k = slices.Clone(c.k[(h*c.tokens+t)*c.dim:][:c.dim])
+	v = make([]uint16, c.dim)
+	for d := range v {
+		v[d] = c.vt[(h*c.dim+d)*c.stride+t]
+	}
+	return k, v
+}
+
+// SetTokenCodes stores codes (of the cache's format, dim each) as token t of
+// KV head h, for example to restore what TokenCodes returned.
+func (c *KV) SetTokenCodes(t, h int, k, v []uint16) error {
+	if t < 0 || t >= c.tokens || h < 0 || h >= c.heads {
+		return fmt.Errorf("attention: token %d of head %d is outside the cache (%d tokens, %d heads)", t, h, c.tokens, c.heads)
+	}
+	if len(k) != c.dim || len(v) != c.dim {
+		return fmt.Errorf("attention: SetTokenCodes with %d keys and %d values for head_dim %d", len(k), len(v), c.dim)
+	}
+	copy(c.k[(h*c.tokens+t)*c.dim:], k)
+	for d, x := range v {
+		c.vt[(h*c.dim+d)*c.stride+t] = x
+	}
+	return nil
+}
+
 // Clone returns an independent copy of the cache.
 func (c *KV) Clone() *KV {
 	d := *c

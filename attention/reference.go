@@ -92,6 +92,61 @@ func ReferenceQuantized(ctx context.Context, cfg Config, q, qScale []float32, kv
 	return Reference(ctx, k.Config, qv, kd, vd, k.mq, k.n)
 }
 
+// ReferenceWeights returns the exact softmax weights of every query row over
+// the keys of kv, computed as ReferenceQuantized computes them (float64
+// scores of the dequantized codes, exp(s − max) / Σ exp(s − max)): one
+// slice of kv.Tokens() weights per row, rows ordered as O's
+// ([queries][QHeads]); masked keys weigh 0. It honours ctx between rows.
+func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *KV) ([][]float64, error) {
+	k, err := newKernel(cfg, []int{0}, q, qScale, kv)
+	if err != nil {
+		return nil, err
+	}
+	qv := k.dequantizedQuery(q)
+	val := valueTable(k.DType)
+	d, n := k.HeadDim, k.n
+	out := make([][]float64, k.mq*k.QHeads)
+	for i := 0; i < k.mq; i++ {
+		pos := n - k.mq + i
+		lo, hi := 0, n
+		if k.Causal {
+			hi = pos + 1
+		}
+		if k.Window > 0 {
+			lo = max(0, pos-k.Window+1)
+		}
+		for hq := 0; hq < k.QHeads; hq++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			h := hq / k.group
+			ks := float64(scaleOf(kv.kScale, h))
+			qr := qv[(i*k.QHeads+hq)*d:][:d]
+			w := make([]float64, n)
+			m := math.Inf(-1)
+			for j := lo; j < hi; j++ {
+				key := kv.k[(h*n+j)*d:][:d]
+				var dot float64
+				for x, c := range key {
+					dot += qr[x] * (val[c] * ks)
+				}
+				w[j] = k.SoftmaxScale * dot
+				m = max(m, w[j])
+			}
+			var l float64
+			for j := lo; j < hi; j++ {
+				w[j] = math.Exp(w[j] - m)
+				l += w[j]
+			}
+			for j := lo; j < hi; j++ {
+				w[j] /= l
+			}
+			out[i*k.QHeads+hq] = w
+		}
+	}
+	return out, nil
+}
+
 // dequantizedQuery returns the values of the query codes times q_descale.
 func (k *kernel) dequantizedQuery(q []float32) []float64 {
 	val := valueTable(k.DType)

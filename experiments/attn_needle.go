@@ -1,0 +1,338 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+// The synthetic needle-in-a-haystack of the needle and promotion
+// experiments: one attention head, one decode query, n tokens.
+//
+//   - Haystack: keys k_j ~ N(0, scoreStd²) per element, so that the logits
+//     s_j = q·k_j/√d of a query q ~ N(0, 1) are about N(0, scoreStd²);
+//     values v_j ~ N(valueMean, valueStd²) per element (real KV caches are
+//     far from zero-mean).
+//   - Needle, at a uniform position after the sinks: key (margin/(|q|²/√d))·q,
+//     so its logit is exactly margin before quantization; value
+//     valueMean + amp·c_t, where c_t is one of M random ±1 codes.
+//   - Sinks (optional), the first tokens: key with logit sinkLogit, value
+//     sinkValue in every element (real attention sinks draw much weight and
+//     carry small values).
+//   - Retrieval: the code c_m with the largest ⟨O − B, c_m⟩, where B is what
+//     O would be without the code, under exact arithmetic: Σ_j w_j·mean(v_j)
+//     with the exact softmax weights w of the series' own quantized inputs
+//     (valueMean everywhere when there are no sinks). This is the H200
+//     probe's rule (⟨O − 0.5, code⟩) with sinks accounted for; it knows the
+//     values' means but not the haystack's random part, which is the noise
+//     that makes the task hard in exact arithmetic.
+//
+// Trials share a haystack (its K and V; by default one per context length)
+// and draw their own query, needle position, codes and true code: the
+// haystack enters a trial only through weights that depend on the trial's
+// query, so trials sharing it are nearly independent, and generating 2·n·d
+// normals per trial would cost more than the simulation. The haystacks
+// parameter sets how many independent haystacks the trials are spread over.
+type attnNeedle struct {
+	d, m                 int
+	margin, scoreStd     float64
+	valueMean, valueStd  float64
+	amp                  float64
+	sinks                int
+	sinkLogit, sinkValue float64
+}
+
+// attnNeedleParams are the parameters of the task, shared by needle and
+// promotion, with their defaults.
+func attnNeedleParams(margin float64) []sim.Param {
+	return []sim.Param{
+		{Name: "head_dim", Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
+		{Name: "candidates", Doc: "number M of candidate codes (random ±1 vectors); chance is 1/M", Kind: sim.KindInt, Default: 64, Min: 2, Max: 1024},
+		{Name: "margin", Doc: "the needle's logit (nats); the difficulty: its weight is about e^margin / (n·e^(score_std²/2))", Unit: "nats",
+			Kind: sim.KindFloat, Default: margin, Min: -10, Max: 40},
+		{Name: "score_std", Doc: "standard deviation of the haystack's logits (nats)", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
+		{Name: "value_mean", Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
+		{Name: "value_std", Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
+		{Name: "amp", Doc: "amplitude of the needle's code: its value is value_mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
+		{Name: "sinks", Doc: "attention-sink tokens at the start of the context", Kind: sim.KindInt, Default: 0, Min: 0, Max: 64},
+		{Name: "sink_logit", Doc: "logit of each sink token (nats)", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
+		{Name: "sink_value", Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
+		{Name: "haystacks", Doc: "independent haystacks per context length, shared by the trials in turn", Kind: sim.KindInt, Default: 1, Min: 1, Max: 100000},
+	}
+}
+
+// attnNeedleFromValues reads the task from the run's parameters.
+func attnNeedleFromValues(v sim.Values) attnNeedle {
+	d := 128
+	fmt.Sscan(v.String("head_dim"), &d)
+	return attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score_std"),
+		valueMean: v.Float("value_mean"), valueStd: v.Float("value_std"), amp: v.Float("amp"),
+		sinks: v.Int("sinks"), sinkLogit: v.Float("sink_logit"), sinkValue: v.Float("sink_value")}
+}
+
+// attnNeedleRun is one simulated kernel of a trial: a dtype, a Config, and
+// the P·V promotion schemes it runs at once (one series each).
+type attnNeedleRun struct {
+	dtype      fp8.Format
+	cfg        attention.Config
+	promotions []int
+	series     []string
+}
+
+// attnNeedleOutcome is what one series scored over a context's trials.
+type attnNeedleOutcome struct {
+	series string
+	hits   int
+	trials int
+	errSum float64 // Σ relative L2 error of O against the exact attention (withErr)
+}
+
+// Accuracy is hits / trials.
+func (o attnNeedleOutcome) Accuracy() float64 { return float64(o.hits) / float64(o.trials) }
+
+// attnHaystack is one haystack's caches, per dtype, and a free list of
+// copies that trials borrow, change (needle, sinks) and restore.
+type attnHaystack struct {
+	base map[fp8.Format]*attention.KV
+	free map[fp8.Format]chan *attention.KV
+}
+
+func (h *attnHaystack) borrow(f fp8.Format) *attention.KV {
+	select {
+	case kv := <-h.free[f]:
+		return kv
+	default:
+		return h.base[f].Clone()
+	}
+}
+
+func (h *attnHaystack) giveBack(f fp8.Format, kv *attention.KV) {
+	select {
+	case h.free[f] <- kv:
+	default:
+	}
+}
+
+// haystack draws the haystack of n tokens for the dtypes from rng.
+func (t attnNeedle) haystack(n int, rng *rand.Rand, dtypes []fp8.Format) (*attnHaystack, error) {
+	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
+	for i := range k {
+		k[i] = float32(t.scoreStd * rng.NormFloat64())
+		v[i] = float32(t.valueMean + t.valueStd*rng.NormFloat64())
+	}
+	h := &attnHaystack{base: map[fp8.Format]*attention.KV{}, free: map[fp8.Format]chan *attention.KV{}}
+	for _, f := range dtypes {
+		kv, err := attention.NewKV(k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, f, fp8.SatFinite, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		h.base[f] = kv
+		h.free[f] = make(chan *attention.KV, 64)
+	}
+	return h, nil
+}
+
+// attnNeedleTrialResult holds, per series in order, whether the trial
+// retrieved the code, and the relative error of O.
+type attnNeedleTrialResult struct {
+	hit []bool
+	err []float64
+	e   error
+}
+
+// trial runs one trial over the haystack h of n tokens: every run, every
+// series. With withErr it also compares each O with the exact attention on
+// the same quantized inputs.
+func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
+	d := t.d
+	q := make([]float32, d)
+	var q2 float64
+	for i := range q {
+		q[i] = float32(rng.NormFloat64())
+		q2 += float64(q[i]) * float64(q[i])
+	}
+	pos := t.sinks + rng.IntN(n-t.sinks)
+	codes := make([]float32, t.m*d)
+	for i := range codes {
+		codes[i] = float32(1 - 2*int(rng.Uint32()&1))
+	}
+	truth := rng.IntN(t.m)
+	unit := math.Sqrt(float64(d)) / q2 // a key c·unit·q has logit c
+	needleK, needleV := make([]float32, d), make([]float32, d)
+	sinkK, sinkV := make([]float32, d), make([]float32, d)
+	for i := range q {
+		needleK[i] = float32(t.margin * unit * float64(q[i]))
+		needleV[i] = float32(t.valueMean + t.amp*float64(codes[truth*d+i]))
+		sinkK[i] = float32(t.sinkLogit * unit * float64(q[i]))
+		sinkV[i] = float32(t.sinkValue)
+	}
+	var res attnNeedleTrialResult
+	// Runs of one dtype share the cache, the baseline and the reference.
+	for i := 0; i < len(runs); {
+		f := runs[i].dtype
+		j := i
+		for j < len(runs) && runs[j].dtype == f {
+			j++
+		}
+		kv := h.borrow(f)
+		saved := map[int][2][]uint16{}
+		set := func(tok int, k, v []float32) {
+			sk, sv := kv.TokenCodes(tok, 0)
+			saved[tok] = [2][]uint16{sk, sv}
+			if err := kv.SetToken(tok, 0, k, v); err != nil {
+				panic(err) // positions are inside the cache by construction
+			}
+		}
+		for s := 0; s < t.sinks; s++ {
+			set(s, sinkK, sinkV)
+		}
+		set(pos, needleK, needleV)
+		err := t.score(ctx, kv, q, codes, truth, runs[i:j], withErr, &res)
+		for tok, c := range saved {
+			_ = kv.SetTokenCodes(tok, 0, c[0], c[1])
+		}
+		h.giveBack(f, kv)
+		if err != nil {
+			res.e = err
+			return res
+		}
+		i = j
+	}
+	return res
+}
+
+// score runs the kernels of runs (one dtype) on kv, which holds the
+// trial's needle and sinks, and appends their hits (and errors) to res.
+func (t attnNeedle) score(ctx context.Context, kv *attention.KV, q, codes []float32, truth int, runs []attnNeedleRun, withErr bool, res *attnNeedleTrialResult) error {
+	base, err := t.baseline(ctx, runs[0].cfg, q, kv)
+	if err != nil {
+		return err
+	}
+	var ref []float64
+	if withErr {
+		if ref, err = attention.ReferenceQuantized(ctx, runs[0].cfg, q, nil, kv); err != nil {
+			return err
+		}
+	}
+	for _, r := range runs {
+		outs, err := attention.RunPromotions(ctx, r.cfg, r.promotions, q, nil, kv)
+		if err != nil {
+			return err
+		}
+		for _, o := range outs {
+			res.hit = append(res.hit, attnRetrieveFrom(o, base, codes, t.d) == truth)
+			if withErr {
+				res.err = append(res.err, attention.Compare(o, ref).RelL2)
+			}
+		}
+	}
+	return nil
+}
+
+// baseline is B: the exact output without the needle's code, Σ_j w_j·mean(v_j).
+func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV) ([]float64, error) {
+	b := make([]float64, t.d)
+	mean := t.valueMean
+	if t.sinks > 0 {
+		w, err := attention.ReferenceWeights(ctx, cfg, q, nil, kv)
+		if err != nil {
+			return nil, err
+		}
+		var ws float64
+		for s := 0; s < t.sinks; s++ {
+			ws += w[0][s]
+		}
+		mean = ws*t.sinkValue + (1-ws)*t.valueMean
+	}
+	for i := range b {
+		b[i] = mean
+	}
+	return b, nil
+}
+
+// attnRetrieveFrom returns the index of the code (rows of codes, d long)
+// with the largest ⟨o − base, code⟩.
+func attnRetrieveFrom(o, base []float64, codes []float32, d int) int {
+	best, arg := math.Inf(-1), -1
+	for c := 0; c < len(codes)/d; c++ {
+		var s float64
+		for i := 0; i < d; i++ {
+			s += (o[i] - base[i]) * float64(codes[c*d+i])
+		}
+		if s > best {
+			best, arg = s, c
+		}
+	}
+	return arg
+}
+
+// attnNeedleContext runs trials trials at context length n spread over
+// haystacks haystacks, and returns one outcome per series of runs, in
+// order. key names the set of trials for the seeds.
+func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeedle, n, trials, haystacks int, runs []attnNeedleRun, withErr bool) ([]attnNeedleOutcome, error) {
+	if n <= t.sinks {
+		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
+	}
+	var dtypes []fp8.Format
+	var out []attnNeedleOutcome
+	for _, r := range runs {
+		if len(dtypes) == 0 || dtypes[len(dtypes)-1] != r.dtype {
+			dtypes = append(dtypes, r.dtype)
+		}
+		for _, s := range r.series {
+			out = append(out, attnNeedleOutcome{series: s})
+		}
+	}
+	haystacks = min(haystacks, trials)
+	for hs := 0; hs < haystacks; hs++ {
+		count := trials / haystacks
+		if hs < trials%haystacks {
+			count++
+		}
+		h, err := t.haystack(n, sim.TrialRand(run.Seed, key+"/haystack", hs), dtypes)
+		if err != nil {
+			return nil, err
+		}
+		res, err := sim.Trials(ctx, run, fmt.Sprintf("%s/%d", key, hs), count, func(_ int, rng *rand.Rand) attnNeedleTrialResult {
+			return t.trial(ctx, h, n, rng, runs, withErr)
+		})
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range res {
+			if r.e != nil {
+				return nil, r.e
+			}
+			for i, hit := range r.hit {
+				out[i].trials++
+				if hit {
+					out[i].hits++
+				}
+				if withErr {
+					out[i].errSum += r.err[i]
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// attnCtxLabel writes a context length as in the summary keys: 131072 is
+// "128k", 1000 is "1000".
+func attnCtxLabel(n int) string {
+	if n%1024 == 0 {
+		return fmt.Sprintf("%dk", n/1024)
+	}
+	return fmt.Sprint(n)
+}
+
+// attnBinomialSE is the standard error of an accuracy p over n trials.
+func attnBinomialSE(p float64, n int) float64 { return math.Sqrt(p * (1 - p) / float64(n)) }

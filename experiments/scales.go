@@ -1,0 +1,285 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+func init() { sim.Register(Scales{}) }
+
+// Scales is the `scales` experiment: the output error of FP8 attention with
+// uncalibrated (1.0), per-tensor and per-KV-head scales, on KV caches whose
+// heads differ in magnitude.
+type Scales struct{}
+
+// Name returns "scales".
+func (Scales) Name() string { return "scales" }
+
+// Doc describes the experiment.
+func (Scales) Doc() string {
+	return `Output error of FP8 attention with scale 1.0, per-tensor amax scales and per-KV-head amax scales, on KV caches with outlier heads.
+
+A decode query per query head over a KV cache of kv_heads heads (GQA with
+q_per_kv query heads per KV head), head_dim 128. KV head h has K and V of
+magnitude f_h = base·2^(head_spread·z_h) (z_h ~ N(0,1)) times the outlier
+factor for the first outlier_heads heads: K ~ f_h·N(0,1), V ~ f_h·(value_mean +
+N(0,1)); its queries are N(0,1)/f_h, so every head's logits are about N(0,1)
+whatever its magnitude (the question is the quantization, not the softmax).
+
+Series (x = outlier factor, y = relative L2 error of O in %, mean over query
+heads, against the float64 attention on the unquantized inputs):
+  scale 1.0        k, v, q descales 1.0 (vLLM's default; the published runs)
+  per-tensor amax  one amax/448 scale per tensor (vLLM calculate_kv_scales,
+                   llm-compressor per-tensor)
+  per-head amax    one amax/448 scale per KV head for k, v and q (vLLM #30141
+                   with llm-compressor attn_head; FA3's (batch, num_heads_k)
+                   descales)
+  bf16             the bf16 kernel, for scale
+Quantization is satfinite(x / scale) (vLLM's cache write and query quant); the
+fp8 kernels promote P·V every tile (promotion parameter). Extra fields: worst
+(the worst head), normal (mean over the non-outlier heads), outlier (mean over
+the outlier heads), saturated and underflow (fractions of K/V/Q elements that
+the cast clamps to ±max or flushes to 0).`
+}
+
+// scalesSchemes are the fp8 series.
+var scalesSchemes = []string{"scale 1.0", "per-tensor amax", "per-head amax"}
+
+// Params returns the parameter schema.
+func (Scales) Params() []sim.Param {
+	return []sim.Param{
+		{Name: "outlier", Doc: "magnitude factors of the outlier heads", Kind: sim.KindInts, Default: []int{1, 10, 100, 1000, 10000, 100000}, Min: 1, Max: 100000000},
+		{Name: "outlier_heads", Doc: "number of outlier KV heads", Kind: sim.KindInt, Default: 1, Min: 0, Max: 64},
+		{Name: "kv_heads", Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 64},
+		{Name: "q_per_kv", Doc: "query heads per KV head (GQA)", Kind: sim.KindInt, Default: 2, Min: 1, Max: 16},
+		{Name: "tokens", Doc: "context length", Unit: "tokens", Kind: sim.KindInt, Default: 4096, Min: 1, Max: 1 << 20},
+		{Name: "base", Doc: "magnitude of the ordinary heads", Kind: sim.KindFloat, Default: 1.0, Min: 1e-6, Max: 1e6},
+		{Name: "head_spread", Doc: "spread of the ordinary heads' magnitudes (standard deviation of log2)", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 10},
+		{Name: "value_mean", Doc: "mean of the values relative to their spread", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
+		{Name: "dtype", Doc: "fp8 format of the cache", Kind: sim.KindChoice, Default: "e4m3", Choices: []string{"e4m3", "e5m2"}},
+		{Name: "promotion", Doc: "P·V promotion interval of the fp8 kernels in tiles (0 never, 1 every tile)", Kind: sim.KindInt, Default: 1, Min: 0, Max: 1 << 20},
+		{Name: "trials", Doc: "random caches per outlier factor", Kind: sim.KindInt, Default: 4, Min: 1, Max: 100000},
+	}
+}
+
+// scalesResult is one trial's errors per series (bf16 last) and per query
+// head, with the fractions of clamped and flushed elements per fp8 scheme.
+type scalesResult struct {
+	err       [][]float64 // [series][query head]
+	saturated []float64
+	underflow []float64
+	e         error
+}
+
+// Run runs the trials of every outlier factor.
+func (Scales) Run(ctx context.Context, run *sim.Run) error {
+	v := run.Values
+	kvh, group, trials := v.Int("kv_heads"), v.Int("q_per_kv"), v.Int("trials")
+	nOut := min(v.Int("outlier_heads"), kvh)
+	dtype, err := fp8.ParseFormat(v.String("dtype"))
+	if err != nil {
+		return err
+	}
+	run.AddTotal(int64(len(v.Ints("outlier")) * trials))
+	summary := map[string]float64{}
+	series := append(append([]string{}, scalesSchemes...), "bf16")
+	table := []string{fmt.Sprintf("%9s  %-16s %9s %9s %9s %9s %10s %10s", "outlier", "series", "mean %", "ordinary", "outlier", "worst %", "saturated", "underflow")}
+	for _, factor := range v.Ints("outlier") {
+		res, err := sim.Trials(ctx, run, fmt.Sprintf("scales/%d", factor), trials, func(_ int, rng *rand.Rand) scalesResult {
+			return scalesTrial(ctx, rng, v, dtype, float64(factor), nOut)
+		})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return err
+		}
+		for s, name := range series {
+			var mean, worst, normal, outl, sat, under float64
+			var nn, no int
+			for _, r := range res {
+				if r.e != nil {
+					return r.e
+				}
+				for hq, e := range r.err[s] {
+					mean += e
+					worst = max(worst, e)
+					if hq/group < nOut {
+						outl += e
+						no++
+					} else {
+						normal += e
+						nn++
+					}
+				}
+				if s < len(scalesSchemes) {
+					sat += r.saturated[s]
+					under += r.underflow[s]
+				}
+			}
+			mean /= float64(len(res) * kvh * group)
+			extra := map[string]float64{"worst": 100 * worst, "saturated": sat / float64(len(res)), "underflow": under / float64(len(res))}
+			if nn > 0 {
+				extra["normal"] = 100 * normal / float64(nn)
+			}
+			if no > 0 {
+				extra["outlier"] = 100 * outl / float64(no)
+			}
+			key := map[string]string{"scale 1.0": "unit", "per-tensor amax": "tensor", "per-head amax": "head", "bf16": "bf16"}[name]
+			summary[fmt.Sprintf("relerr_%s_x%d", key, factor)] = mean
+			summary[fmt.Sprintf("worst_%s_x%d", key, factor)] = worst
+			if err := run.Emit(sim.Point{Series: name, X: float64(factor), Y: 100 * mean, Extra: extra}); err != nil {
+				return err
+			}
+			table = append(table, fmt.Sprintf("%9d  %-16s %9.4f %9.4f %9.4f %9.4f %10.2e %10.2e", factor, name, 100*mean,
+				extra["normal"], extra["outlier"], 100*worst, extra["saturated"], extra["underflow"]))
+		}
+	}
+	run.Note("relative L2 error of O (%): mean over query heads, ordinary and outlier heads, worst head; fraction of K/V/Q elements clamped or flushed:\n" + strings.Join(table, "\n"))
+	run.Summary(summary)
+	return nil
+}
+
+// scalesTrial draws one cache and query and runs every series.
+func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int) scalesResult {
+	const d = 128
+	kvh, group, n := v.Int("kv_heads"), v.Int("q_per_kv"), v.Int("tokens")
+	qh := kvh * group
+	mag := make([]float64, kvh)
+	for h := range mag {
+		mag[h] = v.Float("base") * math.Exp2(v.Float("head_spread")*rng.NormFloat64())
+		if h < nOut {
+			mag[h] *= factor
+		}
+	}
+	shape := fp8.Shape{Tokens: n, Heads: kvh, Dim: d}
+	k, vv := make([]float32, shape.Len()), make([]float32, shape.Len())
+	for t := 0; t < n; t++ {
+		for h := 0; h < kvh; h++ {
+			for x := 0; x < d; x++ {
+				i := (t*kvh+h)*d + x
+				k[i] = float32(mag[h] * rng.NormFloat64())
+				vv[i] = float32(mag[h] * (v.Float("value_mean") + rng.NormFloat64()))
+			}
+		}
+	}
+	q := make([]float32, qh*d)
+	for hq := 0; hq < qh; hq++ {
+		for x := 0; x < d; x++ {
+			q[hq*d+x] = float32(rng.NormFloat64() / mag[hq/group])
+		}
+	}
+	f64 := func(x []float32) []float64 {
+		out := make([]float64, len(x))
+		for i, y := range x {
+			out[i] = float64(y)
+		}
+		return out
+	}
+	cfg := attention.Config{HeadDim: d, KVHeads: kvh, QHeads: qh, Promotion: v.Int("promotion")}
+	var res scalesResult
+	ref, err := attention.Reference(ctx, cfg, f64(q), f64(k), f64(vv), 1, n)
+	if err != nil {
+		return scalesResult{e: err}
+	}
+	qShape := fp8.Shape{Tokens: group, Heads: kvh, Dim: d} // q heads of a KV head are consecutive
+	for _, scheme := range scalesSchemes {
+		var ks, vs, qs []float32
+		switch scheme {
+		case "scale 1.0":
+			ks, vs, qs = []float32{1}, []float32{1}, []float32{1}
+		default:
+			g := fp8.PerTensor
+			if scheme == "per-head amax" {
+				g = fp8.PerHead
+			}
+			ks, _ = fp8.Calibrate(k, shape, g, dtype)
+			vs, _ = fp8.Calibrate(vv, shape, g, dtype)
+			qs, _ = fp8.Calibrate(scalesGroupQ(q, kvh, group, d), qShape, g, dtype)
+		}
+		kv, err := attention.NewKV(k, vv, shape, dtype, fp8.SatFinite, ks, vs)
+		if err != nil {
+			return scalesResult{e: err}
+		}
+		c := cfg
+		c.DType = dtype
+		o, err := attention.Run(ctx, c, q, qs, kv)
+		if err != nil {
+			return scalesResult{e: err}
+		}
+		res.err = append(res.err, scalesPerHead(o, ref, qh, d))
+		sat, under := scalesClamped(k, shape, ks, dtype)
+		sv, uv := scalesClamped(vv, shape, vs, dtype)
+		sq, uq := scalesClamped(scalesGroupQ(q, kvh, group, d), qShape, qs, dtype)
+		total := float64(2*len(k) + len(q))
+		res.saturated = append(res.saturated, (sat+sv+sq)/total)
+		res.underflow = append(res.underflow, (under+uv+uq)/total)
+	}
+	kv, err := attention.NewKV(k, vv, shape, fp8.FormatBF16, fp8.SatFinite, nil, nil)
+	if err != nil {
+		return scalesResult{e: err}
+	}
+	c := cfg
+	c.DType, c.Promotion = fp8.FormatBF16, 0
+	o, err := attention.Run(ctx, c, q, nil, kv)
+	if err != nil {
+		return scalesResult{e: err}
+	}
+	res.err = append(res.err, scalesPerHead(o, ref, qh, d))
+	return res
+}
+
+// scalesGroupQ lays the queries out as a [group][kv heads][d] tensor, so
+// that fp8.Calibrate's per-head scales are FA3's per-KV-head q_descale (the
+// query heads of KV head h are h·group … h·group+group−1).
+func scalesGroupQ(q []float32, kvh, group, d int) []float32 {
+	out := make([]float32, len(q))
+	for h := 0; h < kvh; h++ {
+		for g := 0; g < group; g++ {
+			copy(out[(g*kvh+h)*d:][:d], q[(h*group+g)*d:][:d])
+		}
+	}
+	return out
+}
+
+// scalesPerHead returns the relative L2 error of each query head's output.
+func scalesPerHead(o, ref []float64, qh, d int) []float64 {
+	e := make([]float64, qh)
+	for h := range e {
+		e[h] = attention.Compare(o[h*d:(h+1)*d], ref[h*d:(h+1)*d]).RelL2
+	}
+	return e
+}
+
+// scalesClamped counts the elements of x (laid out as shape) that the cast
+// x/scale clamps to ±max or flushes to zero (x ≠ 0).
+func scalesClamped(x []float32, shape fp8.Shape, scales []float32, f fp8.Format) (sat, under float64) {
+	maxv := float64(fp8.MaxFinite(f))
+	i := 0
+	for t := 0; t < shape.Tokens; t++ {
+		for h := 0; h < shape.Heads; h++ {
+			s := scales[0]
+			if len(scales) > 1 {
+				s = scales[h]
+			}
+			for j := 0; j < shape.Dim; j++ {
+				y := x[i] / s
+				switch {
+				case math.Abs(float64(y)) > maxv:
+					sat++
+				case y != 0 && f.Encode(y, fp8.SatFinite)&0x7f == 0: // fp8 codes: sign in bit 7
+					under++
+				}
+				i++
+			}
+		}
+	}
+	return sat, under
+}
