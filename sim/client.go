@@ -185,7 +185,6 @@ var defaultLabHTTP = &http.Client{Timeout: 30 * time.Second}
 type labError struct {
 	status int
 	msg    string
-	points int64 // for 409: the number of points the lab holds
 	cancel bool  // the run was cancelled in the lab
 }
 
@@ -211,13 +210,12 @@ func (c *LabClient) post(ctx context.Context, u string, body []byte, out any) (i
 	if resp.StatusCode/100 != 2 {
 		var e struct {
 			Error  string `json:"error"`
-			Points int64  `json:"points"`
 			Cancel bool   `json:"cancel"`
 		}
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(data))
 		}
-		return resp.StatusCode, &labError{status: resp.StatusCode, msg: e.Error, points: e.Points, cancel: e.Cancel}
+		return resp.StatusCode, &labError{status: resp.StatusCode, msg: e.Error, cancel: e.Cancel}
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
