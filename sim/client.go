@@ -185,7 +185,7 @@ var defaultLabHTTP = &http.Client{Timeout: 30 * time.Second}
 type labError struct {
 	status int
 	msg    string
-	cancel bool  // the run was cancelled in the lab
+	cancel bool // the run was cancelled in the lab
 }
 
 func (e *labError) Error() string { return fmt.Sprintf("lab: %s (HTTP %d)", e.msg, e.status) }
