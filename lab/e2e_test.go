@@ -216,6 +216,16 @@ func TestBrowser(t *testing.T) {
 	checkChart(t, "browser run", browserChart, l.points(browserID))
 	agree(t, l.points(serverID), l.points(browserID))
 
+	// The two runs overlaid in the comparison view.
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#compare/"+serverID+","+browserID)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `+(document.getElementById('compare-chart').dataset.points || 0) > 0`, 20*time.Second)
+	if n := eval[int](t, tctx, `+document.getElementById('compare-chart').dataset.points`); int64(n) != server.Points+br.Points {
+		t.Errorf("comparison holds %d points, want %d", n, server.Points+br.Points)
+	}
+	t.Logf("the browser's registry: %s", eval[string](t, tctx, `[...lab.wasm.experiments].join(', ')`))
+
 	// The screenshot of the docs: the server run, with the H200 markers.
 	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+serverID)); err != nil {
 		t.Fatal(err)
@@ -365,4 +375,36 @@ func agree(t *testing.T, server, browser []sim.Point) {
 		t.Error("no point in common")
 	}
 	t.Logf("server and browser agree bit for bit on %d points", n)
+}
+
+// TestBrowserGPU runs gpu-accum in the page's worker, on the browser's
+// WebGPU (SwiftShader in headless Chromium): the WGSL emulation of the
+// tensor-core models must equal the Go models bit for bit there too.
+func TestBrowserGPU(t *testing.T) {
+	ctx := browser(t)
+	wasmDir := buildWASM(t)
+	l := newTestLab(t, Options{WASM: os.DirFS(wasmDir)})
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#exp/gpu-accum")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `document.body.dataset.ready === 'true' && !!document.getElementById('param-K') && document.getElementById('run-browser').dataset.ready !== undefined`, 20*time.Second)
+	poll(t, tctx, `document.getElementById('run-browser').dataset.ready === 'true' || document.getElementById('browser-note').textContent.includes('not in')`, 60*time.Second)
+	if !eval[bool](t, tctx, `document.getElementById('run-browser').dataset.ready === 'true'`) {
+		t.Fatalf("gpu-accum cannot run in the browser: %s", eval[string](t, tctx, `document.getElementById('browser-note').textContent`))
+	}
+	setParam(t, tctx, "K", "256,1024")
+	setParam(t, tctx, "trials", "4")
+	eval[chromedp.Void](t, tctx, `document.getElementById('run-browser').click()`)
+	poll(t, tctx, `lab.view && lab.view.kind === 'run' && lab.view.ended && !lab.view.drawPending`, 90*time.Second)
+	id := eval[string](t, tctx, `lab.view.id`)
+	run := l.get(id)
+	t.Logf("gpu-accum in the browser: %s %q, %d points, summary %v, notes %q", run.State, run.Error, run.Points, run.Summary, run.Notes)
+	if run.State != notebook.Done {
+		t.Fatalf("gpu-accum in the browser: %s: %s", run.State, run.Error)
+	}
+	if m, ok := run.Summary["wgsl_mismatches"]; !ok || m != 0 {
+		t.Errorf("wgsl_mismatches = %v (present %v)", m, ok)
+	}
 }
