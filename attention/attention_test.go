@@ -62,6 +62,7 @@ func TestFloat64LoopEqualsReference(t *testing.T) {
 		{"prefill causal", 70, 300, 2, 1, 64, Config{Causal: true, KBlockM: 32, KBlockN: 64}},
 		{"prefill causal GQA window", 50, 257, 6, 3, 128, Config{Causal: true, Window: 37, KBlockM: 16, KBlockN: 32}},
 		{"prefill not causal", 9, 100, 1, 1, 64, Config{}},
+		{"prefill default tiles", 130, 700, 2, 1, 128, Config{Causal: true}}, // 128×224: two m-blocks, a partial tile
 		{"bf16 decode", 1, 500, 1, 1, 128, Config{DType: fp8.FormatBF16}},
 		{"e5m2 window prefill", 20, 200, 2, 2, 64, Config{DType: fp8.FormatE5M2, Causal: true, Window: 50}},
 	}

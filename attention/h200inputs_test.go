@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"testing"
@@ -134,4 +135,32 @@ func TestH200InputsNeedles(t *testing.T) {
 	if _, err := MakeH200Inputs(0); err == nil {
 		t.Error("MakeH200Inputs(0) accepted")
 	}
+}
+
+// The first raw outputs of NumPy's PCG64(20261129 + 4096) and the first
+// values of the H200 inputs for N = 4096, as NumPy prints them
+// (testdata/h200-attention/inputs_check.json): go test -run
+// ExampleMakeH200Inputs -v ./attention/ prints them here.
+func ExampleMakeH200Inputs() {
+	g := numpyrand.NewPCG64(H200Seed + 4096)
+	fmt.Println("raw:", g.Uint64(), g.Uint64(), g.Uint64(), g.Uint64())
+	in, err := MakeH200Inputs(4096)
+	if err != nil {
+		panic(err)
+	}
+	for _, x := range []struct {
+		name string
+		v    []float32
+	}{{"Q", in.Q}, {"K", in.K}, {"V", in.V}} {
+		fmt.Println(x.name+":", float64(x.v[0]), float64(x.v[1]), float64(x.v[2]), float64(x.v[3]))
+	}
+	fmt.Println("pos:", in.Pos[:8])
+	fmt.Println("sha256:", inputsSHA256(in))
+	// Output:
+	// raw: 10861353068810930750 3625323928790224575 2887068777813590124 2930152038595459396
+	// Q: 1.1312594413757324 -1.3833786249160767 0.41027218103408813 -0.5819828510284424
+	// K: -1.5107673406600952 0.10188820213079453 0.19087877869606018 -0.1800069957971573
+	// V: -0.5576844811439514 2.777137279510498 1.0215542316436768 -0.0541645772755146
+	// pos: [2019 600 2039 91 1155 726 491 1448]
+	// sha256: fdba0ad2f268685e99fb5f390ba07be524d1c38bff881a1d3c793aba034c84a8
 }

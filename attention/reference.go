@@ -166,8 +166,9 @@ type Errors struct {
 	Cosine float64 // ⟨o, ref⟩ / (‖o‖₂ ‖ref‖₂)
 }
 
-// Compare returns the errors of o against ref (same length), in float64.
-// NaN elements make every figure NaN.
+// Compare returns the errors of o against ref, in float64. NaN elements
+// make every figure NaN. o and ref must have the same length: Compare
+// panics otherwise (a programming error, not a property of the data).
 func Compare(o, ref []float64) Errors {
 	if len(o) != len(ref) {
 		panic(fmt.Sprintf("attention: Compare of %d and %d elements", len(o), len(ref)))
