@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -213,5 +214,45 @@ func watch(t testing.TB, c *websocket.Conn) ([]sim.Point, notebook.Run) {
 		default:
 			t.Fatalf("stream: message type %q", m.Type)
 		}
+	}
+}
+
+// watchResume reads a run's stream to its end like the page does: when the
+// server drops the connection (a viewer too slow for WriteTimeout), it
+// reconnects with ?from=N and goes on. It returns the points, the final
+// record and the number of reconnections.
+func (l *testLab) watchResume(id string) ([]sim.Point, notebook.Run, int) {
+	l.t.Helper()
+	var pts []sim.Point
+	resumes := -1
+	for {
+		resumes++
+		if resumes > 100 {
+			l.t.Fatalf("stream of run %s: too many reconnections", id)
+		}
+		c, _, err := l.dial(id, fmt.Sprintf("?from=%d", len(pts)), nil)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		for {
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			var m streamMsg
+			if err := c.ReadJSON(&m); err != nil {
+				break // dropped: resume
+			}
+			if m.Type == "points" {
+				if m.From != int64(len(pts)) {
+					l.t.Fatalf("stream: points from %d after %d", m.From, len(pts))
+				}
+				for _, p := range m.Points {
+					pts = append(pts, p.sim())
+				}
+			}
+			if m.Type == "end" {
+				c.Close()
+				return pts, m.Run, resumes
+			}
+		}
+		c.Close()
 	}
 }
