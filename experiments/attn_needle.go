@@ -53,14 +53,14 @@ func attnNeedleParams(margin float64) []sim.Param {
 	return []sim.Param{
 		{Name: "head_dim", Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
 		{Name: "candidates", Doc: "number M of candidate codes (random ±1 vectors); chance is 1/M", Kind: sim.KindInt, Default: 64, Min: 2, Max: 1024},
-		{Name: "margin", Doc: "the needle's logit (nats); the difficulty: its weight is about e^margin / (n·e^(score_std²/2))", Unit: "nats",
+		{Name: "margin", Doc: "the needle's logit; the difficulty: its weight is about e^margin / (n·e^(score_std²/2))", Unit: "nats",
 			Kind: sim.KindFloat, Default: margin, Min: -10, Max: 40},
-		{Name: "score_std", Doc: "standard deviation of the haystack's logits (nats)", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
+		{Name: "score_std", Doc: "standard deviation of the haystack's logits", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
 		{Name: "value_mean", Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
 		{Name: "value_std", Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
 		{Name: "amp", Doc: "amplitude of the needle's code: its value is value_mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
 		{Name: "sinks", Doc: "attention-sink tokens at the start of the context", Kind: sim.KindInt, Default: 0, Min: 0, Max: 64},
-		{Name: "sink_logit", Doc: "logit of each sink token (nats)", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
+		{Name: "sink_logit", Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
 		{Name: "sink_value", Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
 		{Name: "haystacks", Doc: "independent haystacks per context length, shared by the trials in turn", Kind: sim.KindInt, Default: 1, Min: 1, Max: 100000},
 	}
