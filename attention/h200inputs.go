@@ -85,7 +85,7 @@ func irwinHall(bg *numpyrand.PCG64, count int, set func(i int, x float64)) {
 	for i := 0; i < count; i++ {
 		u0, u1, u2, u3 := g[0].Float64(), g[1].Float64(), g[2].Float64(), g[3].Float64()
 		x := (((u0 + u1) + u2) + u3) - 2.0
-		set(i, x*1.7320508075688772)
+		set(i, float64(x*1.7320508075688772)) // the conversion forbids fusing with the caller's + mu
 	}
 	bg.Advance(uint64(4 * count))
 }

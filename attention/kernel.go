@@ -396,7 +396,7 @@ func (k *kernel) gemmPV(r *row, t tile) {
 		case 0:
 			for i := 0; i < d; i++ {
 				v := vt[i*stride+off:][:k.KBlockN]
-				acc.o[i] = k.pv.Dot(r.pc, v, acc.o[i]*r.alpha)
+				acc.o[i] = k.pv.Dot(r.pc, v, float32(acc.o[i]*r.alpha))
 			}
 		case 1:
 			for i := 0; i < d; i++ {
@@ -407,7 +407,7 @@ func (k *kernel) gemmPV(r *row, t tile) {
 			acc.accScale *= r.alpha
 			for i := 0; i < d; i++ {
 				v := vt[i*stride+off:][:k.KBlockN]
-				acc.tc[i] = k.pv.Dot(r.pc, v, acc.tc[i]*r.alpha)
+				acc.tc[i] = k.pv.Dot(r.pc, v, float32(acc.tc[i]*r.alpha))
 			}
 			if acc.tiles%acc.promote == 0 {
 				k.promote(acc)

@@ -123,7 +123,7 @@ func (t attnNeedle) haystack(n int, rng *rand.Rand, dtypes []fp8.Format) (*attnH
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	for i := range k {
 		k[i] = float32(t.scoreStd * rng.NormFloat64())
-		v[i] = float32(t.valueMean + t.valueStd*rng.NormFloat64())
+		v[i] = float32(t.valueMean + float64(t.valueStd*rng.NormFloat64())) // float64(): never an FMA
 	}
 	h := &attnHaystack{base: map[fp8.Format]*attention.KV{}, free: map[fp8.Format]chan *attention.KV{}}
 	for _, f := range dtypes {
@@ -167,7 +167,7 @@ func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand
 	sinkK, sinkV := make([]float32, d), make([]float32, d)
 	for i := range q {
 		needleK[i] = float32(t.margin * unit * float64(q[i]))
-		needleV[i] = float32(t.valueMean + t.amp*float64(codes[truth*d+i]))
+		needleV[i] = float32(t.valueMean + float64(t.amp*float64(codes[truth*d+i])))
 		sinkK[i] = float32(t.sinkLogit * unit * float64(q[i]))
 		sinkV[i] = float32(t.sinkValue)
 	}
@@ -247,7 +247,7 @@ func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []floa
 		for s := 0; s < t.sinks; s++ {
 			ws += w[0][s]
 		}
-		mean = ws*t.sinkValue + (1-ws)*t.valueMean
+		mean = float64(ws*t.sinkValue) + float64((1-ws)*t.valueMean)
 	}
 	for i := range b {
 		b[i] = mean
