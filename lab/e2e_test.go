@@ -283,6 +283,24 @@ func TestBrowser(t *testing.T) {
 	sort.Float64s(offMs)
 	median := offMs[len(offMs)/2]
 
+	// Cancel, on the server and in the browser (which terminates the worker
+	// and starts a fresh one).
+	for _, where := range []string{"server", "browser"} {
+		eval[chromedp.Void](t, tctx, `location.hash = '#exp/lab-demo'`)
+		poll(t, tctx, `!!document.getElementById('param-n') && document.getElementById('run-browser').dataset.ready === 'true'`, 60*time.Second)
+		setParam(t, tctx, "n", "100000")
+		setParam(t, tctx, "delay", "2000")
+		eval[chromedp.Void](t, tctx, `document.getElementById('run-`+where+`').click()`)
+		poll(t, tctx, `lab.view && lab.view.kind === 'run' && lab.view.store.count > 5 && !document.getElementById('cancel').hidden`, 30*time.Second)
+		id := eval[string](t, tctx, `lab.view.id`)
+		eval[chromedp.Void](t, tctx, `document.getElementById('cancel').click()`)
+		poll(t, tctx, `lab.view.ended`, 10*time.Second)
+		if r := l.get(id); r.State != notebook.Cancelled {
+			t.Errorf("%s run cancelled from the page: %s", where, r.State)
+		}
+	}
+	poll(t, tctx, `document.getElementById('run-browser').dataset.ready === 'true'`, 60*time.Second) // a fresh worker
+
 	// WASM throughput of the sm90 wgmma chain, as a fraction of native.
 	const model, K = "sm90.wgmma.e4m3.f32", 1 << 16
 	wasmRes := eval[benchJSON](t, tctx, fmt.Sprintf(`lab.bench(%q, %d, 1500)`, model, K))

@@ -28,6 +28,8 @@ type live struct {
 	meta     notebook.Run // the record as it stands (Points = count)
 	base     int64        // index of points[0]
 	points   []sim.Point  // points base … count-1 (older ones are in the notebook)
+	encoded  [][]byte     // the same points in the API's JSON, encoded once for every viewer
+	arena    []byte       // where encoded points are appended
 	count    int64        // points emitted
 	flushed  int64        // points committed to the notebook
 	dirty    bool         // meta changed since the last flush
@@ -65,6 +67,7 @@ func (l *live) Point(p sim.Point) error {
 		return context.Canceled
 	}
 	l.points = append(l.points, p)
+	l.encoded = append(l.encoded, l.encode(p))
 	l.count++
 	l.meta.Points = l.count
 	if !slices.Contains(l.meta.Series, p.Series) {
@@ -73,6 +76,18 @@ func (l *live) Point(p sim.Point) error {
 	}
 	l.signal()
 	return nil
+}
+
+// encode returns p in the API's JSON ({"series":…}), appended to the
+// arena; l.mu is held. Slices handed out stay valid: a full arena is
+// replaced, never overwritten.
+func (l *live) encode(p sim.Point) []byte {
+	if cap(l.arena)-len(l.arena) < 256 {
+		l.arena = make([]byte, 0, 64<<10)
+	}
+	start := len(l.arena)
+	l.arena = sim.AppendPointsJSON(l.arena, []sim.Point{p}) // "[{…}]"
+	return l.arena[start+1 : len(l.arena)-1 : len(l.arena)-1]
 }
 
 // Progress records the progress.
@@ -207,6 +222,7 @@ func (l *live) flush() error {
 	l.flushed = from + int64(len(pts))
 	if n := l.flushed - l.base; len(l.points) > maxLivePoints && n > 0 {
 		l.points = slices.Clone(l.points[n:])
+		l.encoded = slices.Clone(l.encoded[n:])
 		l.base = l.flushed
 	}
 	return nil
@@ -264,6 +280,7 @@ func (l *live) finish(st notebook.State, msg string) {
 // view is what a viewer needs to send next.
 type view struct {
 	points  []sim.Point // from the cursor on (at most the batch limit)
+	encoded [][]byte    // the same, encoded
 	behind  bool        // the cursor is before the log: read the notebook
 	count   int64       // points emitted so far
 	ver     uint64
@@ -283,6 +300,7 @@ func (l *live) look(cursor int64, max int) view {
 	case cursor < l.count:
 		end := min(l.count, cursor+int64(max))
 		v.points = l.points[cursor-l.base : end-l.base : end-l.base]
+		v.encoded = l.encoded[cursor-l.base : end-l.base : end-l.base]
 	}
 	return v
 }

@@ -109,17 +109,37 @@ func (v *viewer) writeRun(kind string, run notebook.Run) error {
 	return v.write(b)
 }
 
+// writePoints sends points read from the notebook.
 func (v *viewer) writePoints(pts []sim.Point) error {
 	b := append(v.buf[:0], `{"type":"points","from":`...)
 	b = strconv.AppendInt(b, v.cursor, 10)
 	b = append(b, `,"points":`...)
 	b = sim.AppendPointsJSON(b, pts)
 	b = append(b, '}')
+	return v.send(b, len(pts))
+}
+
+// writeEncoded sends points of the live log, encoded once for all viewers.
+func (v *viewer) writeEncoded(enc [][]byte) error {
+	b := append(v.buf[:0], `{"type":"points","from":`...)
+	b = strconv.AppendInt(b, v.cursor, 10)
+	b = append(b, `,"points":[`...)
+	for i, e := range enc {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	b = append(b, "]}"...)
+	return v.send(b, len(enc))
+}
+
+func (v *viewer) send(b []byte, n int) error {
 	v.buf = b
 	if err := v.write(b); err != nil {
 		return err
 	}
-	v.cursor += int64(len(pts))
+	v.cursor += int64(n)
 	return nil
 }
 
@@ -155,8 +175,8 @@ func (v *viewer) serve() {
 				v.sent, v.state, v.metaAt = look.ver+1, look.state, time.Now()
 			}
 		}
-		if len(look.points) > 0 {
-			if v.writePoints(look.points) != nil {
+		if len(look.encoded) > 0 {
+			if v.writeEncoded(look.encoded) != nil {
 				return
 			}
 			continue
