@@ -175,8 +175,9 @@ async function runOnServer() {
   try {
     const run = await api('POST', '/api/runs', { experiment: lab.exp.name, params, seed });
     lab.timings[run.id] = { click, created: performance.now() };
+    openRun(run.id); // at once: the hash change below finds it open
     location.hash = '#run/' + run.id;
-    refreshRuns();
+    setTimeout(refreshRuns, 200);
   } catch (err) {
     showFormError(err);
   }
