@@ -266,6 +266,27 @@ func TestExports(t *testing.T) {
 	}
 }
 
+// TestReportInjection: a client's run may name its series anything; the
+// report, which go-echarts writes into a script without escaping '<', must
+// not let a name end the script.
+func TestReportInjection(t *testing.T) {
+	l := newTestLab(t, Options{})
+	status, b := l.do("POST", "/api/runs", map[string]any{"experiment": "own-thing", "origin": "client", "title": "</script><script>alert(2)</script>"})
+	if status != 201 {
+		t.Fatalf("%d %s", status, b)
+	}
+	var run notebook.Run
+	json.Unmarshal(b, &run)
+	evil := `</script><script>alert(1)</script>`
+	l.do("POST", "/api/runs/"+run.ID+"/events", map[string]any{"from": 0, "points": []map[string]any{{"series": evil, "x": 1, "y": 2}}, "end": map[string]any{"state": "done"}})
+	for _, q := range []string{"/api/runs/" + run.ID + "/export?format=html&inline=0", "/api/report?runs=" + run.ID} {
+		status, b := l.do("GET", q, nil)
+		if status != 200 || strings.Contains(string(b), "<script>alert(") {
+			t.Errorf("%s: %d, script injected", q, status)
+		}
+	}
+}
+
 func TestCancelFailPanic(t *testing.T) {
 	l := newTestLab(t, Options{})
 	slow := l.start("lab-demo", map[string]any{"n": 100000, "delay": 1000}, 1)

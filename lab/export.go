@@ -204,6 +204,12 @@ type reportRun struct {
 	points []sim.Point
 }
 
+// chartText makes text safe inside go-echarts' page: it writes the option
+// JSON into a script without escaping '<' (SetEscapeHTML(false)), so a
+// series name holding "</script>" (a client's run can name its series
+// anything) would end the script. Angle brackets become look-alikes.
+var chartText = strings.NewReplacer("<", "‹", ">", "›").Replace
+
 // IsCapture reports whether a series holds hardware captures (its name
 // starts with "h200"): drawn as markers, not lines.
 func IsCapture(series string) bool { return strings.HasPrefix(series, "h200") }
@@ -243,9 +249,9 @@ func writeReport(w io.Writer, runs []reportRun, inline bool) error {
 
 	line := charts.NewLine()
 	line.SetGlobalOptions(
-		charts.WithInitializationOpts(opts.Initialization{PageTitle: title, Width: "1100px", Height: "560px", ChartID: "report", AssetsHost: "/vendor/echarts/"}),
+		charts.WithInitializationOpts(opts.Initialization{PageTitle: chartText(title), Width: "1100px", Height: "560px", ChartID: "report", AssetsHost: "/vendor/echarts/"}),
 		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: title}),
+		charts.WithTitleOpts(opts.Title{Title: chartText(title)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "30px"}),
 		charts.WithGridOpts(opts.Grid{Top: "90px", Left: "80px", Right: "40px"}),
@@ -292,7 +298,7 @@ func writeReport(w io.Writer, runs []reportRun, inline bool) error {
 					charts.WithLineStyleOpts(opts.LineStyle{Opacity: opts.Float(0)}),
 				}
 			}
-			line.AddSeries(label, data, so...)
+			line.AddSeries(chartText(label), data, so...)
 		}
 	}
 	var chart bytes.Buffer

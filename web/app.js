@@ -71,6 +71,7 @@ const fmtNum = (v) => (v === null || v === undefined) ? 'NaN'
   : (Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0)) ? v.toExponential(4) : String(+v.toPrecision(6));
 const fmtTime = (t) => t ? new Date(t).toLocaleString() : '–';
 const isCapture = (series) => series.startsWith('h200');
+const escapeHTML = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
 
 function stateBadge(state) { return el('span', { class: 'state ' + state, text: state }); }
 
@@ -379,7 +380,7 @@ function chartOption(stores, labels, logX, logY) {
   });
   return {
     animation: false,
-    tooltip: { trigger: 'item', formatter: (p) => `${p.seriesName}<br>x = ${fmtNum(p.value[0])}<br>y = ${fmtNum(p.value[1])}` },
+    tooltip: { trigger: 'item', formatter: (p) => `${escapeHTML(p.seriesName)}<br>x = ${fmtNum(p.value[0])}<br>y = ${fmtNum(p.value[1])}` },
     legend: { type: 'scroll', top: 0 },
     grid: { top: 40, left: 70, right: 30, bottom: 50 },
     xAxis: { type: logX ? 'log' : 'value', name: 'x', scale: true, nameLocation: 'middle', nameGap: 28 },
@@ -428,7 +429,18 @@ function connect(view) {
     }
   };
   ws.onclose = () => {
-    if (lab.view === view && !view.ended) setTimeout(() => { if (lab.view === view && !view.ended) connect(view); }, 1000);
+    if (lab.view !== view || view.ended) return;
+    // Dropped (a slow connection, a restarting lab): resume from the points
+    // held, unless the run is gone.
+    setTimeout(async () => {
+      if (lab.view !== view || view.ended) return;
+      try {
+        await api('GET', '/api/runs/' + view.id);
+      } catch (err) {
+        if (err.status === 404) { view.ended = true; showRunError(`run ${view.id} does not exist (deleted?)`); return; }
+      }
+      connect(view);
+    }, 1000);
   };
 }
 
