@@ -50,6 +50,15 @@ var wasmBuild struct {
 	err  error
 }
 
+// TestMain removes the WebAssembly build of the browser tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if wasmBuild.dir != "" {
+		os.RemoveAll(wasmBuild.dir)
+	}
+	os.Exit(code)
+}
+
 // buildWASM builds the browser's registry (with the test experiment, tag
 // labtest) and copies the matching wasm_exec.js, once per test binary.
 func buildWASM(t *testing.T) string {
