@@ -214,8 +214,10 @@ var chartText = strings.NewReplacer("<", "‹", ">", "›").Replace
 // starts with "h200"): drawn as markers, not lines.
 func IsCapture(series string) bool { return strings.HasPrefix(series, "h200") }
 
-// wantLog reports whether values, all positive, span at least two decades.
-func wantLog(lo, hi float64) bool { return lo > 0 && hi/lo >= 100 }
+// wantLog reports whether an axis should be logarithmic: no negative value
+// (neg) and positive values from lo to hi spanning two decades or more.
+// Zeros (an exact result on an error plot) are then left out of the chart.
+func wantLog(neg bool, lo, hi float64) bool { return !neg && lo > 0 && hi/lo >= 100 }
 
 // writeReport renders runs as one standalone HTML page: a go-echarts line
 // chart of every series of every run (capture series as markers; log axes
@@ -230,20 +232,26 @@ func writeReport(w io.Writer, runs []reportRun, inline bool) error {
 		title = "fp8lab comparison of runs " + strings.Join(ids, ", ")
 	}
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	xneg, yneg := false, false
 	finite := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 	for _, r := range runs {
 		for _, p := range r.points {
-			if finite(p.X) && finite(p.Y) {
+			if !finite(p.X) || !finite(p.Y) {
+				continue
+			}
+			if xneg = xneg || p.X <= 0; p.X > 0 { // no zero on a log x either
 				xlo, xhi = min(xlo, p.X), max(xhi, p.X)
+			}
+			if yneg = yneg || p.Y < 0; p.Y > 0 {
 				ylo, yhi = min(ylo, p.Y), max(yhi, p.Y)
 			}
 		}
 	}
 	xType, yType := "value", "value"
-	if wantLog(xlo, xhi) {
+	if wantLog(xneg, xlo, xhi) {
 		xType = "log"
 	}
-	if wantLog(ylo, yhi) {
+	if wantLog(yneg, ylo, yhi) {
 		yType = "log"
 	}
 

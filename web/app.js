@@ -347,13 +347,14 @@ function addPoints(store, points) {
 }
 
 // axisKinds says whether the data ask for log axes: positive values that
-// span two decades or more.
+// span two decades or more, and no negative value (for x, no zero either;
+// a zero y, an exact result on an error plot, is left out of the drawing).
 function axisKinds(stores) {
   let xlo = Infinity, xhi = -Infinity, ylo = Infinity, yhi = -Infinity, xneg = false, yneg = false;
   for (const store of stores) for (const pts of store.series.values()) for (const [x, y] of pts) {
     if (x === null || y === null || !isFinite(x) || !isFinite(y)) continue;
     if (x <= 0) xneg = true; else { xlo = Math.min(xlo, x); xhi = Math.max(xhi, x); }
-    if (y <= 0) yneg = true; else { ylo = Math.min(ylo, y); yhi = Math.max(yhi, y); }
+    if (y < 0) yneg = true; else if (y > 0) { ylo = Math.min(ylo, y); yhi = Math.max(yhi, y); }
   }
   return { x: !xneg && xhi / xlo >= 100, y: !yneg && yhi / ylo >= 100 };
 }
@@ -393,6 +394,7 @@ function chartOption(stores, labels, logX, logY) {
 function openRun(id) {
   closeView();
   $('welcome').hidden = true;
+  if (lab.exp) $('exp-view').hidden = false;
   $('run-view').hidden = false;
   $('run-error').hidden = true;
   const view = { kind: 'run', id, store: newSeriesStore(), meta: null, ws: null, ended: false, drawPending: false, auto: true };
@@ -541,6 +543,7 @@ async function fetchAllPoints(id) {
 async function openCompare(ids) {
   closeView();
   $('welcome').hidden = true;
+  $('exp-view').hidden = true;
   $('compare-view').hidden = false;
   const view = { kind: 'compare', ids };
   lab.view = view;
@@ -607,6 +610,7 @@ function route() {
     openCompare(arg.split(',').filter(Boolean));
   } else if (kind === 'exp' && arg) {
     closeView();
+    $('exp-view').hidden = false;
     showExperiment(decodeURIComponent(arg));
   }
 }
