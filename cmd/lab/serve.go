@@ -45,17 +45,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("lab serve: %w", err)
+	}
 	store, err := notebook.Open(*data)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer store.Close()
 	if rec := store.Recovered(); len(rec) > 0 {
 		log.Warn("runs left unfinished by a crash are marked interrupted", "runs", strings.Join(rec, ","))
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("lab serve: %w", err)
 	}
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		log.Warn("the lab listens beyond this machine: anyone who reaches it can run experiments and read the notebook", "addr", ln.Addr().String())

@@ -212,7 +212,7 @@ func TestServeFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve", "-addr", "nope"}, "lab serve: listen tcp: address nope"},
+		{[]string{"serve", "-addr", "nope", "-data", t.TempDir()}, "lab serve: listen tcp: address nope"},
 		{[]string{"serve", "extra"}, `lab serve: unexpected argument "extra"`},
 		{[]string{"serve", "-bogus"}, "lab serve: flag provided but not defined: -bogus"},
 		{[]string{"serve", "-data", t.TempDir(), "-addr", "127.0.0.1:0", "-wasm", t.TempDir()}, "lab serve: -wasm"},
