@@ -102,8 +102,8 @@ const (
 	wantMaxStorageBinding  = 4<<30 - 4
 	wantWorkgroupStorage   = 32768
 	wantMaxStorageBuffers  = 8
-	wantMaxInvocations     = 256
-	wantMaxWorkgroupSizeX  = 256
+	wantMaxInvocations     = 1024
+	wantMaxWorkgroupSizeX  = 1024
 	undefinedLimit64       = ^uint64(0)
 	undefinedLimit32       = ^uint32(0)
 	plausibleAdapterMaxBuf = 1 << 50

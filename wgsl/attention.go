@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -49,10 +50,44 @@ type DecodeConfig struct {
 	KScale, VScale float32
 }
 
+// The decode kernels' shape, tuned on an NVIDIA H200 (BENCHMARKS-draft.md):
+// workgroups of attnWG invocations, each scoring attnNTok tokens at once and
+// loading attnU V rows per P·V iteration; a split holds at most attnMaxT
+// tokens (fewer when the device's workgroup memory is small).
 const (
-	attnWG = 128
-	attnT  = 512 // tokens per split
+	attnWG   = 256
+	attnMaxT = 1024
+	attnU    = 8
+	attnNTok = 1
 )
+
+// decodePlan is a DecodeConfig with the tokens per split, T, that the
+// device's workgroup memory allows.
+type decodePlan struct {
+	DecodeConfig
+	T int
+}
+
+// plan checks c and picks T: the largest of 1024, 512, 256 whose workgroup
+// memory (the query block, 2 KiB per group of 4 heads, and the scores, 16
+// bytes per token per group) fits limit bytes.
+func (c DecodeConfig) plan(limit uint32) (decodePlan, error) {
+	if err := c.check(); err != nil {
+		return decodePlan{}, err
+	}
+	ng4 := (c.group() + 3) / 4
+	for t := attnMaxT; t >= 256; t /= 2 {
+		if uint32(ng4*(2048+16*t)) <= limit {
+			p := decodePlan{c, t}
+			if p.splits() > 65535 {
+				return decodePlan{}, fmt.Errorf("wgsl: decode attention over %d tokens needs %d splits, more than a grid row holds", c.Context, p.splits())
+			}
+			return p, nil
+		}
+	}
+	return decodePlan{}, fmt.Errorf("wgsl: decode attention with %d query heads per KV head needs %d bytes of workgroup memory, the device allows %d",
+		c.group(), ng4*(2048+16*256), limit)
+}
 
 func (c DecodeConfig) check() error {
 	switch {
@@ -62,14 +97,14 @@ func (c DecodeConfig) check() error {
 		return fmt.Errorf("wgsl: decode attention needs batch, KV heads and context >= 1 (got %d, %d, %d)", c.Batch, c.KVHeads, c.Context)
 	case c.QHeads%c.KVHeads != 0 || c.QHeads/c.KVHeads < 1 || c.QHeads/c.KVHeads > 8:
 		return fmt.Errorf("wgsl: %d query heads over %d KV heads: need 1 to 8 query heads per KV head", c.QHeads, c.KVHeads)
-	case c.Batch*c.KVHeads > 65535 || c.splits() > 65535:
-		return fmt.Errorf("wgsl: decode attention grid too large (batch × KV heads %d, splits %d)", c.Batch*c.KVHeads, c.splits())
+	case c.Batch*c.KVHeads > 65535 || c.Batch*c.QHeads > 32768*65535:
+		return fmt.Errorf("wgsl: decode attention grid too large (batch × KV heads %d)", c.Batch*c.KVHeads)
 	}
 	return nil
 }
 
-func (c DecodeConfig) group() int  { return c.QHeads / c.KVHeads }
-func (c DecodeConfig) splits() int { return (c.Context + attnT - 1) / attnT }
+func (c DecodeConfig) group() int { return c.QHeads / c.KVHeads }
+func (p decodePlan) splits() int  { return (p.Context + p.T - 1) / p.T }
 func (c DecodeConfig) paddedContext() int {
 	return (c.Context + 31) &^ 31
 }
@@ -97,20 +132,89 @@ func (c DecodeConfig) cacheBytes() (k, v int64) {
 	return bh * int64(c.paddedContext()) * row, bh * int64(c.Context) * row
 }
 
-func (c DecodeConfig) consts() []constDecl {
-	d := []constDecl{cU32("WG", attnWG), cU32("D", c.HeadDim), cU32("G", c.group()), cU32("T", attnT),
-		cBool("KV8", c.KV == KVE4M3), cU32("RW", c.HeadDim*c.KV.Bytes()/16)}
+func (p decodePlan) consts() []constDecl {
+	c := p.DecodeConfig
+	rw := c.HeadDim * c.KV.Bytes() / 16
+	d := []constDecl{cU32("WG", attnWG), cU32("D", c.HeadDim), cU32("G", c.group()), cU32("NG4", (c.group()+3)/4),
+		cU32("T", p.T), cBool("KV8", c.KV == KVE4M3), cU32("RW", rw), cU32("U", attnU)}
 	if c.KV == KVE4M3 {
-		return append(d, cRaw("alias VWORD = u32;"),
-			cRaw("fn vword_u32(w: VWORD) -> u32 { return w; }"),
-			cRaw("fn vword_vec2(w: VWORD) -> vec2<u32> { return vec2<u32>(w, 0u); }"))
+		d = append(d, cRaw("alias VWORD = vec2<u32>;"),
+			cRaw("fn vdec(w: VWORD) -> mat2x4<f32> { return mat2x4<f32>(fp8x4(w.x), fp8x4(w.y)); }"))
+	} else {
+		d = append(d, cRaw("alias VWORD = vec4<u32>;"),
+			cRaw("fn vdec(w: VWORD) -> mat2x4<f32> { return mat2x4<f32>(f16x4(w.x, w.y), f16x4(w.z, w.w)); }"))
 	}
-	return append(d, cRaw("alias VWORD = vec2<u32>;"),
-		cRaw("fn vword_u32(w: VWORD) -> u32 { return w.x; }"),
-		cRaw("fn vword_vec2(w: VWORD) -> vec2<u32> { return w; }"))
+	d = append(d, cU32("NTOK", attnNTok), cU32("NQK", attnNTok*((c.group()+3)/4)))
+	return append(d, cRaw(c.genQK(rw, attnNTok)), cRaw(genPV(attnU)))
 }
 
-func (c DecodeConfig) params() []uint32 {
+// genQK writes qk_tokens: the RW loads of each of the NTOK K rows, then
+// their products with the query heads held in qm, each mat of qm read once
+// for all NTOK tokens (two partial sums per token to shorten the chains).
+func (c DecodeConfig) genQK(rw, ntok int) string {
+	var b strings.Builder
+	b.WriteString("fn qk_tokens(kbs: array<u32, NTOK>) -> array<vec4<f32>, NQK> {\n")
+	for k := 0; k < ntok; k++ {
+		for j := 0; j < rw; j++ {
+			fmt.Fprintf(&b, "    let w%d_%d = K[kbs[%d] + %du];\n", k, j, k, 32*j)
+		}
+	}
+	b.WriteString("    var acc: array<vec4<f32>, NQK>;\n    for (var h = 0u; h < NG4; h = h + 1u) {\n        let q = h * DW;\n")
+	for k := 0; k < ntok; k++ {
+		fmt.Fprintf(&b, "        var a%d_0 = vec4<f32>(0.0);\n        var a%d_1 = vec4<f32>(0.0);\n", k, k)
+	}
+	for j := 0; j < rw; j++ {
+		if c.KV == KVE4M3 {
+			for i := 0; i < 4; i++ {
+				fmt.Fprintf(&b, "        let m%d_%d = qmat(q + %du);\n", j, i, 4*j+i)
+			}
+			for k := 0; k < ntok; k++ {
+				a := j % 2
+				fmt.Fprintf(&b, "        a%d_%d = a%d_%d + fp8x4(w%d_%d.x) * m%d_0 + fp8x4(w%d_%d.y) * m%d_1 + fp8x4(w%d_%d.z) * m%d_2 + fp8x4(w%d_%d.w) * m%d_3;\n",
+					k, a, k, a, k, j, j, k, j, j, k, j, j, k, j, j)
+			}
+		} else {
+			for i := 0; i < 2; i++ {
+				fmt.Fprintf(&b, "        let m%d_%d = qmat(q + %du);\n", j, i, 2*j+i)
+			}
+			for k := 0; k < ntok; k++ {
+				a := j % 2
+				fmt.Fprintf(&b, "        a%d_%d = a%d_%d + f16x4(w%d_%d.x, w%d_%d.y) * m%d_0 + f16x4(w%d_%d.z, w%d_%d.w) * m%d_1;\n",
+					k, a, k, a, k, j, k, j, j, k, j, k, j, j)
+			}
+		}
+	}
+	for k := 0; k < ntok; k++ {
+		fmt.Fprintf(&b, "        acc[%du * NG4 + h] = a%d_0 + a%d_1;\n", k, k, k)
+	}
+	b.WriteString("    }\n    return acc;\n}")
+	return b.String()
+}
+
+// genPV writes pv_rows: U loads of V rows (clamped to the last row), then
+// for each row o += v ⊗ p with p = 0 past the end.
+func genPV(u int) string {
+	var b strings.Builder
+	b.WriteString("fn pv_rows(o: ptr<function, array<mat4x4<f32>, ON>>, ls: ptr<function, array<vec4<f32>, NG4>>, vb: u32, t: u32, nt: u32) {\n    let last = nt - 1u;\n")
+	for k := 0; k < u; k++ {
+		fmt.Fprintf(&b, "    let r%d = V[vb + min(t + %du * PH, last) * VC];\n", k, k)
+	}
+	b.WriteString("    for (var h = 0u; h < NG4; h = h + 1u) {\n        let k0 = 2u * h;\n        let k1 = k0 + 1u;\n")
+	for k := 0; k < u; k++ {
+		fmt.Fprintf(&b, "        let p%d = select(vec4<f32>(0.0), sc[h * T + min(t + %du * PH, last)], t + %du * PH < nt);\n", k, k, k)
+		fmt.Fprintf(&b, "        let v%d = vdec(r%d);\n        (*ls)[h] = (*ls)[h] + p%d;\n", k, k, k)
+		for d := 0; d < 2; d++ {
+			for i, comp := range []string{"x", "y", "z", "w"} {
+				fmt.Fprintf(&b, "        (*o)[k%d][%d] = (*o)[k%d][%d] + v%d[%d] * p%d.%s;\n", d, i, d, i, k, d, k, comp)
+			}
+		}
+	}
+	b.WriteString("    }\n}")
+	return b.String()
+}
+
+func (p decodePlan) params() []uint32 {
+	c := p.DecodeConfig
 	ks, vs := c.scales()
 	q := float32(1 / math.Sqrt(float64(c.HeadDim)) * math.Log2E)
 	v := float32(1)
@@ -118,8 +222,8 @@ func (c DecodeConfig) params() []uint32 {
 		q *= ks * 256
 		v = vs * 256
 	}
-	_, _, stride := grid(c.Batch*c.QHeads*c.HeadDim/4, attnWG)
-	return []uint32{uint32(c.Batch), uint32(c.KVHeads), uint32(c.Context), uint32(c.splits()),
+	stride := uint32(min(c.Batch*c.QHeads, 32768)) // combine: workgroups per grid row
+	return []uint32{uint32(c.Batch), uint32(c.KVHeads), uint32(c.Context), uint32(p.splits()),
 		math.Float32bits(q), math.Float32bits(v), uint32(c.paddedContext()), stride}
 }
 
@@ -179,7 +283,8 @@ func (c DecodeConfig) packCache(k, v []float32) (kb, vb []byte, kval, vval []flo
 // It is accurate to f32 rounding (about 1e-6 relative), not bit-exact; see
 // [DecodeReference].
 func (r *Runner) DecodeAttention(ctx context.Context, cfg DecodeConfig, q, k, v []float32) ([]float32, error) {
-	if err := cfg.check(); err != nil {
+	plan, err := cfg.plan(r.info.MaxWorkgroupStorage)
+	if err != nil {
 		return nil, err
 	}
 	nq := cfg.Batch * cfg.QHeads * cfg.HeadDim
@@ -192,12 +297,12 @@ func (r *Runner) DecodeAttention(ctx context.Context, cfg DecodeConfig, q, k, v 
 		return nil, err
 	}
 	defer r.mu.Unlock()
-	bufs, err := r.decodeBuffers(cfg, f32Bytes(q), kb, vb)
+	bufs, err := r.decodeBuffers(plan, f32Bytes(q), kb, vb)
 	if err != nil {
 		return nil, err
 	}
 	defer bufs.free(r)
-	if _, err := r.be.run(ctx, bufs.calls(cfg), false); err != nil {
+	if _, err := r.be.run(ctx, bufs.calls(plan), false); err != nil {
 		return nil, err
 	}
 	raw, err := r.be.read(ctx, bufs.o, uint64(4*nq))
@@ -221,7 +326,7 @@ func (b *decodeBufs) free(r *Runner) {
 
 // decodeBuffers uploads q and the cache (kb, vb; nil means: allocate and
 // fill on the device) and allocates the outputs.
-func (r *Runner) decodeBuffers(cfg DecodeConfig, q, kb, vb []byte) (*decodeBufs, error) {
+func (r *Runner) decodeBuffers(cfg decodePlan, q, kb, vb []byte) (*decodeBufs, error) {
 	b := &decodeBufs{}
 	var err error
 	fail := func(e error) (*decodeBufs, error) {
@@ -261,14 +366,16 @@ func (r *Runner) decodeBuffers(cfg DecodeConfig, q, kb, vb []byte) (*decodeBufs,
 	return b, nil
 }
 
-func (b *decodeBufs) calls(cfg DecodeConfig) []call {
+func (b *decodeBufs) calls(cfg decodePlan) []call {
 	consts := cfg.consts()
 	store := []access{readOnly, readOnly, readOnly, readWrite, readWrite, readWrite}
 	split := &kernelSpec{file: "attention", entry: "split", consts: consts, storage: store}
 	combine := &kernelSpec{file: "attention", entry: "combine", consts: consts, storage: store}
 	bufs := []buffer{b.q, b.k, b.v, b.opart, b.ml, b.o}
 	p := cfg.params()
-	x, y, _ := grid(cfg.Batch*cfg.QHeads*cfg.HeadDim/4, attnWG)
+	nbq := cfg.Batch * cfg.QHeads
+	x := uint32(min(nbq, 32768))
+	y := (uint32(nbq) + x - 1) / x
 	return []call{
 		{k: split, bufs: bufs, params: p, x: uint32(cfg.splits()), y: uint32(cfg.Batch * cfg.KVHeads)},
 		{k: combine, bufs: bufs, params: p, x: x, y: y},
@@ -338,7 +445,8 @@ type DecodeBench struct {
 // over a KV cache filled with pseudo-random values on the device, and
 // returns the median. Query values are random normal.
 func (r *Runner) BenchDecode(ctx context.Context, cfg DecodeConfig, reps int) (DecodeBench, error) {
-	if err := cfg.check(); err != nil {
+	plan, err := cfg.plan(r.info.MaxWorkgroupStorage)
+	if err != nil {
 		return DecodeBench{}, err
 	}
 	reps = max(reps, 1)
@@ -350,7 +458,7 @@ func (r *Runner) BenchDecode(ctx context.Context, cfg DecodeConfig, reps int) (D
 	for i := range q {
 		q[i] = float32(math.Sin(float64(i)*12.9898) * 1.5)
 	}
-	bufs, err := r.decodeBuffers(cfg, f32Bytes(q), nil, nil)
+	bufs, err := r.decodeBuffers(plan, f32Bytes(q), nil, nil)
 	if err != nil {
 		return DecodeBench{}, err
 	}
@@ -373,7 +481,7 @@ func (r *Runner) BenchDecode(ctx context.Context, cfg DecodeConfig, reps int) (D
 	if _, err := r.be.run(ctx, fills, false); err != nil {
 		return DecodeBench{}, err
 	}
-	steps := bufs.calls(cfg)
+	steps := bufs.calls(plan)
 	if _, err := r.be.run(ctx, steps, true); err != nil { // warm-up, compiles
 		return DecodeBench{}, err
 	}

@@ -25,6 +25,8 @@ func TestDecodeAttentionAccuracy(t *testing.T) {
 		{Batch: 1, KVHeads: 8, QHeads: 32, HeadDim: 128, Context: 1500, KV: KVFP16},
 		{Batch: 3, KVHeads: 1, QHeads: 1, HeadDim: 128, Context: 513, KV: KVE4M3, KScale: 0.01, VScale: 0.02},
 		{Batch: 1, KVHeads: 2, QHeads: 16, HeadDim: 128, Context: 2100, KV: KVE4M3, KScale: 0.0125, VScale: 0.0125},
+		// scales this large put many values in e4m3's subnormal range
+		{Batch: 1, KVHeads: 1, QHeads: 2, HeadDim: 128, Context: 300, KV: KVE4M3, KScale: 8, VScale: 16},
 	} {
 		rng := rand.New(rand.NewPCG(uint64(tc.Context), uint64(tc.KV)))
 		nkv := tc.Batch * tc.KVHeads * tc.Context * tc.HeadDim
@@ -76,6 +78,27 @@ func TestBenchDecodeRuns(t *testing.T) {
 		t.Logf("%s L=4096: %v (%s), %.2f GB/s", kv, b.Time, b.Source, b.Bandwidth/1e9)
 		if b.Time <= 0 || b.Bytes != 2*8*4096*128*int64(kv.Bytes()) {
 			t.Errorf("implausible bench %+v", b)
+		}
+	}
+}
+
+func TestDecodePlan(t *testing.T) {
+	c := DecodeConfig{Batch: 1, KVHeads: 8, QHeads: 32, HeadDim: 128, Context: 5000}
+	for _, tc := range []struct {
+		q     int
+		limit uint32
+		want  int
+	}{{32, 32768, 1024}, {32, 16384, 512}, {64, 32768, 512}, {64, 16384, 256}, {32, 4096, 0}} {
+		c.QHeads = tc.q
+		p, err := c.plan(tc.limit)
+		if tc.want == 0 {
+			if err == nil {
+				t.Errorf("G=%d limit %d: no error", tc.q/8, tc.limit)
+			}
+			continue
+		}
+		if err != nil || p.T != tc.want {
+			t.Errorf("G=%d limit %d: T=%d (%v), want %d", tc.q/8, tc.limit, p.T, err, tc.want)
 		}
 	}
 }

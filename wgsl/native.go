@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/fp8lab/fp8lab/accum"
 )
@@ -294,4 +295,46 @@ func (r *Runner) LoopIterations(ctx context.Context, n int) (int, error) {
 		return 0, err
 	}
 	return int(bytesF32(raw)[0]), nil
+}
+
+// ReadBandwidth times a streaming read of a buffer of the given size (16-byte
+// loads, four in flight per invocation, a grid of groups×256 invocations)
+// and returns bytes per second: the memory bandwidth a WGSL kernel reaches on
+// this device, the ceiling for decode attention. It returns the median of
+// reps timed runs.
+func (r *Runner) ReadBandwidth(ctx context.Context, bytes uint64, groups, reps int) (float64, Timing, error) {
+	if err := r.lock(); err != nil {
+		return 0, Timing{}, err
+	}
+	defer r.mu.Unlock()
+	n := bytes / 16
+	src, err := r.be.alloc("bw.src", n*16)
+	if err != nil {
+		return 0, Timing{}, err
+	}
+	defer r.be.free(src)
+	const wg = 256
+	gx := min(groups, 32768)
+	gy := (groups + gx - 1) / gx
+	dst, err := r.be.alloc("bw.dst", uint64(4*gx*gy*wg))
+	if err != nil {
+		return 0, Timing{}, err
+	}
+	defer r.be.free(dst)
+	k := &kernelSpec{file: "probe", entry: "stream", consts: []constDecl{cU32("WG", wg)}, storage: []access{readOnly, readWrite}}
+	c := []call{{k: k, bufs: []buffer{src, dst}, params: []uint32{uint32(n), uint32(gx * gy * wg), 0, 0}, x: uint32(gx), y: uint32(gy)}}
+	if _, err := r.be.run(ctx, c, true); err != nil {
+		return 0, Timing{}, err
+	}
+	var ts []Timing
+	for range max(reps, 1) {
+		t, err := r.be.run(ctx, c, true)
+		if err != nil {
+			return 0, Timing{}, err
+		}
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(a, b Timing) int { return int(a.Best() - b.Best()) })
+	t := ts[len(ts)/2]
+	return float64(n*16) / t.Best().Seconds(), t, nil
 }

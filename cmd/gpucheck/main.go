@@ -1,0 +1,504 @@
+// Command gpucheck runs fp8lab's WebGPU checks and benchmarks on the GPU at
+// hand in one invocation, for a run on a real GPU (an NVIDIA H200 through
+// Vulkan) or on lavapipe:
+//
+//   - the adapter (name, type, backend, how kernels are timed) and whether
+//     the device cuts long loops (lavapipe does, after ~65535 iterations);
+//   - bit-exactness: the H200 capture files (records, long contractions,
+//     conversion tables) and random batches through the WGSL emulation of
+//     every emulated tensor-core model, against the hardware and accum;
+//   - the FMA verdict (does the driver contract a*b+c?) and which Go baseline
+//     the GPU's own f32 accumulation equals (the gpu-accum experiment);
+//   - throughput of the emulated sm90 wgmma e4m3 chain in FP8 products per
+//     second (target on an H200: >= 3e11);
+//   - decode-bw: decode attention time against context for FP16 and e4m3 KV
+//     caches, slopes, bandwidth and slope ratio (targets on an H200: FP16 at
+//     >= 60% of 4.8 TB/s at long context, FP8 slope <= 0.6 × FP16's).
+//
+// Usage:
+//
+//	gpucheck [-adapter NAME] [-captures DIR] [-json] [-quick] [-strict]
+//
+// It prints a report (or one JSON object with -json) and exits with status
+// 1 when a bit-exactness check fails or a step errs; with -strict, also when
+// a speed target on a hardware GPU is missed. On a CPU adapter (lavapipe)
+// the benchmarks use small sizes and the speed targets are reported as not
+// checked.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fp8lab/fp8lab/experiments"
+	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gpucheck:", err)
+		os.Exit(1)
+	}
+}
+
+// Targets of issue 4 on an NVIDIA H200.
+const (
+	targetProductsPerS = 3e11
+	targetBWFraction   = 0.6
+	targetSlopeRatio   = 0.6
+	h200PeakGBs        = 4800
+)
+
+// Report is what gpucheck prints with -json.
+type Report struct {
+	Adapter        wgsl.AdapterInfo `json:"adapter"`
+	TimingSource   string           `json:"timing_source"`
+	LoopIterations int              `json:"loop_iterations_of_200000"`
+	FMA            FMA              `json:"fma"`
+	CapturesDir    string           `json:"captures_dir"`
+	Captures       []wgsl.Check     `json:"captures"`
+	Random         []wgsl.Check     `json:"random"`
+	BitExact       bool             `json:"bit_exact"`
+	Chain          []ChainRate      `json:"chain_bench"`
+	DecodeBW       Experiment       `json:"decode_bw"`
+	GPUAccum       Experiment       `json:"gpu_accum"`
+	Targets        []Target         `json:"targets"`
+	Elapsed        float64          `json:"elapsed_s"`
+}
+
+// FMA is the probe's verdict.
+type FMA struct {
+	Verdict          string `json:"verdict"`
+	Contracts        bool   `json:"contracts_mul_add"`
+	FMABuiltinFused  bool   `json:"fma_builtin_fused"`
+	Vectors          int    `json:"vectors"`
+	MulAddFused      int    `json:"mul_add_fused"`
+	MulAddUnfused    int    `json:"mul_add_unfused"`
+	FMABuiltinMatch  int    `json:"fma_builtin_fused_count"`
+	FMABuiltinUnfuse int    `json:"fma_builtin_unfused_count"`
+}
+
+// ChainRate is one emulated chain benchmark.
+type ChainRate struct {
+	Model        string  `json:"model"`
+	M            int     `json:"M"`
+	N            int     `json:"N"`
+	K            int     `json:"K"`
+	ProductsPerS float64 `json:"products_per_s"`
+	TimeMS       float64 `json:"time_ms"`
+	Source       string  `json:"timing"`
+	Checked      int     `json:"checked"`
+	Equal        int     `json:"equal"`
+}
+
+// Experiment is the outcome of an experiment run.
+type Experiment struct {
+	Flags   string             `json:"flags"`
+	Summary map[string]float64 `json:"summary"`
+	Points  []Point            `json:"points"`
+	Notes   []string           `json:"notes"`
+}
+
+// Point is one result point of an experiment.
+type Point struct {
+	Series string             `json:"series"`
+	X      float64            `json:"x"`
+	Y      float64            `json:"y"`
+	Extra  map[string]float64 `json:"extra,omitempty"`
+}
+
+// Target is one speed target and its outcome.
+type Target struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Want   string  `json:"want"`
+	Status string  `json:"status"` // "met", "missed", "not checked: …"
+}
+
+type options struct {
+	adapter, captures string
+	jsonOut, quick    bool
+	strict            bool
+	contexts          []int
+	batch, reps       int
+	benchM, benchN    int
+	benchK            int
+	accumK            []int
+	trials            int
+	peakGBs           float64
+	only              map[string]bool
+}
+
+// steps are the parts of a run that -only selects.
+var steps = []string{"captures", "random", "chain", "accum", "decode"}
+
+func (o options) want(step string) bool { return len(o.only) == 0 || o.only[step] }
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gpucheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var contexts, accumK, only string
+	fs.StringVar(&o.adapter, "adapter", "", "pick the adapter whose description contains this text (default $FP8LAB_ADAPTER, else the best: a discrete GPU first)")
+	fs.StringVar(&o.captures, "captures", "", "folder of the H200 capture files (default $FP8LAB_CAPTURES, else ../shared/golden/h200, shared/golden/h200 or captures/ from the working directory or beside the binary)")
+	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object instead of the report")
+	fs.BoolVar(&o.quick, "quick", false, "small sizes everywhere (automatic on a CPU adapter)")
+	fs.BoolVar(&o.strict, "strict", false, "exit 1 when a speed target on a hardware GPU is missed")
+	fs.StringVar(&contexts, "contexts", "", "decode-bw context lengths (default 1024 … 524288 in powers of 2 on a GPU, 512 … 4096 on a CPU adapter)")
+	fs.IntVar(&o.batch, "batch", 0, "decode-bw batch (0: the largest that fits a storage binding at the longest context, at most 64)")
+	fs.IntVar(&o.reps, "reps", 0, "timed repetitions per benchmark point (default 10 on a GPU, 3 on a CPU adapter)")
+	fs.IntVar(&o.benchM, "bench-m", 0, "chain benchmark: rows of A (default 1024 on a GPU, 64 on a CPU adapter)")
+	fs.IntVar(&o.benchN, "bench-n", 0, "chain benchmark: rows of B (default 1024 / 64)")
+	fs.IntVar(&o.benchK, "bench-k", 0, "chain benchmark: contraction length (default 8192 / 1024)")
+	fs.StringVar(&accumK, "accum-k", "", "gpu-accum contraction lengths (default 1024 … 1048576 by 4 on a GPU, 256 … 16384 on a CPU adapter)")
+	fs.IntVar(&o.trials, "trials", 0, "gpu-accum trials per K (default 32 / 16)")
+	fs.StringVar(&only, "only", "", "run only these steps (comma-separated: "+strings.Join(steps, ", ")+"); the adapter, loop and FMA probes always run")
+	fs.Float64Var(&o.peakGBs, "peak-gbs", 0, "peak memory bandwidth in GB/s for the bandwidth target (default 4800 when the adapter is an H200, else not checked)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if o.contexts, err = parseInts(contexts); err != nil {
+		return fmt.Errorf("-contexts: %v", err)
+	}
+	if o.accumK, err = parseInts(accumK); err != nil {
+		return fmt.Errorf("-accum-k: %v", err)
+	}
+	if only != "" {
+		o.only = map[string]bool{}
+		for _, st := range strings.Split(only, ",") {
+			st = strings.TrimSpace(st)
+			if !slices.Contains(steps, st) {
+				return fmt.Errorf("-only: unknown step %q (steps: %s)", st, strings.Join(steps, ", "))
+			}
+			o.only[st] = true
+		}
+	}
+	start := time.Now()
+	logf := func(format string, a ...any) {
+		if !o.jsonOut {
+			fmt.Fprintf(stdout, format+"\n", a...)
+		} else {
+			fmt.Fprintf(stderr, format+"\n", a...)
+		}
+	}
+
+	r, err := wgsl.Open(ctx, wgsl.Options{Adapter: o.adapter})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info := r.Info()
+	rep := &Report{Adapter: info, TimingSource: info.TimingSource()}
+	small := o.quick || !info.Hardware
+	o.defaults(small, info)
+	logf("adapter: %s", info)
+	logf("  hardware GPU: %v; timing by %s; shader-f16: %v; limits: max buffer %d, storage binding %d, workgroup memory %d",
+		info.Hardware, info.TimingSource(), info.ShaderF16, info.MaxBuffer, info.MaxStorageBinding, info.MaxWorkgroupStorage)
+	for _, other := range info.Others {
+		logf("  also present: %s", other)
+	}
+
+	if rep.LoopIterations, err = r.LoopIterations(ctx, 200000); err != nil {
+		return err
+	}
+	logf("loop limit: a loop of 200000 iterations ran %d (the kernels split long loops across dispatches either way)", rep.LoopIterations)
+
+	fma, err := r.ProbeFMA(ctx)
+	if err != nil {
+		return err
+	}
+	rep.FMA = FMA{Verdict: fma.Verdict(), Contracts: fma.Contracts(), FMABuiltinFused: fma.FMAIsFused(), Vectors: fma.Vectors,
+		MulAddFused: fma.MulAddFused, MulAddUnfused: fma.MulAddUnfused, FMABuiltinMatch: fma.FMAFused, FMABuiltinUnfuse: fma.FMAUnfused}
+	logf("fma: %s", rep.FMA.Verdict)
+
+	// Bit-exactness.
+	rep.BitExact = true
+	rep.CapturesDir = findCaptures(o.captures)
+	if !o.want("captures") {
+		logf("captures: skipped (-only)")
+	} else if rep.CapturesDir == "" {
+		logf("captures: not found (give -captures DIR or set FP8LAB_CAPTURES): H200 capture checks NOT RUN")
+	} else {
+		if rep.Captures, err = r.CheckCaptures(ctx, rep.CapturesDir); err != nil {
+			return err
+		}
+		logf("captures (%s):", rep.CapturesDir)
+		rep.BitExact = logChecks(logf, rep.Captures) && rep.BitExact
+	}
+	rows := 64
+	if small {
+		rows = 16
+	}
+	if o.want("random") {
+		if rep.Random, err = r.CheckRandom(ctx, 1, rows); err != nil {
+			return err
+		}
+		logf("random batches through the WGSL emulation, against accum:")
+		rep.BitExact = logChecks(logf, rep.Random) && rep.BitExact
+	}
+
+	// Chain throughput.
+	var benchModels []string
+	if o.want("chain") {
+		benchModels = []string{"sm90.wgmma.e4m3.f32", "sm90.mma.sync.e4m3.f32", "sm100.tcgen05.f8f6f4.f32"}
+	}
+	for _, model := range benchModels {
+		b, err := r.BenchChain(ctx, model, o.benchM, o.benchN, o.benchK, o.reps, 64)
+		if err != nil {
+			return err
+		}
+		cr := ChainRate{Model: model, M: b.M, N: b.N, K: b.K, ProductsPerS: b.Rate, TimeMS: b.Time.Seconds() * 1e3,
+			Source: b.Source, Checked: b.Checked, Equal: b.Equal}
+		rep.Chain = append(rep.Chain, cr)
+		if b.Equal != b.Checked {
+			rep.BitExact = false
+		}
+		logf("chain bench %s: %d×%d outputs, K=%d: %.3g FP8 products/s (%.3f ms, %s); %d/%d sampled outputs equal to accum",
+			model, b.M, b.N, b.K, b.Rate, cr.TimeMS, b.Source, b.Equal, b.Checked)
+	}
+
+	// Experiments.
+	if o.want("accum") {
+		rep.GPUAccum, err = runExperiment(ctx, experiments.GPUAccum{Runner: r}, map[string]string{"K": ints(o.accumK), "trials": strconv.Itoa(o.trials)})
+		if err != nil {
+			return err
+		}
+		logExperiment(logf, "gpu-accum", rep.GPUAccum)
+		if rep.GPUAccum.Summary["wgsl_mismatches"] != 0 {
+			rep.BitExact = false
+		}
+	}
+	if o.want("decode") {
+		dbArgs := map[string]string{"contexts": ints(o.contexts), "reps": strconv.Itoa(o.reps)}
+		if o.batch > 0 {
+			dbArgs["batch"] = strconv.Itoa(o.batch)
+		}
+		rep.DecodeBW, err = runExperiment(ctx, experiments.DecodeBW{Runner: r}, dbArgs)
+		if err != nil {
+			return err
+		}
+		logExperiment(logf, "decode-bw", rep.DecodeBW)
+	}
+
+	rep.Targets = targets(rep, info, o)
+	logf("targets:")
+	missed := false
+	for _, t := range rep.Targets {
+		logf("  %-44s %12.4g  want %-14s %s", t.Name, t.Value, t.Want, t.Status)
+		missed = missed || t.Status == "missed"
+	}
+	rep.Elapsed = time.Since(start).Seconds()
+	logf("bit-exact: %v; elapsed %.1f s", rep.BitExact, rep.Elapsed)
+	if o.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	}
+	switch {
+	case !rep.BitExact:
+		return errors.New("bit-exactness checks failed")
+	case o.strict && missed:
+		return errors.New("speed targets missed")
+	}
+	return nil
+}
+
+func (o *options) defaults(small bool, info wgsl.AdapterInfo) {
+	pick := func(v *int, big, sm int) {
+		if *v == 0 {
+			*v = big
+			if small {
+				*v = sm
+			}
+		}
+	}
+	pick(&o.reps, 10, 3)
+	pick(&o.benchM, 1024, 64)
+	pick(&o.benchN, 1024, 64)
+	pick(&o.benchK, 8192, 1024)
+	pick(&o.trials, 32, 16)
+	if len(o.contexts) == 0 {
+		if small {
+			o.contexts = []int{512, 1024, 2048, 4096}
+		} else {
+			for l := 1024; l <= 1<<19; l *= 2 {
+				o.contexts = append(o.contexts, l)
+			}
+		}
+	}
+	if len(o.accumK) == 0 {
+		if small {
+			o.accumK = []int{256, 1024, 4096, 16384}
+		} else {
+			for k := 1024; k <= 1<<20; k *= 4 {
+				o.accumK = append(o.accumK, k)
+			}
+		}
+	}
+	if o.peakGBs == 0 && strings.Contains(info.Name, "H200") {
+		o.peakGBs = h200PeakGBs
+	}
+}
+
+func ints(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// findCaptures returns the captures folder: the flag, $FP8LAB_CAPTURES, or
+// the first of the usual places that exists; "" when none does.
+func findCaptures(flagDir string) string {
+	cands := []string{flagDir, os.Getenv("FP8LAB_CAPTURES")}
+	rel := []string{"../shared/golden/h200", "shared/golden/h200", "captures"}
+	cands = append(cands, rel...)
+	if exe, err := os.Executable(); err == nil {
+		for _, r := range rel {
+			cands = append(cands, filepath.Join(filepath.Dir(exe), r))
+		}
+	}
+	for _, c := range cands {
+		if c == "" {
+			continue
+		}
+		if st, err := os.Stat(c); err == nil && st.IsDir() {
+			return c
+		}
+		if c == flagDir || c == os.Getenv("FP8LAB_CAPTURES") {
+			return "" // named but missing: do not fall back silently
+		}
+	}
+	return ""
+}
+
+func logChecks(logf func(string, ...any), checks []wgsl.Check) bool {
+	ok := true
+	var total, eq int
+	for _, c := range checks {
+		hw := "no hardware result"
+		if c.EqualHW >= 0 {
+			hw = fmt.Sprintf("%d/%d equal to the H200", c.EqualHW, c.Total)
+		}
+		status := "ok"
+		if !c.OK() {
+			status, ok = "MISMATCH", false
+		}
+		logf("  %-60s %s, %d/%d to the Go model  %s", c.Name, hw, c.EqualModel, c.Total, status)
+		total += c.Total
+		eq += c.EqualModel
+	}
+	logf("  total: %d/%d equal to the Go models", eq, total)
+	return ok
+}
+
+func runExperiment(ctx context.Context, e sim.Experiment, args map[string]string) (Experiment, error) {
+	vals, err := sim.ParseValues(e.Params(), args)
+	if err != nil {
+		return Experiment{}, err
+	}
+	rec := &sim.Recorder{}
+	if _, err := sim.Execute(ctx, e, vals, 1, rec); err != nil {
+		return Experiment{}, err
+	}
+	out := Experiment{Flags: vals.Flags(), Summary: rec.SummaryValues(), Notes: rec.Notes()}
+	for _, p := range rec.Points() {
+		out.Points = append(out.Points, Point{Series: p.Series, X: p.X, Y: p.Y, Extra: p.Extra})
+	}
+	return out, nil
+}
+
+func logExperiment(logf func(string, ...any), name string, e Experiment) {
+	logf("%s %s:", name, e.Flags)
+	for _, n := range e.Notes {
+		logf("  %s", n)
+	}
+	var keys []string
+	for k := range e.Summary {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		logf("  %-26s %.6g", k, e.Summary[k])
+	}
+	if name == "decode-bw" {
+		for _, p := range e.Points {
+			logf("  %-5s L=%-8.0f %10.4f ms  %8.1f GB/s", p.Series, p.X, p.Y, p.Extra["bandwidth_gbs"])
+		}
+	}
+}
+
+func targets(rep *Report, info wgsl.AdapterInfo, o options) []Target {
+	notGPU := "not checked: " + info.Name + " is not a hardware GPU"
+	status := func(ok bool) string {
+		if !info.Hardware {
+			return notGPU
+		}
+		if ok {
+			return "met"
+		}
+		return "missed"
+	}
+	var ts []Target
+	for _, c := range rep.Chain {
+		if c.Model == "sm90.wgmma.e4m3.f32" {
+			ts = append(ts, Target{Name: "sm90 wgmma e4m3 chain, FP8 products/s", Value: c.ProductsPerS, Want: ">= 3e11", Status: status(c.ProductsPerS >= targetProductsPerS)})
+		}
+	}
+	s := rep.DecodeBW.Summary
+	if s == nil {
+		return ts
+	}
+	bw := Target{Name: fmt.Sprintf("decode FP16 bandwidth at %d tokens, GB/s", o.contexts[len(o.contexts)-1]), Value: s["fp16_bw_gbs"]}
+	if o.peakGBs > 0 {
+		bw.Want = fmt.Sprintf(">= %.0f", targetBWFraction*o.peakGBs)
+		bw.Status = status(s["fp16_bw_gbs"] >= targetBWFraction*o.peakGBs)
+	} else {
+		bw.Want = "60% of peak"
+		bw.Status = "not checked: peak bandwidth unknown (-peak-gbs)"
+		if !info.Hardware {
+			bw.Status = notGPU
+		}
+	}
+	ts = append(ts, bw)
+	ts = append(ts, Target{Name: "decode slope ratio e4m3 / fp16", Value: s["slope_ratio"], Want: "<= 0.6", Status: status(s["slope_ratio"] <= targetSlopeRatio)})
+	return ts
+}
