@@ -101,16 +101,21 @@ func TestDecodeBW(t *testing.T) {
 }
 
 // TestDecodeBWTargets checks the speed targets of issue 4 on a real GPU: the
-// FP8 slope at most 0.6 of the FP16 slope at long context. It is skipped,
-// not passed, on a CPU adapter.
+// FP8 slope at most 0.6 of the FP16 slope, and on an H200 FP16 at >= 60% of
+// 4.8 TB/s at long context. It is skipped, not passed, on a CPU adapter.
+// (On an H200 the slope ratio target is missed so far: see
+// wgsl/BENCHMARKS-draft.md.)
 func TestDecodeBWTargets(t *testing.T) {
 	r := gpuTestGPU(t)
 	if !r.Info().Hardware {
 		t.Skipf("adapter %s is not a hardware GPU: decode-bw timing targets not checked", r.Info())
 	}
-	rec := gpuRun(t, DecodeBW{Runner: r}, map[string]string{"contexts": "16384,65536,131072", "reps": "5"})
+	rec := gpuRun(t, DecodeBW{Runner: r}, map[string]string{"contexts": "65536,262144,524288", "reps": "5"})
 	s := rec.SummaryValues()
 	t.Logf("decode-bw on %s: %v", r.Info().Name, s)
+	if strings.Contains(r.Info().Name, "H200") && s["fp16_bw_gbs"] < 0.6*4800 {
+		t.Errorf("FP16 at %.0f GB/s at 512k tokens, want >= 2880 (60%% of 4.8 TB/s)", s["fp16_bw_gbs"])
+	}
 	if s["slope_ratio"] > 0.6 {
 		t.Errorf("FP8/FP16 slope ratio %.3f, want <= 0.6", s["slope_ratio"])
 	}
@@ -126,11 +131,14 @@ func TestGPUExperimentsRegistered(t *testing.T) {
 			t.Errorf("%s: doc does not mention the GPU", name)
 		}
 	}
-	if b := gpuDecodeBatch(0, 8, 524288, 2<<30); b != 2 {
-		t.Errorf("auto batch at 512k with 2 GiB bindings: %d, want 2", b)
+	if b := gpuDecodeBatch(0, 8, 524288, 2<<30); b != 1 {
+		t.Errorf("auto batch at 512k with 2 GiB bindings: %d, want 1", b)
 	}
-	if b := gpuDecodeBatch(0, 8, 1024, 128<<20); b != 64 {
-		t.Errorf("auto batch at 1k with 128 MiB bindings: %d, want 64 (the cap)", b)
+	if b := gpuDecodeBatch(0, 8, 1024, 128<<20); b != 63 {
+		t.Errorf("auto batch at 1k with 128 MiB bindings: %d, want 63 (below the binding limit)", b)
+	}
+	if b := gpuDecodeBatch(0, 8, 256, 4<<30); b != 64 {
+		t.Errorf("auto batch at 256 tokens with 4 GiB bindings: %d, want 64 (the cap)", b)
 	}
 	if s := gpuSlope([]float64{1, 2, 3}, []float64{3, 5, 7}); s != 2 {
 		t.Errorf("slope %g, want 2", s)

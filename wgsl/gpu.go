@@ -38,7 +38,10 @@ type gpu struct {
 	limits limitSet
 	plat   platform
 	pipes  map[string]*gpuPipeline
-	lost   atomic.Pointer[string]
+	// lost is set when the device is lost (the js build listens to
+	// GPUDevice.lost; the native binding's device-lost callback cannot be
+	// used: it hands C a Go pointer, which cgo's checks reject).
+	lost atomic.Pointer[string]
 }
 
 const storageUsage = wgpu.BufferUsageStorage | wgpu.BufferUsageCopySrc | wgpu.BufferUsageCopyDst

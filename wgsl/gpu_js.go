@@ -133,6 +133,16 @@ func newJSBackend(dev js.Value, d adapterDesc, req limitSet) (*gpu, AdapterInfo)
 	wd := wgpu.NewDevice(dev)
 	g := &gpu{dev: &wd, limits: req, pipes: map[string]*gpuPipeline{}, plat: platform{dev: dev}}
 	g.queue = g.dev.GetQueue()
+	if lost := dev.Get("lost"); lost.Truthy() {
+		lost.Call("then", js.FuncOf(func(_ js.Value, args []js.Value) any {
+			m := "device lost"
+			if len(args) > 0 && args[0].Truthy() {
+				m = args[0].Get("message").String()
+			}
+			g.lost.Store(&m)
+			return nil
+		}))
+	}
 	info := d.info()
 	info.MaxBuffer, info.MaxStorageBinding, info.MaxWorkgroupStorage = req.maxBuffer, req.maxStorageBinding, req.maxWorkgroupStorage
 	if f := dev.Get("features"); f.Truthy() {

@@ -1,0 +1,67 @@
+// Package wgsl runs fp8lab's arithmetic as WGSL compute shaders on any GPU
+// through WebGPU (github.com/cogentcore/webgpu): natively through
+// wgpu-native (Vulkan, Metal, D3D12; lavapipe on a CPU) when built with cgo,
+// and in a browser when built for GOOS=js GOARCH=wasm. Built without cgo for
+// a native target, [Open] returns an error wrapping [ErrNoAdapter].
+//
+// # The runner
+//
+// [Open] picks an adapter (a discrete GPU before an integrated one, a virtual
+// one, a CPU implementation; Vulkan, Metal or D3D12 before OpenGL; or the one
+// named by [Options.Adapter] / $FP8LAB_ADAPTER), requests every device limit
+// field by field with explicit numbers (larger buffers and workgroup memory
+// than WebGPU's defaults, capped by what the adapter offers), and reports
+// what it chose in [AdapterInfo]. Shader compilation and validation errors
+// come back as Go errors (natively the binding wraps each call in an error
+// scope; in the browser the runner pushes and pops the device's own scopes),
+// never as a buffer of zeros. Kernels are timed with timestamp queries
+// where the adapter has them, else with the wall clock around submit and
+// wait ([Timing]). Every method takes a context and checks it between
+// submissions; a [Runner] is safe for concurrent use (calls are serialized)
+// and must be closed.
+//
+// # Bit-exact kernels
+//
+// These use integer arithmetic only, so that no driver can contract,
+// reassociate or flush what they compute (NVIDIA contracts a*b+c into an
+// FMA, lavapipe does not; see [Runner.ProbeFMA]):
+//
+//   - [Runner.DecodeFP8] and [Runner.EncodeFP8]: e4m3/e5m2 conversions,
+//     equal to package fp8 for all codes and all float32 inputs checked
+//     (every range boundary of the H200's conversion tables ±2 ulps, and
+//     random bit patterns), NaN patterns included;
+//   - [Runner.Chain] and [Runner.Step]: the T-FDPA step of
+//     tensorcore-numerics.md §2 and chains of it with promotion, equal to
+//     accum.Chain bit for bit for every model [Emulations] lists
+//     (sm90.wgmma.e4m3/e5m2, sm90.mma.sync.e4m3, sm89.mma.sync.e4m3,
+//     sm100.tcgen05.f8f6f4), on the H200 captures and on random batches
+//     ([Runner.CheckCaptures], [Runner.CheckRandom]); the one exception is
+//     the payload of a NaN result, always the canonical 0x7fffffff (Go's own
+//     float32 add may propagate another NaN where accum adds in Go);
+//   - [Runner.AddF32]: the integer FP32 adder (round to nearest even,
+//     subnormals kept) that promotion and the mma.sync emulation use.
+//
+// Widths: WGSL has no 64-bit integers. A step's terms are below 2^27 (F =
+// 25) and a step of 32 products sums below 2^33, but each sign's part stays
+// below 2^32, so wide steps keep positive and negative terms in two u32 sums.
+// Long K loops are cut into dispatches that carry the accumulators in a
+// buffer: lavapipe ends the loops of an invocation, silently, after about
+// 65535 iterations of all its loops together ([Runner.LoopIterations]
+// measures it).
+//
+// # Native arithmetic
+//
+// [Runner.NativeDot] sums products in the GPU's own f32 arithmetic
+// (sequential, as a kernel author writes it, or a pairwise tree), for
+// comparison with accum's baselines. [Runner.DecodeAttention] is a
+// split-KV decode attention over an FP16 or e4m3 KV cache, in f32, for speed
+// ([Runner.BenchDecode]); it agrees with a float64 attention over the same
+// cache values ([DecodeReference]) to about 1e-6. [Runner.BenchChain] and
+// [Runner.ReadBandwidth] measure the emulation's throughput and the device's
+// streaming bandwidth.
+//
+// The WGSL sources are embedded ([Shader], [Shaders]); each kernel file is
+// completed with generated constants and common.wgsl. Package wgsl depends
+// on fp8, accum and accum/golden (for its checks) and on nothing of
+// attention: the attention simulator's decode path is not ported to WGSL.
+package wgsl
