@@ -1,0 +1,575 @@
+package wgsl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// SimDecode runs the decode path of package attention's FA3 simulator on
+// the GPU (attnsim.wgsl) and returns what attention.Run returns for the
+// same arguments, bit for bit: O laid out [QHeads][HeadDim], each value
+// the kernel's FP32 result held in a float64.
+//
+// q holds one query per query head (QHeads·HeadDim values), qScale its
+// descales (nil, one, or one per KV head), kv the cache. cfg is read as
+// attention.Run reads it, limited to what the WGSL kernel runs: an FP8
+// dtype (e4m3 or e5m2, the cache's), one emulated tensor-core model for
+// both GEMMs ([Emulations]; empty means the dtype's sm90 wgmma model),
+// head_dim 64, 128 or 256, any GQA group, per-tensor or per-KV-head
+// scales, promotion never (0), every tile (1) or every N tiles, kBlockN a
+// multiple of 32 up to 256 (0: FA3's default), sliding window, and not
+// cfg.Float64. The query's cast to the dtype (q / q_descale, the
+// quantization before the kernel) is done on the host with package fp8.
+//
+// Everything the kernel computes is integer arithmetic on FP32 and FP8 bit
+// patterns, so that no driver can contract, reassociate or flush it: both
+// GEMMs through the T-FDPA functions of tfdpa.wgsl (the same instructions
+// as [Runner.Chain]); S × scale_log2, l·alpha, O·alpha, acc_scale
+// products, (1/l)·v_descale and the final O scale through an integer FP32
+// multiply and divide (round to nearest even, subnormals kept); the
+// subtractions, + 8, the row sum and the promotion adds through the
+// integer FP32 adder; P's cast through fp8_encode; and exp2 through a
+// correctly rounded integer exp2 (a 64-bit fixed-point evaluation: two
+// 64-entry tables and a degree-4 polynomial, error below about 2^-60
+// relative, rounded once). The simulator computes exp2 as
+// float32(math.Exp2(float64(x))), which is also correctly rounded except
+// where 2^x lies within a float64 rounding error of a midpoint between
+// two float32 values; [TestSimExp2] compares the two on millions of inputs
+// of the kernel's range (and FP8LAB_EXP2_EXHAUSTIVE=1 on every float32 in
+// [−150, 8]). So the whole output is bit-exact, not only its integer parts.
+// The one exception is the payload of a NaN, always the canonical
+// 0x7fffffff here.
+//
+// One workgroup runs one query head through the tiles in the simulator's
+// order (newest first, one FP32 step after another, the row sum in key
+// order); the tiles are cut into dispatches that carry m, l, acc_scale, O
+// and the tensor-core accumulator in a buffer (lavapipe's loop limit).
+func (r *Runner) SimDecode(ctx context.Context, cfg attention.Config, q, qScale []float32, kv *attention.KV) ([]float64, error) {
+	p, err := planSim(cfg, q, qScale, kv)
+	if err != nil {
+		return nil, err
+	}
+	return r.simDecode(ctx, p, q, kv)
+}
+
+// simPlan is a validated SimDecode.
+type simPlan struct {
+	cfg                 attention.Config
+	e                   *Emulation
+	d, kbn, group       int
+	qHeads, kvHeads     int
+	tokens              int
+	nMax, nMin, winLo   int
+	qScale              []float32
+	scaleLog2, vDescale []float32
+}
+
+func scaleAt(s []float32, h int) float32 {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return s[h]
+}
+
+func planSim(cfg attention.Config, q, qScale []float32, kv *attention.KV) (*simPlan, error) {
+	if kv == nil {
+		return nil, fmt.Errorf("wgsl: SimDecode: no KV cache")
+	}
+	if cfg.HeadDim == 0 {
+		cfg.HeadDim = kv.Dim()
+	}
+	if cfg.KVHeads == 0 {
+		cfg.KVHeads = kv.Heads()
+	}
+	if cfg.QHeads == 0 {
+		cfg.QHeads = cfg.KVHeads
+	}
+	if cfg.DType == fp8.FormatInvalid {
+		cfg.DType = kv.Format()
+	}
+	var errs []string
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	switch {
+	case cfg.HeadDim != 64 && cfg.HeadDim != 128 && cfg.HeadDim != 256:
+		bad("head_dim %d is not one of 64, 128, 256", cfg.HeadDim)
+	case kv.Dim() != cfg.HeadDim:
+		bad("the cache has head_dim %d, the config %d", kv.Dim(), cfg.HeadDim)
+	}
+	if kv.Heads() != cfg.KVHeads {
+		bad("the cache has %d KV heads, the config %d", kv.Heads(), cfg.KVHeads)
+	}
+	if cfg.KVHeads < 1 || cfg.QHeads < 1 || cfg.QHeads%cfg.KVHeads != 0 {
+		bad("%d query heads is not a positive multiple of %d KV heads", cfg.QHeads, cfg.KVHeads)
+	}
+	if cfg.DType != fp8.FormatE4M3 && cfg.DType != fp8.FormatE5M2 {
+		bad("dtype %s: the WGSL simulator reads e4m3 or e5m2", cfg.DType)
+	} else if kv.Format() != cfg.DType {
+		bad("the cache holds %s codes, the config's dtype is %s", kv.Format(), cfg.DType)
+	}
+	if cfg.Float64 {
+		bad("Float64 mode is not run on the GPU")
+	}
+	if cfg.Promotion < 0 {
+		bad("promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", cfg.Promotion)
+	}
+	if cfg.Window < 0 {
+		bad("window %d is negative", cfg.Window)
+	}
+	if cfg.Saturation != fp8.SatFinite && cfg.Saturation != fp8.NoSat {
+		bad("unknown saturation %d", cfg.Saturation)
+	}
+	if len(q) != cfg.QHeads*cfg.HeadDim {
+		bad("%d query values: decode takes one query per query head (%d × %d)", len(q), cfg.QHeads, cfg.HeadDim)
+	}
+	qk, pv := cfg.QKModel, cfg.PVModel
+	if qk == "" {
+		qk = attention.DefaultModel(cfg.DType)
+	}
+	if pv == "" {
+		pv = attention.DefaultModel(cfg.DType)
+	}
+	var e *Emulation
+	if qk != pv {
+		bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
+	} else if em, err := LookupEmulation(qk); err != nil {
+		bad("%v", err)
+	} else if em.In != cfg.DType {
+		bad("model %s reads %s, the dtype is %s", qk, em.In, cfg.DType)
+	} else {
+		e = em
+	}
+	if qScale == nil {
+		qScale = []float32{1}
+	}
+	checkS := func(name string, s []float32) {
+		if len(s) != 1 && len(s) != cfg.KVHeads {
+			bad("%d %s scales: want 1 or %d", len(s), name, cfg.KVHeads)
+			return
+		}
+		for _, x := range s {
+			if !(x > 0) || math.IsInf(float64(x), 0) {
+				bad("%s scale %g is not positive and finite", name, x)
+			}
+		}
+	}
+	checkS("q", qScale)
+	if cfg.SoftmaxScale == 0 {
+		cfg.SoftmaxScale = 1 / math.Sqrt(float64(cfg.HeadDim))
+	}
+	if !(cfg.SoftmaxScale > 0) || math.IsInf(cfg.SoftmaxScale, 0) {
+		bad("softmax scale %g must be positive and finite", cfg.SoftmaxScale)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; "))
+	}
+	group := cfg.QHeads / cfg.KVHeads
+	if cfg.KBlockN == 0 {
+		_, cfg.KBlockN = attention.DefaultTiles(cfg.HeadDim, cfg.DType, attention.IsDecode(cfg.HeadDim, cfg.Window, 1, group), cfg.Window > 0, cfg.Promotion > 0)
+	}
+	if cfg.KBlockN < 32 || cfg.KBlockN > attention.MaxKBlockN || cfg.KBlockN%32 != 0 {
+		return nil, fmt.Errorf("wgsl: SimDecode: kBlockN %d is not a multiple of 32 in 32..%d", cfg.KBlockN, attention.MaxKBlockN)
+	}
+	p := &simPlan{cfg: cfg, e: e, d: cfg.HeadDim, kbn: cfg.KBlockN, group: group, qHeads: cfg.QHeads, kvHeads: cfg.KVHeads,
+		tokens: kv.Tokens(), qScale: qScale}
+	n := p.tokens
+	p.nMax = (n + p.kbn - 1) / p.kbn
+	if cfg.Window > 0 {
+		first := n - 1
+		p.nMin = max(0, first-cfg.Window+1) / p.kbn
+		p.winLo = max(0, first-cfg.Window+1)
+	}
+	// The host's softmax_scale·log2(e) in double rounded once to float,
+	// times the descales in FP32 (as attention's newKernel).
+	base := float32(cfg.SoftmaxScale * math.Log2E)
+	ks, vs := kv.KScales(), kv.VScales()
+	for h := 0; h < p.kvHeads; h++ {
+		qd, kd := scaleAt(qScale, h), scaleAt(ks, h)
+		p.scaleLog2 = append(p.scaleLog2, float32(float32(base*qd)*kd))
+		p.vDescale = append(p.vDescale, scaleAt(vs, h))
+	}
+	return p, nil
+}
+
+// simWG is the workgroup size: every key of a tile and every dimension of
+// O has an invocation.
+func (p *simPlan) wg() int { return max(p.kbn, p.d) }
+
+func (p *simPlan) consts() ([]constDecl, error) {
+	fns, err := tfdpaFunctions()
+	if err != nil {
+		return nil, err
+	}
+	spec, err := specOf(p.cfg.DType)
+	if err != nil {
+		return nil, err
+	}
+	var cs []constDecl
+	for _, c := range p.e.consts() {
+		if c.name != "WG" {
+			cs = append(cs, c)
+		}
+	}
+	cs = append(cs, cU32("WG", p.wg()), cU32("D", p.d), cU32("KBN", p.kbn), cU32("GROUP", p.group), cU32("PROMOTE", p.cfg.Promotion),
+		cU32("E_MBITS", spec.mbits), cI32("E_EMIN", spec.emin), cU32("E_MAX", spec.maxCode), cU32("E_OVER", spec.overCode), cU32("E_NAN", spec.nanCode))
+	for k, c := range exp2Coeffs() {
+		cs = append(cs, cU32(fmt.Sprintf("EXC%dH", k+1), int(c>>32)), cU32(fmt.Sprintf("EXC%dL", k+1), int(uint32(c))))
+	}
+	return append(cs, cRaw(fns)), nil
+}
+
+// tfdpaFunctions returns the functions of tfdpa.wgsl (from its SIGN_BIT
+// constants to the chain entry point, exclusive): tfdpa_step, instruction
+// and their helpers, which read A, B and T as attnsim.wgsl declares them.
+func tfdpaFunctions() (string, error) {
+	s, err := Shader("tfdpa")
+	if err != nil {
+		return "", err
+	}
+	i := strings.Index(s, "const SIGN_BIT")
+	j := strings.Index(s, "// chain advances")
+	if i < 0 || j < i {
+		return "", fmt.Errorf("wgsl: tfdpa.wgsl no longer has the markers attnsim.go cuts its functions at")
+	}
+	return s[i:j], nil
+}
+
+// loop iterations of one 32-element instruction in the worst case (as
+// Emulation.instrPerDispatch counts them).
+func (e *Emulation) instrIterations() int {
+	wps, lpw, steps := e.L/4, 4, 32/e.L
+	if e.MMASync {
+		wps, lpw, steps = 8, 2, 2
+	}
+	return steps*(wps+2*wps*lpw+32+1) + 2
+}
+
+// tilesPerDispatch keeps every invocation's loop iterations per dispatch
+// under loopBudget: invocation 0 runs a QK chain, the max and sum loops and
+// a PV chain per tile.
+func (p *simPlan) tilesPerDispatch() int {
+	tile := (p.d/32+p.kbn/32)*p.e.instrIterations() + 2*p.kbn + 8
+	return max(1, (loopBudget-256/p.wg()-64)/tile)
+}
+
+// Words per query head of A and of the state.
+func (p *simPlan) aWords() int  { return (p.d + p.kbn) / 4 }
+func (p *simPlan) stWords() int { return 4 + 2*p.d }
+
+// xtable returns the exp2 tables (2^(j/64) and 2^(j/4096), j < 64, as
+// Q1.63 hi/lo words) followed by scale_log2 and v_descale per KV head.
+func (p *simPlan) xtable() []uint32 {
+	t := exp2Tables()
+	for h := range p.scaleLog2 {
+		t = append(t, math.Float32bits(p.scaleLog2[h]), math.Float32bits(p.vDescale[h]))
+	}
+	return t
+}
+
+func (r *Runner) simDecode(ctx context.Context, p *simPlan, q []float32, kv *attention.KV) ([]float64, error) {
+	cs, err := p.consts()
+	if err != nil {
+		return nil, err
+	}
+	d, kbn := p.d, p.kbn
+	// A: Q codes (host-side cast, as attention's setRow) then room for P.
+	aw := p.aWords()
+	a := make([]uint32, p.qHeads*aw)
+	for hq := 0; hq < p.qHeads; hq++ {
+		qs := scaleAt(p.qScale, hq/p.group)
+		for i := 0; i < d; i++ {
+			c := uint32(p.cfg.DType.Encode(q[hq*d+i]/qs, p.cfg.Saturation)) & 0xff
+			a[hq*aw+i/4] |= c << (8 * (i % 4))
+		}
+	}
+	// B: K token-major, then V dim-major over the tiles' padded token axis.
+	n := p.tokens
+	vTokens := p.nMax * kbn
+	kWords := p.kvHeads * n * d / 4
+	vStride := vTokens / 4
+	b := make([]uint32, kWords+p.kvHeads*d*vStride)
+	for h := 0; h < p.kvHeads; h++ {
+		for t := 0; t < n; t++ {
+			kc, vc := kv.TokenCodes(t, h)
+			base := (h*n + t) * d / 4
+			for i := 0; i < d; i++ {
+				b[base+i/4] |= uint32(kc[i]&0xff) << (8 * (i % 4))
+				b[kWords+(h*d+i)*vStride+t/4] |= uint32(vc[i]&0xff) << (8 * (t % 4))
+			}
+		}
+	}
+	st := make([]uint32, p.qHeads*p.stWords())
+	for hq := 0; hq < p.qHeads; hq++ {
+		s := st[hq*p.stWords():]
+		s[0], s[1], s[2] = 0xff800000, 0, math.Float32bits(1)
+	}
+	if err := r.lock(); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	tab := make([]uint32, 256)
+	copy(tab, p.e.table[:])
+	var bufs []buffer
+	defer func() {
+		for _, x := range bufs {
+			r.be.free(x)
+		}
+	}()
+	for _, u := range []struct {
+		label string
+		data  []uint32
+	}{{"attnsim.table", tab}, {"attnsim.A", a}, {"attnsim.B", b}, {"attnsim.state", st}, {"attnsim.exp2", p.xtable()}} {
+		x, err := r.be.upload(u.label, u32Bytes(u.data))
+		if err != nil {
+			return nil, err
+		}
+		bufs = append(bufs, x)
+	}
+	ks := &kernelSpec{file: "attnsim", entry: "decode", consts: cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
+	visits := p.nMax - p.nMin
+	per := p.tilesPerDispatch()
+	var calls []call
+	for t0 := 0; t0 < visits; t0 += per {
+		t1 := min(t0+per, visits)
+		final := uint32(0)
+		if t1 == visits {
+			final = 1
+		}
+		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(p.qHeads), y: 1,
+			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.nMax), uint32(p.nMin), uint32(p.winLo), final,
+				uint32(p.kvHeads), uint32(kWords), uint32(vStride)}})
+	}
+	if _, err := r.be.run(ctx, calls, false); err != nil {
+		return nil, err
+	}
+	raw, err := r.be.read(ctx, bufs[3], uint64(4*len(st)))
+	if err != nil {
+		return nil, err
+	}
+	res := bytesU32(raw)
+	out := make([]float64, p.qHeads*d)
+	for hq := 0; hq < p.qHeads; hq++ {
+		for i := 0; i < d; i++ {
+			out[hq*d+i] = float64(math.Float32frombits(res[hq*p.stWords()+4+i]))
+		}
+	}
+	return out, nil
+}
+
+// simOp runs one of attnsim.wgsl's scalar functions on pairs (x, y) of
+// float32 bit patterns: 0 f32_mul, 1 f32_div, 2 f32_exp2 (of x).
+func (r *Runner) simOp(ctx context.Context, op int, pairs []uint32) ([]uint32, error) {
+	n := len(pairs) / 2
+	if n == 0 {
+		return nil, nil
+	}
+	p := &simPlan{cfg: attention.Config{DType: fp8.FormatE4M3}, d: 128, kbn: 128, group: 1}
+	var err error
+	if p.e, err = LookupEmulation(attention.DefaultModel(fp8.FormatE4M3)); err != nil {
+		return nil, err
+	}
+	cs, err := p.consts()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.lock(); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	var bufs []buffer
+	defer func() {
+		for _, x := range bufs {
+			r.be.free(x)
+		}
+	}()
+	for _, u := range []struct {
+		label string
+		data  []uint32
+	}{{"ops.table", make([]uint32, 256)}, {"ops.A", make([]uint32, 4)}, {"ops.B", pairs}, {"ops.out", make([]uint32, n)}, {"ops.exp2", exp2Tables()}} {
+		x, err := r.be.upload(u.label, u32Bytes(u.data))
+		if err != nil {
+			return nil, err
+		}
+		bufs = append(bufs, x)
+	}
+	ks := &kernelSpec{file: "attnsim", entry: "ops", consts: cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
+	x, y, stride := grid(n, 64)
+	c := call{k: ks, bufs: bufs, x: x, y: y, params: []uint32{uint32(n), uint32(op), 0, 0, 0, stride}}
+	if _, err := r.be.run(ctx, []call{c}, false); err != nil {
+		return nil, err
+	}
+	raw, err := r.be.read(ctx, bufs[3], uint64(4*n))
+	if err != nil {
+		return nil, err
+	}
+	return bytesU32(raw), nil
+}
+
+var (
+	exp2Once  sync.Once
+	exp2Tab   []uint32
+	exp2Coefs [4]uint64
+)
+
+// ln2 to 160 bits.
+const ln2Digits = "0.693147180559945309417232121458176568075500134360255254120680009493393621969694715605863326996418687542"
+
+func exp2Init() {
+	const prec = 200
+	ln2, ok := new(big.Float).SetPrec(prec).SetString(ln2Digits)
+	if !ok {
+		ln2 = new(big.Float).SetPrec(prec).SetFloat64(math.Ln2) // unreachable: the digits parse
+	}
+	// exp(x) by its Taylor series, x in [0, 0.7].
+	exp := func(x *big.Float) *big.Float {
+		sum := new(big.Float).SetPrec(prec).SetInt64(1)
+		term := new(big.Float).SetPrec(prec).SetInt64(1)
+		for k := 1; k < 80; k++ {
+			term.Mul(term, x)
+			term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(int64(k)))
+			sum.Add(sum, term)
+		}
+		return sum
+	}
+	fixed := func(x *big.Float, frac uint) uint64 {
+		y := new(big.Float).SetPrec(prec).SetMantExp(x, int(frac))
+		y.Add(y, big.NewFloat(0.5))
+		i, _ := y.Int(nil)
+		return i.Uint64()
+	}
+	for _, div := range []int64{64, 4096} {
+		for j := int64(0); j < 64; j++ {
+			x := new(big.Float).SetPrec(prec).Mul(ln2, new(big.Float).SetPrec(prec).SetInt64(j))
+			x.Quo(x, new(big.Float).SetPrec(prec).SetInt64(div))
+			v := fixed(exp(x), 63)
+			exp2Tab = append(exp2Tab, uint32(v>>32), uint32(v))
+		}
+	}
+	c := new(big.Float).SetPrec(prec).SetInt64(1)
+	for k := 1; k <= 4; k++ {
+		c.Mul(c, ln2)
+		c.Quo(c, new(big.Float).SetPrec(prec).SetInt64(int64(k)))
+		exp2Coefs[k-1] = fixed(c, 64)
+	}
+}
+
+// exp2Tables returns 2^(j/64) then 2^(j/4096) for j < 64, each rounded to
+// Q1.63 and given as (hi, lo) words.
+func exp2Tables() []uint32 {
+	exp2Once.Do(exp2Init)
+	return append([]uint32(nil), exp2Tab...)
+}
+
+// exp2Coeffs returns ln2^k/k!, k = 1..4, rounded to 64-bit fractions.
+func exp2Coeffs() [4]uint64 {
+	exp2Once.Do(exp2Init)
+	return exp2Coefs
+}
+
+// SimCase is one configuration of [Runner.CheckSimDecode].
+type SimCase struct {
+	Name   string
+	Tokens int
+	Cfg    attention.Config
+	// PerHead gives calibrated per-KV-head scales (amax/448) to K, V and
+	// Q; otherwise the uncalibrated per-tensor 1.0.
+	PerHead bool
+	// QGain multiplies the random queries (peakier softmax above 1).
+	QGain float32
+}
+
+// SimCases lists the configurations CheckSimDecode runs with contexts up
+// to maxTokens: head_dim 128 and 64, GQA 4 (8 query heads over 2 KV
+// heads), promotion never / every tile / every 4 tiles, kBlockN 96 and
+// 128, per-tensor and per-head scales, a partial last tile, a window.
+func SimCases(maxTokens int) []SimCase {
+	cases := []SimCase{
+		{"hd128 gqa4 never kbn96", 8192, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, false, 1},
+		{"hd128 gqa4 every-tile kbn128 per-head", 4096, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1}, true, 2},
+		{"hd128 gqa4 every-4 kbn96 per-head", 5000, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Promotion: 4}, true, 1},
+		{"hd64 gqa4 never kbn128", 3001, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, KBlockN: 128}, false, 3},
+		{"hd64 gqa4 every-tile kbn96 per-head", 1024, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, KBlockN: 96, Promotion: 1}, true, 1},
+		{"hd64 gqa4 every-4 default tiles window 700", 2500, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 4, Window: 700}, false, 1},
+	}
+	var out []SimCase
+	for _, c := range cases {
+		c.Tokens = min(c.Tokens, maxTokens)
+		out = append(out, c)
+	}
+	return out
+}
+
+// SimInputs draws a random decode problem for c (normal Q, K, V; seeded)
+// and returns the queries, their descales and the quantized cache.
+func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, err error) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	d, kvh, qh := c.Cfg.HeadDim, max(c.Cfg.KVHeads, 1), max(c.Cfg.QHeads, c.Cfg.KVHeads, 1)
+	gain := c.QGain
+	if gain == 0 {
+		gain = 1
+	}
+	q = make([]float32, qh*d)
+	for i := range q {
+		q[i] = gain * float32(rng.NormFloat64())
+	}
+	k, v := make([]float32, c.Tokens*kvh*d), make([]float32, c.Tokens*kvh*d)
+	for i := range k {
+		k[i] = float32(rng.NormFloat64())
+		v[i] = float32(rng.NormFloat64() + 0.1)
+	}
+	var ks, vs []float32
+	if c.PerHead {
+		amax := func(x []float32, h, stride int) float32 {
+			var m float32
+			for t := 0; t < len(x)/stride; t++ {
+				for _, y := range x[t*stride+h*d:][:d] {
+					m = max(m, float32(math.Abs(float64(y))))
+				}
+			}
+			return m / 448
+		}
+		for h := 0; h < kvh; h++ {
+			ks = append(ks, amax(k, h, kvh*d))
+			vs = append(vs, amax(v, h, kvh*d))
+			qScale = append(qScale, amax(q, h*(qh/kvh), qh*d)) // one query head of the group
+		}
+	}
+	kv, err = attention.NewKV(k, v, fp8.Shape{Tokens: c.Tokens, Heads: kvh, Dim: d}, fp8.FormatE4M3, fp8.SatFinite, ks, vs)
+	return q, qScale, kv, err
+}
+
+// CheckSimDecode runs every case of SimCases(maxTokens) through SimDecode
+// and attention.Run and counts the outputs equal bit for bit (one Check
+// per case; no hardware capture: EqualHW is -1).
+func (r *Runner) CheckSimDecode(ctx context.Context, seed uint64, maxTokens int) ([]Check, error) {
+	var checks []Check
+	for i, c := range SimCases(maxTokens) {
+		q, qs, kv, err := SimInputs(c, seed+uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		got, err := r.SimDecode(ctx, c.Cfg, q, qs, kv)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		want, err := attention.Run(ctx, c.Cfg, q, qs, kv)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		ck := Check{Name: fmt.Sprintf("attention decode %s, %d tokens", c.Name, c.Tokens), Total: len(got), EqualHW: -1}
+		for j := range got {
+			if sameF32(float32(got[j]), float32(want[j])) {
+				ck.EqualModel++
+			}
+		}
+		checks = append(checks, ck)
+	}
+	return checks, nil
+}

@@ -1,0 +1,266 @@
+package wgsl
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fp8lab/fp8lab/accum"
+	"github.com/fp8lab/fp8lab/attention"
+)
+
+func f32bits(x float32) uint32 { return math.Float32bits(x) }
+
+// edgeF32 lists float32 patterns at the edges: zeros, subnormals, the
+// normal range's ends, inf, NaN, both signs.
+func edgeF32() []uint32 {
+	var e []uint32
+	for _, b := range []uint32{0, 1, 2, 3, 0x7fff, 0x400000, 0x7ffffe, 0x7fffff, 0x800000, 0x800001, 0xffffff,
+		0x3f800000, 0x3f800001, 0x3f7fffff, 0x3fffffff, 0x33800000, 0x34000000, 0x0c800000, 0x1f800000, 0x20000000,
+		0x5f800000, 0x60000000, 0x7effffff, 0x7f7fffff, 0x7f800000, 0x7fc00000, 0x7f800001, 0x43000000, 0x43160000} {
+		e = append(e, b, b|0x80000000)
+	}
+	return e
+}
+
+// randF32 draws float32 patterns: random bits, and values of random
+// exponent near 1 (where products and quotients stay normal).
+func randF32(rng *rand.Rand) uint32 {
+	switch rng.IntN(3) {
+	case 0:
+		return rng.Uint32()
+	case 1:
+		return rng.Uint32()&0x807fffff | uint32(100+rng.IntN(56))<<23
+	}
+	return rng.Uint32()&0x807fffff | uint32(rng.IntN(8))<<23 // subnormals and tiny normals
+}
+
+func sameBits(got, want uint32) bool {
+	if want&0x7fffffff > 0x7f800000 {
+		return got&0x7fffffff > 0x7f800000
+	}
+	return got == want
+}
+
+// The integer FP32 multiply and divide equal Go's float32 * and / on
+// every edge pair and on random pairs, subnormals included.
+func TestSimMulDiv(t *testing.T) {
+	r := testGPU(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	edges := edgeF32()
+	var pairs []uint32
+	for _, x := range edges {
+		for _, y := range edges {
+			pairs = append(pairs, x, y)
+		}
+	}
+	for i := 0; i < 400000; i++ {
+		x, y := randF32(rng), randF32(rng)
+		if rng.IntN(4) == 0 { // products near the subnormal boundary
+			y = y&0x807fffff | (uint32(254-int((x>>23)&0xff)+rng.IntN(30)-15)&0xff)<<23
+		}
+		pairs = append(pairs, x, y)
+	}
+	ctx := context.Background()
+	for op, name := range []string{"mul", "div"} {
+		got, err := r.simOp(ctx, op, pairs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for i := range got {
+			x, y := math.Float32frombits(pairs[2*i]), math.Float32frombits(pairs[2*i+1])
+			var w float32
+			if op == 0 {
+				w = x * y
+			} else {
+				w = x / y
+			}
+			if !sameBits(got[i], f32bits(w)) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s(%#08x, %#08x) = %#08x, Go %#08x", name, pairs[2*i], pairs[2*i+1], got[i], f32bits(w))
+				}
+			}
+		}
+		t.Logf("f32_%s: %d/%d equal to Go", name, len(got)-bad, len(got))
+	}
+}
+
+func goExp2(b uint32) uint32 {
+	return f32bits(float32(math.Exp2(float64(math.Float32frombits(b)))))
+}
+
+func checkExp2(t *testing.T, r *Runner, xs []uint32) (bad int) {
+	t.Helper()
+	pairs := make([]uint32, 2*len(xs))
+	for i, x := range xs {
+		pairs[2*i] = x
+	}
+	got, err := r.simOp(context.Background(), 2, pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range xs {
+		if w := goExp2(x); !sameBits(got[i], w) {
+			if bad++; bad <= 5 {
+				t.Errorf("exp2(%g = %#08x) = %#08x, Go %#08x", math.Float32frombits(x), x, got[i], w)
+			}
+		}
+	}
+	return bad
+}
+
+// The integer exp2 equals float32(math.Exp2(float64(x))), the simulator's
+// exp2, on the kernel's range [-150, 8] and beyond: every edge, integers
+// and their neighbours, 2^22 random values and a dense sweep near 0. With
+// FP8LAB_EXP2_EXHAUSTIVE=1, every float32 in [-160, 130] (about 2.2e9
+// inputs; minutes).
+func TestSimExp2(t *testing.T) {
+	r := testGPU(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	xs := edgeF32()
+	for n := -152; n <= 130; n++ {
+		b := f32bits(float32(n))
+		for d := -3; d <= 3; d++ {
+			xs = append(xs, uint32(int(b)+d))
+		}
+	}
+	for i := 0; i < 1<<22; i++ {
+		switch i % 4 {
+		case 0: // uniform value in [-150, 8]
+			xs = append(xs, f32bits(float32(-150+158*rng.Float64())))
+		case 1: // any pattern of magnitude below 256
+			xs = append(xs, rng.Uint32()&0x83ffffff|uint32(rng.IntN(136))<<23)
+		case 2: // (s - m) + 8 with s and m scores of a row: small spread
+			xs = append(xs, f32bits(float32(8-math.Abs(rng.NormFloat64()*4))))
+		default: // near zero: alpha of a slowly moving max
+			xs = append(xs, f32bits(-float32(math.Ldexp(rng.Float64(), -rng.IntN(40)))))
+		}
+	}
+	start := time.Now()
+	bad := checkExp2(t, r, xs)
+	t.Logf("exp2: %d/%d equal to float32(math.Exp2) (%v)", len(xs)-bad, len(xs), time.Since(start))
+	if os.Getenv("FP8LAB_EXP2_EXHAUSTIVE") != "1" {
+		return
+	}
+	total, mism := 0, 0
+	for _, rg := range [][2]uint32{{0, f32bits(130)}, {0x80000000, f32bits(-160)}} {
+		const chunk = 1 << 24
+		for lo := uint64(rg[0]); lo <= uint64(rg[1]); lo += chunk {
+			hi := min(lo+chunk, uint64(rg[1])+1)
+			xs := make([]uint32, 0, hi-lo)
+			for b := lo; b < hi; b++ {
+				xs = append(xs, uint32(b))
+			}
+			mism += checkExp2(t, r, xs)
+			total += len(xs)
+		}
+	}
+	t.Logf("exp2 exhaustive: %d/%d equal", total-mism, total)
+}
+
+// SimDecode equals attention.Run bit for bit on every case of SimCases
+// (contexts 1k–8k, head_dim 128 and 64, GQA 4, promotion 0/1/4, kBlockN
+// 96/128, per-tensor and per-head scales, a window).
+func TestSimDecode(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	for i, c := range SimCases(8192) {
+		q, qs, kv, err := SimInputs(c, 100+uint64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got, err := r.SimDecode(ctx, c.Cfg, q, qs, kv)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		gpu := time.Since(start)
+		start = time.Now()
+		want, err := attention.Run(ctx, c.Cfg, q, qs, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for j := range got {
+			if !sameF32(float32(got[j]), float32(want[j])) {
+				if bad++; bad <= 3 {
+					t.Errorf("%s: O[%d] = %g (%#08x), attention.Run %g (%#08x)", c.Name, j, got[j], f32bits(float32(got[j])), want[j], f32bits(float32(want[j])))
+				}
+			}
+		}
+		// The comparison is sharp: another promotion scheme differs.
+		other := c.Cfg
+		other.Promotion = (c.Cfg.Promotion + 1) % 3
+		alt, err := attention.Run(ctx, other, q, qs, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff := 0
+		for j := range got {
+			if float32(got[j]) != float32(alt[j]) {
+				diff++
+			}
+		}
+		if diff == 0 {
+			t.Errorf("%s: promotion %d gives the same O as %d: the check cannot tell them apart", c.Name, c.Cfg.Promotion, other.Promotion)
+		}
+		t.Logf("%s, %d tokens: %d/%d bit-exact (promotion %d differs in %d; GPU %v, Go %v)", c.Name, c.Tokens, len(got)-bad, len(got), other.Promotion, diff, gpu.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// A context of one tile, a single token, and the sm90 mma.sync model
+// (two FP16 half steps and an FP32 add per instruction).
+func TestSimDecodeSmall(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	for _, c := range []SimCase{
+		{Name: "one token", Tokens: 1, Cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 2, KBlockN: 32, Promotion: 2}},
+		{Name: "mma.sync", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 4, QKModel: "sm90.mma.sync.e4m3.f32", PVModel: "sm90.mma.sync.e4m3.f32", Promotion: 3}, PerHead: true},
+	} {
+		q, qs, kv, err := SimInputs(c, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.SimDecode(ctx, c.Cfg, q, qs, kv)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		want, err := attention.Run(ctx, c.Cfg, q, qs, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range got {
+			if !sameF32(float32(got[j]), float32(want[j])) {
+				t.Fatalf("%s: O[%d] = %g, attention.Run %g", c.Name, j, got[j], want[j])
+			}
+		}
+	}
+}
+
+// Configurations the kernel does not run are errors.
+func TestSimDecodeErrors(t *testing.T) {
+	c := SimCase{Tokens: 64, Cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 1}}
+	q, qs, kv, err := SimInputs(c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range map[string]attention.Config{
+		"float64":  {Float64: true},
+		"fp32 PV":  {PVModel: "fp32"},
+		"kbn 48":   {KBlockN: 48},
+		"bad dim":  {HeadDim: 96},
+		"negative": {Promotion: -1},
+	} {
+		if _, err := planSim(cfg, q, qs, kv); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := planSim(attention.Config{}, q[:10], qs, kv); err == nil {
+		t.Error("short q: no error")
+	}
+	_ = accum.NaN32
+}
