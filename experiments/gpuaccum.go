@@ -55,7 +55,9 @@ for bit, on the e4m3 trials (whose products are exact in f32, so fp32 and
 fp32.fma agree) and on FP32 inputs (where they differ: the decisive check).
 Summary: fused (1 if a*b+c is contracted), fma_builtin_fused, seq_eq_NAME and
 pairwise_eq_pairwise (fraction of trials equal), fp32in_seq_eq_fused and
-fp32in_seq_eq_unfused, hardware (1 for a GPU, 0 for lavapipe or another CPU
+fp32in_seq_eq_unfused, attn_decode_equal of attn_decode_compared (the
+attention simulator's decode path run in WGSL against attention.Run, bit
+for bit: wgsl.Runner.SimDecode), hardware (1 for a GPU, 0 for lavapipe or another CPU
 adapter). It needs a WebGPU adapter; $FP8LAB_ADAPTER picks one.`
 }
 
@@ -296,7 +298,20 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 	}
 	summary["fp32in_seq_eq_fused"] = float64(fusedEq) / float64(n)
 	summary["fp32in_seq_eq_unfused"] = float64(unfusedEq) / float64(n)
+
+	// The attention simulator's decode path in WGSL against attention.Run.
+	attn, err := r.CheckSimDecode(ctx, run.Seed, 1024)
+	if err != nil {
+		return err
+	}
+	var attnN, attnEq int
+	for _, c := range attn {
+		attnN, attnEq = attnN+c.Total, attnEq+c.EqualModel
+	}
+	summary["attn_decode_compared"] = float64(attnN)
+	summary["attn_decode_equal"] = float64(attnEq)
 	run.Summary(summary)
+	run.Note(fmt.Sprintf("gpu-accum: attention decode (the FA3 simulator's decode path in WGSL, %d configurations up to 1024 tokens): %d/%d outputs bit-exact with attention.Run", len(attn), attnEq, attnN))
 
 	if mismatches == 0 {
 		run.Note(fmt.Sprintf("gpu-accum: WGSL emulation equal to the Go models on all %d dot products", compared))

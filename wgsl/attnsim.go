@@ -488,7 +488,8 @@ type SimCase struct {
 // SimCases lists the configurations CheckSimDecode runs with contexts up
 // to maxTokens: head_dim 128 and 64, GQA 4 (8 query heads over 2 KV
 // heads), promotion never / every tile / every 4 tiles, kBlockN 96 and
-// 128, per-tensor and per-head scales, a partial last tile, a window.
+// 128, per-tensor and per-head scales, a partial last tile, a window;
+// and, when maxTokens reaches them, 32k and 128k tokens.
 func SimCases(maxTokens int) []SimCase {
 	cases := []SimCase{
 		{"hd128 gqa4 never kbn96", 8192, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, false, 1},
@@ -502,6 +503,15 @@ func SimCases(maxTokens int) []SimCase {
 	for _, c := range cases {
 		c.Tokens = min(c.Tokens, maxTokens)
 		out = append(out, c)
+	}
+	// Long contexts, only where maxTokens reaches them (a GPU).
+	for _, c := range []SimCase{
+		{"hd128 gqa4 never kbn96 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, true, 1},
+		{"hd128 gqa4 every-tile kbn128 long", 131072, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1}, false, 2},
+	} {
+		if c.Tokens <= maxTokens {
+			out = append(out, c)
+		}
 	}
 	return out
 }

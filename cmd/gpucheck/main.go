@@ -7,6 +7,9 @@
 //   - bit-exactness: the H200 capture files (records, long contractions,
 //     conversion tables) and random batches through the WGSL emulation of
 //     every emulated tensor-core model, against the hardware and accum;
+//   - the attention simulator's decode path in WGSL (wgsl.Runner.SimDecode)
+//     against attention.Run, bit for bit ("attention decode: N/N
+//     bit-exact");
 //   - the FMA verdict (does the driver contract a*b+c?) and which Go baseline
 //     the GPU's own f32 accumulation equals (the gpu-accum experiment);
 //   - throughput of the emulated sm90 wgmma e4m3 chain in FP8 products per
@@ -74,6 +77,7 @@ type Report struct {
 	CapturesDir    string           `json:"captures_dir"`
 	Captures       []wgsl.Check     `json:"captures"`
 	Random         []wgsl.Check     `json:"random"`
+	AttnDecode     []wgsl.Check     `json:"attention_decode"`
 	BitExact       bool             `json:"bit_exact"`
 	Chain          []ChainRate      `json:"chain_bench"`
 	DecodeBW       Experiment       `json:"decode_bw"`
@@ -146,7 +150,7 @@ type options struct {
 }
 
 // steps are the parts of a run that -only selects.
-var steps = []string{"captures", "random", "chain", "accum", "decode"}
+var steps = []string{"captures", "random", "attention", "chain", "accum", "decode"}
 
 func (o options) want(step string) bool { return len(o.only) == 0 || o.only[step] }
 
@@ -309,6 +313,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		logf("random batches through the WGSL emulation, against accum:")
 		rep.BitExact = logChecks(logf, rep.Random) && rep.BitExact
+	}
+
+	if o.want("attention") {
+		maxTokens := 131072
+		if small {
+			maxTokens = 2048
+		}
+		if rep.AttnDecode, err = r.CheckSimDecode(ctx, 1, maxTokens); err != nil {
+			return err
+		}
+		logf("attention simulator, decode path in WGSL, against attention.Run:")
+		ok := logChecks(logf, rep.AttnDecode)
+		var n, eq int
+		for _, c := range rep.AttnDecode {
+			n, eq = n+c.Total, eq+c.EqualModel
+		}
+		logf("attention decode: %d/%d bit-exact", eq, n)
+		rep.BitExact = ok && rep.BitExact
 	}
 
 	// The GPU's own accumulation.

@@ -38,7 +38,7 @@ func TestQuickRun(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
 	}
-	if !rep.BitExact || len(rep.Random) == 0 || len(rep.Chain) != 3 || rep.DecodeBW.Summary == nil || rep.GPUAccum.Summary == nil {
+	if !rep.BitExact || len(rep.Random) == 0 || len(rep.AttnDecode) == 0 || len(rep.Chain) != 3 || rep.DecodeBW.Summary == nil || rep.GPUAccum.Summary == nil {
 		t.Errorf("incomplete or failed report: %+v", rep)
 	}
 	for _, tg := range rep.Targets {
