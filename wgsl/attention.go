@@ -51,34 +51,68 @@ type DecodeConfig struct {
 }
 
 // The decode kernels' shape, tuned on an NVIDIA H200 (BENCHMARKS-draft.md):
-// workgroups of attnWG invocations, each scoring attnNTok tokens at once and
-// loading attnU V rows per P·V iteration; a split holds at most attnMaxT
-// tokens (fewer when the device's workgroup memory is small).
+// workgroups of attnWG invocations; a split holds at most attnMaxT tokens
+// (fewer when the device's workgroup memory is small). The rest of the
+// shape depends on the cache format: see [decodeTune].
 const (
 	attnWG   = 256
 	attnMaxT = 1024
-	attnU    = 8
-	attnNTok = 1
 )
 
+// decodeTune is the part of the kernels' shape that differs between the
+// cache formats.
+type decodeTune struct {
+	// ntok is the number of tokens each invocation scores at once (their
+	// K rows' loads in flight together, sharing each read of the query).
+	ntok int
+	// u is the number of V rows each invocation loads per P·V iteration.
+	u int
+	// wideV: an e4m3 invocation reads 16 codes of a V row (one 16-byte
+	// load) instead of 8.
+	wideV bool
+	// oldConv widens e4m3 codes with the earlier, longer bit sequence
+	// (for comparison only).
+	oldConv bool
+	// serial adds the P·V partial sums of the token phases one phase
+	// after the other (one barrier each) instead of in slots and a tree.
+	serial bool
+}
+
+// defaultTune returns the shape used for kv: on a hardware GPU the fastest
+// measured on an H200 (BENCHMARKS-draft.md), on a CPU adapter shorter
+// kernels (lavapipe's compiler crashes on the longer ones).
+func defaultTune(kv KVFormat, hardware bool) decodeTune {
+	switch {
+	case kv == KVE4M3 && hardware:
+		return decodeTune{ntok: 2, u: 16}
+	case kv == KVE4M3:
+		return decodeTune{ntok: 2, u: 8}
+	case hardware:
+		return decodeTune{ntok: 2, u: 8}
+	}
+	return decodeTune{ntok: 1, u: 8}
+}
+
 // decodePlan is a DecodeConfig with the tokens per split, T, that the
-// device's workgroup memory allows.
+// device's workgroup memory allows, and the kernels' shape.
 type decodePlan struct {
 	DecodeConfig
-	T int
+	T    int
+	tune decodeTune
 }
 
 // plan checks c and picks T: the largest of 1024, 512, 256 whose workgroup
 // memory (the query block, 2 KiB per group of 4 heads, and the scores, 16
-// bytes per token per group) fits limit bytes.
-func (c DecodeConfig) plan(limit uint32) (decodePlan, error) {
+// bytes per token per group) fits limit bytes, and the shape for a hardware
+// GPU or not.
+func (c DecodeConfig) plan(limit uint32, hardware bool) (decodePlan, error) {
 	if err := c.check(); err != nil {
 		return decodePlan{}, err
 	}
 	ng4 := (c.group() + 3) / 4
 	for t := attnMaxT; t >= 256; t /= 2 {
 		if uint32(ng4*(2048+16*t)) <= limit {
-			p := decodePlan{c, t}
+			p := decodePlan{c, t, defaultTune(c.KV, hardware)}
 			if p.splits() > 65535 {
 				return decodePlan{}, fmt.Errorf("wgsl: decode attention over %d tokens needs %d splits, more than a grid row holds", c.Context, p.splits())
 			}
@@ -133,19 +167,36 @@ func (c DecodeConfig) cacheBytes() (k, v int64) {
 }
 
 func (p decodePlan) consts() []constDecl {
-	c := p.DecodeConfig
+	c, tn := p.DecodeConfig, p.tune
 	rw := c.HeadDim * c.KV.Bytes() / 16
-	d := []constDecl{cU32("WG", attnWG), cU32("D", c.HeadDim), cU32("G", c.group()), cU32("NG4", (c.group()+3)/4),
-		cU32("T", p.T), cBool("KV8", c.KV == KVE4M3), cU32("RW", rw), cU32("U", attnU)}
-	if c.KV == KVE4M3 {
+	ng4 := (c.group() + 3) / 4
+	// ve: V values per invocation and row; ns: slots of the P·V sums (a
+	// power of two, at most the token phases, fitting the scores' memory).
+	ve := 8
+	if c.KV == KVE4M3 && tn.wideV {
+		ve = 16
+	}
+	ph := attnWG / (c.HeadDim / ve)
+	ns := 1
+	for 2*ns <= ph && 2*ns*4*ng4*c.HeadDim/4 <= ng4*p.T && !tn.serial {
+		ns *= 2
+	}
+	d := []constDecl{cU32("WG", attnWG), cU32("D", c.HeadDim), cU32("G", c.group()), cU32("NG4", ng4),
+		cU32("T", p.T), cBool("KV8", c.KV == KVE4M3), cU32("RW", rw), cU32("U", tn.u),
+		cU32("VE", ve), cU32("NS", ns), cBool("SERIAL", tn.serial), cBool("OLDCONV", tn.oldConv)}
+	switch {
+	case c.KV == KVE4M3 && tn.wideV:
+		d = append(d, cRaw("alias VWORD = vec4<u32>;"),
+			cRaw("fn vdec(w: VWORD) -> mat4x4<f32> { return mat4x4<f32>(fp8x4(w.x), fp8x4(w.y), fp8x4(w.z), fp8x4(w.w)); }"))
+	case c.KV == KVE4M3:
 		d = append(d, cRaw("alias VWORD = vec2<u32>;"),
 			cRaw("fn vdec(w: VWORD) -> mat2x4<f32> { return mat2x4<f32>(fp8x4(w.x), fp8x4(w.y)); }"))
-	} else {
+	default:
 		d = append(d, cRaw("alias VWORD = vec4<u32>;"),
 			cRaw("fn vdec(w: VWORD) -> mat2x4<f32> { return mat2x4<f32>(f16x4(w.x, w.y), f16x4(w.z, w.w)); }"))
 	}
-	d = append(d, cU32("NTOK", attnNTok), cU32("NQK", attnNTok*((c.group()+3)/4)))
-	return append(d, cRaw(c.genQK(rw, attnNTok)), cRaw(genPV(attnU)))
+	d = append(d, cU32("NTOK", tn.ntok), cU32("NQK", tn.ntok*ng4))
+	return append(d, cRaw(c.genQK(rw, tn.ntok)), cRaw(genPV(tn.u, ve/4)))
 }
 
 // genQK writes qk_tokens: the RW loads of each of the NTOK K rows, then
@@ -191,19 +242,23 @@ func (c DecodeConfig) genQK(rw, ntok int) string {
 	return b.String()
 }
 
-// genPV writes pv_rows: U loads of V rows (clamped to the last row), then
-// for each row o += v ⊗ p with p = 0 past the end.
-func genPV(u int) string {
+// genPV writes pv_rows: u loads of V rows (clamped to the last row), then
+// for each row o += v ⊗ p with p = 0 past the end; nd is the number of
+// vec4 of V values per invocation and row (2 or 4).
+func genPV(u, nd int) string {
 	var b strings.Builder
 	b.WriteString("fn pv_rows(o: ptr<function, array<mat4x4<f32>, ON>>, ls: ptr<function, array<vec4<f32>, NG4>>, vb: u32, t: u32, nt: u32) {\n    let last = nt - 1u;\n")
 	for k := 0; k < u; k++ {
 		fmt.Fprintf(&b, "    let r%d = V[vb + min(t + %du * PH, last) * VC];\n", k, k)
 	}
-	b.WriteString("    for (var h = 0u; h < NG4; h = h + 1u) {\n        let k0 = 2u * h;\n        let k1 = k0 + 1u;\n")
+	b.WriteString("    for (var h = 0u; h < NG4; h = h + 1u) {\n")
+	for d := 0; d < nd; d++ {
+		fmt.Fprintf(&b, "        let k%d = %du * h + %du;\n", d, nd, d)
+	}
 	for k := 0; k < u; k++ {
 		fmt.Fprintf(&b, "        let p%d = select(vec4<f32>(0.0), sc[h * T + min(t + %du * PH, last)], t + %du * PH < nt);\n", k, k, k)
 		fmt.Fprintf(&b, "        let v%d = vdec(r%d);\n        (*ls)[h] = (*ls)[h] + p%d;\n", k, k, k)
-		for d := 0; d < 2; d++ {
+		for d := 0; d < nd; d++ {
 			for i, comp := range []string{"x", "y", "z", "w"} {
 				fmt.Fprintf(&b, "        (*o)[k%d][%d] = (*o)[k%d][%d] + v%d[%d] * p%d.%s;\n", d, i, d, i, k, d, k, comp)
 			}
@@ -283,10 +338,15 @@ func (c DecodeConfig) packCache(k, v []float32) (kb, vb []byte, kval, vval []flo
 // It is accurate to f32 rounding (about 1e-6 relative), not bit-exact; see
 // [DecodeReference].
 func (r *Runner) DecodeAttention(ctx context.Context, cfg DecodeConfig, q, k, v []float32) ([]float32, error) {
-	plan, err := cfg.plan(r.info.MaxWorkgroupStorage)
+	plan, err := cfg.plan(r.info.MaxWorkgroupStorage, r.info.Hardware)
 	if err != nil {
 		return nil, err
 	}
+	return r.decodeAttention(ctx, plan, q, k, v)
+}
+
+func (r *Runner) decodeAttention(ctx context.Context, plan decodePlan, q, k, v []float32) ([]float32, error) {
+	cfg := plan.DecodeConfig
 	nq := cfg.Batch * cfg.QHeads * cfg.HeadDim
 	nkv := cfg.Batch * cfg.KVHeads * cfg.Context * cfg.HeadDim
 	if len(q) != nq || len(k) != nkv || len(v) != nkv {
@@ -445,10 +505,15 @@ type DecodeBench struct {
 // over a KV cache filled with pseudo-random values on the device, and
 // returns the median. Query values are random normal.
 func (r *Runner) BenchDecode(ctx context.Context, cfg DecodeConfig, reps int) (DecodeBench, error) {
-	plan, err := cfg.plan(r.info.MaxWorkgroupStorage)
+	plan, err := cfg.plan(r.info.MaxWorkgroupStorage, r.info.Hardware)
 	if err != nil {
 		return DecodeBench{}, err
 	}
+	return r.benchDecode(ctx, plan, reps)
+}
+
+func (r *Runner) benchDecode(ctx context.Context, plan decodePlan, reps int) (DecodeBench, error) {
+	cfg := plan.DecodeConfig
 	reps = max(reps, 1)
 	if err := r.lock(); err != nil {
 		return DecodeBench{}, err

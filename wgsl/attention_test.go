@@ -2,8 +2,10 @@ package wgsl
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 )
 
@@ -90,7 +92,7 @@ func TestDecodePlan(t *testing.T) {
 		want  int
 	}{{32, 32768, 1024}, {32, 16384, 512}, {64, 32768, 512}, {64, 16384, 256}, {32, 4096, 0}} {
 		c.QHeads = tc.q
-		p, err := c.plan(tc.limit)
+		p, err := c.plan(tc.limit, false)
 		if tc.want == 0 {
 			if err == nil {
 				t.Errorf("G=%d limit %d: no error", tc.q/8, tc.limit)
@@ -100,5 +102,117 @@ func TestDecodePlan(t *testing.T) {
 		if err != nil || p.T != tc.want {
 			t.Errorf("G=%d limit %d: T=%d (%v), want %d", tc.q/8, tc.limit, p.T, err, tc.want)
 		}
+	}
+}
+
+// decodeTunes are the shapes TestDecodeTunes checks and TestDecodeSweep
+// times: the defaults first, then the alternatives.
+var decodeTunes = []struct {
+	name string
+	kv   KVFormat
+	tune decodeTune
+}{
+	{"fp16 default", KVFP16, defaultTune(KVFP16, true)},
+	{"e4m3 default", KVE4M3, defaultTune(KVE4M3, true)},
+	{"fp16 cpu default", KVFP16, defaultTune(KVFP16, false)},
+	{"e4m3 cpu default", KVE4M3, defaultTune(KVE4M3, false)},
+	{"fp16 serial (old)", KVFP16, decodeTune{ntok: 1, u: 8, serial: true}},
+	{"e4m3 old", KVE4M3, decodeTune{ntok: 1, u: 8, oldConv: true, serial: true}},
+	{"e4m3 conv", KVE4M3, decodeTune{ntok: 1, u: 8, serial: true}},
+	{"e4m3 conv tree", KVE4M3, decodeTune{ntok: 1, u: 8}},
+	{"e4m3 conv tree ntok2", KVE4M3, decodeTune{ntok: 2, u: 8}},
+	{"e4m3 conv tree wideV", KVE4M3, decodeTune{ntok: 1, u: 8, wideV: true}},
+	{"e4m3 conv tree u16", KVE4M3, decodeTune{ntok: 1, u: 16}},
+	{"e4m3 ntok2 u16", KVE4M3, decodeTune{ntok: 2, u: 16}},
+	{"e4m3 ntok2 wideV u4", KVE4M3, decodeTune{ntok: 2, u: 4, wideV: true}},
+	{"e4m3 ntok2 wideV u8 serial", KVE4M3, decodeTune{ntok: 2, u: 8, wideV: true, serial: true}},
+	{"e4m3 ntok1 wideV u4", KVE4M3, decodeTune{ntok: 1, u: 4, wideV: true}},
+	{"fp16 u4", KVFP16, decodeTune{ntok: 1, u: 4}},
+	{"fp16 ntok2", KVFP16, decodeTune{ntok: 2, u: 8}},
+}
+
+// TestDecodeTunes checks every shape of decodeTunes against the float64
+// reference.
+func TestDecodeTunes(t *testing.T) {
+	r := testGPU(t)
+	for _, dt := range decodeTunes {
+		if f := os.Getenv("TUNE"); f != "" && f != dt.name {
+			continue
+		}
+		for _, c := range []DecodeConfig{
+			{Batch: 2, KVHeads: 1, QHeads: 4, HeadDim: 128, Context: 700},
+			{Batch: 1, KVHeads: 1, QHeads: 8, HeadDim: 128, Context: 1100},
+			{Batch: 1, KVHeads: 2, QHeads: 2, HeadDim: 128, Context: 37},
+		} {
+			c.KV, c.KScale, c.VScale = dt.kv, 0.01, 0.02
+			p, err := c.plan(r.Info().MaxWorkgroupStorage, r.Info().Hardware)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.tune = dt.tune
+			if !r.Info().Hardware && dt.tune != defaultTune(dt.kv, false) && (dt.tune.wideV || dt.tune.u > 8 || dt.kv == KVFP16 && dt.tune.ntok > 1 || dt.tune.ntok*dt.tune.u > 16) {
+				continue // lavapipe's compiler crashes on these long kernels
+			}
+			rng := rand.New(rand.NewPCG(uint64(c.Context), 5))
+			nkv := c.Batch * c.KVHeads * c.Context * c.HeadDim
+			q := randNormal(rng, c.Batch*c.QHeads*c.HeadDim, 1)
+			k, v := randNormal(rng, nkv, 1), randNormal(rng, nkv, 1)
+			got, err := r.decodeAttention(context.Background(), p, q, k, v)
+			if err != nil {
+				t.Fatalf("%s: %v", dt.name, err)
+			}
+			want, _ := DecodeReference(c, q, k, v)
+			var num, den float64
+			for i := range want {
+				d := float64(got[i]) - want[i]
+				num += d * d
+				den += want[i] * want[i]
+			}
+			if rel := math.Sqrt(num / den); !(rel < 1e-5) {
+				t.Errorf("%s, G=%d L=%d: relative error %g", dt.name, c.group(), c.Context, rel)
+			}
+		}
+	}
+}
+
+// TestDecodeSweep times every shape of decodeTunes on a hardware GPU at
+// long contexts (set FP8LAB_DECODE_SWEEP=1; used to pick the defaults).
+func TestDecodeSweep(t *testing.T) {
+	if os.Getenv("FP8LAB_DECODE_SWEEP") == "" {
+		t.Skip("set FP8LAB_DECODE_SWEEP=1 to time the decode kernels' shapes")
+	}
+	r := testGPU(t)
+	needHardware(t, r)
+	ctx := context.Background()
+	if bw, _, err := r.ReadBandwidth(ctx, 1<<30, 4096, 30); err == nil {
+		t.Logf("warm-up: streaming read at %.1f GB/s", bw/1e9)
+	}
+	contexts := []int{65536, 131072, 262144, 524288}
+	for _, dt := range decodeTunes {
+		var xs, ts []float64
+		line := ""
+		var last DecodeBench
+		for _, l := range contexts {
+			c := DecodeConfig{Batch: 1, KVHeads: 8, QHeads: 32, HeadDim: 128, Context: l, KV: dt.kv, KScale: 0.01, VScale: 0.01}
+			p, err := c.plan(r.Info().MaxWorkgroupStorage, r.Info().Hardware)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.tune = dt.tune
+			b, err := r.benchDecode(ctx, p, 10)
+			if err != nil {
+				t.Fatalf("%s: %v", dt.name, err)
+			}
+			xs, ts = append(xs, float64(l)), append(ts, b.Time.Seconds())
+			line += fmt.Sprintf(" %.4f", b.Time.Seconds()*1e3)
+			last = b
+		}
+		n := float64(len(xs))
+		var sx, st, sxx, sxt float64
+		for i := range xs {
+			sx, st, sxx, sxt = sx+xs[i], st+ts[i], sxx+xs[i]*xs[i], sxt+xs[i]*ts[i]
+		}
+		slope := (n*sxt - sx*st) / (n*sxx - sx*sx)
+		t.Logf("SWEEP %-30s ms at 64k..512k:%s | %.1f GB/s at 512k | slope %.4f ns/token", dt.name, line, last.Bandwidth/1e9, slope*1e9)
 	}
 }

@@ -14,9 +14,15 @@
 //              is small)
 //   KV8: bool  the cache holds e4m3 codes (else FP16)
 //   RW: u32    16-byte chunks per K row (D/8 for FP16, D/16 for FP8)
-//   VWORD      the type of 8 V values: vec4<u32> (FP16) or vec2<u32> (FP8),
-//              with vdec(VWORD) -> mat2x4<f32> decoding them
+//   VE: u32    V values per invocation and row: 8, or 16 for an FP8 cache
+//              read in 16-byte words
+//   VWORD      the type of VE V values: vec4<u32> (8 FP16 or 16 FP8) or
+//              vec2<u32> (8 FP8), with vdec(VWORD) -> mat2x4<f32> or
+//              mat4x4<f32> decoding them
 //   U: u32     V rows per P·V iteration
+//   NS: u32    slots in which the token phases add their P·V sums (then a
+//              tree over the slots); SERIAL: one phase after the other
+//   OLDCONV    widen FP8 codes with the earlier, longer sequence
 // and two generated functions, written out without loops so that every
 // load of one token's K row (qk_tokens) and of U V rows (pv_rows) is issued
 // before the arithmetic that uses it: a loop the driver does not unroll
@@ -39,7 +45,8 @@
 //         one row, and each keeps U = 4 rows' loads in flight
 //   Opart [B][Hq][S][D] f32 (vec4), ML [B][Hq][S] (max, sum) per split
 //   O     [B][Hq][D] f32 (vec4)
-// FP8 codes are widened to FP16 bit patterns (exact, including subnormals;
+// FP8 codes are widened to FP16 bit patterns (five integer operations per
+// four codes) (exact, including subnormals;
 // the factor 2^8 between the biases is folded into qscale and vscale), then
 // to f32 by unpack2x16float. NaN codes are not propagated.
 
@@ -63,13 +70,14 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> O: array<vec4<f32>>;
 
 const DW: u32 = D / 4u;   // vec4 of f32 per row
-const VC: u32 = D / 8u;   // invocations per V row (8 values each)
+const VC: u32 = D / VE;   // invocations per V row (VE values each)
+const ND: u32 = VE / 4u;  // vec4 of V values per invocation and row
 const PH: u32 = WG / VC;  // token phases of the P·V loop
 const QV: u32 = NG4 * 4u * DW; // vec4 of the query block (128 per head group)
 const RS: u32 = 128u;           // slots of the max reduction per head group
 const SN: u32 = NG4 * T;
 const OBN: u32 = NG4 * 4u * DW; // P·V sums of one workgroup
-const ON: u32 = 2u * NG4;
+const ON: u32 = ND * NG4;
 
 // qv[4(h*DW + c) + i] holds dims 4c..4c+3 of query head 4h+i: qmat(h*DW + c)
 // is the mat4x4 whose column i is that vec4, so that k * qmat(...) is the
@@ -92,6 +100,15 @@ var<workgroup> sc: array<vec4<f32>, SN>;
 // (exact, subnormals included), two codes per u32 by one multiply each for
 // the magnitudes and the signs, then unpack2x16float.
 fn fp8x4(w: u32) -> vec4<f32> {
+    if (!OLDCONV) {
+        // codes 0 and 2: sign to bits 15/31, magnitude to bits 7-13/23-29;
+        // codes 1 and 3 are in place one bit lower.
+        let lo = ((w << 8u) & 0x80008000u) | ((w << 7u) & 0x3f803f80u);
+        let hi = (w & 0x80008000u) | ((w >> 1u) & 0x3f803f80u);
+        let a = unpack2x16float(lo);
+        let b = unpack2x16float(hi);
+        return vec4<f32>(a.x, b.x, a.y, b.y);
+    }
     let x = w & 0x7f7f7f7fu;
     let s = w & 0x80808080u;
     let lo = (((x & 0xffffu) * 0x8080u) & 0x3f803f80u) | (((s & 0xffffu) * 0x10100u) & 0x80008000u);
@@ -206,32 +223,78 @@ fn split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         pv_rows(&o, &ls, vb, t, nt);
     }
     workgroupBarrier(); // every P read before sc holds the sums
-    // The phases add their partial sums into sc in turn (a small buffer,
-    // so that many workgroups fit an SM): sc[(h*4 + i)*DW + 2c + d] = dims
-    // 8c+4d.. of head 4h+i.
-    for (var p = 0u; p < PH; p = p + 1u) {
-        if (ph == p) {
-            for (var h = 0u; h < NG4; h = h + 1u) {
-                for (var d = 0u; d < 2u; d = d + 1u) {
-                    for (var i = 0u; i < 4u; i = i + 1u) {
-                        let idx = (h * 4u + i) * DW + 2u * c + d;
+    if (SERIAL) {
+        // The phases add their partial sums into sc in turn: sc[(h*4 +
+        // i)*DW + ND*c + d] = dims 4(ND*c + d).. of head 4h+i.
+        for (var p = 0u; p < PH; p = p + 1u) {
+            if (ph == p) {
+                for (var h = 0u; h < NG4; h = h + 1u) {
+                    for (var d = 0u; d < ND; d = d + 1u) {
+                        for (var i = 0u; i < 4u; i = i + 1u) {
+                            let idx = (h * 4u + i) * DW + ND * c + d;
+                            var prev = vec4<f32>(0.0);
+                            if (p > 0u) {
+                                prev = sc[idx];
+                            }
+                            sc[idx] = prev + o[ND * h + d][i];
+                        }
+                    }
+                    if (c == 0u) {
                         var prev = vec4<f32>(0.0);
                         if (p > 0u) {
-                            prev = sc[idx];
+                            prev = qv[h];
                         }
-                        sc[idx] = prev + o[2u * h + d][i];
+                        qv[h] = prev + ls[h];
                     }
-                }
-                if (c == 0u) {
-                    var prev = vec4<f32>(0.0);
-                    if (p > 0u) {
-                        prev = sc[OBN + h];
-                    }
-                    sc[OBN + h] = prev + ls[h];
                 }
             }
+            workgroupBarrier();
         }
-        workgroupBarrier();
+    } else {
+        // NS slots of OBN vec4 in sc (row sums: NS slots of NG4 in qv): the
+        // phases add into slot ph % NS in PH / NS rounds, then a tree over
+        // the slots leaves the sums in slot 0.
+        for (var rd = 0u; rd < PH / NS; rd = rd + 1u) {
+            if (ph / NS == rd) {
+                let sl = ph % NS;
+                for (var h = 0u; h < NG4; h = h + 1u) {
+                    for (var d = 0u; d < ND; d = d + 1u) {
+                        for (var i = 0u; i < 4u; i = i + 1u) {
+                            let idx = sl * OBN + (h * 4u + i) * DW + ND * c + d;
+                            var prev = vec4<f32>(0.0);
+                            if (rd > 0u) {
+                                prev = sc[idx];
+                            }
+                            sc[idx] = prev + o[ND * h + d][i];
+                        }
+                    }
+                    if (c == 0u) {
+                        var prev = vec4<f32>(0.0);
+                        if (rd > 0u) {
+                            prev = qv[sl * NG4 + h];
+                        }
+                        qv[sl * NG4 + h] = prev + ls[h];
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
+        for (var st = NS / 2u; st > 0u; st = st >> 1u) {
+            if (ph < st) {
+                for (var h = 0u; h < NG4; h = h + 1u) {
+                    for (var d = 0u; d < ND; d = d + 1u) {
+                        for (var i = 0u; i < 4u; i = i + 1u) {
+                            let idx = ph * OBN + (h * 4u + i) * DW + ND * c + d;
+                            sc[idx] = sc[idx] + sc[idx + st * OBN];
+                        }
+                    }
+                    if (c == 0u) {
+                        qv[ph * NG4 + h] = qv[ph * NG4 + h] + qv[(ph + st) * NG4 + h];
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
     }
     for (var r = li; r < OBN; r = r + WG) {
         let head = r / DW; // 4h + i
@@ -240,7 +303,7 @@ fn split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         }
     }
     if (li < G) {
-        ML[(bh * G + li) * P.S + s] = vec2<f32>(mg[li / 4u][li % 4u], sc[OBN + li / 4u][li % 4u]);
+        ML[(bh * G + li) * P.S + s] = vec2<f32>(mg[li / 4u][li % 4u], qv[li / 4u][li % 4u]);
     }
 }
 
