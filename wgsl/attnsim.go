@@ -43,7 +43,7 @@ import (
 // float32(math.Exp2(float64(x))), which is also correctly rounded except
 // where 2^x lies within a float64 rounding error of a midpoint between
 // two float32 values: checked on every float32 in [−160, 130] (2.25e9
-// inputs, TestSimExp2 with FP8LAB_EXP2_EXHAUSTIVE=1, 3.5 minutes on
+// inputs, TestSimExp2 with FP8LAB_EXP2_EXHAUSTIVE=1, about 2 minutes on
 // lavapipe), the integer exp2 is correctly rounded everywhere and Go's
 // expression (amd64, pure-Go math.Exp2) differs from it on exactly two
 // inputs (2^x within 1e-16 relative of a midpoint), which the shader
@@ -521,8 +521,9 @@ func SimCases(maxTokens int) []SimCase {
 	return out
 }
 
-// SimInputs draws a random decode problem for c (normal Q, K, V; seeded)
-// and returns the queries, their descales and the quantized cache.
+// SimInputs draws a random decode problem for c (normal Q, K, V; seeded;
+// an e4m3 cache with SatFinite) and returns the queries, their descales
+// and the quantized cache.
 func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, err error) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	d, kvh, qh := c.Cfg.HeadDim, max(c.Cfg.KVHeads, 1), max(c.Cfg.QHeads, c.Cfg.KVHeads, 1)

@@ -117,7 +117,7 @@ func checkExp2(t *testing.T, r *Runner, xs []uint32) (bad int) {
 // exp2, on the kernel's range [-150, 8] and beyond: every edge, integers
 // and their neighbours, 2^22 random values and a dense sweep near 0. With
 // FP8LAB_EXP2_EXHAUSTIVE=1, every float32 in [-160, 130] (2.25e9 inputs;
-// 3.5 minutes on lavapipe here: all equal, two of them through the shader's
+// about 2 minutes on lavapipe here: all equal, two of them through the shader's
 // table of Go's double-rounding cases).
 func TestSimExp2(t *testing.T) {
 	r := testGPU(t)
