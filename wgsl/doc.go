@@ -39,7 +39,15 @@
 //     the payload of a NaN result, always the canonical 0x7fffffff (Go's own
 //     float32 add may propagate another NaN where accum adds in Go);
 //   - [Runner.AddF32]: the integer FP32 adder (round to nearest even,
-//     subnormals kept) that promotion and the mma.sync emulation use.
+//     subnormals kept) that promotion and the mma.sync emulation use;
+//   - [Runner.SimDecode]: the attention simulator's decode path (package
+//     attention, attention.Run for one query per head): the same tiles in the
+//     same order, both GEMMs through the T-FDPA chains, the online softmax,
+//     P cast to FP8 and promotion never / every tile / every N tiles, with
+//     every FP32 multiply, divide, add and a correctly rounded exp2 done in
+//     integer arithmetic, so the whole output equals attention.Run bit for
+//     bit on any adapter ([Runner.CheckSimDecode]; on an H200, which fuses
+//     a*b+c, 6656/6656 outputs up to 128k tokens).
 //
 // Widths: WGSL has no 64-bit integers. A step's terms are below 2^27 (F =
 // 25) and a step of 32 products sums below 2^33, but each sign's part stays
@@ -62,6 +70,6 @@
 //
 // The WGSL sources are embedded ([Shader], [Shaders]); each kernel file is
 // completed with generated constants and common.wgsl. Package wgsl depends
-// on fp8, accum and accum/golden (for its checks) and on nothing of
-// attention: the attention simulator's decode path is not ported to WGSL.
+// on fp8, accum, accum/golden (for its checks) and attention (the
+// configuration and cache types of SimDecode, and attention.Run to check it).
 package wgsl
