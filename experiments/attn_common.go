@@ -1,55 +1,15 @@
 package experiments
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 )
 
 // Helpers shared by the attention experiments (h200-attention, needle,
 // promotion, scales).
-
-// attnModule is the module whose go.mod marks the root of the repository.
-const attnModule = "github.com/fp8lab/fp8lab"
-
-// attnModuleRoot walks up from the working directory to the folder whose
-// go.mod declares the fp8lab module.
-func attnModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if f, err := os.Open(filepath.Join(dir, "go.mod")); err == nil {
-			sc := bufio.NewScanner(f)
-			for sc.Scan() {
-				if fields := strings.Fields(sc.Text()); len(fields) == 2 && fields[0] == "module" {
-					if p, err := strconv.Unquote(fields[1]); err == nil {
-						fields[1] = p
-					}
-					if fields[1] == attnModule {
-						f.Close()
-						return dir, nil
-					}
-					break
-				}
-			}
-			f.Close()
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the fp8lab module (no go.mod declaring " + attnModule + " above the working directory)")
-		}
-		dir = parent
-	}
-}
 
 // attnReadF32 reads a raw little-endian float32 file of n values.
 func attnReadF32(path string, n int) ([]float32, error) {

@@ -1,18 +1,14 @@
 package experiments
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/fp8lab/fp8lab/accum"
@@ -634,7 +630,7 @@ func (c Contraction) loadCaptures() ([]*golden.LongFile, error) {
 	case os.Getenv(contractionCapturesEnv) != "":
 		dirs = filepath.SplitList(os.Getenv(contractionCapturesEnv))
 	default:
-		root, err := contractionModuleRoot()
+		root, err := moduleRoot()
 		if err != nil {
 			return nil, err
 		}
@@ -672,43 +668,6 @@ func (c Contraction) loadCaptures() ([]*golden.LongFile, error) {
 	}
 	sort.SliceStable(files, func(i, j int) bool { return files[i].K < files[j].K })
 	return files, nil
-}
-
-// contractionModule is the module path whose go.mod marks the module root.
-const contractionModule = "github.com/fp8lab/fp8lab"
-
-// contractionModuleRoot walks up from the working directory to the folder
-// whose go.mod declares the fp8lab module.
-func contractionModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if f, err := os.Open(filepath.Join(dir, "go.mod")); err == nil {
-			sc := bufio.NewScanner(f)
-			for sc.Scan() {
-				if fields := strings.Fields(sc.Text()); len(fields) == 2 && fields[0] == "module" {
-					if p, err := strconv.Unquote(fields[1]); err == nil {
-						fields[1] = p
-					}
-					if fields[1] == contractionModule {
-						f.Close()
-						return dir, nil
-					}
-					break
-				}
-			}
-			f.Close()
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("the %s module root is not above the working directory (set $%s)", contractionModule, contractionCapturesEnv)
-		}
-		dir = parent
-	}
 }
 
 // contractionCaptureCount is the agreement of the models with one capture

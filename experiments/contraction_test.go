@@ -120,7 +120,7 @@ func TestContractionOneStep(t *testing.T) {
 // always in the repository) and the shared ones (../shared/golden/h200, when
 // that folder is there).
 func TestContractionCaptures(t *testing.T) {
-	root, err := contractionModuleRoot()
+	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestContractionMaxNormal(t *testing.T) {
 
 // TestContractionModuleRoot finds the module root from a subfolder.
 func TestContractionModuleRoot(t *testing.T) {
-	root, err := contractionModuleRoot()
+	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

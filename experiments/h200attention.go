@@ -268,7 +268,7 @@ func (e H200Attention) capturesDir() string {
 	if d := os.Getenv(h200AttentionCapturesEnv); d != "" {
 		return d
 	}
-	root, err := attnModuleRoot()
+	root, err := moduleRoot()
 	if err != nil {
 		return ""
 	}
