@@ -179,3 +179,83 @@ func fmaRef(a, b, c float32) float32 {
 	}
 	return f
 }
+
+// TestTableStepAllModels checks the fast path of every T-FDPA model that has
+// one (8- and 16-bit inputs) against the reference Params.Step, on inputs of
+// many kinds: normal, wide exponent ranges, any code (specials included),
+// products below e_zero beside zeros, subnormals, sparse vectors, exact
+// cancellation, and accumulators of every kind.
+func TestTableStepAllModels(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var models []*tfdpa
+	for _, m := range Models() {
+		if tm, ok := m.(*tfdpa); ok && tm.fast != nil {
+			models = append(models, tm)
+		}
+	}
+	if len(models) < 9 {
+		t.Fatalf("only %d models take the fast path", len(models))
+	}
+	gen := []struct {
+		name string
+		x    func(f fp8.Format) uint16
+	}{
+		{"normal", func(f fp8.Format) uint16 { return uint16(f.Encode(float32(r.NormFloat64()), fp8.SatFinite)) }},
+		{"wide", func(f fp8.Format) uint16 {
+			return uint16(f.Encode(float32(math.Ldexp(r.NormFloat64(), r.IntN(60)-30)), fp8.SatFinite))
+		}},
+		{"any code", func(f fp8.Format) uint16 { return uint16(r.Uint32() & (1<<f.CodeBits() - 1)) }},
+		{"below e_zero", func(f fp8.Format) uint16 {
+			if r.IntN(4) == 0 {
+				return 0
+			}
+			return uint16(f.Encode(float32(math.Ldexp(r.NormFloat64(), -62-r.IntN(16))), fp8.SatFinite))
+		}},
+		{"tiny", func(f fp8.Format) uint16 { return uint16(r.IntN(8)) | uint16(r.IntN(2))<<(f.CodeBits()-1) }},
+		{"sparse", func(f fp8.Format) uint16 {
+			if r.IntN(3) > 0 {
+				return uint16(r.IntN(2)) << (f.CodeBits() - 1)
+			}
+			return uint16(f.Encode(float32(r.NormFloat64()), fp8.SatFinite))
+		}},
+	}
+	for _, m := range models {
+		p := m.info.Step
+		sign := uint16(1) << (p.In.CodeBits() - 1)
+		for _, g := range gen {
+			for trial := 0; trial < 1500; trial++ {
+				n := 1 + r.IntN(p.L)
+				a, b := make([]uint16, n), make([]uint16, n)
+				a32, b32 := make([]uint32, n), make([]uint32, n)
+				for i := range a {
+					a[i], b[i] = g.x(p.In), g.x(p.In)
+				}
+				if trial%7 == 0 { // exact cancellation
+					copy(b[n/2:], b[:n/2])
+					for i := 0; i < n/2; i++ {
+						a[n/2+i] = a[i] ^ sign
+					}
+				}
+				for i := range a {
+					a32[i], b32[i] = uint32(a[i]), uint32(b[i])
+				}
+				var c float32
+				switch trial % 5 {
+				case 1:
+					c = float32(r.NormFloat64() * 100)
+				case 2:
+					c = math.Float32frombits(r.Uint32())
+				case 3:
+					c = float32(math.Copysign(0, -1))
+				case 4:
+					c = randC(r, true)
+				}
+				want := p.Step(a32, b32, math.Float32bits(c))
+				got := math.Float32bits(m.step(a, b, c))
+				if got != want && !(want == NaN32 && math.IsNaN(float64(math.Float32frombits(got)))) {
+					t.Fatalf("%s %s: a=%x b=%x c=%08x: fast %08x, reference %08x", m.Name(), g.name, a, b, math.Float32bits(c), got, want)
+				}
+			}
+		}
+	}
+}

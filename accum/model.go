@@ -118,7 +118,7 @@ func Models() []Model {
 // tfdpa is a tensor-core instruction: K/L chained T-FDPA steps.
 type tfdpa struct {
 	info Info
-	fast *fp8Step // nil: reference path
+	fast *tableStep // nil: reference path
 }
 
 func (m *tfdpa) Name() string { return m.info.Name }
@@ -180,8 +180,8 @@ func newTFDPA(name string, in fp8.Format, k int, p Params, doc, source string) *
 		panic(fmt.Sprintf("accum: model %s: %v", name, err))
 	}
 	m := &tfdpa{info: Info{Name: name, Kind: KindTFDPA, In: in, K: k, Step: p, Doc: doc, Source: source}}
-	if (in == fp8.FormatE4M3 || in == fp8.FormatE5M2) && p.F <= 25 && p.Rho != RNEFP16 {
-		m.fast = newFP8Step(p, false)
+	if fastPathApplies(p) {
+		m.fast = newTableStep(p, false)
 	}
 	return m
 }

@@ -56,7 +56,7 @@ func init() {
 // (tensorcore-numerics.md §3.2).
 type mmaSyncSM90 struct {
 	info Info
-	fast *fp8Step
+	fast *tableStep
 	ref  Params
 }
 
@@ -67,7 +67,7 @@ func newMMASyncSM90() *mmaSyncSM90 {
 			Step:   Params{L: 16, F: 25, Rho: RZFP32, EZero: -133, In: fp8.FormatFP16},
 			Doc:    "Hopper mma.sync m16n8k32 e4m3 -> f32, emulated by ptxas: F2FP unpack to f16, 2 x HMMA.16816 (k mod 4 in {0,1}, then {2,3}), FP32 FADD of C",
 			Source: srcH200 + "; SASS read from CUDA 13.0 ptxas"},
-		fast: newFP8Step(p, true),
+		fast: newTableStep(p, true),
 		ref:  Params{L: 16, F: 25, Rho: RZFP32, EZero: -133, In: fp8.FormatFP16},
 	}
 }

@@ -147,8 +147,7 @@ func DefaultTiles(d int, dtype fp8.Format, decode, local, twoLevel bool) (kBlock
 }
 
 // lookupModel resolves a model name for inputs of format f: tensor-core
-// models must read f; IEEE baselines are built for f. 16-bit T-FDPA models
-// get the fast path of fast16.go.
+// models must read f; IEEE baselines are built for f.
 func lookupModel(which, name string, f fp8.Format) (accum.Model, error) {
 	if name == "" {
 		name = DefaultModel(f)
@@ -167,7 +166,7 @@ func lookupModel(which, name string, f fp8.Format) (accum.Model, error) {
 	if in := m.Info().In; in != f {
 		return nil, fmt.Errorf("%s model %s reads %s, but the dtype is %s (use a %s model or an IEEE baseline)", which, name, in, f, f)
 	}
-	return withFastPath(m), nil
+	return m, nil
 }
 
 type baselineKey struct {

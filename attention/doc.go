@@ -37,9 +37,8 @@
 // h200-attention experiment). Row sums are summed in key order; GPUs use
 // tree reductions, another source of last-bit differences.
 //
-// Speed. Tensor-core models of 16-bit inputs take a fast path here
-// (fast16.go) that gives accum's bits about 20 times faster; fp8 models
-// use accum's own fast path. One decode of 128k tokens at head_dim 128
+// Speed. accum's tensor-core models of 8- and 16-bit inputs run a fast path
+// that gives the reference step's bits. One decode of 128k tokens at head_dim 128
 // with sm90 wgmma e4m3 for both GEMMs is about 34 million products.
 //
 // [H200Inputs] regenerates the inputs of the H200 attention captures
