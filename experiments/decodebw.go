@@ -3,7 +3,7 @@ package experiments
 import (
 	"context"
 	"fmt"
-	"math"
+	gomath "math"
 
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/wgsl"
@@ -45,7 +45,7 @@ per token of context, for the whole batch), slope_ratio = e4m3 / fp16 (the
 published H100 FA3 figure: 0.54), the bandwidth at the longest context
 (fp16_bw_gbs, e4m3_bw_gbs), the marginal bandwidth bytes-per-token / slope
 (fp16_marginal_gbs, e4m3_marginal_gbs), the bandwidth of a plain streaming
-read through WGSL on the device, the ceiling (stream_gbs), batch and hardware (0 on a CPU
+read through WGSL on the device, the ceiling (stream_gbs), batch, math_qreg (1 when math is f32-qreg) and hardware (0 on a CPU
 adapter such as lavapipe, where the numbers only show the kernels run).
 
 batch 0 picks the largest batch (at most 64; at most 4 on a CPU adapter)
@@ -64,6 +64,8 @@ func (DecodeBW) Params() []sim.Param {
 		{Name: "kv_heads", Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 128},
 		{Name: "q_heads", Doc: "query heads (1 to 8 per KV head)", Kind: sim.KindInt, Default: 32, Min: 1, Max: 1024},
 		{Name: "reps", Doc: "timed steps per point (the median is kept)", Kind: sim.KindInt, Default: 3, Min: 1, Max: 1000},
+		{Name: "math", Doc: "the kernels' arithmetic, the same for both formats: f32 (q read from workgroup memory) or f32-qreg (head_dim split across invocations, q in registers)",
+			Kind: sim.KindChoice, Default: wgsl.MathF32, Choices: wgsl.DecodeMaths},
 	}
 }
 
@@ -107,6 +109,7 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
 	contexts := v.Ints("contexts")
 	kvh, qh, reps := v.Int("kv_heads"), v.Int("q_heads"), v.Int("reps")
+	math := v.String("math")
 	maxL := 0
 	for _, l := range contexts {
 		maxL = max(maxL, l)
@@ -116,9 +119,10 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 	if v.Int("batch") == 0 && !info.Hardware {
 		batch = min(batch, 4) // a CPU adapter: keep the run to seconds
 	}
-	run.Note(fmt.Sprintf("decode-bw: adapter %s, timing by %s, batch %d", info, info.TimingSource(), batch))
+	run.Note(fmt.Sprintf("decode-bw: adapter %s, timing by %s, batch %d, math %s (both formats)", info, info.TimingSource(), batch, math))
 	run.Progress(0, int64(2*len(contexts)))
-	summary := map[string]float64{"batch": float64(batch), "hardware": gpuBool(info.Hardware)}
+	summary := map[string]float64{"batch": float64(batch), "hardware": gpuBool(info.Hardware),
+		"math_qreg": gpuBool(math == wgsl.MathF32QReg)}
 	// The ceiling: a plain streaming read through WGSL on this device.
 	size := uint64(64 << 20)
 	if info.Hardware {
@@ -134,7 +138,7 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 		var xs, ts []float64
 		var last wgsl.DecodeBench
 		for _, l := range contexts {
-			cfg := wgsl.DecodeConfig{Batch: batch, KVHeads: kvh, QHeads: qh, HeadDim: 128, Context: l, KV: kv, KScale: 0.01, VScale: 0.01}
+			cfg := wgsl.DecodeConfig{Batch: batch, KVHeads: kvh, QHeads: qh, HeadDim: 128, Context: l, KV: kv, KScale: 0.01, VScale: 0.01, Math: math}
 			b, err := r.BenchDecode(ctx, cfg, reps)
 			if err != nil {
 				return err
@@ -164,10 +168,10 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 	if slopes[wgsl.KVFP16] > 0 {
 		summary["slope_ratio"] = slopes[wgsl.KVE4M3] / slopes[wgsl.KVFP16]
 	} else {
-		summary["slope_ratio"] = math.NaN()
+		summary["slope_ratio"] = gomath.NaN()
 	}
 	run.Summary(summary)
-	run.Note(fmt.Sprintf("decode-bw: slope fp16 %.3g ns/token, e4m3 %.3g ns/token (ratio %.3f); at %d tokens fp16 %.1f GB/s, e4m3 %.1f GB/s; a plain streaming read: %.1f GB/s",
+	run.Note(fmt.Sprintf("decode-bw (math "+math+"): slope fp16 %.3g ns/token, e4m3 %.3g ns/token (ratio %.3f); at %d tokens fp16 %.1f GB/s, e4m3 %.1f GB/s; a plain streaming read: %.1f GB/s",
 		summary["fp16_slope_ns"], summary["e4m3_slope_ns"], summary["slope_ratio"], maxL, summary["fp16_bw_gbs"], summary["e4m3_bw_gbs"], summary["stream_gbs"]))
 	return nil
 }

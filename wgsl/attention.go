@@ -48,6 +48,44 @@ type DecodeConfig struct {
 	// KScale and VScale are the descales of an e4m3 cache (0 means 1);
 	// unused for FP16.
 	KScale, VScale float32
+	// Math is the kernels' arithmetic (see [DecodeMaths]): "" or MathF32,
+	// the default, or MathF32QReg; MathF16 is refused (see there).
+	Math string
+}
+
+// The decode kernels' arithmetic variants ([DecodeConfig.Math]).
+const (
+	// MathF32: f32 arithmetic; each invocation scores whole tokens, reading
+	// the query from workgroup memory (shared by NTOK tokens at a time).
+	MathF32 = "f32"
+	// MathF32QReg: f32 arithmetic with head_dim split across invocations:
+	// each invocation keeps 16 dims of the query heads in registers and
+	// computes their part of the scores of 32×NB tokens per pass; the 8
+	// partial sums of a token (one per warp) are added through workgroup
+	// memory (two barriers per pass). No per-token reads of the query from
+	// workgroup memory. The same products in another order: as accurate as
+	// MathF32 (about 1e-6). Slower on an H200 (2026-11-29, batch 1, 8 KV
+	// heads, G = 4, 64k..512k tokens): FP16 1.70 ns/token (2347 GB/s),
+	// e4m3 1.55 ns/token (1276 GB/s), ratio 0.91, against MathF32's 1.01
+	// and 0.875 (3820 and 2169 GB/s, ratio 0.87): the barriers and the
+	// partial sums cost more than the reads of q saved. Kept for comparison.
+	MathF32QReg = "f32-qreg"
+	// MathF16: packed f16 products (WGSL `enable f16;`). Refused: the
+	// wgpu-native bundled with github.com/cogentcore/webgpu v0.23.0 (naga of
+	// wgpu 22) does not parse `enable f16;` nor know the f16 type ("unknown
+	// scalar type: 'f16'"), whatever the device's shader-f16 feature says.
+	MathF16 = "f16"
+)
+
+// DecodeMaths lists the values of [DecodeConfig.Math] that run.
+var DecodeMaths = []string{MathF32, MathF32QReg}
+
+// mathName returns the arithmetic c uses ("" is MathF32).
+func (c DecodeConfig) mathName() string {
+	if c.Math == "" {
+		return MathF32
+	}
+	return c.Math
 }
 
 // The decode kernels' shape, tuned on an NVIDIA H200 (BENCHMARKS-draft.md):
@@ -76,7 +114,14 @@ type decodeTune struct {
 	// serial adds the P·V partial sums of the token phases one phase
 	// after the other (one barrier each) instead of in slots and a tree.
 	serial bool
+	// qreg: MathF32QReg's scores (ntok unused), nb blocks of 32 tokens
+	// per pass.
+	qreg bool
+	nb   int
 }
+
+// qregNB is the number of 32-token blocks MathF32QReg scores per pass.
+const qregNB = 2
 
 // defaultTune returns the shape used for kv: on a hardware GPU the fastest
 // measured on an H200 (BENCHMARKS-draft.md), on a CPU adapter shorter
@@ -110,9 +155,16 @@ func (c DecodeConfig) plan(limit uint32, hardware bool) (decodePlan, error) {
 		return decodePlan{}, err
 	}
 	ng4 := (c.group() + 3) / 4
+	red := 0 // MathF32QReg's partial scores
+	if c.mathName() == MathF32QReg {
+		red = ng4 * qregNB * 4096
+	}
 	for t := attnMaxT; t >= 256; t /= 2 {
-		if uint32(ng4*(2048+16*t)) <= limit {
+		if uint32(ng4*(2048+16*t)+red) <= limit {
 			p := decodePlan{c, t, defaultTune(c.KV, hardware)}
+			if red > 0 {
+				p.tune.qreg, p.tune.nb = true, qregNB
+			}
 			if p.splits() > 65535 {
 				return decodePlan{}, fmt.Errorf("wgsl: decode attention over %d tokens needs %d splits, more than a grid row holds", c.Context, p.splits())
 			}
@@ -120,7 +172,7 @@ func (c DecodeConfig) plan(limit uint32, hardware bool) (decodePlan, error) {
 		}
 	}
 	return decodePlan{}, fmt.Errorf("wgsl: decode attention with %d query heads per KV head needs %d bytes of workgroup memory, the device allows %d",
-		c.group(), ng4*(2048+16*256), limit)
+		c.group(), ng4*(2048+16*256)+red, limit)
 }
 
 func (c DecodeConfig) check() error {
@@ -133,6 +185,10 @@ func (c DecodeConfig) check() error {
 		return fmt.Errorf("wgsl: %d query heads over %d KV heads: need 1 to 8 query heads per KV head", c.QHeads, c.KVHeads)
 	case c.Batch*c.KVHeads > 65535 || c.Batch*c.QHeads > 32768*65535:
 		return fmt.Errorf("wgsl: decode attention grid too large (batch × KV heads %d)", c.Batch*c.KVHeads)
+	case c.Math == MathF16:
+		return fmt.Errorf("wgsl: decode math %q is not available: the bundled wgpu-native (naga of wgpu 22) cannot compile WGSL f16 (it rejects `enable f16;` and the f16 type), whatever the device's shader-f16 feature", c.Math)
+	case c.Math != "" && !slices.Contains(DecodeMaths, c.Math):
+		return fmt.Errorf("wgsl: unknown decode math %q (have %s)", c.Math, strings.Join(DecodeMaths, ", "))
 	}
 	return nil
 }
@@ -196,7 +252,63 @@ func (p decodePlan) consts() []constDecl {
 			cRaw("fn vdec(w: VWORD) -> mat2x4<f32> { return mat2x4<f32>(f16x4(w.x, w.y), f16x4(w.z, w.w)); }"))
 	}
 	d = append(d, cU32("NTOK", tn.ntok), cU32("NQK", tn.ntok*ng4))
-	return append(d, cRaw(c.genQK(rw, tn.ntok)), cRaw(genPV(tn.u, ve/4)))
+	nb, red := max(tn.nb, 1), 1
+	if tn.qreg {
+		red = nb * ng4 * (attnWG / 32) * 32
+	}
+	d = append(d, cBool("QREG", tn.qreg), cU32("NB", nb), cU32("NBG", nb*ng4), cU32("RED", red), cU32("QCH", rw*32/attnWG), cU32("QR", 16*ng4))
+	d = append(d, cRaw(c.genQK(rw, tn.ntok)), cRaw(genPV(tn.u, ve/4)))
+	if tn.qreg {
+		d = append(d, cRaw(c.genQKReg(ng4, nb)))
+	} else {
+		d = append(d, cRaw("fn qk_reg(qr: ptr<function, array<vec4<f32>, QR>>, kbs: array<u32, NB>) -> array<vec4<f32>, NBG> { var a: array<vec4<f32>, NBG>; return a; }"))
+	}
+	return d
+}
+
+// genQKReg writes qk_reg for MathF32QReg: the loads of the nb chunk
+// columns of this invocation (QCH 16-byte chunks each: 16 dims), then
+// their products with the 16 dims of the query heads held in qr, two
+// partial sums per token and head group.
+func (c DecodeConfig) genQKReg(ng4, nb int) string {
+	var b strings.Builder
+	b.WriteString("fn qk_reg(qr: ptr<function, array<vec4<f32>, QR>>, kbs: array<u32, NB>) -> array<vec4<f32>, NBG> {\n")
+	qch := 1
+	if c.KV == KVFP16 {
+		qch = 2
+	}
+	for k := 0; k < nb; k++ {
+		for ch := 0; ch < qch; ch++ {
+			fmt.Fprintf(&b, "    let w%d_%d = K[kbs[%d] + %du];\n", k, ch, k, ch*attnWG)
+		}
+		// x{k}_{e/4}: dims 4(e/4)..4(e/4)+3 of the invocation's 16
+		if c.KV == KVE4M3 {
+			for i, comp := range []string{"x", "y", "z", "w"} {
+				fmt.Fprintf(&b, "    let x%d_%d = fp8x4(w%d_0.%s);\n", k, i, k, comp)
+			}
+		} else {
+			for ch := 0; ch < qch; ch++ {
+				fmt.Fprintf(&b, "    let x%d_%d = f16x4(w%d_%d.x, w%d_%d.y);\n    let x%d_%d = f16x4(w%d_%d.z, w%d_%d.w);\n",
+					k, 2*ch, k, ch, k, ch, k, 2*ch+1, k, ch, k, ch)
+			}
+		}
+	}
+	b.WriteString("    var acc: array<vec4<f32>, NBG>;\n")
+	comps := []string{"x", "y", "z", "w"}
+	for h := 0; h < ng4; h++ {
+		for k := 0; k < nb; k++ {
+			for a := 0; a < 2; a++ {
+				fmt.Fprintf(&b, "    var a%d_%d_%d = vec4<f32>(0.0);\n", h, k, a)
+			}
+			for e := 0; e < 16; e++ {
+				a := (e / 4) % 2
+				fmt.Fprintf(&b, "    a%d_%d_%d = a%d_%d_%d + x%d_%d.%s * (*qr)[%d];\n", h, k, a, h, k, a, k, e/4, comps[e%4], 16*h+e)
+			}
+			fmt.Fprintf(&b, "    acc[%d] = a%d_%d_0 + a%d_%d_1;\n", k*ng4+h, h, k, h, k)
+		}
+	}
+	b.WriteString("    return acc;\n}")
+	return b.String()
 }
 
 // genQK writes qk_tokens: the RW loads of each of the NTOK K rows, then

@@ -18,9 +18,16 @@ func randNormal(rng *rand.Rand, n int, scale float64) []float32 {
 }
 
 // TestDecodeAttentionAccuracy compares the native decode kernel with a
-// float64 attention over the same FP16 / e4m3 cache values.
+// float64 attention over the same FP16 / e4m3 cache values, for every
+// arithmetic of DecodeMaths (all f32: the same bound).
 func TestDecodeAttentionAccuracy(t *testing.T) {
 	r := testGPU(t)
+	for _, math := range DecodeMaths {
+		t.Run(math, func(t *testing.T) { testDecodeAccuracy(t, r, math) })
+	}
+}
+
+func testDecodeAccuracy(t *testing.T, r *Runner, mathName string) {
 	for _, tc := range []DecodeConfig{
 		{Batch: 2, KVHeads: 2, QHeads: 8, HeadDim: 128, Context: 1, KV: KVFP16},
 		{Batch: 2, KVHeads: 2, QHeads: 8, HeadDim: 128, Context: 100, KV: KVFP16},
@@ -30,6 +37,7 @@ func TestDecodeAttentionAccuracy(t *testing.T) {
 		// scales this large put many values in e4m3's subnormal range
 		{Batch: 1, KVHeads: 1, QHeads: 2, HeadDim: 128, Context: 300, KV: KVE4M3, KScale: 8, VScale: 16},
 	} {
+		tc.Math = mathName
 		rng := rand.New(rand.NewPCG(uint64(tc.Context), uint64(tc.KV)))
 		nkv := tc.Batch * tc.KVHeads * tc.Context * tc.HeadDim
 		q := randNormal(rng, tc.Batch*tc.QHeads*tc.HeadDim, 1)
@@ -50,7 +58,7 @@ func TestDecodeAttentionAccuracy(t *testing.T) {
 			maxAbs = max(maxAbs, math.Abs(d))
 		}
 		rel := math.Sqrt(num / den)
-		t.Logf("%s B=%d Hkv=%d Hq=%d L=%d: relative L2 error %.2e, max abs %.2e", tc.KV, tc.Batch, tc.KVHeads, tc.QHeads, tc.Context, rel, maxAbs)
+		t.Logf("%s %s B=%d Hkv=%d Hq=%d L=%d: relative L2 error %.2e, max abs %.2e", tc.Math, tc.KV, tc.Batch, tc.KVHeads, tc.QHeads, tc.Context, rel, maxAbs)
 		if !(rel < 1e-5) {
 			t.Errorf("%+v: relative error %g against float64", tc, rel)
 		}
@@ -63,6 +71,8 @@ func TestDecodeConfigErrors(t *testing.T) {
 		{Batch: 1, KVHeads: 8, QHeads: 12, HeadDim: 128, Context: 10},
 		{Batch: 1, KVHeads: 1, QHeads: 16, HeadDim: 128, Context: 10},
 		{Batch: 0, KVHeads: 8, QHeads: 32, HeadDim: 128, Context: 10},
+		{Batch: 1, KVHeads: 8, QHeads: 32, HeadDim: 128, Context: 10, Math: MathF16},
+		{Batch: 1, KVHeads: 8, QHeads: 32, HeadDim: 128, Context: 10, Math: "f64"},
 	} {
 		if err := c.check(); err == nil {
 			t.Errorf("%+v: no error", c)
@@ -73,11 +83,11 @@ func TestDecodeConfigErrors(t *testing.T) {
 func TestBenchDecodeRuns(t *testing.T) {
 	r := testGPU(t)
 	for _, kv := range []KVFormat{KVFP16, KVE4M3} {
-		b, err := r.BenchDecode(context.Background(), DecodeConfig{Batch: 1, KVHeads: 8, QHeads: 32, HeadDim: 128, Context: 4096, KV: kv}, 3)
+		b, err := r.BenchDecode(context.Background(), DecodeConfig{Batch: 1, KVHeads: 8, QHeads: 32, HeadDim: 128, Context: 4096, KV: kv, Math: MathF32QReg}, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s L=4096: %v (%s), %.2f GB/s", kv, b.Time, b.Source, b.Bandwidth/1e9)
+		t.Logf("%s %s L=4096: %v (%s), %.2f GB/s", kv, b.Config.Math, b.Time, b.Source, b.Bandwidth/1e9)
 		if b.Time <= 0 || b.Bytes != 2*8*4096*128*int64(kv.Bytes()) {
 			t.Errorf("implausible bench %+v", b)
 		}

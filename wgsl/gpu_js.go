@@ -100,6 +100,9 @@ func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error)
 	lim.Set("maxStorageBuffersPerShaderStage", req.maxStorageBuffers)
 	desc := js.Global().Get("Object").New()
 	desc.Set("requiredLimits", lim)
+	if f := adapter.Get("features"); f.Truthy() && f.Call("has", "shader-f16").Bool() {
+		desc.Set("requiredFeatures", js.ValueOf([]any{"shader-f16"}))
+	}
 	dev, ok := jsx.Await(adapter.Call("requestDevice", desc))
 	if !ok || !dev.Truthy() {
 		return nil, AdapterInfo{}, fmt.Errorf("%w (%s)", errNoDevice, d.info())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -219,15 +220,27 @@ func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error)
 	if ts {
 		features = append(features, wgpu.FeatureNameTimestampQuery)
 	}
+	// shader-f16 is requested where the adapter has it (optional: a
+	// device refused with it is requested again without).
 	info.ShaderF16 = a.HasFeature(wgpu.FeatureNameShaderF16)
 	g := &gpu{limits: req, pipes: map[string]*gpuPipeline{}}
-	dev, err := a.RequestDevice(&wgpu.DeviceDescriptor{
-		Label:            "fp8lab",
-		RequiredFeatures: features,
-		RequiredLimits:   &wgpu.RequiredLimits{Limits: deviceLimits(req)},
-		// No DeviceLostCallback: the binding passes a Go pointer to C for
-		// it, which cgo's pointer check rejects with a panic.
-	})
+	request := func(features []wgpu.FeatureName) (*wgpu.Device, error) {
+		return a.RequestDevice(&wgpu.DeviceDescriptor{
+			Label:            "fp8lab",
+			RequiredFeatures: features,
+			RequiredLimits:   &wgpu.RequiredLimits{Limits: deviceLimits(req)},
+			// No DeviceLostCallback: the binding passes a Go pointer to C for
+			// it, which cgo's pointer check rejects with a panic.
+		})
+	}
+	var dev *wgpu.Device
+	if info.ShaderF16 {
+		dev, err = request(append(slices.Clone(features), wgpu.FeatureNameShaderF16))
+	}
+	if !info.ShaderF16 || err != nil || dev == nil {
+		info.ShaderF16 = false
+		dev, err = request(features)
+	}
 	if err != nil || dev == nil {
 		return fail(fmt.Errorf("%w (%s, limits %+v): %v", errNoDevice, info, req, err))
 	}

@@ -53,7 +53,9 @@ type AdapterInfo struct {
 	// Timestamps is true when kernel times come from GPU timestamp
 	// queries, false when they are wall-clock times around submit and wait.
 	Timestamps bool
-	// ShaderF16 is true when the adapter offers the shader-f16 feature.
+	// ShaderF16 is true when the device has the shader-f16 feature
+	// (requested wherever the adapter offers it). The bundled WGSL compiler
+	// cannot use it yet: see [MathF16].
 	ShaderF16 bool
 	// MaxBuffer and MaxStorageBinding are the limits requested for the
 	// device, in bytes.

@@ -146,6 +146,7 @@ type options struct {
 	accumK            []int
 	trials            int
 	peakGBs           float64
+	math              string
 	only              map[string]bool
 }
 
@@ -180,6 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.quick, "quick", false, "small sizes everywhere (automatic on a CPU adapter)")
 	fs.BoolVar(&o.strict, "strict", false, "exit 1 when a speed target on a hardware GPU is missed")
 	fs.StringVar(&contexts, "contexts", "", "decode-bw context lengths (default 1024 … 524288 in powers of 2 on a GPU, 512 … 4096 on a CPU adapter)")
+	fs.StringVar(&o.math, "math", wgsl.MathF32, "decode-bw arithmetic, the same for FP16 and FP8: "+strings.Join(wgsl.DecodeMaths, " or "))
 	fs.IntVar(&o.batch, "batch", 0, "decode-bw batch (0: the largest that fits a storage binding at the longest context, at most 64)")
 	fs.IntVar(&o.reps, "reps", 0, "timed repetitions per benchmark point (default 10 on a GPU, 3 on a CPU adapter)")
 	fs.IntVar(&o.benchM, "bench-m", 0, "chain benchmark: rows of A (default 1024 on a GPU, 64 on a CPU adapter)")
@@ -194,6 +196,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if !slices.Contains(wgsl.DecodeMaths, o.math) {
+		return fmt.Errorf("-math %q: not one of %s (f16: the bundled WGSL compiler has no f16, see wgsl.MathF16)", o.math, strings.Join(wgsl.DecodeMaths, ", "))
 	}
 	var err error
 	if o.contexts, err = parseInts(contexts); err != nil {
@@ -259,7 +264,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if o.want("decode") {
-		dbArgs := map[string]string{"contexts": ints(o.contexts), "reps": strconv.Itoa(o.reps)}
+		dbArgs := map[string]string{"contexts": ints(o.contexts), "reps": strconv.Itoa(o.reps), "math": o.math}
 		if o.batch > 0 {
 			dbArgs["batch"] = strconv.Itoa(o.batch)
 		}

@@ -94,6 +94,8 @@ fn qmat(m: u32) -> mat4x4<f32> {
 // at the end, the P·V sums (OBN vec4) and the row sums (NG4 vec4 after
 // them), which the phases add in turn.
 var<workgroup> sc: array<vec4<f32>, SN>;
+// red: MathF32QReg's partial scores (RED = 1 otherwise).
+var<workgroup> red: array<vec4<f32>, RED>;
 
 // fp8x4 widens the four e4m3 codes of w to f32 values times 2^-8: each
 // code's magnitude bits go to bits 7-13 of an FP16 and its sign to bit 15
@@ -126,7 +128,7 @@ fn split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     let bh = wid.y;
     let t0 = s * T;
     let nt = min(T, P.L - t0);
-    for (var i = li; i < QV; i = i + WG) {
+    for (var i = li; i < QV && !QREG; i = i + WG) {
         // i = 4(h*DW + c) + col: head 4h+col, dims 4c..4c+3
         let col = i & 3u;
         let hc = i >> 2u;
@@ -145,7 +147,62 @@ fn split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         mloc[h] = vec4<f32>(-3.0e38);
     }
     let kblock = bh * P.Lp * RW;
-    for (var t = li; t < nt; t = t + NTOK * WG) {
+    if (QREG) {
+        // head_dim split: warp w = li / 32 owns the 16-byte chunks w, w+8,
+        // … (QCH of them: 16 dims) of the K rows, lane tl = li % 32 the
+        // token tl of each block of 32; qr[16h + e] holds dim e of the
+        // invocation's 16 for heads 4h..4h+3, scaled.
+        let w = li / 32u;
+        let tl = li % 32u;
+        var qr: array<vec4<f32>, QR>;
+        for (var h = 0u; h < NG4; h = h + 1u) {
+            for (var e = 0u; e < 16u; e = e + 1u) {
+                var d = 16u * w + e;
+                if (QCH == 2u) {
+                    d = 8u * (w + 8u * (e / 8u)) + e % 8u;
+                }
+                var v = vec4<f32>(0.0);
+                for (var i = 0u; i < 4u; i = i + 1u) {
+                    let head = 4u * h + i;
+                    if (head < G) {
+                        v[i] = Q[(bh * G + head) * DW + d / 4u][d % 4u] * P.qscale;
+                    }
+                }
+                qr[16u * h + e] = v;
+            }
+        }
+        // NB blocks per pass: partial scores to red[((k*NG4 + h)*8 + w)*32
+        // + tl], then 32*NBG invocations add the 8 parts of one token and
+        // head group.
+        let nbk = (nt + 31u) / 32u;
+        for (var b0 = 0u; b0 < nbk; b0 = b0 + NB) {
+            var kbs: array<u32, NB>;
+            for (var k = 0u; k < NB; k = k + 1u) {
+                let blk = min(b0 + k, nbk - 1u);
+                kbs[k] = kblock + (t0 + 32u * blk) * RW + w * 32u + tl;
+            }
+            var part = qk_reg(&qr, kbs);
+            for (var kh = 0u; kh < NBG; kh = kh + 1u) {
+                red[(kh * (WG / 32u) + w) * 32u + tl] = part[kh];
+            }
+            workgroupBarrier();
+            if (li < 32u * NBG) {
+                let kh = li / 32u;
+                let h = kh % NG4;
+                let t = (b0 + kh / NG4) * 32u + tl;
+                var sum = red[kh * WG + tl];
+                for (var g = 1u; g < WG / 32u; g = g + 1u) {
+                    sum = sum + red[(kh * (WG / 32u) + g) * 32u + tl];
+                }
+                if (t < nt) {
+                    sc[h * T + t] = sum;
+                    mloc[h] = max(mloc[h], sum);
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+    for (var t = li; t < nt && !QREG; t = t + NTOK * WG) {
         // NTOK tokens per iteration (t, t+WG, …; clamped to the last token),
         // sharing each read of qm.
         var kbs: array<u32, NTOK>;
