@@ -65,17 +65,7 @@ func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error)
 			if _, err := LookupEmulation(rf.Model); err != nil {
 				continue
 			}
-			in := ChainInput{K: rf.L}
-			for _, rec := range rf.Records {
-				for k := range rec.A {
-					in.A, in.B = append(in.A, uint8(rec.A[k])), append(in.B, uint8(rec.B[k]))
-				}
-				in.C = append(in.C, math.Float32frombits(rec.C))
-			}
-			promote := 0
-			if rf.Kind == golden.FaddAfterStep {
-				promote = 32
-			}
+			in, promote := recordsInput(rf)
 			got, err := r.Chain(ctx, rf.Model, in, promote)
 			if err != nil {
 				return nil, err
@@ -93,11 +83,7 @@ func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error)
 			checks = append(checks, c)
 		case golden.KindLong:
 			lf := f.Long
-			in := ChainInput{K: lf.K}
-			for _, o := range lf.Outputs {
-				in.A, in.B = append(in.A, lf.A[o.I]...), append(in.B, lf.B[o.J]...)
-				in.C = append(in.C, 0)
-			}
+			in := longInput(lf)
 			for _, promote := range []int{32, 128} {
 				got, err := r.Chain(ctx, lf.Model, in, promote)
 				if err != nil {
@@ -130,16 +116,40 @@ func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error)
 	return checks, nil
 }
 
+// recordsInput lays out a record file's records as chain rows, with the
+// promotion that makes a chain of one instruction compute the record:
+// d = fadd(step(a, b, 0), c) is a step from zero promoted into c.
+func recordsInput(rf *golden.RecordFile) (in ChainInput, promote int) {
+	in.K = rf.L
+	for _, rec := range rf.Records {
+		for k := range rec.A {
+			in.A, in.B = append(in.A, uint8(rec.A[k])), append(in.B, uint8(rec.B[k]))
+		}
+		in.C = append(in.C, math.Float32frombits(rec.C))
+	}
+	if rf.Kind == golden.FaddAfterStep {
+		promote = 32
+	}
+	return in, promote
+}
+
+// longInput lays out a long-contraction file's outputs as chain rows from
+// c = 0.
+func longInput(lf *golden.LongFile) ChainInput {
+	in := ChainInput{K: lf.K}
+	for _, o := range lf.Outputs {
+		in.A, in.B = append(in.A, lf.A[o.I]...), append(in.B, lf.B[o.J]...)
+		in.C = append(in.C, 0)
+	}
+	return in
+}
+
 func (r *Runner) checkConversions(ctx context.Context, cf *golden.ConvertFile) ([]Check, error) {
 	var checks []Check
 	for _, cv := range cf.Conversions {
-		format := fp8.FormatE4M3
-		if strings.Contains(strings.ToLower(cv.Name), "e5m2") {
-			format = fp8.FormatE5M2
-		}
-		sat := fp8.NoSat
-		if strings.Contains(cv.Name, "SATFINITE") {
-			sat = fp8.SatFinite
+		format, sat, err := golden.ConversionFormat(cv.Name)
+		if err != nil {
+			return nil, err
 		}
 		signs := []uint32{0}
 		if strings.HasPrefix(cv.Name, "torch ") {
@@ -175,9 +185,9 @@ func (r *Runner) checkConversions(ctx context.Context, cf *golden.ConvertFile) (
 		codes[i] = uint8(i)
 	}
 	for _, dt := range cf.Decodes {
-		format := fp8.FormatE4M3
-		if strings.Contains(dt.Name, "e5m2") {
-			format = fp8.FormatE5M2
+		format, err := golden.DecodeFormat(dt.Name)
+		if err != nil {
+			return nil, err
 		}
 		got, err := r.DecodeFP8(ctx, format, codes)
 		if err != nil {

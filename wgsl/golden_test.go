@@ -5,12 +5,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/accum/golden"
-	"github.com/fp8lab/fp8lab/fp8"
 )
 
 // capturesDir is the folder of the H200 capture files: $FP8LAB_CAPTURES, or
@@ -54,24 +52,13 @@ func TestGoldenRecords(t *testing.T) {
 			t.Logf("%s: model %s not emulated in WGSL (%v)", name, rf.Model, err)
 			continue
 		}
-		in := ChainInput{K: rf.L}
-		for _, rec := range rf.Records {
-			for k := range rec.A {
-				in.A = append(in.A, uint8(rec.A[k]))
-				in.B = append(in.B, uint8(rec.B[k]))
-			}
-			in.C = append(in.C, math.Float32frombits(rec.C))
-		}
-		promote := 0
-		if rf.Kind == golden.FaddAfterStep {
-			promote = 32
-		}
+		in, promote := recordsInput(rf)
 		got, err := r.Chain(ctx, rf.Model, in, promote)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		m := accum.MustLookup(rf.Model)
-		want := wantChain(m, in, promote)
+		want := modelChain(m, in, promote)
 		eqHW, eqModel := 0, 0
 		for i, rec := range rf.Records {
 			if math.Float32bits(got[i]) == rec.D {
@@ -79,7 +66,7 @@ func TestGoldenRecords(t *testing.T) {
 			} else if len(rf.Records)-eqHW < 4 {
 				t.Errorf("%s line %d: GPU %#08x, H200 %#08x", name, rec.Line, math.Float32bits(got[i]), rec.D)
 			}
-			if sameResult(got[i], want[i]) {
+			if sameF32(got[i], want[i]) {
 				eqModel++
 			}
 		}
@@ -95,10 +82,10 @@ func TestGoldenRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := wantChain(accum.MustLookup(m100), in, 0)
+			want := modelChain(accum.MustLookup(m100), in, 0)
 			eq := 0
 			for i := range want {
-				if sameResult(got[i], want[i]) {
+				if sameF32(got[i], want[i]) {
 					eq++
 				}
 			}
@@ -126,12 +113,7 @@ func TestGoldenLong(t *testing.T) {
 			continue
 		}
 		lf := f.Long
-		in := ChainInput{K: lf.K}
-		for _, o := range lf.Outputs {
-			in.A = append(in.A, lf.A[o.I]...)
-			in.B = append(in.B, lf.B[o.J]...)
-			in.C = append(in.C, 0)
-		}
+		in := longInput(lf)
 		for _, v := range []struct {
 			promote int
 			want    func(golden.LongOutput) uint32
@@ -163,78 +145,28 @@ func TestGoldenLong(t *testing.T) {
 
 // TestGoldenConversions checks the GPU's encoder at every range boundary of
 // the H200's float32 → FP8 conversion tables (±2 ulps, both signs where
-// captured) and its decoder against the H200's decode tables.
+// captured) and its decoder against the H200's decode tables, through the
+// check gpucheck runs.
 func TestGoldenConversions(t *testing.T) {
 	r := testGPU(t)
-	ctx := context.Background()
+	n := 0
 	for _, f := range readCaptures(t) {
 		if f.Kind != golden.KindConvert {
 			continue
 		}
-		cf := f.Convert
-		for _, cv := range cf.Conversions {
-			format := fp8.FormatE4M3
-			if strings.Contains(strings.ToLower(cv.Name), "e5m2") {
-				format = fp8.FormatE5M2
-			}
-			sat := fp8.NoSat
-			if strings.Contains(cv.Name, "SATFINITE") {
-				sat = fp8.SatFinite
-			}
-			signs := []uint32{0}
-			if strings.HasPrefix(cv.Name, "torch ") {
-				signs = append(signs, 1<<31)
-			}
-			var xs []float32
-			var want []uint8
-			for _, rg := range cv.Ranges {
-				for d := int64(-2); d <= 2; d++ {
-					b := int64(rg.Start) + d
-					if b < 0 || b > 0x7fffffff {
-						continue
-					}
-					for _, s := range signs {
-						bits := uint32(b) | s
-						xs = append(xs, math.Float32frombits(bits))
-						want = append(want, cv.CodeFor(bits))
-					}
-				}
-			}
-			got, err := r.EncodeFP8(ctx, format, sat, xs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eq := 0
-			for i := range xs {
-				if got[i] == want[i] {
-					eq++
-				} else if len(xs)-eq < 4 {
-					t.Errorf("%s: %#08x → GPU %#02x, H200 %#02x", cv.Name, math.Float32bits(xs[i]), got[i], want[i])
-				}
-			}
-			if eq != len(xs) {
-				t.Errorf("%s: %d/%d boundary inputs equal to the H200", cv.Name, eq, len(xs))
-			}
-			t.Logf("%s: %d/%d boundary inputs equal to the H200", cv.Name, eq, len(xs))
+		checks, err := r.checkConversions(context.Background(), f.Convert)
+		if err != nil {
+			t.Fatal(err)
 		}
-		codes := make([]uint8, 256)
-		for i := range codes {
-			codes[i] = uint8(i)
+		for _, c := range checks {
+			if c.Total == 0 || c.EqualHW != c.Total || c.EqualModel != c.Total {
+				t.Errorf("%s: %d/%d equal to the H200, %d/%d to the Go model", c.Name, c.EqualHW, c.Total, c.EqualModel, c.Total)
+			}
+			t.Logf("%s: %d/%d equal to the H200", c.Name, c.EqualHW, c.Total)
+			n++
 		}
-		for _, dt := range cf.Decodes {
-			format := fp8.FormatE4M3
-			if strings.Contains(dt.Name, "e5m2") {
-				format = fp8.FormatE5M2
-			}
-			got, err := r.DecodeFP8(ctx, format, codes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for c := range codes {
-				if got[c] != dt.Bits[c] {
-					t.Errorf("decode %s %#02x: GPU %#08x, H200 %#08x", dt.Name, c, got[c], dt.Bits[c])
-				}
-			}
-		}
+	}
+	if n == 0 {
+		t.Fatal("no conversion capture file")
 	}
 }

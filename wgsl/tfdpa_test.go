@@ -12,16 +12,6 @@ import (
 	"github.com/fp8lab/fp8lab/fp8"
 )
 
-// sameResult compares a GPU result with accum's: equal bits, or both NaN
-// (the GPU gives the canonical 0x7fffffff; Go's float32 add may propagate
-// another NaN pattern).
-func sameResult(got, want float32) bool {
-	if math.IsNaN(float64(want)) {
-		return math.Float32bits(got) == accum.NaN32
-	}
-	return math.Float32bits(got) == math.Float32bits(want)
-}
-
 // codeSource draws FP8 codes of one kind of distribution.
 type codeSource func(rng *rand.Rand) uint8
 
@@ -83,27 +73,14 @@ func randomChainInput(rng *rand.Rand, n, K int, src codeSource, e5m2 bool) Chain
 	return in
 }
 
-// wantChain runs accum.Chain on every row of in.
-func wantChain(m accum.Model, in ChainInput, promote int) []float32 {
-	out := make([]float32, len(in.C))
-	a16, b16 := make([]uint16, in.K), make([]uint16, in.K)
-	for i := range out {
-		for k := 0; k < in.K; k++ {
-			a16[k], b16[k] = uint16(in.A[i*in.K+k]), uint16(in.B[i*in.K+k])
-		}
-		out[i] = accum.Chain(m, a16, b16, in.C[i], promote)
-	}
-	return out
-}
-
 // compareChain checks got against accum and returns the number of equal
 // results.
 func compareChain(t *testing.T, label string, m accum.Model, in ChainInput, promote int, got []float32) int {
 	t.Helper()
-	want := wantChain(m, in, promote)
+	want := modelChain(m, in, promote)
 	eq, bad := 0, 0
 	for i := range want {
-		if sameResult(got[i], want[i]) {
+		if sameF32(got[i], want[i]) {
 			eq++
 			continue
 		}
@@ -187,7 +164,7 @@ func TestStepOneInstruction(t *testing.T) {
 			for k := range 32 {
 				a16[k], b16[k] = uint16(in.A[32*i+k]), uint16(in.B[32*i+k])
 			}
-			if w := m.Step(a16, b16, in.C[i]); !sameResult(got[i], w) {
+			if w := m.Step(a16, b16, in.C[i]); !sameF32(got[i], w) {
 				bad++
 				if bad < 4 {
 					t.Errorf("%s row %d: got %#08x want %#08x", model, i, math.Float32bits(got[i]), math.Float32bits(w))

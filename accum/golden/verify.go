@@ -262,10 +262,11 @@ func parallel(ctx context.Context, n int, fn func(i int)) error {
 	return ctx.Err()
 }
 
-// Converter returns the fp8 conversion that a section of the conversion
-// file names: the torch casts are the NoSat conversions; CUDA's
-// __nv_cvt_float_to_fp8 names its saturation.
-func Converter(name string) (func(x float32) uint8, error) {
+// ConversionFormat says which fp8 conversion a section of the conversion
+// file names: the target format from its name, NoSat for the torch casts
+// (they are the nosat conversions), and the saturation CUDA's
+// __nv_cvt_float_to_fp8 names.
+func ConversionFormat(name string) (fp8.Format, fp8.Saturation, error) {
 	var f fp8.Format
 	switch {
 	case strings.Contains(name, "E4M3") || strings.Contains(name, "e4m3"):
@@ -273,18 +274,25 @@ func Converter(name string) (func(x float32) uint8, error) {
 	case strings.Contains(name, "E5M2") || strings.Contains(name, "e5m2"):
 		f = fp8.FormatE5M2
 	default:
-		return nil, fmt.Errorf("conversion %q: no fp8 format in its name", name)
+		return 0, 0, fmt.Errorf("conversion %q: no fp8 format in its name", name)
 	}
-	var sat fp8.Saturation
 	switch {
 	case strings.HasPrefix(name, "torch "):
-		sat = fp8.NoSat
+		return f, fp8.NoSat, nil
 	case strings.Contains(name, "__NV_SATFINITE"):
-		sat = fp8.SatFinite
+		return f, fp8.SatFinite, nil
 	case strings.Contains(name, "__NV_NOSAT"):
-		sat = fp8.NoSat
-	default:
-		return nil, fmt.Errorf("conversion %q: unknown saturation", name)
+		return f, fp8.NoSat, nil
+	}
+	return 0, 0, fmt.Errorf("conversion %q: unknown saturation", name)
+}
+
+// Converter returns the fp8 conversion that a section of the conversion
+// file names (see ConversionFormat).
+func Converter(name string) (func(x float32) uint8, error) {
+	f, sat, err := ConversionFormat(name)
+	if err != nil {
+		return nil, err
 	}
 	if f == fp8.FormatE4M3 {
 		return func(x float32) uint8 { return uint8(fp8.EncodeE4M3(x, sat)) }, nil
@@ -292,15 +300,28 @@ func Converter(name string) (func(x float32) uint8, error) {
 	return func(x float32) uint8 { return uint8(fp8.EncodeE5M2(x, sat)) }, nil
 }
 
-// Decoder returns the decode function a decode section names.
-func Decoder(name string) (func(c uint8) uint32, error) {
+// DecodeFormat returns the format a decode section names ("e4m3fn",
+// "e4m3" or "e5m2").
+func DecodeFormat(name string) (fp8.Format, error) {
 	switch name {
 	case "e4m3fn", "e4m3":
-		return func(c uint8) uint32 { return math.Float32bits(fp8.E4M3(c).Float32()) }, nil
+		return fp8.FormatE4M3, nil
 	case "e5m2":
-		return func(c uint8) uint32 { return math.Float32bits(fp8.E5M2(c).Float32()) }, nil
+		return fp8.FormatE5M2, nil
 	}
-	return nil, fmt.Errorf("decode table %q: unknown format", name)
+	return 0, fmt.Errorf("decode table %q: unknown format", name)
+}
+
+// Decoder returns the decode function a decode section names.
+func Decoder(name string) (func(c uint8) uint32, error) {
+	f, err := DecodeFormat(name)
+	if err != nil {
+		return nil, err
+	}
+	if f == fp8.FormatE4M3 {
+		return func(c uint8) uint32 { return math.Float32bits(fp8.E4M3(c).Float32()) }, nil
+	}
+	return func(c uint8) uint32 { return math.Float32bits(fp8.E5M2(c).Float32()) }, nil
 }
 
 func verifyConvert(ctx context.Context, f *ConvertFile, opt Options) (*Report, error) {
