@@ -49,23 +49,27 @@ func TestVerifySharedCaptures(t *testing.T) {
 	}
 }
 
+// readCapture reads the capture file whose name ends in suffix, and skips
+// the test when it is missing.
+func readCapture(t *testing.T, suffix string) *File {
+	t.Helper()
+	for _, p := range captureFiles(t) {
+		if strings.HasSuffix(p, suffix) {
+			f, err := ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Skipf("%s missing", suffix)
+	return nil
+}
+
 // TestVerifyDetectsMismatch flips one bit of a captured output and checks
 // that Verify reports exactly that record.
 func TestVerifyDetectsMismatch(t *testing.T) {
-	files := captureFiles(t)
-	var path string
-	for _, p := range files {
-		if strings.Contains(p, "wgmma_e4m3_inside_normal") {
-			path = p
-		}
-	}
-	if path == "" {
-		t.Skip("wgmma_e4m3_inside_normal.tsv missing")
-	}
-	f, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readCapture(t, "wgmma_e4m3_inside_normal.tsv")
 	f.Records.Records[7].D ^= 1 << 10
 	rep, err := Verify(context.Background(), f, Options{})
 	if err != nil {
@@ -80,19 +84,7 @@ func TestVerifyDetectsMismatch(t *testing.T) {
 // TestExhaustiveSatfiniteE4M3 converts all 2^32 float32 inputs with the CUDA
 // satfinite e4m3 conversion and compares them with the H200 capture.
 func TestExhaustiveSatfiniteE4M3(t *testing.T) {
-	var path string
-	for _, p := range captureFiles(t) {
-		if strings.HasSuffix(p, "fp8_convert.txt") {
-			path = p
-		}
-	}
-	if path == "" {
-		t.Skip("fp8_convert.txt missing")
-	}
-	f, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readCapture(t, "fp8_convert.txt")
 	const name = "cuda __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3)"
 	cv := f.Convert.Conversion(name)
 	if cv == nil {
