@@ -2,6 +2,7 @@ package accum
 
 import (
 	"math"
+	"sync"
 
 	"github.com/fp8lab/fp8lab/fp8"
 )
@@ -43,32 +44,62 @@ const (
 // numbers: their exponent is their true exponent), as in the compiler's FP16
 // emulation of mma.sync FP8 on sm_90.
 func newTableStep(p Params, normalize bool) *tableStep {
-	s := &tableStep{exp: new([1 << 16]int32), val: new([1 << 16]float64),
-		f: p.F, fb: 23, ezero: int32(p.EZero)}
-	mask := 1<<p.In.CodeBits() - 1
+	t := inputTablesFor(p.In, normalize)
+	s := &tableStep{exp: t.exp, val: t.val, f: p.F, fb: 23, ezero: int32(p.EZero)}
 	if p.Rho == RZE8M13 {
 		s.fb = 13
 	}
-	for c := range s.exp {
-		d := p.In.Decompose(uint32(c & mask))
+	return s
+}
+
+// inputTables are the exponent and value tables of one input format; they
+// depend on the format (and normalize) only, so models reading the same
+// format share them (e4m3 feeds three models, f16 four).
+type inputTables struct {
+	exp *[1 << 16]int32
+	val *[1 << 16]float64
+}
+
+type inputTablesKey struct {
+	f         fp8.Format
+	normalize bool
+}
+
+var (
+	inputTablesMu    sync.Mutex
+	inputTablesCache = map[inputTablesKey]inputTables{}
+)
+
+func inputTablesFor(f fp8.Format, normalize bool) inputTables {
+	inputTablesMu.Lock()
+	defer inputTablesMu.Unlock()
+	key := inputTablesKey{f, normalize}
+	if t, ok := inputTablesCache[key]; ok {
+		return t
+	}
+	t := inputTables{exp: new([1 << 16]int32), val: new([1 << 16]float64)}
+	mask := 1<<f.CodeBits() - 1
+	for c := range t.exp {
+		d := f.Decompose(uint32(c & mask))
 		switch d.Class {
 		case fp8.Zero:
-			s.exp[c] = expZero
+			t.exp[c] = expZero
 		case fp8.Inf, fp8.NaN:
-			s.exp[c] = expSpecial
+			t.exp[c] = expSpecial
 		default:
 			m, e := d.M, d.E
 			if normalize {
-				for m < 1<<uint(p.In.FracBits()) {
+				for m < 1<<uint(f.FracBits()) {
 					m <<= 1
 					e--
 				}
 			}
-			s.exp[c] = int32(e)
-			s.val[c] = p.In.Value(uint32(c & mask))
+			t.exp[c] = int32(e)
+			t.val[c] = f.Value(uint32(c & mask))
 		}
 	}
-	return s
+	inputTablesCache[key] = t
+	return t
 }
 
 // fastPathApplies reports whether tableStep computes p exactly.
