@@ -682,13 +682,12 @@ type contractionCaptureCount struct {
 // x = K (mean over the 8 rows, each the relative L2 error over the 8
 // columns; p99 over 8 rows is their maximum).
 func contractionCaptures(ctx context.Context, run *sim.Run, files []*golden.LongFile, summary map[string]float64) error {
-	m := accum.MustLookup(contractionCapturesModel)
 	var total contractionCaptureCount
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		cnt, rows, err := contractionCaptureFile(ctx, m, f)
+		cnt, rows, err := contractionCaptureFile(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -707,7 +706,7 @@ func contractionCaptures(ctx context.Context, run *sim.Run, files []*golden.Long
 			}
 		}
 		run.Note(fmt.Sprintf("contraction: H200 capture %s (K=%d): every32 %d/%d and every128 %d/%d bit-exact with accum.Chain(%s)",
-			filepath.Base(f.Path), f.K, cnt.every32, cnt.outputs, cnt.every128, cnt.outputs, m.Name()))
+			filepath.Base(f.Path), f.K, cnt.every32, cnt.outputs, cnt.every128, cnt.outputs, f.Model))
 	}
 	summary["captures_files"] = float64(len(files))
 	summary["captures_total"] = float64(2 * total.outputs)
@@ -724,49 +723,31 @@ var contractionCaptureVariants = []string{
 	"sim wgmma never (h200 inputs)", "sim wgmma every128 (h200 inputs)",
 }
 
-// contractionCaptureFile checks one capture file: it counts the bit-exact
+// contractionCaptureFile checks one capture file through golden.LongResults
+// (the file's model, contractionCapturesModel): it counts the bit-exact
 // every32 / every128 outputs and the refs that differ from accum.ExactDot,
 // and returns per variant the relative L2 error of each row over its
 // captured columns.
-func contractionCaptureFile(ctx context.Context, m accum.Model, f *golden.LongFile) (contractionCaptureCount, map[string][]float64, error) {
+func contractionCaptureFile(ctx context.Context, f *golden.LongFile) (contractionCaptureCount, map[string][]float64, error) {
 	var cnt contractionCaptureCount
-	widen := func(c []uint8) []uint16 {
-		w := make([]uint16, len(c))
-		for i, x := range c {
-			w[i] = uint16(x)
-		}
-		return w
-	}
-	a := make([][]uint16, len(f.A))
-	for i := range a {
-		a[i] = widen(f.A[i])
-	}
-	b := make([][]uint16, len(f.B))
-	for j := range b {
-		b[j] = widen(f.B[j])
+	res, err := golden.LongResults(ctx, f)
+	if err != nil {
+		return cnt, nil, err
 	}
 	// Per row I: the outputs of each variant and the refs, over the
 	// captured columns J.
 	byRow := map[int]map[string][]float64{}
 	f32 := func(bits uint32) float64 { return float64(math.Float32frombits(bits)) }
-	for _, o := range f.Outputs {
-		if err := ctx.Err(); err != nil {
-			return cnt, nil, err
-		}
-		if o.I < 0 || o.I >= len(a) || o.J < 0 || o.J >= len(b) {
-			return cnt, nil, fmt.Errorf("%s:%d: output (%d, %d) outside the %d rows and %d columns", f.Path, o.Line, o.I, o.J, len(a), len(b))
-		}
-		e32 := accum.Chain(m, a[o.I], b[o.J], 0, 32)
-		e128 := accum.Chain(m, a[o.I], b[o.J], 0, 128)
-		never := accum.Chain(m, a[o.I], b[o.J], 0, 0)
+	for _, lr := range res {
+		o := lr.Out
 		cnt.outputs++
-		if math.Float32bits(e32) == o.Every32 {
+		if math.Float32bits(lr.Every32) == o.Every32 {
 			cnt.every32++
 		}
-		if math.Float32bits(e128) == o.Every128 {
+		if math.Float32bits(lr.Every128) == o.Every128 {
 			cnt.every128++
 		}
-		if exact := accum.ExactDot(fp8.FormatE4M3, a[o.I], b[o.J], 0); exact != o.Ref {
+		if lr.Exact != o.Ref {
 			cnt.refMismatch++
 		}
 		r := byRow[o.I]
@@ -779,8 +760,8 @@ func contractionCaptureFile(ctx context.Context, m accum.Model, f *golden.LongFi
 		r["h200 cublas_fast"] = append(r["h200 cublas_fast"], f32(o.CublasFast))
 		r["h200 every32"] = append(r["h200 every32"], f32(o.Every32))
 		r["h200 every128"] = append(r["h200 every128"], f32(o.Every128))
-		r["sim wgmma never (h200 inputs)"] = append(r["sim wgmma never (h200 inputs)"], float64(never))
-		r["sim wgmma every128 (h200 inputs)"] = append(r["sim wgmma every128 (h200 inputs)"], float64(e128))
+		r["sim wgmma never (h200 inputs)"] = append(r["sim wgmma never (h200 inputs)"], float64(lr.Never))
+		r["sim wgmma every128 (h200 inputs)"] = append(r["sim wgmma every128 (h200 inputs)"], float64(lr.Every128))
 	}
 	rowIDs := make([]int, 0, len(byRow))
 	for i := range byRow {

@@ -165,10 +165,12 @@ func widen(c []uint8) []uint16 {
 type LongResult struct {
 	Out                      LongOutput
 	Never, Every32, Every128 float32 // the model's chains
+	Exact                    float64 // accum.ExactDot of the inputs (the captured Ref should equal it)
 }
 
 // LongResults runs every output of f through the model: a chain that never
-// leaves the tensor core, and promotion every 32 and every 128 elements.
+// leaves the tensor core, and promotion every 32 and every 128 elements; and
+// computes the exact dot product. Outputs are computed on every core.
 func LongResults(ctx context.Context, f *LongFile) ([]LongResult, error) {
 	m, err := accum.Lookup(f.Model)
 	if err != nil {
@@ -189,7 +191,8 @@ func LongResults(ctx context.Context, f *LongFile) ([]LongResult, error) {
 		res[k] = LongResult{Out: o,
 			Never:    accum.Chain(m, x, y, 0, 0),
 			Every32:  accum.Chain(m, x, y, 0, 32),
-			Every128: accum.Chain(m, x, y, 0, 128)}
+			Every128: accum.Chain(m, x, y, 0, 128),
+			Exact:    accum.ExactDot(m.Info().In, x, y, 0)}
 	})
 	return res, err
 }
