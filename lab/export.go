@@ -24,6 +24,16 @@ import (
 	"github.com/fp8lab/fp8lab/web"
 )
 
+// runWithPoints returns a run's record and every point it has.
+func (s *Server) runWithPoints(id string) (notebook.Run, []sim.Point, error) {
+	run, err := s.getRun(id)
+	if err != nil {
+		return notebook.Run{}, nil, err
+	}
+	pts, err := s.allPoints(id)
+	return run, pts, err
+}
+
 // allPoints returns every point of the run, from the notebook and the live
 // log.
 func (s *Server) allPoints(id string) ([]sim.Point, error) {
@@ -65,12 +75,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	run, err := s.getRun(id)
-	if err != nil {
-		s.writeRunError(w, id, err)
-		return
-	}
-	pts, err := s.allPoints(id)
+	run, pts, err := s.runWithPoints(id)
 	if err != nil {
 		s.writeRunError(w, id, err)
 		return
@@ -178,12 +183,7 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 	}
 	var rr []reportRun
 	for _, id := range ids {
-		run, err := s.getRun(id)
-		if err != nil {
-			s.writeRunError(w, id, err)
-			return
-		}
-		pts, err := s.allPoints(id)
+		run, pts, err := s.runWithPoints(id)
 		if err != nil {
 			s.writeRunError(w, id, err)
 			return
