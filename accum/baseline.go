@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"sync"
 
 	"github.com/fp8lab/fp8lab/fp8"
 )
@@ -35,7 +36,7 @@ var baselineDocs = [...]string{
 type baseline struct {
 	kind baselineKind
 	info Info
-	val  [65536]float32 // code -> value (only 256 used for 8-bit formats)
+	val  *[1 << 16]float32 // code -> value, shared by the baselines of one format
 }
 
 // NewBaseline returns the baseline named kind ("fp32", "fp32.fma", "fp64",
@@ -44,14 +45,30 @@ type baseline struct {
 func NewBaseline(kind baselineKind, in fp8.Format) Model {
 	b := &baseline{kind: kind, info: Info{Name: baselineNames[kind], Kind: KindIEEE, In: in,
 		Doc: baselineDocs[kind], Source: "IEEE 754 binary32/binary64 arithmetic"}}
-	n := 1 << in.CodeBits()
-	if n > len(b.val) {
-		n = len(b.val)
-	}
-	for c := 0; c < n; c++ {
-		b.val[c] = float32(in.Value(uint32(c)))
-	}
+	b.val = float32Values(in)
 	return b
+}
+
+var (
+	float32ValuesMu    sync.Mutex
+	float32ValuesCache = map[fp8.Format]*[1 << 16]float32{}
+)
+
+// float32Values returns the value of every code of in as float32 (exact for
+// every tensor-core input format; 0 past the codes of an 8-bit format), one
+// table per format for all its baselines.
+func float32Values(in fp8.Format) *[1 << 16]float32 {
+	float32ValuesMu.Lock()
+	defer float32ValuesMu.Unlock()
+	if t, ok := float32ValuesCache[in]; ok {
+		return t
+	}
+	t := new([1 << 16]float32)
+	for c := 0; c < min(1<<in.CodeBits(), len(t)); c++ {
+		t[c] = float32(in.Value(uint32(c)))
+	}
+	float32ValuesCache[in] = t
+	return t
 }
 
 // BaselineByName returns a baseline for inputs of format in.
