@@ -177,7 +177,9 @@ func TestSpecials(t *testing.T) {
 		{"+inf and -inf", []uint32{inf, ninf}, []uint32{one, one}, 0, NaN32},
 		{"+inf", []uint32{inf, one}, []uint32{one, one}, 0, 0x7f800000},
 		{"-inf from c", []uint32{one}, []uint32{one}, 0xff800000, 0xff800000},
-		{"all -0", []uint32{nzero, zero}, []uint32{one, nzero}, 0x80000000, 0x80000000},
+		{"all -0 gives +0 (H200)", []uint32{nzero, zero}, []uint32{one, nzero}, 0x80000000, 0},
+		{"-0 products, c = +0", []uint32{nzero, nzero}, []uint32{one, one}, 0, 0},
+		{"1 - 1 with c = -0", []uint32{one, one}, []uint32{one, 0xbc}, 0x80000000, 0},
 		{"zero sum +0", []uint32{one, one}, []uint32{one, 0xbc}, 0, 0},
 		{"mixed zeros +0", []uint32{nzero}, []uint32{one}, 0, 0},
 	}
@@ -186,10 +188,10 @@ func TestSpecials(t *testing.T) {
 			t.Errorf("%s: got %08x, want %08x", tt.name, got, tt.want)
 		}
 	}
-	// The fast path agrees on the signed-zero cases through its fallback.
+	// The fast path agrees on the signed-zero cases.
 	m := MustLookup("sm90.wgmma.e5m2.f32")
-	if got := math.Float32bits(m.Dot([]uint16{0x80, 0}, []uint16{0x3c, 0x80}, float32(math.Copysign(0, -1)))); got != 0x80000000 {
-		t.Errorf("fast path all -0: got %08x", got)
+	if got := math.Float32bits(m.Dot([]uint16{0x80, 0}, []uint16{0x3c, 0x80}, float32(math.Copysign(0, -1)))); got != 0 {
+		t.Errorf("fast path all -0: got %08x, want +0", got)
 	}
 }
 

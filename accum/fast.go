@@ -109,8 +109,8 @@ func fastPathApplies(p Params) bool {
 }
 
 // step computes T_FDPA(a, b, c) over len(a) <= 64 pairs. ok is false when an
-// input or c is NaN or inf, or the sum is an exact zero (whose sign needs
-// every term's sign): the caller then takes the reference path.
+// input or c is NaN or inf: the caller then takes the reference path. A
+// zero sum is +0, as in Params.Step.
 func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
 	b = b[:len(a)]
 	exp := s.exp
@@ -146,7 +146,7 @@ func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
 		sum += int64(val[x] * val[b[i]] * scale)
 	}
 	if sum == 0 {
-		return 0, false
+		return 0, true
 	}
 	neg := sum < 0
 	mag := uint64(sum)

@@ -141,26 +141,6 @@ fn step_special(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
     return 0xff800000u;
 }
 
-// step_zero is the step whose exact sum is zero: -0 when every term is -0
-// (every product a zero of negative sign and c = -0), +0 otherwise.
-fn step_zero(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
-    if (c != SIGN_BIT) {
-        return 0u;
-    }
-    for (var k = k0; k < k1; k = k + 1u) {
-        if (!in_lanes(k, lane0)) {
-            continue;
-        }
-        let ta = T[code_at(ba, k)];
-        let tb = T[code_bt(bb, k)];
-        let p = ((ta >> 8u) & 0xffu) * ((tb >> 8u) & 0xffu);
-        if (p != 0u || ((ta ^ tb) & SIGN_BIT) == 0u) {
-            return 0u;
-        }
-    }
-    return SIGN_BIT;
-}
-
 // tfdpa_step returns d = T_FDPA(a[k0..k1), b[k0..k1), c) over the byte lanes
 // [lane0, lane0+LPW) of each word, as accum's Params.Step computes it:
 // products exact, aligned to the largest exponent (products read with
@@ -238,7 +218,7 @@ fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
         mag = u32(abs(sum));
     }
     if (mag == 0u) {
-        return step_zero(ba, bb, k0, k1, lane0, c);
+        return 0u; // a zero sum is +0, whatever the terms' signs (H200)
     }
     return round_rz(mag, neg, emax - EB2);
 }
