@@ -15,7 +15,7 @@ REVISION        ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git
 LAB_LDFLAGS     := -X github.com/fp8lab/fp8lab/sim.buildRevision=$(REVISION)
 ECHARTS_VERSION ?= 5.6.0
 
-.PHONY: lab build lab-wasm verify verify-exhaustive test test-deps vet bench fuzz vendor-echarts lab-screenshot gpucheck
+.PHONY: lab build lab-wasm verify verify-exhaustive test test-cold test-deps vet bench fuzz vendor-echarts lab-screenshot gpucheck
 
 # The experiment registry for the page's Web Worker, and the wasm_exec.js of
 # the same Go (they must match); go:embed picks them up from web/static/wasm.
@@ -44,7 +44,8 @@ test-deps:
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			-o Dpkg::Use-Pty=0 $$missing >/dev/null || exit 1; \
 	fi
 
 vet:
@@ -52,9 +53,23 @@ vet:
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./fp8/... ./accum/... ./attention/... ./sim/... ./experiments/... ./wasm/...
 
+# Every test, natively and with -race on the concurrent packages; the race
+# run happens even when the plain one failed, and both results are reported.
+# A fresh Mesa shader cache (as on a fresh machine: lavapipe compiles every
+# shader) and a private XDG_RUNTIME_DIR (lavapipe's window-system probe
+# complains without one) for the run.
 test: test-deps vet
-	$(GO) test -timeout 20m ./...
-	$(GO) test -race -timeout 10m ./sim/... ./lab/... ./cmd/lab
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	export XDG_RUNTIME_DIR=$$tmp/xdg MESA_SHADER_CACHE_DIR=$$tmp/mesa; mkdir -m 700 $$XDG_RUNTIME_DIR; \
+	plain=0; $(GO) test -timeout 20m ./... || plain=$$?; \
+	race=0; $(GO) test -race -timeout 10m ./sim/... ./lab/... ./cmd/lab || race=$$?; \
+	echo "make test: plain tests exit $$plain, race tests exit $$race"; \
+	[ $$plain = 0 ] && [ $$race = 0 ]
+
+# The WebGPU tests 10 times, each with an empty shader cache (issue: the
+# fresh-machine segmentation faults); about 1 to 2 minutes a run on 2 cores.
+test-cold: test-deps
+	tools/wgsl-cold.sh 10
 
 bench:
 	$(GO) test ./accum -run '^$$' -bench . -benchtime 2s
