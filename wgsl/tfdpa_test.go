@@ -235,7 +235,7 @@ func TestLongChainNotTruncated(t *testing.T) {
 			t.Errorf("an unsplit K=2^20 chain came out right on a device that cuts loops: the long-chain check would not see truncation")
 		}
 	} else {
-		t.Logf("this device runs long loops in full (200000 of 200000); unsplit K=2^17: %g", got[0])
+		t.Logf("this device runs long loops in full (200000 of 200000); unsplit K=%d: %g", short, got[0])
 		if got[0] != short {
 			t.Errorf("unsplit K=%d all-ones chain: got %g, want %d", short, got[0], short)
 		}
