@@ -106,6 +106,18 @@ func (p *encParams) over(sat Saturation) uint32 {
 // encode rounds the float32 with bits b, divided by 2^scaleExp (exactly:
 // the division is an exponent shift, never a rounding), to a code.
 func (p *encParams) encode(b uint32, scaleExp int32, sat Saturation) uint32 {
+	abs := b & 0x7fffffff
+	sign := b >> 31 * p.sign // branch-free: the sign bit of the code, 0 if unsigned
+	if abs >= 0x7f800000 || abs < 0x800000 || (p.unsigned && b>>31 != 0) {
+		return p.encodeSpecial(b, scaleExp, sat)
+	}
+	// abs = m × 2^(e−23) with bit 23 of m set.
+	return p.round(sign, abs&0x7fffff|0x800000, int32(abs>>23)-127-scaleExp, sat)
+}
+
+// encodeSpecial handles NaN, ±inf, ±0, float32 subnormals and negative
+// inputs of unsigned formats.
+func (p *encParams) encodeSpecial(b uint32, scaleExp int32, sat Saturation) uint32 {
 	neg := b>>31 == 1
 	abs := b & 0x7fffffff
 	if abs > 0x7f800000 {
@@ -117,27 +129,23 @@ func (p *encParams) encode(b uint32, scaleExp int32, sat Saturation) uint32 {
 	if neg && p.unsigned {
 		return 0
 	}
-	var sign uint32
-	if neg {
-		sign = p.sign
-	}
+	sign := b >> 31 * p.sign
 	if abs == 0x7f800000 {
 		return sign | p.over(sat)
 	}
 	if abs == 0 {
 		return p.zero(sign)
 	}
-	// abs = m × 2^(e−23) with bit 23 of m set.
-	exp := int32(abs >> 23)
-	m := abs & 0x7fffff
-	if exp == 0 {
-		lz := int32(bits.LeadingZeros32(m)) - 8 // m < 2^23: shift to bit 23
-		m <<= uint(lz)
-		exp = 1 - lz
-	} else {
-		m |= 0x800000
+	if abs >= 0x800000 { // a normal positive input of an unsigned format
+		return p.round(sign, abs&0x7fffff|0x800000, int32(abs>>23)-127-scaleExp, sat)
 	}
-	e := exp - 127 - scaleExp
+	// float32 subnormal: normalize so that bit 23 of m is set.
+	lz := int32(bits.LeadingZeros32(abs)) - 8
+	return p.round(sign, abs<<uint(lz), -126-lz-scaleExp, sat)
+}
+
+// round rounds m × 2^(e−23) (bit 23 of m set) to nearest even.
+func (p *encParams) round(sign, m uint32, e int32, sat Saturation) uint32 {
 	if e > p.emax {
 		return sign | p.over(sat)
 	}
@@ -160,8 +168,8 @@ func (p *encParams) encode(b uint32, scaleExp int32, sat Saturation) uint32 {
 	if code > p.maxCode {
 		return sign | p.over(sat)
 	}
-	if code == 0 {
-		return p.zero(sign)
+	if code == 0 && !p.negZero {
+		return 0
 	}
 	return sign | code
 }
