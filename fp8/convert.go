@@ -11,12 +11,12 @@ import (
 // Spec at start-up). They round to nearest, ties to even, in one step from
 // the exact input; what they do at the edges is a property of the format:
 //
-//	format         NaN in          overflow, ±inf: SatFinite | NoSat    −0, tiny negative
-//	e4m3, ue4m3    ±0x7f (NaN)     ±max                      | ±NaN     −0 (ue4m3: 0)
-//	e5m2           ±0x7f (NaN)     ±max                      | ±inf     −0
-//	e4m3fnuz,      0x80 (NaN)      ±max                      | 0x80     +0 (no −0)
+//	format         NaN in         overflow: SatFinite | NoSat   ±inf: SatFinite | NoSat   −0, tiny negative
+//	e4m3, ue4m3    ±0x7f (NaN)    ±max              | ±NaN    ±max            | ±NaN    −0 (ue4m3: 0)
+//	e5m2           ±0x7f (NaN)    ±max              | ±inf    ±max            | ±inf    −0
+//	e4m3fnuz,      0x80 (NaN)     ±max              | 0x80    0x80            | 0x80    +0 (no −0)
 //	 e5m2fnuz
-//	e2m1, e2m3,    +max (0x7,      ±max                      | ±max     −0
+//	e2m1, e2m3,    +max (0x7,     ±max              | ±max    ±max            | ±max    −0
 //	 e3m2          0x1f)
 //
 // Sources, row by row:
@@ -26,8 +26,13 @@ import (
 //   - e4m3fnuz, e5m2fnuz: NoSat is PyTorch's float8_e4m3fnuz/float8_e5m2fnuz
 //     cast (c10/util/Float8_e4m3fnuz.h: every magnitude that rounds past the
 //     largest finite value, ±inf and NaN give 0x80; results that round to
-//     zero are +0). SatFinite clamps to ±max, as the saturating AMD
-//     conversions (HIP __HIP_SATFINITE) do, NaN still 0x80.
+//     zero are +0). SatFinite is HIP's __hip_cvt_float_to_fp8(x,
+//     __HIP_SATFINITE, __HIP_E4M3_FNUZ) (amd_hip_fp8.h, from rocBLAS): finite
+//     values are clamped to ±max (on MI300 with v_med3 before the RNE
+//     v_cvt_pk_fp8_f32), while ±inf and NaN are not clamped and give 0x80.
+//     HIP's own non-saturating host path returns sign|0x78 (the IEEE
+//     infinity pattern, which is the finite ±128 in e4m3fnuz) on overflow;
+//     PyTorch's 0x80 is followed here instead.
 //   - e2m1, e2m3, e3m2: OCP MX v1.0 has no inf or NaN in these formats and
 //     saturates to ±max normal; NVIDIA's only conversions are
 //     cvt.rn.satfinite.{e2m1x2,e2m3x2,e3m2x2}.f32, and CUDA's
@@ -54,6 +59,7 @@ type encParams struct {
 	sign      uint32 // sign bit, 0 for unsigned formats
 	negZero   bool   // −0 exists
 	unsigned  bool
+	infNaN    bool // ±inf gives the NaN code in both modes (fnuz)
 }
 
 var encTable [numFormats]*encParams
@@ -87,6 +93,7 @@ func init() {
 		case NaNNegZero:
 			p.overNoSat = p.sign // 0x80: NaN
 			p.nanCode = p.sign
+			p.infNaN = true
 		case NaNNone:
 			p.overNoSat = p.maxCode
 			p.nanCode = p.maxCode
@@ -131,6 +138,9 @@ func (p *encParams) encodeSpecial(b uint32, scaleExp int32, sat Saturation) uint
 	}
 	sign := b >> 31 * p.sign
 	if abs == 0x7f800000 {
+		if p.infNaN {
+			return p.nanCode
+		}
 		return sign | p.over(sat)
 	}
 	if abs == 0 {
@@ -222,8 +232,9 @@ func EncodeUE4M3(x float32, sat Saturation) uint8 {
 
 // EncodeE4M3FNUZ converts x to AMD fp8 (e4m3fnuz): round to nearest even;
 // NoSat (PyTorch's cast) gives 0x80 (NaN) for NaN, ±inf and magnitudes that
-// round beyond 240; SatFinite gives ±240 for those but NaN still 0x80.
-// Results that round to zero are +0 (0x00).
+// round beyond 240; SatFinite (HIP __HIP_SATFINITE) gives ±240 for finite
+// magnitudes beyond 240, and 0x80 for NaN and ±inf. Results that round to
+// zero are +0 (0x00).
 func EncodeE4M3FNUZ(x float32, sat Saturation) uint8 {
 	return uint8(encTable[FormatE4M3FNUZ].encode(math.Float32bits(x), 0, sat))
 }
