@@ -60,6 +60,36 @@ func MXScale(elem Format, amax float32) uint8 {
 	return uint8(max(s, -127) + 127)
 }
 
+// MXScaleRule selects how a block's ue8m0 scale is derived from its
+// largest magnitude.
+type MXScaleRule uint8
+
+// The MX scale rules.
+const (
+	// MXScaleOCP is OCP MX v1.0 §6.3 (MXScale): X = 2^(floor(log2 amax) −
+	// emax_elem). The largest elements can exceed the element format's
+	// largest value and saturate. A NaN or ±inf anywhere in the block
+	// gives the NaN scale.
+	MXScaleOCP MXScaleRule = iota
+	// MXScaleRoundUp is NVIDIA TransformerEngine's MXFP8 recipe
+	// (transformer_engine/common/utils.cuh, float_to_e8m0 and exp2f_rcp):
+	// X = ue8m0 rounded up (cvt.rp.satfinite.ue8m0x2.f32) of
+	// amax · float32(1/max_elem), so no element saturates. amax ignores NaN
+	// (fmaxf); an infinite amax gives 0xfe (satfinite). Elements are
+	// x · 2^(127 − code), except that code 0 scales by 1 (TransformerEngine's
+	// exp2f_rcp(0) returns 1), which flushes blocks with amax below about
+	// max_elem·2^−127 to zero.
+	MXScaleRoundUp
+)
+
+// String returns "ocp" or "roundup".
+func (r MXScaleRule) String() string {
+	if r == MXScaleRoundUp {
+		return "roundup"
+	}
+	return "ocp"
+}
+
 // QuantizeMX quantizes x into MX blocks of 32 elements of format elem (e4m3,
 // e5m2, e2m3, e3m2 or e2m1) with one ue8m0 scale each, as OCP MX v1.0 §6.3
 // describes: the scale is MXScale of the block's largest magnitude, and each
@@ -71,34 +101,61 @@ func MXScale(elem Format, amax float32) uint8 {
 // NaN: +max, as NVIDIA's satfinite conversion gives).
 //
 // len(x) must be a multiple of 32. codes has len(x) entries, scales
-// len(x)/32.
+// len(x)/32. QuantizeMX is QuantizeMXRule with MXScaleOCP.
 func QuantizeMX(elem Format, x []float32) (codes, scales []uint8, err error) {
+	return QuantizeMXRule(elem, x, MXScaleOCP)
+}
+
+// QuantizeMXRule is QuantizeMX with the scale rule r (see MXScaleRule).
+// Under MXScaleRoundUp a NaN element converts on its own (e4m3/e5m2 0x7f,
+// FP6/FP4 +max) and does not change the block's scale.
+func QuantizeMXRule(elem Format, x []float32, r MXScaleRule) (codes, scales []uint8, err error) {
 	if !MXElement(elem) {
 		return nil, nil, fmt.Errorf("MX element format %v: want e4m3, e5m2, e2m3, e3m2 or e2m1", elem)
 	}
 	if len(x)%MXBlockSize != 0 {
 		return nil, nil, fmt.Errorf("MX quantization of %d elements: the length must be a multiple of the block size %d", len(x), MXBlockSize)
 	}
+	if r > MXScaleRoundUp {
+		return nil, nil, fmt.Errorf("MX scale rule %d: want MXScaleOCP or MXScaleRoundUp", r)
+	}
 	p := encTable[elem]
 	codes = make([]uint8, len(x))
 	scales = make([]uint8, len(x)/MXBlockSize)
 	nanCode := uint8(p.encode(0x7fc00000, 0, SatFinite))
+	rcp := float32(1 / elem.MaxValue())
 	for blk := range scales {
 		xs := x[blk*MXBlockSize : (blk+1)*MXBlockSize]
-		var amax uint32 // largest |x| bits; NaN and inf compare above every finite
-		for _, v := range xs {
-			amax = max(amax, math.Float32bits(v)&^0x80000000)
-		}
-		sc := MXScale(elem, math.Float32frombits(amax))
-		scales[blk] = sc
 		out := codes[blk*MXBlockSize : (blk+1)*MXBlockSize]
-		if sc == 0xff {
-			for i := range out {
-				out[i] = nanCode
+		var sc uint8
+		var shift int32
+		if r == MXScaleOCP {
+			var amax uint32 // largest |x| bits; NaN and inf compare above every finite
+			for _, v := range xs {
+				amax = max(amax, math.Float32bits(v)&^0x80000000)
 			}
-			continue
+			sc = MXScale(elem, math.Float32frombits(amax))
+			if sc == 0xff {
+				for i := range out {
+					out[i] = nanCode
+				}
+				scales[blk] = sc
+				continue
+			}
+			shift = int32(sc) - 127
+		} else {
+			var amax float32
+			for _, v := range xs {
+				if a := float32(math.Abs(float64(v))); a > amax { // false for NaN
+					amax = a
+				}
+			}
+			sc = EncodeUE8M0(amax*rcp, RoundUp, SatFinite)
+			if sc != 0 {
+				shift = int32(sc) - 127
+			}
 		}
-		shift := int32(sc) - 127
+		scales[blk] = sc
 		for i, v := range xs {
 			out[i] = uint8(p.encode(math.Float32bits(v), shift, SatFinite))
 		}
@@ -170,7 +227,9 @@ var sixth = float32(1.0 / 6.0)
 // The kernel computes the reciprocals with rcp.approx.ftz.f32 and uses
 // rcp(1/tensorScale) for tensorScale; here they are IEEE float32 divisions,
 // so a scale or an element can differ from a GPU's where the approximate
-// reciprocal is off by an ulp at a rounding boundary. An all-zero block gets
+// reciprocal is off by an ulp at a rounding boundary. TransformerEngine
+// groups the block scale as block_amax·(S_enc·(1/6)) instead, which can
+// also differ in the last bit before the e4m3 rounding. An all-zero block gets
 // scale 0 and ±0 elements; a block holding ±inf gets scale 448 (0x7e).
 //
 // len(x) must be a multiple of 16 and tensorScale positive and finite, with

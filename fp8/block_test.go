@@ -363,3 +363,116 @@ func TestPackE2M1(t *testing.T) {
 		t.Error("odd length accepted")
 	}
 }
+
+// refMXRoundUp is the TransformerEngine rule written out: amax over
+// non-NaN elements, scale = ceil(log2(float32(amax·float32(1/max)))) by
+// comparison with powers of two, clamped to [0, 254]; elements by
+// nearest-by-search, scaled by 1 when the scale code is 0.
+func refMXRoundUp(elem Format, r *refFormat, xs []float32) (codes []uint32, scale uint8) {
+	var amax float32
+	for _, v := range xs {
+		if a := float32(math.Abs(float64(v))); a > amax {
+			amax = a
+		}
+	}
+	v := float64(amax * float32(1/elem.MaxValue()))
+	code := 0
+	switch {
+	case math.IsInf(v, 0):
+		code = 254
+	case v > 0:
+		_, ce := refLog2(v)
+		code = min(max(ce+127, 0), 254)
+	}
+	shift := 0
+	if code != 0 {
+		shift = code - 127
+	}
+	for _, x := range xs {
+		codes = append(codes, r.encode(x, shift, SatFinite))
+	}
+	return codes, uint8(code)
+}
+
+func TestQuantizeMXRoundUp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, elem := range []Format{FormatE4M3, FormatE5M2, FormatE2M3, FormatE3M2, FormatE2M1} {
+		r := newRef(elem)
+		var x []float32
+		for b := 0; b < 1500; b++ {
+			x = append(x, randomBlock(rng, MXBlockSize)...)
+		}
+		blk := make([]float32, MXBlockSize)
+		blk[0], blk[1], blk[2] = float32(math.NaN()), 3, -0.25 // NaN ignored by amax
+		x = append(x, blk...)
+		blk = make([]float32, MXBlockSize)
+		blk[0], blk[1] = float32(math.Inf(1)), 1 // amax inf: scale 0xfe
+		x = append(x, blk...)
+		blk = make([]float32, MXBlockSize)
+		blk[0] = 0x1p-140 // tiny block: scale code 0, scaled by 1
+		x = append(x, blk...)
+		codes, scales, err := QuantizeMXRule(elem, x, MXScaleRoundUp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := range scales {
+			xs := x[b*MXBlockSize : (b+1)*MXBlockSize]
+			want, ws := refMXRoundUp(elem, r, xs)
+			if scales[b] != ws {
+				t.Fatalf("%v block %d: scale %d, want %d", elem, b, scales[b], ws)
+			}
+			for i, w := range want {
+				if uint32(codes[b*MXBlockSize+i]) != w {
+					t.Fatalf("%v block %d element %d (%g): %#x, want %#x", elem, b, i, xs[i], codes[b*MXBlockSize+i], w)
+				}
+			}
+		}
+		n := len(scales)
+		if scales[n-2] != 0xfe || scales[n-1] != 0 {
+			t.Errorf("%v: inf block scale %#x, tiny block scale %#x", elem, scales[n-2], scales[n-1])
+		}
+	}
+	// e4m3 example: amax 1000: 1000/448 = 2.23 -> 2^2 (code 129); 1000/4 =
+	// 250 (no saturation, unlike the OCP rule's 448 at X = 2).
+	x := make([]float32, MXBlockSize)
+	x[0] = 1000
+	c, s, _ := QuantizeMXRule(FormatE4M3, x, MXScaleRoundUp)
+	if s[0] != 129 || FormatE4M3.Value(uint32(c[0])) != 256 {
+		t.Errorf("roundup e4m3 1000: scale %d element %g, want 129 and 256 (250 rounded)", s[0], FormatE4M3.Value(uint32(c[0])))
+	}
+	if _, _, err := QuantizeMXRule(FormatE4M3, x, MXScaleRule(9)); err == nil {
+		t.Error("unknown rule accepted")
+	}
+}
+
+// TestUE8M0TransformerEngine: EncodeUE8M0 rounding up with satfinite equals
+// TransformerEngine's portable float_to_e8m0 (utils.cuh), written out here,
+// on random float32 and the edge cases.
+func TestUE8M0TransformerEngine(t *testing.T) {
+	te := func(v float32) uint8 {
+		switch {
+		case v != v:
+			return 0xff
+		case math.IsInf(float64(v), 0):
+			return 0xfe
+		case v == 0:
+			return 0
+		}
+		u := math.Float32bits(v)
+		e, m := uint8(u>>23), u&0x7fffff
+		if m > 0 && e != 0xfe && !(e == 0 && m <= 0x400000) {
+			e++
+		}
+		return e
+	}
+	rng := rand.New(rand.NewPCG(17, 18))
+	xs := []float32{0x1p-127, 0x1.000002p-127, 0x1p-149, math.MaxFloat32, 0x1p127, 1, 1.5}
+	for i := 0; i < 1<<18; i++ {
+		xs = append(xs, math.Float32frombits(rng.Uint32()&^0x80000000))
+	}
+	for _, x := range xs {
+		if got, want := EncodeUE8M0(x, RoundUp, SatFinite), te(x); got != want {
+			t.Fatalf("ue8m0 rp satfinite(%g = %#08x) = %d, TransformerEngine %d", x, math.Float32bits(x), got, want)
+		}
+	}
+}
