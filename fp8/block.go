@@ -273,6 +273,22 @@ func QuantizeNVFP4(x []float32, tensorScale float32) (codes, scales []uint8, err
 	return codes, scales, nil
 }
 
+// QuantizeNVFP4Tensor quantizes x with the per-tensor scale computed from
+// x itself: tensorScale = NVFP4TensorScale(amax), amax the largest
+// magnitude of x ignoring NaN (an infinite amax, or an all-zero x, gives 1).
+// It returns that scale with the codes and block scales of QuantizeNVFP4.
+func QuantizeNVFP4Tensor(x []float32) (codes, scales []uint8, tensorScale float32, err error) {
+	var amax float32
+	for _, v := range x {
+		if a := float32(math.Abs(float64(v))); a > amax {
+			amax = a
+		}
+	}
+	tensorScale = NVFP4TensorScale(amax)
+	codes, scales, err = QuantizeNVFP4(x, tensorScale)
+	return codes, scales, tensorScale, err
+}
+
 // DequantizeNVFP4 returns the values of NVFP4 blocks: (e2m1 × ue4m3) ×
 // tensorScale in float32, the first product exact, the second rounded to
 // nearest even. The ue4m3 NaN code 0x7f makes its block NaN; bit 7 of a

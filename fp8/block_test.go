@@ -476,3 +476,23 @@ func TestUE8M0TransformerEngine(t *testing.T) {
 		}
 	}
 }
+
+func TestQuantizeNVFP4Tensor(t *testing.T) {
+	x := make([]float32, 2*NVFP4BlockSize)
+	x[0], x[1], x[20] = 2688*4, float32(math.NaN()), -3
+	codes, scales, ts, err := QuantizeNVFP4Tensor(x)
+	if err != nil || ts != 4 {
+		t.Fatalf("tensor scale %g, %v; want 4", ts, err)
+	}
+	// Block 0: amax 10752 / 6 / 4 = 448 -> 0x7e; element 6 (0x7).
+	if scales[0] != 0x7e || codes[0] != 0x7 {
+		t.Errorf("block 0: scale %#x code %#x", scales[0], codes[0])
+	}
+	y, _ := DequantizeNVFP4(codes, scales, ts)
+	if y[0] != 10752 || y[20] != -3 {
+		t.Errorf("dequantized %g %g, want 10752 -3", y[0], y[20])
+	}
+	if _, _, _, err := QuantizeNVFP4Tensor(x[:3]); err == nil {
+		t.Error("length 3 accepted")
+	}
+}
