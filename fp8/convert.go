@@ -12,7 +12,8 @@ import (
 // the exact input; what they do at the edges is a property of the format:
 //
 //	format         NaN in         overflow: SatFinite | NoSat   ±inf: SatFinite | NoSat   −0, tiny negative
-//	e4m3, ue4m3    ±0x7f (NaN)    ±max              | ±NaN    ±max            | ±NaN    −0 (ue4m3: 0)
+//	e4m3           ±0x7f (NaN)    ±max              | ±NaN    ±max            | ±NaN    −0
+//	ue4m3          0x7f (NaN)     448               | 0x7f    +inf: 448       | 0x7f    0 (every negative input)
 //	e5m2           ±0x7f (NaN)    ±max              | ±inf    ±max            | ±inf    −0
 //	e4m3fnuz,      0x80 (NaN)     ±max              | 0x80    0x80            | 0x80    +0 (no −0)
 //	 e5m2fnuz
@@ -41,8 +42,9 @@ import (
 //     NoSat therefore equals SatFinite for these formats.
 //   - ue4m3: the NVFP4 scale, converted in practice as e4m3 from a
 //     non-negative value (TensorRT-LLM: "SFValue is always positive, so E4M3
-//     is the same as UE4M3"). Negative inputs, ±0 and −inf, which no scale
-//     computation produces, give 0, the nearest representable value.
+//     is the same as UE4M3"). Negative inputs (−0 and −inf included),
+//     which no scale computation produces, give 0, the nearest
+//     representable value.
 //
 // The ue8m0 scale format has its own conversion (EncodeUE8M0), with PTX's
 // rounding modes.
