@@ -76,8 +76,9 @@ bench:
 	$(GO) test ./attention -run '^$$' -bench Decode -benchtime 5x
 
 fuzz:
-	$(GO) test ./fp8 -run '^$$' -fuzz FuzzEncodeE4M3 -fuzztime 30s
-	$(GO) test ./fp8 -run '^$$' -fuzz FuzzEncodeE5M2 -fuzztime 30s
+	$(GO) test ./fp8 -run '^$$' -fuzz '^FuzzEncodeE4M3$$' -fuzztime 30s
+	$(GO) test ./fp8 -run '^$$' -fuzz '^FuzzEncodeE5M2$$' -fuzztime 30s
+	for f in E2M1 E2M3 E3M2 UE4M3 UE8M0 E4M3FNUZ E5M2FNUZ; do $(GO) test ./fp8 -run '^$$' -fuzz "^FuzzEncode$$f\$$" -fuzztime 15s || exit 1; done
 	$(GO) test ./accum/golden -run '^$$' -fuzz FuzzParseRecords -fuzztime 30s
 	$(GO) test ./accum/golden -run '^$$' -fuzz FuzzParseLong -fuzztime 30s
 	$(GO) test ./accum/golden -run '^$$' -fuzz FuzzParseConvert -fuzztime 30s
