@@ -100,9 +100,10 @@ const (
 //     __float2half(c); the low half of D's first register is written.
 //
 // The H100 and H200 FP8 -> fp32 outputs do not fit that harness: mma.sync
-// with c loaded (sm90.mma.sync.*) gives 0/5000, and with C = 0 at most
-// 158/5000; they are the wgmma model with C = 0 (5000/5000), which is what
-// the authors' own
+// with c loaded (sm90.mma.sync.*) gives 0/5000, with C = 0 3203/5000
+// (e5m2, TestKhattakAmbiguities); wgmma with c loaded 0/5000 and 2/5000.
+// They are the wgmma model with C = 0 (5000/5000), which is what the
+// authors' own
 // check, model_validation/Validate_TC_models.m, assumes for those sets:
 // "C=zeros(size(C)); % D= AB+D where D is zero for fp8 with WGMMA". The
 // harness that produced them is not published.
