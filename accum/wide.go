@@ -47,8 +47,16 @@ func (m *tfdpa) Dot32(a, b []uint32, c float32) float32 {
 	L := m.info.Step.L
 	b = b[:len(a)]
 	for i := 0; i < len(a); i += L {
+		if m.wide != nil {
+			// Fast steps up to the first with a NaN or inf, if any.
+			var stop int
+			c, stop = m.wide.chain(a[i:], b[i:], c, L)
+			if i += stop; i >= len(a) {
+				break
+			}
+		}
 		j := min(i+L, len(a))
-		c = m.step32(a[i:j], b[i:j], c)
+		c = m.refStep32(a[i:j], b[i:j], c)
 	}
 	return c
 }
@@ -94,6 +102,63 @@ type wideStep struct {
 
 const tf32Mask = 0xffffe000 // the bits of a float32 a TF32 MMA reads
 
+// tf32Exp is the exponent a step reads for each exponent field: -126 for
+// subnormals (field 0; a zero is told apart by its fraction), expSpecial
+// for inf and NaN.
+var tf32Exp = func() (t [256]int32) {
+	for e := range t {
+		t[e] = int32(max(e, 1)) - 127
+	}
+	t[255] = expSpecial
+	return
+}()
+
+// chain runs steps of L elements over a and b from c, as step does, and
+// returns the result and how far it got: len(a), or the start of the
+// first step that holds a NaN or inf (not run; the caller runs it on the
+// reference path).
+func (s *wideStep) chain(a, b []uint32, c float32, L int) (float32, int) {
+	b = b[:len(a)]
+	ezero, f := s.ezero, int32(s.f)
+	keep := ^uint32(0) << uint(23-s.fb) // the fraction bits rho keeps
+	for i := 0; i < len(a); i += L {
+		x := a[i:min(i+L, len(a))]
+		y := b[i : i+len(x)]
+		emax := int32(-2000)
+		for k, xa := range x {
+			xb := y[k]
+			e := tf32Exp[xa>>23&0xff] + tf32Exp[xb>>23&0xff]
+			if (xa&0x7fffe000 == 0 || xb&0x7fffe000 == 0) && e < 1000 {
+				e = ezero // a zero product (inf × 0 keeps the sentinel)
+			}
+			emax = max(emax, e)
+		}
+		cb := math.Float32bits(c)
+		ce := tf32Exp[cb>>23&0xff]
+		if cb&0x7fffffff == 0 {
+			ce = ezero
+		}
+		emax = max(emax, ce)
+		if emax > 1000 {
+			return c, i
+		}
+		scale := math.Float64frombits(uint64(1023+f-emax) << 52)
+		sum := int64(float64(c) * scale)
+		for k, xa := range x {
+			sum += int64(float64(math.Float32frombits(xa&tf32Mask)) * float64(math.Float32frombits(y[k]&tf32Mask)) * scale)
+		}
+		// rzFloat32, its normal case written out (inlined).
+		v := float64(sum) * math.Float64frombits(uint64(1023+emax-f)<<52)
+		vb := math.Float64bits(v)
+		if e := int32(vb>>52&0x7ff) - 1023; e >= -126 && e < 128 {
+			c = math.Float32frombits(uint32(vb>>32)&0x80000000 | uint32(e+127)<<23 | uint32(vb>>29)&0x7fffff&keep)
+		} else {
+			c = rzFloat32(sum, emax-f, s.fb)
+		}
+	}
+	return c, len(a)
+}
+
 // step computes T_FDPA(a, b, c) over len(a) <= 64 pairs of tf32 codes. ok is
 // false when an input or c is NaN or inf: the caller then takes the
 // reference path. A zero sum is +0.
@@ -129,17 +194,31 @@ func (s *wideStep) step(a, b []uint32, c float32) (float32, bool) {
 		vb := float64(math.Float32frombits(b[i] & tf32Mask))
 		sum += int64(va * vb * scale)
 	}
+	return rzFloat32(sum, emax-int32(s.f), s.fb), true
+}
+
+// rzFloat32 truncates sum × 2^sx toward zero to fb (23 or 13) fraction
+// bits in the FP32 range, as roundRZ does, through float64: |sum| < 2^53
+// and -400 < sx < 300, so v = sum × 2^sx is exact in float64; for a normal
+// result the truncation is a mask of v's significand, for a subnormal one
+// the float64 -> int64 conversion of v × 2^(126+fb) (exact, truncating);
+// |v| >= 2^128 gives ±inf. A zero sum is +0.
+func rzFloat32(sum int64, sx int32, fb int) float32 {
 	if sum == 0 {
-		return 0, true
+		return 0
 	}
-	neg := sum < 0
-	mag := uint64(sum)
-	if neg {
-		mag = uint64(-sum)
+	v := float64(sum) * math.Float64frombits(uint64(1023+sx)<<52)
+	b := math.Float64bits(v)
+	sign := uint32(b>>32) & 0x80000000
+	e := int32(b>>52&0x7ff) - 1023
+	switch {
+	case e >= 128:
+		return math.Float32frombits(sign | 0x7f800000)
+	case e >= -126:
+		m := uint32(b>>29) & 0x7fffff // the 23 high fraction bits: truncation
+		m &^= 1<<uint(23-fb) - 1
+		return math.Float32frombits(sign | uint32(e+127)<<23 | m)
 	}
-	v := roundRZ(mag, int(emax)-s.f, s.fb)
-	if neg {
-		v |= 0x80000000
-	}
-	return math.Float32frombits(v), true
+	q := uint32(int64(math.Abs(v) * math.Float64frombits(uint64(1023+126+fb)<<52)))
+	return math.Float32frombits(sign | q<<uint(23-fb))
 }
