@@ -276,6 +276,11 @@ func TestKhattakAmbiguities(t *testing.T) {
 		{"H200", "E5M2", "fp16", "HMMA F = 26, e_zero -133", emuVariant(e5m2, p(16, 26, h, -133, f16), mod4, false), true},
 		{"H200", "E4M3", "fp16", "K 0-15 then 16-31", emuVariant(e4m3, p(16, 25, h, -22, f16), halves, false), false},
 		{"H200", "E4M3", "fp16", "C inside the first step", emuVariant(e4m3, p(16, 25, h, -22, f16), mod4, true), false},
+		{"H100", "E4M3", "fp16", "FP32 steps, FP32 add of C, one conversion to FP16", func(a, b []uint32, c uint32) uint32 {
+			c16 := math.Float32bits(fp8.FP16(fp8.FP16FromFloat32(math.Float32frombits(c))).Float32())
+			d := emuVariant(e4m3, p(16, 25, rz, -133, f16), mod4, false)(a, b, c16)
+			return math.Float32bits(fp8.FP16(fp8.FP16FromFloat32(math.Float32frombits(d))).Float32())
+		}, false},
 		{"B200", "E4M3", "fp16", "HMMA F = 23", emuVariant(e4m3, p(16, 23, h, -22, f16), mod4, false), true},
 		{"B200", "E5M2", "fp16", "K 0-15 then 16-31", emuVariant(e5m2, p(16, 25, h, -22, f16), halves, false), false},
 		// Blackwell FP8 -> fp32: the split and F are open; C is added after.
