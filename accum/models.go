@@ -84,9 +84,12 @@ func newMMASyncEmu(name string, in fp8.Format, step Params, doc, source string) 
 		ref:  step,
 	}
 	if fastPathApplies(step) {
+		// The tables read the FP8 codes as FP16 reads their values: an
+		// e4m3 subnormal is a normal FP16 number (its true exponent); e5m2
+		// has FP16's exponent range, so its own reading is FP16's.
 		fp := step
 		fp.In = in
-		m.fast = newTableStep(fp, true)
+		m.fast = newTableStep(fp, in == fp8.FormatE4M3)
 	}
 	return m
 }

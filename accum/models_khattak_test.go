@@ -180,6 +180,39 @@ func TestTF32SixteenBitCodes(t *testing.T) {
 	}
 }
 
+// TestMMASyncEmuFastMatchesReference checks the fast path of the FP32
+// emulations (e4m3 and e5m2, subnormals and specials included) against
+// the reference HMMA step on the FP16 codes of the inputs.
+func TestMMASyncEmuFastMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, name := range []string{"sm100.mma.sync.e4m3.f32", "sm100.mma.sync.e5m2.f32", "sm90.mma.sync.e5m2.f32"} {
+		m := MustLookup(name).(*mmaSyncEmu)
+		for trial := 0; trial < 20000; trial++ {
+			n := 1 + r.IntN(16)
+			a, b := make([]uint16, n), make([]uint16, n)
+			for i := range a {
+				a[i], b[i] = uint16(r.IntN(256)), uint16(r.IntN(256))
+				if trial%3 == 0 { // subnormals and zeros
+					a[i] &= 0x83
+				}
+			}
+			c := randC(r, trial%10 == 0)
+			ab, bb := m.f16(a, b)
+			want := m.ref.Step(ab[:n], bb[:n], math.Float32bits(c))
+			got, ok := m.fast.step(a, b, c)
+			if !ok {
+				got = math.Float32frombits(want) // refused: NaN/inf, checked below
+				if want != NaN32 && want&0x7f800000 != 0x7f800000 {
+					t.Fatalf("%s: fast path refused finite inputs a=%02x b=%02x c=%g", name, a, b, c)
+				}
+			}
+			if math.Float32bits(got) != want {
+				t.Fatalf("%s: a=%02x b=%02x c=%08x: fast %08x, reference %08x", name, a, b, math.Float32bits(c), math.Float32bits(got), want)
+			}
+		}
+	}
+}
+
 // TestMMASyncEmuFP16 checks the FP16-accumulator emulation against the
 // definition written out: two HMMA.F16 steps over k mod 4 in {0,1}, then
 // {2,3}, from +0, and an FP16 add of C rounded to nearest even.
