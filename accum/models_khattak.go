@@ -109,3 +109,25 @@ func init() {
 		register(newMMASyncEmu(r.name, r.in, r.step, r.doc, r.src))
 	}
 }
+
+// The models of models.go that Khattak & Mikaitis' outputs verify too: their
+// source gains that evidence. (This init runs after models.go's: the go
+// tool initialises a package's files in file name order.)
+func init() {
+	for name, sets := range map[string]string{
+		"sm70.mma.f16.f32":       "V100 fp16 -> fp32",
+		"sm80.mma.sync.f16.f32":  "A100, A2, Ada and L40S fp16 -> fp32",
+		"sm80.mma.sync.bf16.f32": "A100, A2, Ada and L40S bf16 -> fp32",
+		"sm89.mma.sync.e4m3.f32": "Ada and L40S E4M3 -> fp32",
+		"sm90.wgmma.f16.f32":     "H100 and H200 fp16 -> fp32 (mma.sync m16n8k16)",
+		"sm90.wgmma.bf16.f32":    "H100 and H200 bf16 -> fp32 (mma.sync m16n8k16)",
+		"sm90.wgmma.e4m3.f32":    "H100 and H200 E4M3 -> fp32 (C = 0)",
+		"sm90.wgmma.e5m2.f32":    "H100 and H200 E5M2 -> fp32 (C = 0)",
+	} {
+		m, ok := registry[name].(*tfdpa)
+		if !ok {
+			panic("accum: " + name + " is not a registered T-FDPA model")
+		}
+		m.info.Source += "; bit-exact on Khattak & Mikaitis " + sets + " outputs (5000 records each), hardware"
+	}
+}
