@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,6 +34,9 @@ func verifyPath(ctx context.Context, path string, opt golden.Options, stdout io.
 			files, err := golden.ReadDir(path)
 			if err != nil {
 				return 0, 0, true, err
+			}
+			if len(files) == 0 {
+				return 0, 0, true, fmt.Errorf("%s: no capture files (*.tsv, *.txt) and no Khattak & Mikaitis set folders (<GPU>/<format>/a_<GPU>_<format>.txt.gz)", path)
 			}
 			for _, f := range files {
 				if err := ctx.Err(); err != nil {

@@ -58,6 +58,9 @@ func TestVerifyKhattakFolder(t *testing.T) {
 		!strings.Contains(out, "FAIL: 1 of 1 files") {
 		t.Errorf("a wrong result: err %v, output:\n%s", err, out)
 	}
+	if _, _, err := lab(t, context.Background(), "verify", t.TempDir()); err == nil || !strings.Contains(err.Error(), "no capture files") {
+		t.Errorf("an empty folder: %v", err)
+	}
 	os.WriteFile(filepath.Join(bad, "B200", "fp16", "c_B200_fp32.txt.gz"), []byte("not gzip"), 0o644)
 	if _, _, err := lab(t, context.Background(), "verify", bad); err == nil || !strings.Contains(err.Error(), "c_B200_fp32.txt.gz:1: not a gzip file") {
 		t.Errorf("a damaged file: %v", err)
