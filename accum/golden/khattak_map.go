@@ -88,8 +88,11 @@ const (
 //     C is loaded (load_matrix_sync) when the c line is exactly 32
 //     characters (every published c line is); for the FP16 output c is
 //     converted with __float2half (RNE) into a half accumulator fragment.
-//     wmma compiles to HMMA.884 on sm_70 and mma.sync-class HMMA.16816 /
-//     HMMA.1684 on sm_80..sm_100 (never wgmma or tcgen05).
+//     wmma compiles to the mma.sync class of HMMA instructions (HMMA.884
+//     steps on sm_70), never to wgmma or tcgen05; the SASS was not
+//     inspected here (no such GPU): the K split of each model is from the
+//     sources its Info names, and these outputs cannot check it where the
+//     lines are zero-padded.
 //   - mma_fp8_output_fp32.cu: inline PTX
 //     mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32;
 //     thread t of the group holds A row 0 K 4t..4t+3 (a_fp8[0..3]) and
@@ -108,7 +111,7 @@ const (
 // "C=zeros(size(C)); % D= AB+D where D is zero for fp8 with WGMMA". The
 // harness that produced them is not published.
 var KhattakRuns = []KhattakRun{
-	{GPUs: []string{"V100"}, Format: "fp16", Out: "fp32", Harness: harnessWMMA, Instruction: "wmma m16n16k16 (sm_70: 4 chained HMMA.884, mma m8n8k4)",
+	{GPUs: []string{"V100"}, Format: "fp16", Out: "fp32", Harness: harnessWMMA, Instruction: "wmma m16n16k16 (sm_70: chained m8n8k4 HMMA.884 steps)",
 		K: 16, C: KhattakCLoaded, Model: "sm70.mma.f16.f32", Undetermined: fmt.Sprintf(undetZeroPad, 3, "4 or more")},
 	{GPUs: []string{"V100"}, Format: "fp16", Out: "fp16", Harness: harnessWMMA, Instruction: "wmma m16n16k16, f16 accumulator (sm_70 mma m8n8k4)",
 		K: 16, C: KhattakCHalf, Model: "sm70.mma.f16.f16", Undetermined: "F: 23, 24 and 25 give the same; " + undetEZero + "; " + fmt.Sprintf(undetZeroPad, 3, "4 or more")},
