@@ -4,6 +4,7 @@
 SHELL := /bin/bash
 GO ?= go
 GOLDEN ?= ../shared/golden/h200
+KHATTAK ?= ../shared/golden/khattak
 ADDR ?= 127.0.0.1:8080
 DATA ?= data
 
@@ -30,7 +31,7 @@ lab: build
 	./bin/lab serve -addr $(ADDR) -data $(DATA)
 
 verify: build
-	./bin/lab verify $(GOLDEN)/*.txt $(GOLDEN)/*.tsv testdata/h200-fresh/*.gz
+	./bin/lab verify $(GOLDEN)/*.txt $(GOLDEN)/*.tsv testdata/h200-fresh/*.gz $(KHATTAK)
 
 verify-exhaustive: build
 	./bin/lab verify -exhaustive $(GOLDEN)/fp8_convert.txt
