@@ -284,7 +284,7 @@ func (m *amdInstr) fdpaGroup(a, b []uint64, c float32) float32 {
 	emax := max(e, ce)
 	// s is in units of 2^(e-24): round down to 31 fraction bits below emax.
 	s31 := floorShift(s, 7-(emax-e)) // units of 2^(emax-31)
-	var c24 int64                     // units of 2^(emax-24)
+	var c24 int64                    // units of 2^(emax-24)
 	if !fp8Pair || ce >= emax-25 {
 		c24 = floorShift(sc, 1-(emax-ce)) // sc has 23 fraction bits
 	}

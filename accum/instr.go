@@ -74,9 +74,9 @@ func (i InstrInfo) String() string {
 
 // The kinds of Instruction arithmetic.
 const (
-	KindScaled   Kind = "block-scaled T-FDPA" // scale exponents added per block (ST-FDPA), or FP4 groups of 16 (GST-FDPA)
-	KindFMAChain Kind = "FMA chain"           // AMD f32/f64: one IEEE fused multiply-add per element
-	KindPairwise Kind = "pairwise FP32 tree"  // AMD CDNA1/2 f16/bf16
+	KindScaled   Kind = "block-scaled T-FDPA"              // scale exponents added per block (ST-FDPA), or FP4 groups of 16 (GST-FDPA)
+	KindFMAChain Kind = "FMA chain"                        // AMD f32/f64: one IEEE fused multiply-add per element
+	KindPairwise Kind = "pairwise FP32 tree"               // AMD CDNA1/2 f16/bf16
 	KindAMDFDPA  Kind = "AMD fused dot (round down) + RNE" // AMD CDNA3 f16/bf16/xf32/fp8
 )
 
