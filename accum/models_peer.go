@@ -9,7 +9,7 @@ import "fmt"
 
 const (
 	srcMMASimRecords = "MMA-Sim (Xie et al., arXiv 2511.10909), microsoft/MMA-Sim@c785138; bit-exact on its peer records ../shared/golden/mmasim (%s) apart from the documented peer deviations; no hardware record here"
-	srcNewEZero      = "; zero terms read e_zero = %d as the H200 captures (Hopper) and the newer MMA-Sim (peichenxie/MMA-Sim fdpa.py) do"
+	srcNewEZero      = "; zero terms read a fixed e_zero = %d (the rule of the H200 captures on Hopper; the value of the newer MMA-Sim, peichenxie/MMA-Sim fdpa.py)"
 	srcFP6           = "FP6 operands from the PTX ISA (kind::f8f6f4/mxf8f6f4 accept e2m3 and e3m2, read as e4m3 values like FP4); MMA-Sim has no FP6: UNVERIFIED, no record of any kind"
 	srcAMDOld        = "MMA-Sim (Xie et al., arXiv 2511.10909), microsoft/MMA-Sim@c785138 simulator/amd.py; bit-exact on its peer records ../shared/golden/mmasim (%s); no hardware record here. The newer MMA-Sim (peichenxie/MMA-Sim) revised %s; that revision is not modelled here"
 )
@@ -67,11 +67,15 @@ func init() {
 			file        string
 		}{
 			{"mxf4", "ue8m0", 32, "mxf4_ue8m0_b32"},
-			{"mxf4nvf4.ue8m0", "ue8m0", 16, "mxf4nvf4_ue8m0_b16"},
-			{"mxf4nvf4.ue4m3", "ue4m3", 16, "mxf4nvf4_ue4m3_b16"},
+			{"mxf4nvf4", "ue8m0", 16, "mxf4nvf4_ue8m0_b16"},
+			{"mxf4nvf4", "ue4m3", 16, "mxf4nvf4_ue4m3_b16"},
 		} {
+			name := fmt.Sprintf("%s.%s.f32", arch.prefix, v.kind)
+			if v.kind == "mxf4nvf4" {
+				name = fmt.Sprintf("%s.%s.%s.f32", arch.prefix, v.kind, v.scale)
+			}
 			registerInstr(newNV(InstrInfo{
-				Name: fmt.Sprintf("%s.%s.f32", arch.prefix, v.kind), A: "e2m1", B: "e2m1", C: "f32",
+				Name: name, A: "e2m1", B: "e2m1", C: "f32",
 				K: 64, L: 64, F: 35, EZero: -139, Rho: RZFP32, Scale: v.scale, Block: v.block, Group: 16,
 				Doc: fmt.Sprintf("%s kind::%s e2m1 x e2m1 -> f32, %s scales per %d elements: each group of 16 products summed exactly, times its two scales, is one term; F = 35",
 					arch.doc, v.kind, v.scale, v.block),
