@@ -3,6 +3,7 @@ package accum
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/fp8lab/fp8lab/fp8"
 )
@@ -38,6 +39,9 @@ type amdInstr struct {
 	arch int  // 1, 2 or 3
 	xf32 bool // truncate f32 operands to tf32
 	f64  bool
+	// tables are the operand tables of the fast path, built on first use
+	// (shared per format; about 1.4 MiB each).
+	tables func() [2]*amdTable
 }
 
 func newAMD(info InstrInfo, arch int) *amdInstr {
@@ -49,6 +53,9 @@ func newAMD(info InstrInfo, arch int) *amdInstr {
 		m.in, m.bin = mustFormat(info.A), mustFormat(info.B)
 	}
 	m.xf32 = info.A == "f32" && info.Kind == KindAMDFDPA
+	if !m.f64 && m.in.CodeBits() <= 16 {
+		m.tables = sync.OnceValue(func() [2]*amdTable { return [2]*amdTable{amdTableFor(m.in), amdTableFor(m.bin)} })
+	}
 	if info.Kind != KindFMAChain && info.Group < 1 {
 		panic(fmt.Sprintf("accum: %s: no group size", info.Name))
 	}
