@@ -78,7 +78,7 @@ func f32Parts(x uint32) (e int32, v float64, special bool) {
 func chainFMA32(a, b []uint32, c float32) float32 {
 	b = b[:len(a)]
 	for i, x := range a {
-		c = FMA32(math.Float32frombits(x), math.Float32frombits(b[i]), c)
+		c = fma32(math.Float32frombits(x), math.Float32frombits(b[i]), c)
 	}
 	return c
 }
@@ -100,12 +100,15 @@ func (m *amdInstr) pairwiseFast(a, b []uint16, c float32) float32 {
 	va, vb := &ta.f32, &tb.f32
 	if flush {
 		va, vb = &ta.flushed, &tb.flushed
-		c = flushSub(c, false)
 	}
 	b = b[:len(a)]
-	G := m.info.Group
+	G, K := m.info.Group, m.info.K
 	var p [64]float32
 	for g := 0; g < len(a); g += G {
+		if flush && g%K == 0 {
+			// each instruction flushes its c (to +0)
+			c = flushSub(c, false)
+		}
 		h := min(g+G, len(a))
 		for i := g; i < h; i++ {
 			// fmaf(a, b, +0): the product rounded once, a zero made +0.
@@ -184,7 +187,7 @@ func (m *amdInstr) fdpaGroupFast(ea, eb []int32, va, vb []float64, c float32) (f
 	if !fp8Pair || ce >= emax-25 {
 		c24 = int64(math.Floor(cv * pow2(24-emax)))
 	}
-	return float32(math.Ldexp(float64(s31+c24<<7), int(emax-31))), true
+	return float32(float64(s31+c24<<7) * pow2(emax-31)), true
 }
 
 // chainAMD runs the K loop of an AMD instruction on codes of their natural
@@ -259,4 +262,19 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 		d = r
 	}
 	return uint64(math.Float32bits(d)), true
+}
+
+// fma32 is FMA32 (a*b + c rounded once to float32, nearest even), fast:
+// the float64 sum r of the exact product and c, rounded to float32, is
+// correctly rounded unless r is exactly halfway between two float32 numbers
+// (double rounding needs a tie after the first rounding) or lies in the
+// float32 subnormal range; those rare cases take FMA32. Bit-exact with
+// FMA32 (TestFMA32Fast).
+func fma32(a, b, c float32) float32 {
+	r := float64(a)*float64(b) + float64(c) // the product is exact: 24+24 bits
+	rb := math.Float64bits(r)
+	if rb&(1<<29-1) != 1<<28 && rb&0x7fffffffffffffff >= 0x3810000000000000 {
+		return float32(r)
+	}
+	return FMA32(a, b, c)
 }

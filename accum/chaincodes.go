@@ -32,16 +32,7 @@ func ChainCodes[T Code](m Instruction, a, b []T, sa, sb []uint8, c uint64, promo
 		if promote < 0 || promote > 0 && promote%am.info.K != 0 {
 			return 0, errorf("promotion interval %d is not 0 or a positive multiple of %s's K = %d", promote, am.info.Name, am.info.K)
 		}
-		run := func(a, b []T, c uint64) (uint64, bool) {
-			for i := 0; i < len(a); i += am.info.K {
-				j := min(i+am.info.K, len(a))
-				var ok bool
-				if c, ok = chainAMD(am, a[i:j], b[i:j], c); !ok {
-					return 0, false
-				}
-			}
-			return c, true
-		}
+		run := func(a, b []T, c uint64) (uint64, bool) { return chainAMD(am, a, b, c) }
 		if promote == 0 {
 			if d, ok := run(a, b, c); ok {
 				return d, nil

@@ -252,3 +252,33 @@ func TestAMDFastEqualsReference(t *testing.T) {
 		}
 	}
 }
+
+// TestFMA32Fast: fma32 gives FMA32's bits on random and edge triples
+// (signed zeros, subnormals, ties, overflow, NaN, inf).
+func TestFMA32Fast(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	edge := []uint32{0, 0x80000000, 1, 0x80000001, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0x3f800000, 0x33800000, 0x3f800001}
+	pick := func() float32 {
+		switch r.IntN(4) {
+		case 0:
+			return math.Float32frombits(edge[r.IntN(len(edge))])
+		case 1:
+			return math.Float32frombits(r.Uint32())
+		default:
+			return math.Float32frombits(r.Uint32()&0x807fffff | uint32(110+r.IntN(30))<<23)
+		}
+	}
+	for i := 0; i < 2000000; i++ {
+		a, b, c := pick(), pick(), pick()
+		if i%3 == 0 { // near-cancellation and ties
+			c = -float32(float64(a) * float64(b))
+			if r.IntN(2) == 0 {
+				c = math.Float32frombits(math.Float32bits(c) + uint32(r.IntN(5)) - 2)
+			}
+		}
+		want, got := math.Float32bits(FMA32(a, b, c)), math.Float32bits(fma32(a, b, c))
+		if want != got && !(math.IsNaN(float64(FMA32(a, b, c))) && math.IsNaN(float64(fma32(a, b, c)))) {
+			t.Fatalf("fma32(%08x, %08x, %08x) = %08x, FMA32 %08x", math.Float32bits(a), math.Float32bits(b), math.Float32bits(c), got, want)
+		}
+	}
+}
