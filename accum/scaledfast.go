@@ -155,11 +155,9 @@ func pow2(e int32) float64 { return math.Float64frombits(uint64(1023+e) << 52) }
 func (s *scaledFast) stST(a, b []uint8, sa, sb uint8, c float32) (float32, bool) {
 	b = b[:len(a)]
 	expA, expB := s.expA, s.expB
-	emax, emin := int32(-2000), int32(2000)
+	emax := int32(-2000)
 	for i, x := range a {
-		e := expA[x] + expB[b[i]]
-		emax = max(emax, e)
-		emin = min(emin, e)
+		emax = max(emax, expA[x]+expB[b[i]])
 	}
 	var es int32
 	zeroScale := false
@@ -177,11 +175,11 @@ func (s *scaledFast) stST(a, b []uint8, sa, sb uint8, c float32) (float32, bool)
 	if !ok {
 		return 0, false
 	}
-	if emin < -500 || zeroScale {
-		E = max(E, s.ezero) // a zero product
-	}
 	if emax > -500 && !zeroScale {
 		E = max(E, emax+es)
+	}
+	if E < s.ezero && (zeroScale || hasZero(expA, expB, a, b)) {
+		E = s.ezero // a zero product (only looked for when it can matter)
 	}
 	sum := int64(float64(c) * pow2(s.F-E))
 	if !zeroScale {
@@ -192,6 +190,17 @@ func (s *scaledFast) stST(a, b []uint8, sa, sb uint8, c float32) (float32, bool)
 		}
 	}
 	return s.finish(sum, E), true
+}
+
+// hasZero reports whether some product of a and b has a zero operand.
+func hasZero(expA, expB *[256]int32, a, b []uint8) bool {
+	b = b[:len(a)]
+	for i, x := range a {
+		if expA[x]+expB[b[i]] < -500 {
+			return true
+		}
+	}
+	return false
 }
 
 // stGST is one GST step over len(a) <= 64 FP4 codes (one per byte, low
