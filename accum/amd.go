@@ -94,7 +94,7 @@ func (m *amdInstr) Step(a, b []uint64, _, _ []uint8, c uint64) uint64 {
 // flushSub flushes |x| < 2^-126 to a zero; keepSign keeps x's sign
 // (MMA-Sim's x *= 0.0), otherwise the zero is +0.
 func flushSub(x float32, keepSign bool) float32 {
-	if math.Abs(float64(x)) < 0x1p-126 {
+	if math.Float32bits(x)&0x7f800000 == 0 { // |x| < 2^-126 (zero or subnormal)
 		if keepSign {
 			return x * 0
 		}

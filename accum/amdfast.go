@@ -117,7 +117,26 @@ func (m *amdInstr) pairwiseFast(a, b []uint16, c float32) float32 {
 				p[i-g] = flushSub(p[i-g], true)
 			}
 		}
-		c += pairTree(p[:h-g], flush)
+		var gs float32
+		switch h - g {
+		case 2:
+			gs = p[0] + p[1]
+			if flush {
+				gs = flushSub(gs, true)
+			}
+		case 4:
+			l, r := p[0]+p[1], p[2]+p[3]
+			if flush {
+				l, r = flushSub(l, true), flushSub(r, true)
+			}
+			gs = l + r
+			if flush {
+				gs = flushSub(gs, true)
+			}
+		default:
+			gs = pairTree(p[:h-g], flush)
+		}
+		c += gs
 		if flush {
 			c = flushSub(c, true)
 		}
@@ -147,29 +166,12 @@ func (m *amdInstr) fdpaGroupFast(ea, eb []int32, va, vb []float64, c float32) (f
 	if sp {
 		return 0, false
 	}
-	n := len(ea)
-	trunc := func(step, off int) (int64, int32, bool) {
-		emax := int32(-1 << 20)
-		for i := off; i < n; i += step {
-			emax = max(emax, ea[i]+eb[i])
-		}
-		scale := pow2(24 - emax)
-		var s int64
-		for i := off; i < n; i += step {
-			p := va[i] * vb[i]
-			if math.Abs(p) >= 0x1p128 {
-				return 0, 0, false
-			}
-			s += int64(p * scale)
-		}
-		return s, emax, true
-	}
 	var s int64
 	var e int32
 	fp8Pair := m.in.CodeBits() == 8
 	if fp8Pair {
-		s0, e0, ok0 := trunc(2, 0)
-		s1, e1, ok1 := trunc(2, 1)
+		s0, e0, ok0 := truncSum(ea, eb, va, vb, 0)
+		s1, e1, ok1 := truncSum(ea, eb, va, vb, 1)
 		if !ok0 || !ok1 {
 			return 0, false
 		}
@@ -177,7 +179,7 @@ func (m *amdInstr) fdpaGroupFast(ea, eb []int32, va, vb []float64, c float32) (f
 		s = floorShift(s0, int(e0-e)) + floorShift(s1, int(e1-e))
 	} else {
 		var ok bool
-		if s, e, ok = trunc(1, 0); !ok {
+		if s, e, ok = truncSum(ea, eb, va, vb, -1); !ok {
 			return 0, false
 		}
 	}
@@ -188,6 +190,32 @@ func (m *amdInstr) fdpaGroupFast(ea, eb []int32, va, vb []float64, c float32) (f
 		c24 = int64(math.Floor(cv * pow2(24-emax)))
 	}
 	return float32(float64(s31+c24<<7) * pow2(emax-31)), true
+}
+
+// truncSum is MMA-Sim's fused_sum with F = 24 over the products of all
+// elements (parity -1) or of the even (0) or odd (1) ones: the sum in units
+// of 2^(e_max − 24) and e_max; ok is false for a product of 2^128 or more.
+func truncSum(ea, eb []int32, va, vb []float64, parity int) (int64, int32, bool) {
+	start, step := 0, 1
+	if parity >= 0 {
+		start, step = parity, 2
+	}
+	n := len(ea)
+	eb, va, vb = eb[:n], va[:n], vb[:n]
+	emax := int32(-1 << 20)
+	for i := start; i < n; i += step {
+		emax = max(emax, ea[i]+eb[i])
+	}
+	scale := pow2(24 - emax)
+	var s int64
+	for i := start; i < n; i += step {
+		p := va[i] * vb[i]
+		if p >= 0x1p128 || p <= -0x1p128 {
+			return 0, 0, false
+		}
+		s += int64(p * scale)
+	}
+	return s, emax, true
 }
 
 // chainAMD runs the K loop of an AMD instruction on codes of their natural

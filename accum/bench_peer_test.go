@@ -64,6 +64,24 @@ func peerBenchInputs(fa, fb string, K int, seed uint64) (a, b []uint64) {
 // measurement for the FP8 T-FDPA fast path, for scale.
 func BenchmarkPeerChain(b *testing.B) {
 	const K = 1 << 16
+	{
+		// the FP8 T-FDPA fast path, on the same inputs, for scale
+		m := MustLookup("sm100.tcgen05.f8f6f4.f32")
+		a, bb := peerBenchInputs("e4m3", "e4m3", K, 1)
+		x, y := narrow[uint16](a), narrow[uint16](bb)
+		b.Run("T-FDPA:sm100.tcgen05.f8f6f4.f32", func(b *testing.B) {
+			lockThread()
+			defer unlockThread()
+			cpu0 := threadCPU()
+			for b.Loop() {
+				sink = m.Dot(x, y, 0)
+			}
+			b.ReportMetric(float64(K)*float64(b.N)/b.Elapsed().Seconds(), "products/s")
+			if cpu := threadCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(K)*float64(b.N)/cpu.Seconds(), "products/cpu-s")
+			}
+		})
+	}
 	for _, name := range []string{
 		"sm100.tcgen05.f8f6f4.e4m3.e4m3.f32", "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", "sm120.mma.sync.mxf8f6f4.e5m2.e2m1.f32",
 		"sm100.tcgen05.mxf4nvf4.ue4m3.f32", "sm100.tcgen05.mxf4.f32",

@@ -259,10 +259,6 @@ func (s *scaledFast) stGST(a, b []uint8, sa, sb []uint8, c float32) (float32, bo
 // 13 bits ignored).
 func (s *scaledFast) stTF32(a, b []uint32, c float32) (float32, bool) {
 	b = b[:len(a)]
-	if len(a) > 64 {
-		return 0, false
-	}
-	var p [64]float64
 	emax := int32(-2000)
 	zero := false
 	for i, x := range a {
@@ -272,7 +268,6 @@ func (s *scaledFast) stTF32(a, b []uint32, c float32) (float32, bool) {
 		if ex == 0xff || ey == 0xff {
 			return 0, false
 		}
-		p[i] = float64(math.Float32frombits(x)) * float64(math.Float32frombits(y))
 		if x&0x7fffffff == 0 || y&0x7fffffff == 0 {
 			zero = true
 			continue
@@ -289,8 +284,8 @@ func (s *scaledFast) stTF32(a, b []uint32, c float32) (float32, bool) {
 	E = max(E, emax)
 	scale := pow2(s.F - E)
 	sum := int64(float64(c) * scale)
-	for _, v := range p[:len(a)] {
-		sum += int64(v * scale)
+	for i, x := range a {
+		sum += int64(float64(math.Float32frombits(x&^0x1fff)) * float64(math.Float32frombits(b[i]&^0x1fff)) * scale)
 	}
 	return s.finish(sum, E), true
 }
