@@ -95,7 +95,14 @@ type PeerVarianter interface {
 	PeerVariants() []PeerVariant
 }
 
-var instrRegistry = map[string]Instruction{}
+var (
+	instrRegistry = map[string]Instruction{}
+	// shadowed holds instructions registered under the name of an existing
+	// Model (the same instruction modelled twice, e.g. TF32 mma.sync by
+	// both the Model table and this one): Instructions does not list them
+	// (the Model is listed), LookupInstruction still finds them.
+	shadowed = map[string]Instruction{}
+)
 
 func registerInstr(m Instruction) {
 	n := m.Name()
@@ -103,7 +110,8 @@ func registerInstr(m Instruction) {
 		panic("accum: duplicate instruction " + n)
 	}
 	if _, dup := registry[n]; dup {
-		panic("accum: instruction " + n + " has the name of a model")
+		shadowed[n] = m
+		return
 	}
 	instrRegistry[n] = m
 }
@@ -112,6 +120,9 @@ func registerInstr(m Instruction) {
 // known names.
 func LookupInstruction(name string) (Instruction, error) {
 	if m, ok := instrRegistry[name]; ok {
+		return m, nil
+	}
+	if m, ok := shadowed[name]; ok {
 		return m, nil
 	}
 	return nil, fmt.Errorf("unknown instruction model %q; known: %s", name, strings.Join(InstructionNames(), ", "))

@@ -282,3 +282,22 @@ func TestFMA32Fast(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowedInstruction: an instruction registered under the name of a
+// Model is found by LookupInstruction but not listed twice.
+func TestShadowedInstruction(t *testing.T) {
+	const name = "test.shadowed.tf32.f32"
+	registry[name] = MustLookup("fp32")
+	defer delete(registry, name)
+	defer delete(shadowed, name)
+	m := newNV(InstrInfo{Name: name, A: "tf32", B: "tf32", C: "f32", K: 8, L: 8, F: 25, EZero: -133, Rho: RZFP32, Doc: "t", Source: "t"})
+	registerInstr(m)
+	if got, err := LookupInstruction(name); err != nil || got != Instruction(m) {
+		t.Fatalf("lookup: %v %v", got, err)
+	}
+	for _, n := range InstructionNames() {
+		if n == name {
+			t.Fatal("shadowed instruction listed")
+		}
+	}
+}
