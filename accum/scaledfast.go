@@ -216,6 +216,7 @@ func (s *scaledFast) stGST(a, b []uint8, sa, sb []uint8, c float32) (float32, bo
 	var gsig [4]float64
 	var gnz [4]bool
 	ng := 0
+	prod, nzt := &s.prod4, &s.nz
 	for g := 0; g < len(a); g += 16 {
 		h := min(g+16, len(a))
 		var sum int32
@@ -224,8 +225,8 @@ func (s *scaledFast) stGST(a, b []uint8, sa, sb []uint8, c float32) (float32, bo
 		y = y[:len(x)]
 		for i, ca := range x {
 			k := ca<<4 | y[i]&15
-			sum += s.prod4[k]
-			nzb |= s.nz[k]
+			sum += prod[k]
+			nzb |= nzt[k]
 		}
 		nz := nzb != 0
 		blk := g / s.block
