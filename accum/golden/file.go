@@ -53,6 +53,7 @@ const (
 	KindRecords FileKind = iota + 1 // a record file: [File.Records] is set
 	KindLong                        // a long-contraction file: [File.Long] is set
 	KindConvert                     // the conversion file: [File.Convert] is set
+	KindPeer                        // a peer-record file: [File.Peer] is set
 )
 
 // String returns "records", "long" or "convert".
@@ -64,18 +65,21 @@ func (k FileKind) String() string {
 		return "long"
 	case KindConvert:
 		return "convert"
+	case KindPeer:
+		return "peer"
 	}
 	return fmt.Sprintf("FileKind(%d)", int(k))
 }
 
-// File is one capture file of any kind: exactly one of Records, Long and
-// Convert is non-nil, as Kind says.
+// File is one capture file of any kind: exactly one of Records, Long, Convert and Peer
+// is non-nil, as Kind says.
 type File struct {
 	Path    string
 	Kind    FileKind
 	Records *RecordFile
 	Long    *LongFile
 	Convert *ConvertFile
+	Peer    *PeerFile
 }
 
 // ReadFile reads the capture file at path, choosing the parser from its first
@@ -84,20 +88,34 @@ type File struct {
 //
 // A path ending in ".gz" is decompressed first (gzip), so that large
 // captures can be kept compressed.
+//
+// A peer-record file ([PeerMagic]) is parsed as it streams in, never held
+// whole in memory (see [ParsePeer] for its limits).
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer fh.Close()
+	var r io.Reader = fh
 	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
+		zr, err := gzip.NewReader(fh)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		data, err = io.ReadAll(io.LimitReader(zr, 1<<30))
+		r = zr
+	}
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(len(PeerMagic) + 1); bytes.HasPrefix(head, []byte(PeerMagic)) {
+		p, err := ParsePeer(br, path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
+		return &File{Path: path, Kind: KindPeer, Peer: p}, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(br, 1<<30))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return parseBytes(data, path)
 }
@@ -120,6 +138,9 @@ func parseBytes(data []byte, name string) (*File, error) {
 	case ConvertMagic:
 		f.Kind = KindConvert
 		f.Convert, err = ParseConvert(bytes.NewReader(data), name)
+	case PeerMagic:
+		f.Kind = KindPeer
+		f.Peer, err = ParsePeer(bytes.NewReader(data), name)
 	default:
 		return nil, &ParseError{Name: name, Line: 1, Msg: fmt.Sprintf("unknown kind of file: first line %q, want %q, %q or %q",
 			shorten(first), RecordsMagic, LongMagic, ConvertMagic)}
