@@ -4,6 +4,7 @@
 SHELL := /bin/bash
 GO ?= go
 GOLDEN ?= ../shared/golden/h200
+MMASIM ?= ../shared/golden/mmasim
 KHATTAK ?= ../shared/golden/khattak
 ADDR ?= 127.0.0.1:8080
 DATA ?= data
@@ -30,8 +31,12 @@ build: lab-wasm
 lab: build
 	./bin/lab serve -addr $(ADDR) -data $(DATA)
 
+# Every ground-truth file: the H200 captures (shared and fp8lab's own), the
+# seven GPUs' published outputs, and the MMA-Sim peer records.
+VERIFY_PATHS = $(GOLDEN) testdata/h200-fresh $(KHATTAK) $(MMASIM)
+
 verify: build
-	./bin/lab verify $(GOLDEN)/*.txt $(GOLDEN)/*.tsv testdata/h200-fresh/*.gz $(KHATTAK)
+	./bin/lab verify $(VERIFY_PATHS)
 
 verify-exhaustive: build
 	./bin/lab verify -exhaustive $(GOLDEN)/fp8_convert.txt
@@ -63,6 +68,8 @@ test: test-deps vet
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	export XDG_RUNTIME_DIR=$$tmp/xdg MESA_SHADER_CACHE_DIR=$$tmp/mesa; mkdir -m 700 $$XDG_RUNTIME_DIR; \
 	plain=0; $(GO) test -timeout 20m ./... || plain=$$?; \
+	$(GO) run ./cmd/lab verify $(VERIFY_PATHS) >$$tmp/verify.txt 2>&1 || { plain=1; tail -n 40 $$tmp/verify.txt; }; \
+	echo "lab verify: $$(tail -n 1 $$tmp/verify.txt)"; \
 	race=0; $(GO) test -race -timeout 10m ./sim/... ./lab/... ./cmd/lab || race=$$?; \
 	echo "make test: plain tests exit $$plain, race tests exit $$race"; \
 	[ $$plain = 0 ] && [ $$race = 0 ]

@@ -45,12 +45,13 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		opt := golden.Options{Exhaustive: *exhaustive, MaxMismatches: *show}
-		if n, bad, handled, err := verifyPath(ctx, path, opt, stdout); handled || err != nil {
+		if n, bad, dev, handled, err := verifyPath(ctx, path, opt, stdout); handled || err != nil {
 			if err != nil {
 				return err
 			}
 			total += n
 			failed += bad
+			deviated += dev
 			continue
 		}
 		total++
