@@ -76,7 +76,7 @@ func TestExactAgainstRat(t *testing.T) {
 					c = 0 // bf16 sums can pass the float32 range
 				}
 			case 2:
-				c = math.Float32frombits(rng.Uint32() &^ (0xff << 23) | uint32(rng.IntN(254)+1)<<23)
+				c = math.Float32frombits(rng.Uint32()&^(0xff<<23) | uint32(rng.IntN(254)+1)<<23)
 			}
 			r := ratDot(in, a, b, c)
 			want32, _ := r.Float32()
