@@ -261,3 +261,94 @@ func TestOpenReadOnlyTruncated(t *testing.T) {
 		t.Errorf("Create on a read-only store: %v", err)
 	}
 }
+
+// TestCheckAndRecover: Check reports the damaged file and which runs are
+// intact; Recover copies every run whose record reads, under its own id,
+// with the points that read, into a new notebook that Open accepts.
+func TestCheckAndRecover(t *testing.T) {
+	tests := []struct {
+		name       string
+		damage     func(t *testing.T, dir string)
+		intact     []string // runs Check finds intact
+		copied     []string // runs Recover copies
+		fileIssues bool
+	}{
+		{"damaged page of run 1", func(t *testing.T, dir string) {
+			ps, root, _, _ := rawInfo(t, dir, 1)
+			patch(t, dir, int64(root)*int64(ps), garbage(ps))
+		}, []string{"2", "3"}, []string{"1", "2", "3"}, true},
+		{"damaged record of run 2", func(t *testing.T, dir string) {
+			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketRuns).Put(key(2), []byte("\x00garbage")) })
+			db.Close()
+		}, []string{"1", "3"}, []string{"1", "3"}, false},
+		{"intact", func(t *testing.T, dir string) {}, []string{"1", "2", "3"}, []string{"1", "2", "3"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := fixture(t)
+			tt.damage(t, dir)
+			rep, err := Check(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(rep)
+			var intact []string
+			for _, r := range rep.Runs {
+				if r.Intact() {
+					intact = append(intact, r.ID)
+				}
+			}
+			if fmt.Sprint(intact) != fmt.Sprint(tt.intact) || (len(rep.File) > 0) != tt.fileIssues || rep.OK() != (tt.name == "intact") {
+				t.Errorf("Check: intact %v, file problems %q, OK %v", intact, rep.File, rep.OK())
+			}
+			newDir := filepath.Join(t.TempDir(), "new")
+			rep, err = Recover(dir, newDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var copied []string
+			for _, r := range rep.Runs {
+				if r.Copied {
+					copied = append(copied, r.ID)
+				}
+			}
+			if fmt.Sprint(copied) != fmt.Sprint(tt.copied) {
+				t.Errorf("Recover copied %v, want %v", copied, tt.copied)
+			}
+			s := open(t, newDir) // the new notebook passes every check of Open
+			list, err := s.List(Query{})
+			if err != nil || len(list) != len(tt.copied) {
+				t.Fatalf("new notebook: %d runs, %v", len(list), err)
+			}
+			for _, r := range rep.Runs {
+				if !r.Copied {
+					continue
+				}
+				got, err := s.Get(r.ID)
+				pts, perr := s.Points(r.ID, 0, 0)
+				if err != nil || perr != nil || got.Points != r.Read || int64(len(pts)) != r.Read || got.Experiment != "e" {
+					t.Errorf("run %s in the new notebook: %+v (%d points, %v %v), want %d points", r.ID, got, len(pts), err, perr, r.Read)
+				}
+				if r.Read < r.Points && !strings.Contains(strings.Join(got.Notes, " "), fmt.Sprintf("%d of %d points", r.Read, r.Points)) {
+					t.Errorf("run %s lost points without a note: %q", r.ID, got.Notes)
+				}
+				for i, p := range pts {
+					if p.X != float64(i) {
+						t.Fatalf("run %s point %d: %+v", r.ID, i, p)
+					}
+				}
+			}
+			r := Run{Experiment: "after"}
+			if err := s.Create(&r); err != nil || r.ID != "5" {
+				t.Errorf("a new run in the recovered notebook: id %q (ids are never reused), %v", r.ID, err)
+			}
+			if _, err := Recover(dir, newDir); err == nil {
+				t.Error("Recover over an existing notebook succeeded")
+			}
+		})
+	}
+}
