@@ -97,10 +97,13 @@ func Open(dir string) (*Bolt, error) {
 	}
 	if err := guard(s.init); err != nil {
 		db.Close()
-		if errors.Is(err, errPanic) {
+		switch err = writeError(path, err); {
+		case errors.Is(err, errPanic):
 			return nil, damagedFile(path, err)
+		case errors.Is(err, ErrDiskFull):
+			return nil, fmt.Errorf("%w; free space on its disk and start again", err)
 		}
-		return nil, fmt.Errorf("notebook %s: %w", path, writeError(path, err))
+		return nil, fmt.Errorf("notebook %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -311,6 +314,18 @@ func (s *Bolt) Broken() error {
 	return s.broken
 }
 
+// callback runs a caller's function inside a transaction: its panic is the
+// caller's bug, not damage of the file, so it becomes a plain error (the
+// transaction rolls back) and the store stays writable.
+func callback(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("notebook: the caller's update panicked: %v", r)
+		}
+	}()
+	return f()
+}
+
 // decodeRun reads a run record. A record that does not decode gives a
 // placeholder in state Damaged, with the reason as its Error, and an error
 // wrapping ErrDamaged.
@@ -418,7 +433,7 @@ func (s *Bolt) Update(id string, fn func(*Run) error) error {
 		if err != nil {
 			return err
 		}
-		if err := fn(&r); err != nil {
+		if err := callback(func() error { return fn(&r) }); err != nil {
 			return err
 		}
 		r.ID = id
@@ -456,7 +471,9 @@ func (s *Bolt) Append(id string, from int64, points []sim.Point, fn func(*Run)) 
 		}
 		r.Points = from + int64(len(points))
 		if fn != nil {
-			fn(&r)
+			if err := callback(func() error { fn(&r); return nil }); err != nil {
+				return err
+			}
 			r.Points = from + int64(len(points))
 		}
 		r.ID = id

@@ -352,3 +352,26 @@ func TestCheckAndRecover(t *testing.T) {
 		})
 	}
 }
+
+// TestCallbackPanic: a panic in the caller's update function is the
+// caller's bug: the call fails, nothing is written, and the store stays
+// writable (it is not taken for a damaged file).
+func TestCallbackPanic(t *testing.T) {
+	s := open(t, t.TempDir())
+	r := Run{Experiment: "e", State: Running}
+	if err := s.Create(&r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(r.ID, func(*Run) error { panic("bug") }); err == nil || errors.Is(err, ErrDamaged) {
+		t.Errorf("Update with a panicking fn: %v", err)
+	}
+	if err := s.Append(r.ID, 0, []sim.Point{{}}, func(*Run) { panic("bug") }); err == nil || errors.Is(err, ErrDamaged) {
+		t.Errorf("Append with a panicking fn: %v", err)
+	}
+	if s.Broken() != nil {
+		t.Fatalf("the store stopped writes: %v", s.Broken())
+	}
+	if err := s.Append(r.ID, 0, []sim.Point{{}}, nil); err != nil {
+		t.Errorf("a write after the panics: %v", err)
+	}
+}
