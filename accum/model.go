@@ -21,7 +21,9 @@ type Model interface {
 	// starts from the accumulator c: for a tensor-core model, a chain of
 	// instructions of Info().K elements each (the last one zero-padded),
 	// each instruction's rounded output feeding the next as c. a and b
-	// hold codes of Info().In; len(b) must equal len(a). A tf32 model
+	// hold codes of Info().In. len(b) must equal len(a): every model panics
+	// otherwise, as for an index out of range (a programming error; the
+	// inputs of a user are checked where they are read). A tf32 model
 	// reads a 16-bit code x as the float32 pattern x<<16 (a bf16 value,
 	// which tf32 holds exactly); its full inputs go through Wide.
 	Dot(a, b []uint16, c float32) float32
@@ -175,12 +177,21 @@ func (m *tfdpa) refStep32(ab, bb []uint32, c float32) float32 {
 // instructions of K = n·L elements is the same chain of L-element steps.
 func (m *tfdpa) Dot(a, b []uint16, c float32) float32 {
 	L := m.info.Step.L
-	b = b[:len(a)]
+	b = sameLen(a, b)
 	for i := 0; i < len(a); i += L {
 		j := min(i+L, len(a))
 		c = m.step(a[i:j], b[i:j], c)
 	}
 	return c
+}
+
+// sameLen returns b after checking that it is as long as a: Model.Dot's
+// contract.
+func sameLen(a, b []uint16) []uint16 {
+	if len(b) != len(a) {
+		panic(fmt.Sprintf("accum: Dot of %d and %d elements (the lengths must be equal)", len(a), len(b)))
+	}
+	return b
 }
 
 func newTFDPA(name string, in fp8.Format, k int, p Params, doc, source string) *tfdpa {

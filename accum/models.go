@@ -170,7 +170,7 @@ func hadd16(x, y uint32) float32 {
 // running accumulator with one FADD (or HADD) (the accumulator never enters
 // the tensor core).
 func (m *mmaSyncEmu) Dot(a, b []uint16, c float32) float32 {
-	b = b[:len(a)]
+	b = sameLen(a, b)
 	for i := 0; i < len(a); i += 32 {
 		j := min(i+32, len(a))
 		c = m.Step(a[i:j], b[i:j], c)
@@ -185,8 +185,10 @@ func (m *mmaSyncEmu) Dot(a, b []uint16, c float32) float32 {
 // +0 and its result is added to an FP32 register, which starts at c, with one
 // round-to-nearest-even add (DeepGEMM, CUTLASS GmmaFP8Accumulation, Triton
 // max_num_imprecise_acc, vLLM's two-level FlashAttention). N should be a
-// multiple of the model's K (see CheckPromotion).
+// multiple of the model's K (see CheckPromotion). As for Model.Dot, len(b)
+// must equal len(a) (Chain panics otherwise).
 func Chain(m Model, a, b []uint16, c float32, promote int) float32 {
+	b = sameLen(a, b)
 	if promote <= 0 || promote >= len(a) && c == 0 {
 		return m.Dot(a, b, c)
 	}

@@ -107,7 +107,7 @@ func (e SkipSW) Run(ctx context.Context, run *sim.Run) error {
 	summary["fp8_overhead_skip_ms"] = c.overheadOf(skip)
 	for _, r := range c.compare() {
 		summary[r.key+"_published"] = r.pub
-		summary[r.key+"_diff_pct"] = r.diffPct()
+		summary[r.summaryKey()] = r.diffPct()
 	}
 	run.Note(fmt.Sprintf("skip-sw: %s on %s; efficiency %s", c.model.Name, c.gpu.Name, s.source))
 	if c.model.WeightBytes == 0 {

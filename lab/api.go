@@ -302,7 +302,7 @@ func (s *Server) answerCreated(w http.ResponseWriter, run notebook.Run, err erro
 		writeError(w, http.StatusServiceUnavailable, err)
 	case err != nil:
 		s.log.Error("creating a run", "err", err)
-		writeError(w, http.StatusInternalServerError, errorf("the notebook could not record the run: %v", err))
+		writeError(w, writeStatus(err), errorf("the notebook could not record the run: %v", err))
 	default:
 		w.Header().Set("Location", "/api/runs/"+run.ID)
 		writeJSON(w, http.StatusCreated, run)
@@ -353,7 +353,8 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 	now := time.Now().UTC()
 	meta.Started = &now
 	if err := s.store.Create(&meta); err != nil {
-		return meta, http.StatusInternalServerError, errorf("the notebook could not record the run: %v", err)
+		s.noteWrite(err)
+		return meta, writeStatus(err), errorf("the notebook could not record the run: %v", err)
 	}
 	l := newLive(s, meta)
 	l.external = true
@@ -393,7 +394,7 @@ func (s *Server) writeRunError(w http.ResponseWriter, id string, err error) {
 		return
 	}
 	s.log.Error("notebook", "run", id, "err", err)
-	writeError(w, http.StatusInternalServerError, errorf("notebook: %v", err))
+	writeError(w, writeStatus(err), errorf("notebook: %v", err))
 }
 
 func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
@@ -706,21 +707,15 @@ func (req *eventsRequest) check() error {
 	return nil
 }
 
+// sameEnd reports whether req repeats the end a run already has (a client
+// retrying an end whose answer it did not get, e.g. a 507): nothing new in
+// it, and the same end state.
+func sameEnd(req *eventsRequest, st notebook.State, count int64) bool {
+	return req.End != nil && notebook.State(req.End.State) == st && req.From+int64(len(req.Points)) <= count
+}
+
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	l := s.liveRun(id)
-	if l == nil || !l.external {
-		run, err := s.store.Get(id)
-		switch {
-		case err != nil:
-			s.writeRunError(w, id, err)
-		case l != nil:
-			writeError(w, http.StatusConflict, errorf("run %s is computed by the lab; it takes no events", id))
-		default:
-			writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended (%s)", id, run.State), Cancel: run.State == notebook.Cancelled})
-		}
-		return
-	}
 	var req eventsRequest
 	if status, err := decodeBody(r, &req); err != nil {
 		writeError(w, status, err)
@@ -730,10 +725,34 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	l := s.liveRun(id)
+	if l == nil || !l.external {
+		run, err := s.store.Get(id)
+		switch {
+		case err != nil:
+			s.writeRunError(w, id, err)
+		case l != nil:
+			writeError(w, http.StatusConflict, errorf("run %s is computed by the lab; it takes no events", id))
+		case run.Origin != notebook.OriginServer && sameEnd(&req, run.State, run.Points):
+			writeJSON(w, http.StatusOK, map[string]any{"points": run.Points, "cancel": false}) // recorded since
+		default:
+			writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended (%s)", id, run.State), Cancel: run.State == notebook.Cancelled})
+		}
+		return
+	}
 	l.mu.Lock()
-	count, final := l.count, l.final
+	count, final, st := l.count, l.final, l.meta.State
 	l.lastSeen = time.Now()
 	l.mu.Unlock()
+	if final && sameEnd(&req, st, count) {
+		// The end is not recorded yet (the notebook refused it): try now.
+		if err := l.flush(); err != nil {
+			writeError(w, writeStatus(err), errorf("the notebook could not record the end of the run: %v; the lab keeps it in memory and records it when it can: send the same request again", err))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})
+		return
+	}
 	if final {
 		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended", id), Cancel: true})
 		return
@@ -769,8 +788,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	count = l.count
 	l.mu.Unlock()
+	// Answer 200 only for what the notebook holds: on a write error the
+	// events stay in memory, the answer is 507 (disk full) or 500, and the
+	// client's retry of the same request is answered when they are written.
+	var err error
 	if req.End != nil {
-		l.finish(notebook.State(req.End.State), req.End.Error)
+		err = l.finish(notebook.State(req.End.State), req.End.Error)
+	} else {
+		err = l.flush()
+	}
+	if err != nil {
+		writeError(w, writeStatus(err), errorf("the notebook could not record the events: %v; the lab keeps them in memory and records them when it can: send the same request again", err))
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})
 }

@@ -79,6 +79,34 @@ type Server struct {
 	queue   []*live
 	running int
 	closing bool
+
+	nbMu    sync.Mutex
+	nbErr   error     // the last notebook write failed with this; nil once one succeeds
+	nbSince time.Time // since when writes fail
+}
+
+// noteWrite records the outcome of a notebook write, for /api/info and the
+// page.
+func (s *Server) noteWrite(err error) {
+	s.nbMu.Lock()
+	defer s.nbMu.Unlock()
+	switch {
+	case err == nil:
+		s.nbErr = nil
+	case s.nbErr == nil:
+		s.nbErr, s.nbSince = err, time.Now().UTC()
+	default:
+		s.nbErr = err
+	}
+}
+
+// writeStatus is the HTTP status of a failed notebook write: 507 when the
+// disk is full, 500 otherwise.
+func writeStatus(err error) int {
+	if errors.Is(err, notebook.ErrDiskFull) {
+		return http.StatusInsufficientStorage
+	}
+	return http.StatusInternalServerError
 }
 
 // New returns a Server over opts.Store.
@@ -244,6 +272,7 @@ func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, titl
 		State: notebook.Queued, Title: title, Note: note, RerunOf: rerunOf,
 	}
 	if err := s.store.Create(&meta); err != nil {
+		s.noteWrite(err)
 		return notebook.Run{}, err
 	}
 	l := newLive(s, meta)
@@ -383,13 +412,26 @@ type Info struct {
 	Queued  int           `json:"queued"`
 	Viewers int64         `json:"viewers"` // open run streams
 	WASM    bool          `json:"wasm"`    // the page can run experiments in the browser
+	// NotebookError is set while writes to the notebook fail (since
+	// NotebookErrorSince): runs are kept in memory and written when a write
+	// succeeds; DiskFull says the cause is a full disk.
+	NotebookError      string     `json:"notebook_error,omitempty"`
+	NotebookErrorSince *time.Time `json:"notebook_error_since,omitempty"`
+	DiskFull           bool       `json:"disk_full,omitempty"`
 }
 
 func (s *Server) info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, err := fs.Stat(s.opts.WASM, "lab.wasm")
-	return Info{Build: s.build, Workers: s.opts.Workers, Running: s.running, Queued: len(s.queue), Viewers: s.viewers.Load(), WASM: err == nil}
+	in := Info{Build: s.build, Workers: s.opts.Workers, Running: s.running, Queued: len(s.queue), Viewers: s.viewers.Load(), WASM: err == nil}
+	s.nbMu.Lock()
+	if s.nbErr != nil {
+		since := s.nbSince
+		in.NotebookError, in.NotebookErrorSince, in.DiskFull = s.nbErr.Error(), &since, errors.Is(s.nbErr, notebook.ErrDiskFull)
+	}
+	s.nbMu.Unlock()
+	return in
 }
 
 // hostAllowed reports whether the request's Host may reach the server.

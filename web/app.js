@@ -596,6 +596,12 @@ async function refreshInfo() {
     const b = lab.info.build;
     $('build').textContent = `fp8lab ${b.version} ${b.revision ? b.revision.slice(0, 12) : ''}`;
     $('pool').textContent = `runs: ${lab.info.running} running, ${lab.info.queued} queued (pool of ${lab.info.workers})`;
+    const nb = $('notebook-error');
+    nb.hidden = !lab.info.notebook_error;
+    nb.textContent = lab.info.notebook_error
+      ? `${lab.info.disk_full ? 'The disk is full' : 'The notebook cannot be written'} since ${new Date(lab.info.notebook_error_since).toLocaleTimeString()}: ` +
+        'runs go on in memory and are written when the notebook accepts writes again; new runs are refused. ' + lab.info.notebook_error
+      : '';
   } catch (e) { $('pool').textContent = 'the lab is not answering'; }
 }
 

@@ -33,7 +33,8 @@ const usage = `usage:
   lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-wasm DIR]
   lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]
   lab list experiments | models
-  lab verify [-exhaustive] DIR|FILE...`
+  lab verify [-exhaustive] DIR|FILE...
+  lab notebook check [DIR] | recover DIR NEWDIR`
 
 // dispatch runs the subcommand named by args[0].
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -47,6 +48,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "verify":
 		return cmdVerify(ctx, args[1:], stdout, stderr)
+	case "notebook":
+		return cmdNotebook(ctx, args[1:], stdout, stderr)
 	case "list":
 		if len(args) == 1 || args[1] == "experiments" {
 			return cmdListExperiments(stdout)
