@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -178,6 +179,14 @@ func (e H200Attention) Run(ctx context.Context, run *sim.Run) error {
 		if outDir = os.Getenv(h200AttentionOutEnv); outDir == "" {
 			outDir = "h200-attention-sim"
 		}
+	}
+	if dir, set := run.FilesDir(); set && outDir != "" {
+		// A runner that chose where runs write (the lab: its data folder)
+		// gets the files there, whatever the environment says.
+		if dir == "" {
+			return errors.New(`parameter "out": this runner keeps no files of its runs (the lab needs a data folder)`)
+		}
+		outDir = dir
 	}
 	if outDir != "" {
 		if err := os.MkdirAll(outDir, 0o755); err != nil {

@@ -362,6 +362,10 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); l.flusher(s.opts.FlushInterval) }()
 	s.mu.Unlock()
+	select { // the janitor plans its next check with this run
+	case s.wake <- struct{}{}:
+	default:
+	}
 	s.log.Info("client run registered", "run", l.id, "experiment", meta.Experiment, "origin", meta.Origin)
 	return l.snapshot(), 0, nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -52,6 +53,12 @@ type Options struct {
 	// the client has sent nothing for this long (default 60 s; clients send
 	// at least every 10 s).
 	ClientTimeout time.Duration
+	// BodyTimeout is the longest time a request may take to send its body
+	// (default 30 s); a stalled upload is then cut off.
+	BodyTimeout time.Duration
+	// FilesDir is the folder under which server runs may write files (one
+	// folder per run, run-ID); empty: server runs may write no files.
+	FilesDir string
 	// Log receives the server's log (default slog.Default()).
 	Log *slog.Logger
 }
@@ -74,11 +81,13 @@ type Server struct {
 
 	viewers atomic.Int64 // open streams
 
-	mu      sync.Mutex
-	lives   map[string]*live
-	queue   []*live
-	running int
-	closing bool
+	mu       sync.Mutex
+	lives    map[string]*live
+	queue    []*live
+	reserved int // queue places taken by runs being recorded (submit)
+	running  int
+	closing  bool
+	wake     chan struct{} // wakes the janitor: a client run was registered
 }
 
 // New returns a Server over opts.Store.
@@ -107,12 +116,15 @@ func New(opts Options) (*Server, error) {
 	if opts.ClientTimeout <= 0 {
 		opts.ClientTimeout = 60 * time.Second
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
 	s := &Server{
 		opts: opts, store: opts.Store, log: opts.Log, build: sim.Build(),
-		lives: map[string]*live{}, done: make(chan struct{}),
+		lives: map[string]*live{}, done: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	s.hosts = allowedHosts(opts.Addr)
 	s.runCtx, s.stopRun = context.WithCancel(context.Background())
@@ -232,11 +244,17 @@ func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, titl
 	case s.closing:
 		s.mu.Unlock()
 		return notebook.Run{}, errClosing
-	case len(s.queue) >= s.opts.MaxQueue:
+	case len(s.queue)+s.reserved >= s.opts.MaxQueue:
 		s.mu.Unlock()
 		return notebook.Run{}, errBusy
 	}
+	s.reserved++ // the place is held while the notebook records the run
 	s.mu.Unlock()
+	unreserve := func() {
+		s.mu.Lock()
+		s.reserved--
+		s.mu.Unlock()
+	}
 	meta := notebook.Run{
 		Experiment: exp.Name(), Params: paramsMap(values), Flags: values.Flags(), Seed: seed,
 		Origin: notebook.OriginServer, Registered: true,
@@ -244,11 +262,13 @@ func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, titl
 		State: notebook.Queued, Title: title, Note: note, RerunOf: rerunOf,
 	}
 	if err := s.store.Create(&meta); err != nil {
+		unreserve()
 		return notebook.Run{}, err
 	}
 	l := newLive(s, meta)
 	l.exp, l.values = exp, values
 	s.mu.Lock()
+	s.reserved--
 	if s.closing {
 		s.mu.Unlock()
 		l.finish(notebook.Interrupted, "the lab was shut down before the run started")
@@ -298,7 +318,11 @@ func (s *Server) execute(ctx context.Context, cancel context.CancelFunc, l *live
 	defer cancel()
 	l.setState(notebook.Running)
 	s.log.Info("run started", "run", l.id, "experiment", l.exp.Name(), "seed", l.meta.Seed)
-	_, err := sim.Execute(ctx, l.exp, l.values, l.meta.Seed, l)
+	files := ""
+	if s.opts.FilesDir != "" {
+		files = filepath.Join(s.opts.FilesDir, "run-"+l.id)
+	}
+	_, err := sim.Execute(sim.WithFilesDir(ctx, files), l.exp, l.values, l.meta.Seed, l)
 	st, msg := notebook.Done, ""
 	if err != nil {
 		l.mu.Lock()
@@ -348,23 +372,33 @@ func (s *Server) cancelRun(id string) bool {
 	return true
 }
 
-// janitor ends client runs whose client went silent.
+// janitor ends client runs whose client went silent: it sleeps until the
+// earliest moment a client run reaches Options.ClientTimeout without an
+// event (or until a client run is registered), so a silent client is marked
+// at the timeout, not up to a polling period later.
 func (s *Server) janitor() {
 	defer s.wg.Done()
-	t := time.NewTicker(max(s.opts.ClientTimeout/4, 10*time.Millisecond))
+	t := time.NewTimer(s.opts.ClientTimeout)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.done:
 			return
+		case <-s.wake:
 		case <-t.C:
 		}
+		now := time.Now()
+		next := now.Add(s.opts.ClientTimeout)
 		s.mu.Lock()
 		var stale []*live
 		for _, l := range s.lives {
 			l.mu.Lock()
-			if l.external && time.Since(l.lastSeen) > s.opts.ClientTimeout {
-				stale = append(stale, l)
+			if l.external && !l.final {
+				if due := l.lastSeen.Add(s.opts.ClientTimeout); !due.After(now) {
+					stale = append(stale, l)
+				} else if due.Before(next) {
+					next = due
+				}
 			}
 			l.mu.Unlock()
 		}
@@ -372,6 +406,13 @@ func (s *Server) janitor() {
 		for _, l := range stale {
 			l.finish(notebook.Interrupted, fmt.Sprintf("the client sent nothing for %v", s.opts.ClientTimeout))
 		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(time.Until(next))
 	}
 }
 
