@@ -279,6 +279,9 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		values, err := sim.ValuesFromJSON(exp.Params(), req.Params)
+		if err == nil {
+			err = checkParams(paramsMap(values))
+		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
@@ -344,11 +347,23 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 		}
 		meta.Params = params
 	}
+	if err := checkParams(meta.Params); err != nil {
+		return meta, http.StatusBadRequest, err
+	}
 	s.mu.Lock()
 	closing := s.closing
+	clients := 0
+	for _, l := range s.lives {
+		if l.external {
+			clients++
+		}
+	}
 	s.mu.Unlock()
 	if closing {
 		return meta, http.StatusServiceUnavailable, errClosing
+	}
+	if clients >= maxClientRuns {
+		return meta, http.StatusServiceUnavailable, errorf("%d client runs are streaming; the lab takes at most %d at once", clients, maxClientRuns)
 	}
 	now := time.Now().UTC()
 	meta.Started = &now
@@ -652,6 +667,10 @@ type eventsRequest struct {
 		Total int64 `json:"total"`
 	} `json:"progress"`
 	Notes   []string            `json:"notes"`
+	// NotesFrom, when given, is the index of Notes[0] among the notes the
+	// run has sent: notes the lab already took are skipped, so that a
+	// retry does not repeat them (as From does for points).
+	NotesFrom *int64 `json:"notes_from"`
 	Summary map[string]*float64 `json:"summary"`
 	End     *struct {
 		State string `json:"state"` // done, failed or cancelled
@@ -683,10 +702,16 @@ func (req *eventsRequest) check() error {
 			return errorf("point %d: more than %d extra values", i, maxExtras)
 		}
 		for k := range p.Extra {
-			if slices.Contains(reservedExtra, k) || len(k) > maxSeriesName {
-				return errorf("point %d: extra name %q is reserved or too long", i, k)
+			if slices.Contains(reservedExtra, k) {
+				return errorf("point %d: extra name %q is reserved", i, k)
+			}
+			if len(k) > maxExtraName {
+				return errorf("point %d: extra name %.20q… longer than %d bytes", i, k, maxExtraName)
 			}
 		}
+	}
+	if req.NotesFrom != nil && *req.NotesFrom < 0 {
+		return errorf("notes_from %d: negative", *req.NotesFrom)
 	}
 	if req.Progress != nil && (req.Progress.Done < 0 || req.Progress.Total < 0) {
 		return errorf("progress: negative")
@@ -694,8 +719,13 @@ func (req *eventsRequest) check() error {
 	if len(req.Notes) > maxNotes {
 		return errorf("more than %d notes", maxNotes)
 	}
-	if len(req.Summary) > 1000 {
-		return errorf("summary: more than 1000 values")
+	if len(req.Summary) > maxSummaryKeys {
+		return errorf("summary: more than %d values", maxSummaryKeys)
+	}
+	for k := range req.Summary {
+		if len(k) > maxSummaryKey {
+			return errorf("summary: key %.20q… longer than %d bytes", k, maxSummaryKey)
+		}
 	}
 	if e := req.End; e != nil {
 		switch notebook.State(e.State) {
@@ -734,19 +764,38 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	// One request of a run at a time: the count read, the points skipped
+	// as a retry's and the points appended are one step, so concurrent
+	// retries with the same from append once.
+	l.eventsMu.Lock()
+	defer l.eventsMu.Unlock()
 	l.mu.Lock()
-	count, final := l.count, l.final
+	count, final, notesTaken := l.count, l.final, l.notesTaken
 	l.lastSeen = time.Now()
+	var limitErr error
+	if !final {
+		limitErr = l.checkLimitsLocked(&req)
+	}
 	l.mu.Unlock()
+	committed := l.committed()
 	if final {
-		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended", id), Cancel: true})
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended", id), Cancel: true, Points: &committed})
 		return
 	}
 	if req.From > count {
 		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("points must follow the %d the lab holds (from %d)", count, req.From), Points: &count})
 		return
 	}
+	if req.NotesFrom != nil && *req.NotesFrom > notesTaken {
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("notes must follow the %d the lab holds (notes_from %d)", notesTaken, *req.NotesFrom)})
+		return
+	}
+	if limitErr != nil {
+		writeError(w, http.StatusBadRequest, limitErr)
+		return
+	}
 	skip := min(count-req.From, int64(len(req.Points))) // a retry repeats what the lab took
+	stopped := false
 	for _, p := range req.Points[skip:] {
 		pt := sim.Point{Series: p.Series, X: nanIfNull(p.X), Y: nanIfNull(p.Y)}
 		if len(p.Extra) > 0 {
@@ -755,9 +804,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				pt.Extra[k] = nanIfNull(v)
 			}
 		}
-		l.Point(pt)
+		if l.Point(pt) != nil {
+			stopped = true // the run ended meanwhile (cancelled): what it took is committed by its end
+			break
+		}
 	}
-	for _, n := range req.Notes {
+	notes := req.Notes
+	if req.NotesFrom != nil {
+		notes = notes[min(notesTaken-*req.NotesFrom, int64(len(notes))):]
+	}
+	for _, n := range notes {
 		l.Note(n)
 	}
 	if req.Progress != nil {
@@ -770,11 +826,29 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		l.Summary(m)
 	}
-	l.mu.Lock()
-	count = l.count
-	l.mu.Unlock()
-	if req.End != nil {
+	switch {
+	case stopped:
+		<-l.ended
+	case req.End != nil:
 		l.finish(notebook.State(req.End.State), req.End.Error)
+	default:
+		// Acknowledge only what is committed: the answer's count is what
+		// the notebook holds once this request's points are written.
+		if err := l.flush(); err != nil {
+			committed = l.committed()
+			s.log.Warn("notebook write failed; the client is told to retry", "run", id, "err", err)
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, apiError{Error: fmt.Sprintf("the notebook could not record the points: %v", err), Points: &committed})
+			return
+		}
+	}
+	l.mu.Lock()
+	count, final = l.flushed, l.final && l.meta.State == notebook.Cancelled
+	ended := l.final
+	l.mu.Unlock()
+	if stopped || (ended && req.End == nil) {
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended; %d points were kept", id, count), Cancel: final, Points: &count})
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})
 }
