@@ -666,13 +666,13 @@ type eventsRequest struct {
 		Done  int64 `json:"done"`
 		Total int64 `json:"total"`
 	} `json:"progress"`
-	Notes   []string            `json:"notes"`
+	Notes []string `json:"notes"`
 	// NotesFrom, when given, is the index of Notes[0] among the notes the
 	// run has sent: notes the lab already took are skipped, so that a
 	// retry does not repeat them (as From does for points).
-	NotesFrom *int64 `json:"notes_from"`
-	Summary map[string]*float64 `json:"summary"`
-	End     *struct {
+	NotesFrom *int64              `json:"notes_from"`
+	Summary   map[string]*float64 `json:"summary"`
+	End       *struct {
 		State string `json:"state"` // done, failed or cancelled
 		Error string `json:"error"`
 	} `json:"end"`
