@@ -321,7 +321,7 @@ func h200AttentionOne(ctx context.Context, run *sim.Run, n int, blocks, modes []
 		if dtype == fp8.FormatBF16 && !bf16 {
 			continue
 		}
-		kv, err := attention.NewKV(in.K, in.V, shape, dtype, fp8.NoSat, nil, nil)
+		kv, err := attention.NewKVContext(ctx, in.K, in.V, shape, dtype, fp8.NoSat, nil, nil)
 		if err != nil {
 			return nil, err
 		}

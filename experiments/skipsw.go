@@ -275,7 +275,7 @@ func skipswTrial(ctx context.Context, rng *rand.Rand, cases []skipswCase, n, d, 
 		kv, ok := caches[c.dtype]
 		if !ok {
 			var err error
-			if kv, err = attention.NewKV(k, vv, shape, c.dtype, fp8.SatFinite, nil, nil); err != nil {
+			if kv, err = attention.NewKVContext(ctx, k, vv, shape, c.dtype, fp8.SatFinite, nil, nil); err != nil {
 				res.err = err
 				return res
 			}

@@ -531,6 +531,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// cancelGrace is how long a cancel waits for a running experiment to stop
+// before recording it cancelled anyway.
+const cancelGrace = 900 * time.Millisecond
+
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !s.cancelRun(id) {
@@ -543,9 +547,14 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if l := s.liveRun(id); l != nil {
-		select { // a running experiment usually stops within milliseconds
+		select { // experiments look at their context at least every few tens of milliseconds
 		case <-l.ended:
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(cancelGrace):
+			// The record is ended now whatever the experiment does: the
+			// cancel takes effect within cancelGrace, and the execution,
+			// whose points are refused from here on, returns when it looks.
+			s.log.Warn("a cancelled run has not stopped; it is recorded cancelled", "run", id, "grace", cancelGrace)
+			l.finish(notebook.Cancelled, "cancelled by a user")
 		}
 	}
 	s.handleGetRun(w, r)

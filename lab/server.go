@@ -162,9 +162,10 @@ func allowedHosts(addr string) []string {
 }
 
 // Shutdown ends the server's runs: queued and running server runs and
-// client runs are recorded as interrupted with every point they emitted,
-// viewers get the end and are disconnected. It waits for the runs to be
-// recorded until ctx ends. The HTTP server in front should be shut down
+// client runs are recorded as interrupted (cancelled when a user had
+// cancelled them) with every point they emitted, at once, without waiting
+// for their experiments to return; viewers get the end and are
+// disconnected. It then waits for the executions to return until ctx ends. The HTTP server in front should be shut down
 // first, so that no new run starts.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
@@ -181,15 +182,40 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
+	s.stopRun() // executions return promptly
+	// Every run's end is recorded now, with every point it emitted, whether
+	// or not its execution has returned yet: the record never waits for an
+	// experiment, so it is written within ctx's deadline. A run a user had
+	// cancelled is recorded cancelled.
+	var ends sync.WaitGroup
 	for _, l := range queued {
-		l.finish(notebook.Interrupted, "the lab was shut down before the run started")
+		ends.Go(func() { l.finish(notebook.Interrupted, "the lab was shut down before the run started") })
 	}
 	for _, l := range lives {
-		if l.external {
-			l.finish(notebook.Interrupted, "the lab was shut down while the client was streaming")
+		if slices.Contains(queued, l) {
+			continue
 		}
+		ends.Go(func() {
+			l.mu.Lock()
+			stopAs := l.stopAs
+			l.mu.Unlock()
+			switch {
+			case stopAs == notebook.Cancelled:
+				l.finish(notebook.Cancelled, "cancelled by a user")
+			case l.external:
+				l.finish(notebook.Interrupted, "the lab was shut down while the client was streaming")
+			default:
+				l.finish(notebook.Interrupted, "the lab was shut down during the run")
+			}
+		})
 	}
-	s.stopRun() // executions return promptly and record themselves as interrupted
+	recorded := make(chan struct{})
+	go func() { ends.Wait(); close(recorded) }()
+	select {
+	case <-recorded:
+	case <-ctx.Done():
+		return fmt.Errorf("lab: shutdown: %w (runs still being recorded)", ctx.Err())
+	}
 	close(s.done)
 	waited := make(chan struct{})
 	go func() { s.wg.Wait(); close(waited) }()
