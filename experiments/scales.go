@@ -162,6 +162,9 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 	shape := fp8.Shape{Tokens: n, Heads: kvh, Dim: d}
 	k, vv := make([]float32, shape.Len()), make([]float32, shape.Len())
 	for t := 0; t < n; t++ {
+		if t%1024 == 0 && ctx.Err() != nil {
+			return scalesResult{e: ctx.Err()}
+		}
 		for h := 0; h < kvh; h++ {
 			for x := 0; x < d; x++ {
 				i := (t*kvh+h)*d + x

@@ -300,6 +300,8 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) answerCreated(w http.ResponseWriter, run notebook.Run, err error) {
 	switch {
+	case errors.As(err, new(*budgetError)):
+		writeError(w, http.StatusBadRequest, err)
 	case errors.Is(err, errBusy) || errors.Is(err, errClosing):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, err)

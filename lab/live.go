@@ -20,6 +20,7 @@ type live struct {
 	id       string
 	exp      sim.Experiment // nil for a run streamed in by a client
 	values   sim.Values
+	cost     sim.Cost // the estimate of a server run
 	external bool
 
 	flushMu  sync.Mutex // one flush at a time

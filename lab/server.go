@@ -53,6 +53,15 @@ type Options struct {
 	// the client has sent nothing for this long (default 60 s; clients send
 	// at least every 10 s).
 	ClientTimeout time.Duration
+	// MaxMemory is the most memory, by the experiments' estimates
+	// (sim.Coster), that the server runs executing at once may hold
+	// together; a run estimated above it is refused, and a queued run
+	// starts only when it fits beside the running ones (default
+	// DefaultMaxMemory).
+	MaxMemory int64
+	// MaxWork is the most work one run may be estimated to need; a run
+	// estimated above it is refused (default DefaultMaxWork).
+	MaxWork int64
 	// BodyTimeout is the longest time a request may take to send its body
 	// (default 30 s); a stalled upload is then cut off.
 	BodyTimeout time.Duration
@@ -86,6 +95,7 @@ type Server struct {
 	queue    []*live
 	reserved int // queue places taken by runs being recorded (submit)
 	running  int
+	memory   int64 // estimated memory of the runs executing
 	closing  bool
 	wake     chan struct{} // wakes the janitor: a client run was registered
 }
@@ -115,6 +125,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ClientTimeout <= 0 {
 		opts.ClientTimeout = 60 * time.Second
+	}
+	if opts.MaxMemory <= 0 {
+		opts.MaxMemory = DefaultMaxMemory
+	}
+	if opts.MaxWork <= 0 {
+		opts.MaxWork = DefaultMaxWork
 	}
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = 30 * time.Second
@@ -265,6 +281,10 @@ func paramsMap(v sim.Values) map[string]any {
 
 // submit records a new server run of exp and queues it.
 func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, title, note, rerunOf string) (notebook.Run, error) {
+	cost, err := s.estimate(exp, values)
+	if err != nil {
+		return notebook.Run{}, err
+	}
 	s.mu.Lock()
 	switch {
 	case s.closing:
@@ -292,7 +312,7 @@ func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, titl
 		return notebook.Run{}, err
 	}
 	l := newLive(s, meta)
-	l.exp, l.values = exp, values
+	l.exp, l.values, l.cost = exp, values, cost
 	s.mu.Lock()
 	s.reserved--
 	if s.closing {
@@ -309,12 +329,19 @@ func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, titl
 	return l.snapshot(), nil
 }
 
-// scheduleLocked starts queued runs while workers are free; s.mu is held.
+// scheduleLocked starts queued runs, in order, while workers are free and
+// the next run's estimated memory fits beside the running ones' within
+// Options.MaxMemory (a run alone always starts: it was admitted under the
+// limit); s.mu is held.
 func (s *Server) scheduleLocked() {
 	for s.running < s.opts.Workers && len(s.queue) > 0 && !s.closing {
 		l := s.queue[0]
+		if s.running > 0 && s.memory+l.cost.Memory > s.opts.MaxMemory {
+			break // it waits for memory; later runs wait behind it, so it is not starved
+		}
 		s.queue = slices.Delete(s.queue, 0, 1)
 		s.running++
+		s.memory += l.cost.Memory
 		ctx, cancel := context.WithCancel(s.runCtx)
 		l.mu.Lock()
 		l.cancel = cancel
@@ -338,6 +365,7 @@ func (s *Server) execute(ctx context.Context, cancel context.CancelFunc, l *live
 	defer func() {
 		s.mu.Lock()
 		s.running--
+		s.memory -= l.cost.Memory
 		s.scheduleLocked()
 		s.mu.Unlock()
 	}()

@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -40,7 +39,7 @@ func init() { sim.Register(stubborn{}) }
 // (issue 9, item 6: cancel returned 200 with the run still running).
 func TestCancelTakesEffect(t *testing.T) {
 	l := newTestLab(t, Options{})
-	run := l.start("lab-stubborn", nil, 1)
+	run := l.start("lab-stubborn", map[string]any{"hold": 1200}, 1)
 	l.wait(run.ID, 5*time.Second, func(r notebook.Run) bool { return r.Points == 3 })
 	start := time.Now()
 	status, b := l.do("POST", "/api/runs/"+run.ID+"/cancel", nil)
@@ -90,5 +89,14 @@ func TestShutdownRecordsAtOnce(t *testing.T) {
 	if time.Since(start) > time.Second {
 		t.Errorf("Shutdown took %v past its deadline of 500 ms", time.Since(start))
 	}
-	_ = fmt.Sprint()
 }
+
+func init() { sim.Register(nocostOnly{}) }
+
+// nocostOnly is a test experiment without a cost estimate.
+type nocostOnly struct{}
+
+func (nocostOnly) Name() string                              { return "lab-stubborn-nocost" }
+func (nocostOnly) Doc() string                               { return "An experiment without a cost estimate." }
+func (nocostOnly) Params() []sim.Param                       { return nil }
+func (nocostOnly) Run(ctx context.Context, _ *sim.Run) error { return nil }
