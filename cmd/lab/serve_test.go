@@ -269,7 +269,9 @@ func TestServeWithoutCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var out syncBuffer
-	go func() { done <- dispatch(ctx, []string{"-addr", "127.0.0.1:0", "-data", t.TempDir()}, &out, io.Discard) }()
+	go func() {
+		done <- dispatch(ctx, []string{"-addr", "127.0.0.1:0", "-data", t.TempDir()}, &out, io.Discard)
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), "fp8lab lab on http://127.0.0.1:") {
 		if time.Now().After(deadline) {
