@@ -842,6 +842,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		<-l.ended
 	case req.End != nil:
 		l.finish(notebook.State(req.End.State), req.End.Error)
+		l.mu.Lock()
+		unrecorded := l.dirty || l.flushed < l.count
+		committed = l.flushed
+		l.mu.Unlock()
+		if unrecorded { // never acknowledge an end the notebook does not hold
+			writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "the notebook could not record the end of the run", Points: &committed})
+			return
+		}
 	default:
 		// Acknowledge only what is committed: the answer's count is what
 		// the notebook holds once this request's points are written.
