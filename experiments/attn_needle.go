@@ -123,15 +123,20 @@ func (h *attnHaystack) giveBack(f fp8.Format, kv *attention.KV) {
 }
 
 // haystack draws the haystack of n tokens for the dtypes from rng.
-func (t attnNeedle) haystack(n int, rng *rand.Rand, dtypes []fp8.Format) (*attnHaystack, error) {
+// It stops with ctx.Err() once ctx is cancelled, looking every 4096
+// elements.
+func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, dtypes []fp8.Format) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	for i := range k {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		k[i] = float32(t.scoreStd * rng.NormFloat64())
 		v[i] = float32(t.valueMean + float64(t.valueStd*rng.NormFloat64())) // float64(): never an FMA
 	}
 	h := &attnHaystack{base: map[fp8.Format]*attention.KV{}, free: map[fp8.Format]chan *attention.KV{}}
 	for _, f := range dtypes {
-		kv, err := attention.NewKV(k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, f, fp8.SatFinite, nil, nil)
+		kv, err := attention.NewKVContext(ctx, k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, f, fp8.SatFinite, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -333,7 +338,7 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		if hs < trials%haystacks {
 			count++
 		}
-		h, err := t.haystack(n, sim.TrialRand(run.Seed, key+"/haystack", hs), dtypes)
+		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), dtypes)
 		if err != nil {
 			return nil, err
 		}

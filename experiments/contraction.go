@@ -244,8 +244,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	for _, k := range ks {
 		key := fmt.Sprintf("contraction %s K=%d", dist, k)
 		res, err := sim.Trials(ctx, run, key, trials, func(_ int, rng *rand.Rand) contractionTrial {
-			a, b := gen.draw(rng, k, cols)
-			t := contractionRun(ctx, models, promote, a, b)
+			t := contractionStream(ctx, gen, rng, k, cols, models, promote)
 			run.Advance(int64(k) - 1)
 			return t
 		})
@@ -286,6 +285,45 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	return nil
 }
 
+// contractionStream is one trial: it draws the row a and then the cols
+// columns b one at a time, in the order of contractionGen.draw (so the
+// numbers are those of contractionRun on draw's output), and computes each
+// column's exact reference and every series' output before drawing the
+// next. A trial so holds a, one column and the row's logits — 12·k bytes —
+// not cols+1 rows (0.55 GiB at k = 4M and 64 columns), and it looks at ctx
+// before each column and each series' dot product: one dot product of at
+// most k elements (tens of milliseconds at k = 4M) between looks.
+func contractionStream(ctx context.Context, gen *contractionGen, rng *rand.Rand, k, cols int, models []accum.Model, promote []int) contractionTrial {
+	t := contractionTrial{rel: make([]float64, len(models)), bias: make([]float64, len(models))}
+	a := gen.row(ctx, rng, k)
+	if a == nil {
+		return t // cancelled
+	}
+	b := make([]uint16, k)
+	ref := make([]float64, cols)
+	d := make([][]float64, len(models))
+	for i := range d {
+		d[i] = make([]float64, cols)
+	}
+	for j := range cols {
+		if ctx.Err() != nil {
+			return t
+		}
+		gen.column(rng, b)
+		ref[j] = accum.ExactDot(fp8.FormatE4M3, a, b, 0)
+		for i, m := range models {
+			if ctx.Err() != nil {
+				return t
+			}
+			d[i][j] = float64(accum.Chain(m, a, b, 0, promote[i]))
+		}
+	}
+	for i := range models {
+		t.rel[i], t.bias[i] = contractionRelErr(d[i], ref)
+	}
+	return t
+}
+
 // contractionRun computes the cols outputs of every series and the exact
 // reference, and returns the relative L2 error and bias per series. It stops
 // early (returning zeros) once ctx is cancelled; the caller then discards the
@@ -294,14 +332,17 @@ func contractionRun(ctx context.Context, models []accum.Model, promote []int, a 
 	t := contractionTrial{rel: make([]float64, len(models)), bias: make([]float64, len(models))}
 	ref := make([]float64, len(b))
 	for j := range b {
+		if ctx.Err() != nil {
+			return t
+		}
 		ref[j] = accum.ExactDot(fp8.FormatE4M3, a, b[j], 0)
 	}
 	d := make([]float64, len(b))
 	for i, m := range models {
-		if ctx.Err() != nil {
-			return t
-		}
 		for j := range b {
+			if ctx.Err() != nil {
+				return t
+			}
 			d[j] = float64(accum.Chain(m, a, b[j], 0, promote[i]))
 		}
 		t.rel[i], t.bias[i] = contractionRelErr(d, ref)
@@ -390,22 +431,38 @@ func newContractionGen(dist string, sigma float64) (*contractionGen, error) {
 
 // draw returns one row a of k codes and cols columns b of k codes each.
 func (g *contractionGen) draw(rng *rand.Rand, k, cols int) (a []uint16, b [][]uint16) {
-	a = make([]uint16, k)
-	if g.a != nil {
-		for i := range a {
-			a[i] = g.a.draw(rng)
-		}
-	} else {
-		g.pvRow(rng, a)
-	}
+	a = g.row(context.Background(), rng, k)
 	b = make([][]uint16, cols)
 	for j := range b {
 		b[j] = make([]uint16, k)
-		for i := range b[j] {
-			b[j][i] = g.b.draw(rng)
-		}
+		g.column(rng, b[j])
 	}
 	return a, b
+}
+
+// row draws the row a of k codes, the first draw of a trial. It returns
+// nil once ctx is cancelled, looking every 65536 elements.
+func (g *contractionGen) row(ctx context.Context, rng *rand.Rand, k int) []uint16 {
+	a := make([]uint16, k)
+	if g.a != nil {
+		for i := range a {
+			if i%65536 == 0 && ctx.Err() != nil {
+				return nil
+			}
+			a[i] = g.a.draw(rng)
+		}
+	} else if !g.pvRow(ctx, rng, a) {
+		return nil
+	}
+	return a
+}
+
+// column fills b with one column of codes, drawn after the row and the
+// columns before it.
+func (g *contractionGen) column(rng *rand.Rand, b []uint16) {
+	for i := range b {
+		b[i] = g.b.draw(rng)
+	}
 }
 
 // pvRow fills a with one row of P scaled into e4m3 as
@@ -413,10 +470,16 @@ func (g *contractionGen) draw(rng *rand.Rand, k, cols int) (a []uint16, b [][]ui
 // P = softmax(z), a = e4m3(min(P · pscale, 448)) with pscale = 448 / max P over
 // 64 rows. The row itself is drawn in full; of the other 63 rows only their
 // largest P matters, drawn by [contractionPVLogMaxP].
-func (g *contractionGen) pvRow(rng *rand.Rand, a []uint16) {
+//
+// It returns false, with a unfinished, once ctx is cancelled (it looks every
+// 65536 elements).
+func (g *contractionGen) pvRow(ctx context.Context, rng *rand.Rand, a []uint16) bool {
 	e := make([]float64, len(a))
 	zmax := math.Inf(-1)
 	for i := range e {
+		if i%65536 == 0 && ctx.Err() != nil {
+			return false
+		}
 		e[i] = rng.NormFloat64()
 		zmax = max(zmax, e[i])
 	}
@@ -427,12 +490,16 @@ func (g *contractionGen) pvRow(rng *rand.Rand, a []uint16) {
 	}
 	logMax := -math.Log(den) // log of the row's largest P
 	for range contractionPVRows - 1 {
+		if ctx.Err() != nil {
+			return false
+		}
 		logMax = max(logMax, contractionPVLogMaxP(rng, len(a), g.sigma))
 	}
 	scale := 448 * math.Exp(-math.Log(den)-logMax) // pscale / den
 	for i := range a {
 		a[i] = uint16(fp8.EncodeE4M3(float32(min(e[i]*scale, 448)), fp8.SatFinite))
 	}
+	return true
 }
 
 // contractionPVTail is the expected number of logits of a row that

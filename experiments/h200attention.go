@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -179,6 +180,14 @@ func (e H200Attention) Run(ctx context.Context, run *sim.Run) error {
 			outDir = "h200-attention-sim"
 		}
 	}
+	if dir, set := run.FilesDir(); set && outDir != "" {
+		// A runner that chose where runs write (the lab: its data folder)
+		// gets the files there, whatever the environment says.
+		if dir == "" {
+			return errors.New(`parameter "out": this runner keeps no files of its runs (the lab needs a data folder)`)
+		}
+		outDir = dir
+	}
 	if outDir != "" {
 		if err := os.MkdirAll(outDir, 0o755); err != nil {
 			return err
@@ -312,7 +321,7 @@ func h200AttentionOne(ctx context.Context, run *sim.Run, n int, blocks, modes []
 		if dtype == fp8.FormatBF16 && !bf16 {
 			continue
 		}
-		kv, err := attention.NewKV(in.K, in.V, shape, dtype, fp8.NoSat, nil, nil)
+		kv, err := attention.NewKVContext(ctx, in.K, in.V, shape, dtype, fp8.NoSat, nil, nil)
 		if err != nil {
 			return nil, err
 		}

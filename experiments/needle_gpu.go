@@ -54,7 +54,7 @@ func attnNeedleContextGPU(ctx context.Context, run *sim.Run, key string, t attnN
 		if hs < trials%haystacks {
 			count++
 		}
-		h, err := t.haystack(n, sim.TrialRand(run.Seed, key+"/haystack", hs), dtypes)
+		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), dtypes)
 		if err != nil {
 			return nil, err
 		}

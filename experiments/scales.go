@@ -162,6 +162,9 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 	shape := fp8.Shape{Tokens: n, Heads: kvh, Dim: d}
 	k, vv := make([]float32, shape.Len()), make([]float32, shape.Len())
 	for t := 0; t < n; t++ {
+		if t%1024 == 0 && ctx.Err() != nil {
+			return scalesResult{e: ctx.Err()}
+		}
 		for h := 0; h < kvh; h++ {
 			for x := 0; x < d; x++ {
 				i := (t*kvh+h)*d + x
@@ -204,7 +207,7 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 			vs, _ = fp8.Calibrate(vv, shape, g, dtype)
 			qs, _ = fp8.Calibrate(scalesGroupQ(q, kvh, group, d), qShape, g, dtype)
 		}
-		kv, err := attention.NewKV(k, vv, shape, dtype, fp8.SatFinite, ks, vs)
+		kv, err := attention.NewKVContext(ctx, k, vv, shape, dtype, fp8.SatFinite, ks, vs)
 		if err != nil {
 			return scalesResult{e: err}
 		}
@@ -222,7 +225,7 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 		res.saturated = append(res.saturated, (sat+sv+sq)/total)
 		res.underflow = append(res.underflow, (under+uv+uq)/total)
 	}
-	kv, err := attention.NewKV(k, vv, shape, fp8.FormatBF16, fp8.SatFinite, nil, nil)
+	kv, err := attention.NewKVContext(ctx, k, vv, shape, fp8.FormatBF16, fp8.SatFinite, nil, nil)
 	if err != nil {
 		return scalesResult{e: err}
 	}

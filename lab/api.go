@@ -279,6 +279,9 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		values, err := sim.ValuesFromJSON(exp.Params(), req.Params)
+		if err == nil {
+			err = checkParams(paramsMap(values))
+		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
@@ -297,6 +300,8 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) answerCreated(w http.ResponseWriter, run notebook.Run, err error) {
 	switch {
+	case errors.As(err, new(*budgetError)):
+		writeError(w, http.StatusBadRequest, err)
 	case errors.Is(err, errBusy) || errors.Is(err, errClosing):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, err)
@@ -344,11 +349,23 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 		}
 		meta.Params = params
 	}
+	if err := checkParams(meta.Params); err != nil {
+		return meta, http.StatusBadRequest, err
+	}
 	s.mu.Lock()
 	closing := s.closing
+	clients := 0
+	for _, l := range s.lives {
+		if l.external {
+			clients++
+		}
+	}
 	s.mu.Unlock()
 	if closing {
 		return meta, http.StatusServiceUnavailable, errClosing
+	}
+	if clients >= maxClientRuns {
+		return meta, http.StatusServiceUnavailable, errorf("%d client runs are streaming; the lab takes at most %d at once", clients, maxClientRuns)
 	}
 	now := time.Now().UTC()
 	meta.Started = &now
@@ -363,6 +380,10 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); l.flusher(s.opts.FlushInterval) }()
 	s.mu.Unlock()
+	select { // the janitor plans its next check with this run
+	case s.wake <- struct{}{}:
+	default:
+	}
 	s.log.Info("client run registered", "run", l.id, "experiment", meta.Experiment, "origin", meta.Origin)
 	return l.snapshot(), 0, nil
 }
@@ -513,6 +534,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// cancelGrace is how long a cancel waits for a running experiment to stop
+// before recording it cancelled anyway.
+const cancelGrace = 900 * time.Millisecond
+
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !s.cancelRun(id) {
@@ -525,9 +550,14 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if l := s.liveRun(id); l != nil {
-		select { // a running experiment usually stops within milliseconds
+		select { // experiments look at their context at least every few tens of milliseconds
 		case <-l.ended:
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(cancelGrace):
+			// The record is ended now whatever the experiment does: the
+			// cancel takes effect within cancelGrace, and the execution,
+			// whose points are refused from here on, returns when it looks.
+			s.log.Warn("a cancelled run has not stopped; it is recorded cancelled", "run", id, "grace", cancelGrace)
+			l.finish(notebook.Cancelled, "cancelled by a user")
 		}
 	}
 	s.handleGetRun(w, r)
@@ -648,9 +678,13 @@ type eventsRequest struct {
 		Done  int64 `json:"done"`
 		Total int64 `json:"total"`
 	} `json:"progress"`
-	Notes   []string            `json:"notes"`
-	Summary map[string]*float64 `json:"summary"`
-	End     *struct {
+	Notes []string `json:"notes"`
+	// NotesFrom, when given, is the index of Notes[0] among the notes the
+	// run has sent: notes the lab already took are skipped, so that a
+	// retry does not repeat them (as From does for points).
+	NotesFrom *int64              `json:"notes_from"`
+	Summary   map[string]*float64 `json:"summary"`
+	End       *struct {
 		State string `json:"state"` // done, failed or cancelled
 		Error string `json:"error"`
 	} `json:"end"`
@@ -680,10 +714,16 @@ func (req *eventsRequest) check() error {
 			return errorf("point %d: more than %d extra values", i, maxExtras)
 		}
 		for k := range p.Extra {
-			if slices.Contains(reservedExtra, k) || len(k) > maxSeriesName {
-				return errorf("point %d: extra name %q is reserved or too long", i, k)
+			if slices.Contains(reservedExtra, k) {
+				return errorf("point %d: extra name %q is reserved", i, k)
+			}
+			if len(k) > maxExtraName {
+				return errorf("point %d: extra name %.20q… longer than %d bytes", i, k, maxExtraName)
 			}
 		}
+	}
+	if req.NotesFrom != nil && *req.NotesFrom < 0 {
+		return errorf("notes_from %d: negative", *req.NotesFrom)
 	}
 	if req.Progress != nil && (req.Progress.Done < 0 || req.Progress.Total < 0) {
 		return errorf("progress: negative")
@@ -691,8 +731,13 @@ func (req *eventsRequest) check() error {
 	if len(req.Notes) > maxNotes {
 		return errorf("more than %d notes", maxNotes)
 	}
-	if len(req.Summary) > 1000 {
-		return errorf("summary: more than 1000 values")
+	if len(req.Summary) > maxSummaryKeys {
+		return errorf("summary: more than %d values", maxSummaryKeys)
+	}
+	for k := range req.Summary {
+		if len(k) > maxSummaryKey {
+			return errorf("summary: key %.20q… longer than %d bytes", k, maxSummaryKey)
+		}
 	}
 	if e := req.End; e != nil {
 		switch notebook.State(e.State) {
@@ -740,13 +785,24 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	// One request of a run at a time: the count read, the points skipped
+	// as a retry's and the points appended are one step, so concurrent
+	// retries with the same from append once.
+	l.eventsMu.Lock()
+	defer l.eventsMu.Unlock()
 	l.mu.Lock()
-	count, final, st := l.count, l.final, l.meta.State
+	count, final, st, notesTaken := l.count, l.final, l.meta.State, l.notesTaken
 	l.lastSeen = time.Now()
+	var limitErr error
+	if !final {
+		limitErr = l.checkLimitsLocked(&req)
+	}
 	l.mu.Unlock()
+	committed := l.committed()
 	if final && sameEnd(&req, st, count) {
 		// The end is not recorded yet (the notebook refused it): try now.
 		if err := l.flush(); err != nil {
+			w.Header().Set("Retry-After", "1")
 			writeError(w, writeStatus(err), errorf("the notebook could not record the end of the run: %v; the lab keeps it in memory and records it when it can: send the same request again", err))
 			return
 		}
@@ -754,14 +810,23 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if final {
-		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended", id), Cancel: true})
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended", id), Cancel: true, Points: &committed})
 		return
 	}
 	if req.From > count {
 		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("points must follow the %d the lab holds (from %d)", count, req.From), Points: &count})
 		return
 	}
+	if req.NotesFrom != nil && *req.NotesFrom > notesTaken {
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("notes must follow the %d the lab holds (notes_from %d)", notesTaken, *req.NotesFrom)})
+		return
+	}
+	if limitErr != nil {
+		writeError(w, http.StatusBadRequest, limitErr)
+		return
+	}
 	skip := min(count-req.From, int64(len(req.Points))) // a retry repeats what the lab took
+	stopped := false
 	for _, p := range req.Points[skip:] {
 		pt := sim.Point{Series: p.Series, X: nanIfNull(p.X), Y: nanIfNull(p.Y)}
 		if len(p.Extra) > 0 {
@@ -770,9 +835,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				pt.Extra[k] = nanIfNull(v)
 			}
 		}
-		l.Point(pt)
+		if l.Point(pt) != nil {
+			stopped = true // the run ended meanwhile (cancelled): what it took is committed by its end
+			break
+		}
 	}
-	for _, n := range req.Notes {
+	notes := req.Notes
+	if req.NotesFrom != nil {
+		notes = notes[min(notesTaken-*req.NotesFrom, int64(len(notes))):]
+	}
+	for _, n := range notes {
 		l.Note(n)
 	}
 	if req.Progress != nil {
@@ -785,20 +857,43 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		l.Summary(m)
 	}
-	l.mu.Lock()
-	count = l.count
-	l.mu.Unlock()
 	// Answer 200 only for what the notebook holds: on a write error the
-	// events stay in memory, the answer is 507 (disk full) or 500, and the
-	// client's retry of the same request is answered when they are written.
-	var err error
-	if req.End != nil {
-		err = l.finish(notebook.State(req.End.State), req.End.Error)
-	} else {
-		err = l.flush()
+	// events stay in memory, the answer is 507 (disk full) or 500 with the
+	// count the notebook holds, and the client's retry of the same request
+	// is answered when they are written.
+	switch {
+	case stopped:
+		<-l.ended
+	case req.End != nil:
+		err := l.finish(notebook.State(req.End.State), req.End.Error)
+		l.mu.Lock()
+		unrecorded := l.dirty || l.flushed < l.count
+		committed = l.flushed
+		l.mu.Unlock()
+		if err != nil || unrecorded { // never acknowledge an end the notebook does not hold
+			status := http.StatusServiceUnavailable
+			if err != nil {
+				status = writeStatus(err)
+			}
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, status, apiError{Error: fmt.Sprintf("the notebook could not record the end of the run (%v); the lab keeps it in memory and records it when it can: send the same request again", err), Points: &committed})
+			return
+		}
+	default:
+		if err := l.flush(); err != nil {
+			committed = l.committed()
+			s.log.Warn("notebook write failed; the client is told to retry", "run", id, "err", err)
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, writeStatus(err), apiError{Error: fmt.Sprintf("the notebook could not record the points: %v; the lab keeps them in memory and records them when it can: send the same request again", err), Points: &committed})
+			return
+		}
 	}
-	if err != nil {
-		writeError(w, writeStatus(err), errorf("the notebook could not record the events: %v; the lab keeps them in memory and records them when it can: send the same request again", err))
+	l.mu.Lock()
+	count, final = l.flushed, l.final && l.meta.State == notebook.Cancelled
+	ended := l.final
+	l.mu.Unlock()
+	if stopped || (ended && req.End == nil) {
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended; %d points were kept", id, count), Cancel: final, Points: &count})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})

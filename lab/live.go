@@ -21,10 +21,12 @@ type live struct {
 	id       string
 	exp      sim.Experiment // nil for a run streamed in by a client
 	values   sim.Values
+	cost     sim.Cost // the estimate of a server run
 	external bool
 
-	flushMu sync.Mutex // one flush at a time
-	ended   chan struct{}
+	flushMu  sync.Mutex // one flush at a time
+	eventsMu sync.Mutex // one events request of a client's run at a time
+	ended    chan struct{}
 
 	mu       sync.Mutex
 	meta     notebook.Run // the record as it stands (Points = count)
@@ -43,6 +45,11 @@ type live struct {
 	final    bool               // the end state is set; no more changes
 	recorded bool               // a flush committed the end state
 	closed   bool               // final and recorded (or given up): forgotten, ended closed
+
+	liveBytes  int             // bytes of encoded points in the log
+	notesTaken int64           // notes received, kept or dropped (the key of notes_from)
+	notesBytes int             // bytes of the kept notes
+	extraNames map[string]bool // names of extra values seen
 }
 
 func newLive(s *Server, meta notebook.Run) *live {
@@ -70,8 +77,18 @@ func (l *live) Point(p sim.Point) error {
 	if l.final {
 		return context.Canceled
 	}
+	enc := l.encode(p)
 	l.points = append(l.points, p)
-	l.encoded = append(l.encoded, l.encode(p))
+	l.encoded = append(l.encoded, enc)
+	l.liveBytes += len(enc)
+	for k := range p.Extra {
+		if !l.extraNames[k] {
+			if l.extraNames == nil {
+				l.extraNames = map[string]bool{}
+			}
+			l.extraNames[k] = true
+		}
+	}
 	l.count++
 	l.meta.Points = l.count
 	if !slices.Contains(l.meta.Series, p.Series) {
@@ -111,17 +128,30 @@ const (
 	maxNoteLen = 4096
 )
 
-// Note appends text to the run's notes.
+// notesDropped ends the notes of a run that wrote more than it may keep.
+var notesDropped = fmt.Sprintf("(further notes dropped: a run keeps at most %d notes, %d bytes in all)", maxNotes, maxNotesBytes)
+
+// Note appends text to the run's notes (cut to maxNoteLen bytes); past
+// maxNotes notes or maxNotesBytes bytes the rest are dropped, and the last
+// note kept says so.
 func (l *live) Note(text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.final || len(l.meta.Notes) >= maxNotes {
+	if l.final {
+		return
+	}
+	l.notesTaken++
+	if n := len(l.meta.Notes); n > 0 && l.meta.Notes[n-1] == notesDropped {
 		return
 	}
 	if len(text) > maxNoteLen {
 		text = text[:maxNoteLen] + "…"
 	}
+	if len(l.meta.Notes) >= maxNotes-1 || l.notesBytes+len(text) > maxNotesBytes-len(notesDropped) {
+		text = notesDropped
+	}
 	l.meta.Notes = append(l.meta.Notes, text)
+	l.notesBytes += len(text)
 	l.touch()
 }
 
@@ -237,12 +267,25 @@ func (l *live) flush() error {
 	}
 	l.flushed = from + int64(len(pts))
 	l.recorded = l.recorded || final
-	if n := l.flushed - l.base; len(l.points) > maxLivePoints && n > 0 {
+	if n := l.flushed - l.base; (len(l.points) > maxLivePoints || l.liveBytes > maxLiveBytes) && n > 0 {
+		for _, e := range l.encoded[:n] {
+			l.liveBytes -= len(e)
+		}
 		l.points = slices.Clone(l.points[n:])
 		l.encoded = slices.Clone(l.encoded[n:])
 		l.base = l.flushed
+		if len(l.encoded) == 0 {
+			l.arena = nil // let the encoded points go
+		}
 	}
 	return nil
+}
+
+// committed returns how many points are in the notebook.
+func (l *live) committed() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushed
 }
 
 // flusher commits the run every interval until it has ended and its end is

@@ -246,6 +246,7 @@ type LabRun struct {
 	progress  bool // progress changed since last sent
 	summary   map[string]float64
 	sent      int64 // points the lab holds
+	notesSent int64 // notes the lab holds
 	err       error // permanent failure
 	lastSent  time.Time
 	finished  bool
@@ -380,7 +381,7 @@ func (r *LabRun) flush(end *endEvent) error {
 	n := min(len(r.pending), maxBatch)
 	pts := r.pending[:n:n]
 	notes := slices.Clone(r.notes)
-	from := r.sent
+	from, notesFrom := r.sent, r.notesSent
 	var b []byte
 	b = append(b, `{"from":`...)
 	b = strconv.AppendInt(b, from, 10)
@@ -390,6 +391,7 @@ func (r *LabRun) flush(end *endEvent) error {
 		nb, _ := json.Marshal(notes)
 		b = append(b, `,"notes":`...)
 		b = append(b, nb...)
+		b = fmt.Appendf(b, `,"notes_from":%d`, notesFrom) // a retry's notes are not kept twice
 	}
 	if r.progress {
 		b = fmt.Appendf(b, `,"progress":{"done":%d,"total":%d}`, r.done, r.tot)
@@ -441,6 +443,7 @@ func (r *LabRun) flush(end *endEvent) error {
 	}
 	r.sent = from + took
 	r.notes = r.notes[len(notes):]
+	r.notesSent = notesFrom + int64(len(notes))
 	r.lastSent = time.Now()
 	r.cond.Broadcast()
 	r.mu.Unlock()

@@ -240,14 +240,7 @@ func toInt(v any) (int, error) {
 		}
 		return int(x), nil
 	case json.Number:
-		if n, err := parseInt(x.String()); err == nil {
-			return n, nil
-		}
-		f, err := strconv.ParseFloat(x.String(), 64)
-		if err != nil {
-			return 0, err
-		}
-		return toInt(f)
+		return exactInt(x.String())
 	case string:
 		return parseInt(x)
 	case float32:
@@ -259,6 +252,60 @@ func toInt(v any) (int, error) {
 		return int(x), nil
 	}
 	return 0, strconv.ErrSyntax
+}
+
+// exactInt reads a JSON number as an integer exactly, in decimal, never
+// through float64: "8", "8.0", "8e0" and "1.5e1" are integers;
+// "0.999999999999999999999" and "8.0000000000000001", which float64 rounds
+// to 1 and 8, are not. A value beyond int is strconv.ErrRange; the work is
+// linear in the text whatever its exponent.
+func exactInt(s string) (int, error) {
+	neg := strings.HasPrefix(s, "-")
+	t := strings.TrimPrefix(s, "-")
+	mant, exp := t, 0
+	if i := strings.IndexAny(t, "eE"); i >= 0 {
+		mant = t[:i]
+		es := t[i+1:]
+		e, err := strconv.Atoi(strings.TrimPrefix(es, "+"))
+		switch {
+		case err == nil:
+		case !errors.Is(err, strconv.ErrRange):
+			return 0, strconv.ErrSyntax
+		case strings.Trim(mant, "0.") == "":
+			return 0, nil // zero, whatever the exponent
+		case strings.HasPrefix(es, "-"):
+			return 0, strconv.ErrSyntax // a fraction
+		default:
+			return 0, strconv.ErrRange
+		}
+		exp = e
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := whole + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, strconv.ErrSyntax
+	}
+	exp -= len(frac)
+	digits = strings.TrimLeft(digits, "0")
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if digits == "" {
+		return 0, nil
+	}
+	if exp < 0 {
+		return 0, strconv.ErrSyntax // a fraction is left
+	}
+	if len(digits)+exp > 19 {
+		return 0, strconv.ErrRange
+	}
+	digits += strings.Repeat("0", exp)
+	if neg {
+		digits = "-" + digits
+	}
+	n, err := strconv.ParseInt(digits, 10, 0)
+	return int(n), err
 }
 
 func toFloat(v any) (float64, bool) {

@@ -271,11 +271,14 @@ function startLocalRun(run, params, seed) {
     if (local.sending) return;
     local.sending = true;
     try {
+      // A heartbeat every 10 s while the worker is silent: the lab marks a
+      // client run that sends nothing for 60 s as interrupted.
+      if (Date.now() - (local.lastSent || 0) > 10000) local.progress = local.progress || local.lastProgress || { done: 0, total: 0 };
       while (local.points.length || local.notes.length || local.progress || local.end) {
         const batch = local.points.splice(0, 5000);
         const body = { from: local.from, points: batch };
         if (local.notes.length) body.notes = local.notes.splice(0);
-        if (local.progress) { body.progress = local.progress; local.progress = null; }
+        if (local.progress) { body.progress = local.progress; local.lastProgress = local.progress; local.progress = null; }
         const last = local.end && local.points.length === 0;
         if (last) { body.summary = local.summary || {}; body.end = local.end; }
         let ans;
@@ -288,6 +291,7 @@ function startLocalRun(run, params, seed) {
           return;
         }
         local.from = ans.points;
+        local.lastSent = Date.now();
         if (last) { lab.localRuns.delete(run.id); lab.wasm.busy = null; updateBrowserButton(); refreshRuns(); return; }
       }
     } finally {

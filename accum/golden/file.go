@@ -90,22 +90,26 @@ type File struct {
 // captures can be kept compressed.
 //
 // A peer-record file ([PeerMagic]) is parsed as it streams in, never held
-// whole in memory (see [ParsePeer] for its limits).
+// whole in memory (see [ParsePeer] for its limits). Any other file (after
+// decompression) larger than MaxFileBytes is refused with an error saying
+// so, whatever it is (a regular file, /dev/zero, a pipe), and so is one
+// whose first line is no capture kind: that is seen from its first bytes,
+// before the rest is read.
 func ReadFile(path string) (*File, error) {
-	fh, err := os.Open(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
-	var r io.Reader = fh
+	defer f.Close()
+	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(fh)
+		zr, err := gzip.NewReader(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		r = zr
 	}
-	br := bufio.NewReader(r)
+	br := bufio.NewReaderSize(r, 64<<10)
 	if head, _ := br.Peek(len(PeerMagic) + 1); bytes.HasPrefix(head, []byte(PeerMagic)) {
 		p, err := ParsePeer(br, path)
 		if err != nil {
@@ -113,11 +117,43 @@ func ReadFile(path string) (*File, error) {
 		}
 		return &File{Path: path, Kind: KindPeer, Peer: p}, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(br, 1<<30))
+	head, err := br.Peek(len(RecordsMagic) + len(LongMagic) + len(ConvertMagic))
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !knownMagic(head) {
+		first := head
+		if i := bytes.IndexByte(first, '\n'); i >= 0 {
+			first = first[:i]
+		}
+		return nil, &ParseError{Name: path, Line: 1, Msg: fmt.Sprintf("unknown kind of file: first line %q…, want %q, %q, %q or %q",
+			shorten(first), RecordsMagic, LongMagic, ConvertMagic, PeerMagic)}
+	}
+	data, err := io.ReadAll(io.LimitReader(br, int64(MaxFileBytes)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB (after decompression); a capture file is at most that", path, MaxFileBytes>>20)
+	}
 	return parseBytes(data, path)
+}
+
+// MaxFileBytes is the largest capture file [ReadFile] reads, after
+// decompression: 256 MiB, a hundred times the largest capture (a variable
+// for the tests).
+var MaxFileBytes = 256 << 20
+
+// knownMagic reports whether head starts with a capture kind's first line
+// (or with a prefix of one, when the file is that short).
+func knownMagic(head []byte) bool {
+	for _, m := range []string{RecordsMagic, LongMagic, ConvertMagic} {
+		n := min(len(head), len(m))
+		if n > 0 && string(head[:n]) == m[:n] {
+			return true
+		}
+	}
+	return false
 }
 
 func parseBytes(data []byte, name string) (*File, error) {

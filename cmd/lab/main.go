@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	_ "github.com/fp8lab/fp8lab/experiments"
@@ -61,6 +62,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
+	}
+	if strings.HasPrefix(args[0], "-") { // `lab -addr … -data …`: serve is the default command
+		return cmdServe(ctx, args, stdout, stderr)
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }

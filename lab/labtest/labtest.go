@@ -39,6 +39,13 @@ func (Demo) Params() []sim.Param {
 	}
 }
 
+// Cost estimates the run: a KiB of memory and a microsecond of work per
+// point (the lab's budget tests size runs with n).
+func (Demo) Cost(v sim.Values) sim.Cost {
+	n := int64(v.Int("n"))
+	return sim.Cost{Memory: 1<<20 + n<<10, Work: n * 1000}
+}
+
 // Run emits the points.
 func (Demo) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
