@@ -183,7 +183,7 @@ func (Contraction) Params() []sim.Param {
 			Default: 2.0, Min: 0, Max: 8},
 		{Name: "series", Doc: "which series: all, a named set, or one series", Kind: sim.KindChoice,
 			Default: "all", Choices: contractionSeriesChoices()},
-		{Name: "kBlockN", Doc: "KV tile of the two-level series (FA3: 96 hd128 decode, 128 hd64 decode, 192 hd128 prefill)", Unit: "elements", Kind: sim.KindInt,
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile of the two-level series (FA3: 96 hd128 decode, 128 hd64 decode, 192 hd128 prefill)", Unit: "elements", Kind: sim.KindInt,
 			Default: 96, Min: 32, Max: 1 << 16},
 		{Name: "captures", Doc: "overlay the H200 long-contraction captures when found (auto) or not (off)", Kind: sim.KindChoice,
 			Default: "auto", Choices: []string{"auto", "off"}},
@@ -202,7 +202,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	ks := v.Ints("K")
 	trials, cols := v.Int("trials"), v.Int("cols")
 	dist, sigma := v.String("dist"), v.Float("logit-std")
-	kBlockN := v.Int("kBlockN")
+	kBlockN := v.Int("k-block-n")
 	series := contractionSelect(v.String("series"))
 	models := make([]accum.Model, len(series))
 	promote := make([]int, len(series))
@@ -216,7 +216,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 			promote[i] = kBlockN
 		}
 		if err := accum.CheckPromotion(m, promote[i]); err != nil {
-			return fmt.Errorf("parameter \"kBlockN\": %w", err)
+			return fmt.Errorf("parameter \"k-block-n\": %w", err)
 		}
 	}
 

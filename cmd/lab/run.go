@@ -76,6 +76,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		}
 		fs.Var(&paramFlag{p: p, set: given}, p.Name, p.Doc)
+		for _, a := range p.Aliases { // former names keep old reproduce lines runnable
+			old := p
+			old.Name = a
+			fs.Var(&paramFlag{p: old, set: given}, a, p.Doc)
+		}
 	}
 	seed := fs.Uint64("seed", 1, "seed of the run")
 	jsonOut := fs.Bool("json", false, "write JSON lines on stdout instead of a table")
