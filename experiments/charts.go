@@ -21,16 +21,16 @@ func (Contraction) Chart() sim.Chart {
 		X: axisK,
 		Y: sim.Axis{Quantity: "relative L2 error over the columns, mean over trials", Unit: "relative", Log: true},
 		Styles: []sim.Style{
-			{Match: "h200 every32", Family: "sm90 wgmma", Variant: "every32", Measured: true},
-			{Match: "h200 every128", Family: "sm90 wgmma", Variant: "every128", Measured: true},
-			{Match: "h200 cublas_fast", Family: "cuBLAS", Variant: "fast accumulation", Measured: true},
-			{Match: "h200 cublas", Family: "cuBLAS", Measured: true},
-			{Match: "sim wgmma never (h200 inputs)", Family: "sm90 wgmma", Variant: "never, H200 inputs"},
-			{Match: "sim wgmma every128 (h200 inputs)", Family: "sm90 wgmma", Variant: "every128, H200 inputs"},
 			{Match: "sm90.wgmma never", Family: "sm90 wgmma", Variant: "never"},
 			{Match: "sm90.wgmma every32", Family: "sm90 wgmma", Variant: "every32"},
 			{Match: "sm90.wgmma every128", Family: "sm90 wgmma", Variant: "every128"},
 			{Match: "sm90.wgmma every* (kBlockN)", Family: "sm90 wgmma", Variant: "every kBlockN"},
+			{Match: "sim wgmma never (h200 inputs)", Family: "sm90 wgmma", Variant: "never, H200 inputs"},
+			{Match: "sim wgmma every128 (h200 inputs)", Family: "sm90 wgmma", Variant: "every128, H200 inputs"},
+			{Match: "h200 every32", Family: "sm90 wgmma", Variant: "every32", Measured: true},
+			{Match: "h200 every128", Family: "sm90 wgmma", Variant: "every128", Measured: true},
+			{Match: "h200 cublas", Family: "cuBLAS", Measured: true},
+			{Match: "h200 cublas_fast", Family: "cuBLAS", Variant: "fast accumulation", Measured: true},
 			{Match: "sm100*", Family: "sm100 tcgen05"},
 			{Match: "sm90.mma.sync", Family: "sm90 mma.sync"},
 			{Match: "sm89*", Family: "sm89 mma.sync"},
@@ -97,12 +97,12 @@ func (ITL) Chart() sim.Chart {
 // itlStyles are the styles of the ITL curves whose names start with prefix.
 func itlStyles(prefix string) []sim.Style {
 	return []sim.Style{
-		{Match: prefix + "bf16 published fit", Family: "bf16", Variant: "published fit"},
-		{Match: prefix + "fp8 skip-sw published fit", Family: "fp8 skip-sw", Variant: "published fit"},
-		{Match: prefix + "fp8 published fit", Family: "fp8", Variant: "published fit"},
 		{Match: prefix + "bf16", Family: "bf16", Variant: "predicted"},
-		{Match: prefix + "fp8 skip-sw", Family: "fp8 skip-sw", Variant: "predicted"},
 		{Match: prefix + "fp8", Family: "fp8", Variant: "predicted"},
+		{Match: prefix + "fp8 skip-sw", Family: "fp8 skip-sw", Variant: "predicted"},
+		{Match: prefix + "bf16 published fit", Family: "bf16", Variant: "published fit"},
+		{Match: prefix + "fp8 published fit", Family: "fp8", Variant: "published fit"},
+		{Match: prefix + "fp8 skip-sw published fit", Family: "fp8 skip-sw", Variant: "published fit"},
 	}
 }
 
