@@ -3,6 +3,7 @@ package sim
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestMatchSeries(t *testing.T) {
@@ -104,5 +105,20 @@ func TestAliases(t *testing.T) {
 	bad := []Param{{Name: "a", Aliases: []string{"b"}, Kind: KindInt, Default: 1}, {Name: "b", Kind: KindInt, Default: 1}}
 	if err := CheckParams(bad); err == nil {
 		t.Error("an alias equal to another parameter's name was accepted")
+	}
+}
+
+func TestClientPlatformNamesProgram(t *testing.T) {
+	b := Build()
+	if b.Program == "" {
+		t.Fatal("Build().Program is empty")
+	}
+	p := clientPlatform(b)
+	if !strings.Contains(p, "program "+b.Program) || !strings.HasPrefix(p, b.Platform) {
+		t.Errorf("client platform %q does not name the program %q", p, b.Program)
+	}
+	b.Program = strings.Repeat("é", 150)
+	if p := clientPlatform(b); len(p) > 200 || !strings.HasSuffix(p, "...") || !utf8.ValidString(p) {
+		t.Errorf("a long program name: %d bytes, valid UTF-8 %v", len(p), utf8.ValidString(p))
 	}
 }
