@@ -122,3 +122,46 @@ func TestClientPlatformNamesProgram(t *testing.T) {
 		t.Errorf("a long program name: %d bytes, valid UTF-8 %v", len(p), utf8.ValidString(p))
 	}
 }
+
+// TestTableSinkWidth checks that a table of many series is written as
+// several tables of at most TableWidth columns, each with the x column,
+// and that no value is lost.
+func TestTableSinkWidth(t *testing.T) {
+	var b strings.Builder
+	s := NewTableSink(&b)
+	var names []string
+	for i := range 12 {
+		names = append(names, "a rather long series name "+string(rune('A'+i)))
+	}
+	for _, n := range names {
+		for x := 1; x <= 3; x++ {
+			if err := s.Point(Point{Series: n, X: float64(x), Y: float64(x) / 3}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	tables := 0
+	for _, line := range strings.Split(out, "\n") {
+		if n := len([]rune(line)); n > TableWidth {
+			t.Errorf("line of %d columns: %q", n, line)
+		}
+		if strings.HasPrefix(line, "x ") {
+			tables++
+		}
+	}
+	if tables < 2 {
+		t.Errorf("%d tables, want several:\n%s", tables, out)
+	}
+	for _, n := range names {
+		if !strings.Contains(out, n) {
+			t.Errorf("series %q missing:\n%s", n, out)
+		}
+	}
+	if c := strings.Count(out, "0.333333"); c != len(names) {
+		t.Errorf("%d values 0.333333, want %d:\n%s", c, len(names), out)
+	}
+}
