@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fp8lab/fp8lab/accum"
@@ -227,8 +228,19 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 
 	var capFiles []*golden.LongFile
 	var capErr error
+	var capSkipped []string
 	if v.String("captures") == "auto" {
 		capFiles, capErr = c.loadCaptures()
+		// Only the captures at the K asked for: no rows the user did not ask for.
+		kept := capFiles[:0:0]
+		for _, f := range capFiles {
+			if slices.Contains(ks, f.K) {
+				kept = append(kept, f)
+			} else {
+				capSkipped = append(capSkipped, strconv.Itoa(f.K))
+			}
+		}
+		capFiles = kept
 	}
 
 	var planned int64
@@ -278,6 +290,9 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	case capErr != nil:
 		run.Note("contraction: captures not used: " + capErr.Error())
 	default:
+		if len(capSkipped) > 0 {
+			run.Note("contraction: H200 captures also exist at K = " + strings.Join(capSkipped, ", ") + " (not in -K: not used)")
+		}
 		if err := contractionCaptures(ctx, run, capFiles, summary); err != nil {
 			return err
 		}
