@@ -163,10 +163,10 @@ func (Scales) Chart() sim.Chart {
 // Chart declares skip-sw's chart: the ITL curves on the left axis, the
 // accuracy runs' errors on the right.
 func (SkipSW) Chart() sim.Chart {
-	y2 := sim.Axis{Quantity: "relative L2 error of O (rel err: series)", Unit: "relative", Log: true}
+	y2 := sim.Axis{Quantity: "relative L2 error of O [rel err: series]", Unit: "relative", Log: true}
 	return sim.Chart{
 		X:  sim.Axis{Quantity: "context length", Unit: "tokens"},
-		Y:  sim.Axis{Quantity: "inter-token latency (ITL ms: series)", Unit: "ms"},
+		Y:  sim.Axis{Quantity: "inter-token latency [ITL ms: series]", Unit: "ms"},
 		Y2: &y2,
 		Styles: append(itlStyles(skipswITLPrefix),
 			sim.Style{Match: "rel err: sliding* fp8", Family: "fp8", Variant: "sliding-window layer", Axis: 2},

@@ -157,6 +157,12 @@
 
     // What each axis cannot show, and the floor it is drawn at.
     const axes = { x: decl.x, y: decl.y, y2: decl.y2 };
+    // A base-2 log x is drawn as a linear axis of log2(x) with a tick at
+    // every power of two (ECharts' log axis would show two ticks over
+    // 1k … 1M); labels and tooltips show x itself.
+    const log2x = decl.x.log && decl.x.base === 2;
+    const tx = log2x ? Math.log2 : (v) => v;
+    const ux = log2x ? (v) => Math.pow(2, v) : (v) => v;
     const lowest = { x: Infinity, y: Infinity, y2: Infinity };
     const maxAbs = { x: 0, y: 0, y2: 0 };
     const offScale = (axis, v) => v === null || v === undefined || !isFinite(v) || (axis.log && v <= 0);
@@ -193,12 +199,16 @@
             const v = yo ? p[1] : p[0];
             if (v === null || v === undefined || !isFinite(v)) offCount.nonfinite++; else if (v === 0) offCount.zero++; else offCount.neg++;
             if (offNotes.length < 6) offNotes.push(`${key} at x = ${fmtValue(p[0])}: y = ${fmtValue(p[1])}`);
-            floorPts.push({ value: [xo ? floor.x : p[0], yo ? floor[ya] : p[1]], raw: p, series: key, yAxisIndex: ya === 'y2' ? 1 : 0, color: l.color });
+            floorPts.push({ value: [tx(xo ? floor.x : p[0]), yo ? floor[ya] : p[1]], raw: p, series: key, yAxisIndex: ya === 'y2' ? 1 : 0, color: l.color });
             continue;
           }
-          data.push([p[0], p[1]]);
+          data.push([tx(p[0]), p[1]]);
           const se = decl.error ? (p[3] ? p[3][decl.error] : p[2]) : null;
-          if (se !== undefined && se !== null && isFinite(se) && se > 0) bars.push([p[0], p[1] - 1.96 * se, p[1] + 1.96 * se]);
+          if (se !== undefined && se !== null && isFinite(se) && se > 0) {
+            // Clipped to a declared range (an accuracy stays in [0, 1]).
+            const am = axes[ya], lo = p[1] - 1.96 * se, hi = p[1] + 1.96 * se;
+            bars.push([tx(p[0]), am.min !== undefined && am.min !== null ? Math.max(lo, am.min) : lo, am.max !== undefined && am.max !== null ? Math.min(hi, am.max) : hi]);
+          }
         }
         data.sort((a, b) => a[0] - b[0]);
         const yAxisIndex = ya === 'y2' ? 1 : 0;
@@ -256,7 +266,7 @@
       if (offCount.nonfinite) parts.push(`${offCount.nonfinite} non-finite value${offCount.nonfinite > 1 ? 's' : ''} (NaN or ±∞)`);
       notes.push({ kind: 'floor', text: `${parts.join(', ')}: drawn as ▽ at the axis floor (${fmtTick(floor.y)}), not dropped. ` + offNotes.join('; ') + (offTotal > offNotes.length ? '; …' : '') });
     }
-    if (decl.error && series.some((s) => s.type === 'custom')) notes.push({ kind: 'error', text: 'bars: 95 % intervals, ±1.96 standard errors (the points\' "' + decl.error + '")' });
+    if (decl.error && series.some((s) => s.type === 'custom')) notes.push({ kind: 'error', text: 'bars: 95 % intervals, ±1.96 standard errors (the points\' "' + decl.error + '")' + (decl.y.min !== undefined || decl.y.max !== undefined ? ', clipped to the axis range' : '') });
 
     // Reference lines and published marks.
     const summary = runs.length ? runs[0].summary || {} : {};
@@ -264,7 +274,7 @@
     for (const ref of decl.refs || []) {
       const v = ref.summary ? summary[ref.summary] : ref.value;
       if (v === undefined || v === null || !isFinite(v)) { notes.push({ kind: 'ref', text: `reference "${ref.label}": the run has no summary value "${ref.summary}" (yet)` }); continue; }
-      refLines.push({ [ref.axis === 'x' ? 'xAxis' : 'yAxis']: v, name: ref.label, label: { formatter: `${ref.label} = ${fmtTick(v)}`, position: 'insideEndTop', color: '#444' } });
+      refLines.push({ [ref.axis === 'x' ? 'xAxis' : 'yAxis']: ref.axis === 'x' ? tx(v) : v, name: ref.label, label: { formatter: `${ref.label} = ${fmtTick(v)}`, position: 'insideEndTop', color: '#444' } });
     }
     if (refLines.length && !hidden.has('refs')) {
       series.push({ id: 'refs', name: 'reference lines', type: 'line', data: [], markLine: { symbol: 'none', silent: true, lineStyle: { type: [6, 4], color: '#555', width: 1.2 }, data: refLines }, animation: false });
@@ -276,7 +286,7 @@
       if (!hidden.has('marks')) {
         series.push({
           id: 'marks', name: 'published figures', type: 'scatter', z: 7, symbol: STAR, symbolSize: 15,
-          data: marks.map((m) => ({ value: [m.x, m.y], label: m.label, itemStyle: { color: '#fff', borderColor: (look.get(m.series) || { color: '#555' }).color, borderWidth: 2 } })),
+          data: marks.map((m) => ({ value: [tx(m.x), m.y], label: m.label, itemStyle: { color: '#fff', borderColor: (look.get(m.series) || { color: '#555' }).color, borderWidth: 2 } })),
           animation: false,
         });
       }
@@ -305,10 +315,15 @@
     const yAxes = [axisOption(decl.y, maxAbs.y, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'left' } })];
     if (decl.y2) yAxes.push(axisOption(decl.y2, maxAbs.y2, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'right' }, position: 'right', splitLine: { show: false } }));
     const xOpt = axisOption(decl.x, maxAbs.x, { nameGap: 30 });
+    if (log2x) {
+      const lo = Math.floor(Math.log2(isFinite(lowest.x) ? Math.min(lowest.x, floor.x) : 1)), hi = Math.ceil(Math.log2(Math.max(maxAbs.x, 2)));
+      Object.assign(xOpt, { type: 'value', scale: false, min: lo, max: Math.max(hi, lo + 1), interval: hi - lo > 16 ? 2 : 1, logBase: undefined,
+        axisLabel: { formatter: (v) => powerOfTwo(Math.pow(2, v)), hideOverlap: true } });
+    }
     const yOpt = yAxes[0];
     if (decl.y.log && floorPts.some((p) => p.yAxisIndex === 0)) yOpt.min = floor.y;
     if (yAxes[1] && decl.y2.log && floorPts.some((p) => p.yAxisIndex === 1)) yAxes[1].min = floor.y2;
-    if (decl.x.log && floorPts.some((p) => p.value[0] === floor.x)) xOpt.min = floor.x;
+    if (decl.x.log && !log2x && floorPts.some((p) => p.value[0] === floor.x)) xOpt.min = floor.x;
 
     const option = {
       animation: false,
@@ -316,11 +331,12 @@
       tooltip: {
         trigger: 'item', confine: true,
         formatter: (p) => {
-          if (p.seriesId === 'marks') return esc(p.data.label) + `<br>x = ${fmtValue(p.value[0])}, y = ${fmtValue(p.value[1])}`;
+          if (p.seriesId === 'marks') return esc(p.data.label) + `<br>x = ${fmtValue(ux(p.value[0]))}, y = ${fmtValue(p.value[1])}`;
           if (p.data && p.data.raw) return `${esc(p.data.series)}<br>x = ${fmtValue(p.data.raw[0])}<br>y = ${fmtValue(p.data.raw[1])}<br><i>off-scale: drawn at the axis floor</i>`;
           if (p.seriesType === 'custom') return '';
           const v = p.value;
-          return `${esc(p.seriesName)}<br>${esc(decl.x.quantity)} = ${fmtValue(v[0])}<br>${esc((yAxes[p.componentIndex] ? decl.y : decl.y).quantity)} = ${fmtValue(v[1])}`;
+          const yq = (p.data && p.componentIndex !== undefined && series[p.seriesIndex] && series[p.seriesIndex].yAxisIndex === 1 ? decl.y2 : decl.y).quantity;
+          return `${esc(p.seriesName)}<br>${esc(decl.x.quantity)} = ${fmtValue(ux(v[0]))}<br>${esc(yq)} = ${fmtValue(v[1])}`;
         },
       },
       legend: { show: false },
@@ -330,7 +346,7 @@
       dataZoom: [{ type: 'inside', filterMode: 'none' }],
       series,
     };
-    return { option, legend, notes, families };
+    return { option, legend, notes, families, xScale: log2x ? 'log2' : (decl.x.log ? 'log' : 'linear') };
   }
 
   // legendSVG draws a legend entry's line and marker.
