@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,18 @@ func TestBrowserCharts(t *testing.T) {
 	cnotes := eval[string](t, tctx, `document.getElementById('compare-notes').textContent`)
 	if !strings.Contains(cnotes, "identical at every point") || !strings.Contains(cnotes, "#"+serverID+" and #"+browserID) {
 		t.Errorf("the comparison does not say the server and browser runs coincide: %s", cnotes)
+	}
+	if dir := os.Getenv("LAB_SCREENSHOTS"); dir != "" { // the comparison view, for docs/img
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join("..", dir)
+		}
+		png, err := chromedp.Run(tctx, chromedp.Screenshot(chromedp.ID("compare-view")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "compare.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	widths := eval[string](t, tctx, `JSON.stringify(lab.compareChart.getOption().series.filter((s) => s.name.endsWith(' b')).map((s) => [s.lineStyle.width, s.symbol.startsWith('empty')]))`)
 	if widths != `[[5,false],[1.8,true],[1.8,true]]` {

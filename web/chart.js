@@ -189,7 +189,9 @@
         if (!pts) continue;
         const l = look.get(n);
         const key = (multi ? r.label + ' ' : '') + n;
-        legend.push({ key, name: n, run: multi ? r.label : null, family: l.family, variant: l.variant, color: l.color, dash: l.dash, symbol: l.symbol, measured: !!l.measured, undeclared: !!l.undeclared, points: pts.length });
+        legend.push({ key, name: n, run: multi ? r.label : null, family: l.family, variant: l.variant, color: l.color, dash: l.dash,
+          symbol: multi && ri > 0 ? hollow(l.symbol) : l.symbol, width: multi ? (ri === 0 ? 5 : 1.8) : 2.2, opacity: multi && ri === 0 ? 0.45 : 1,
+          measured: !!l.measured, undeclared: !!l.undeclared, points: pts.length });
         if (hidden.has(key) || hidden.has('family:' + l.family) || (multi && hidden.has('run:' + r.label))) continue;
         const ya = yOf(n);
         const data = [], bars = [];
@@ -216,12 +218,12 @@
         series.push({
           id: key, name: key, type: l.measured ? 'scatter' : 'line', data, yAxisIndex,
           color: l.color,
-          symbol: base && !l.measured ? hollow(l.symbol) : l.symbol,
+          symbol: base ? hollow(l.symbol) : l.symbol,
           symbolSize: l.measured ? 13 : (base ? 10 : 7),
           showSymbol: true,
           z: l.measured ? 5 : 3,
           lineStyle: { type: l.dash, width: multi ? (ri === 0 ? 5 : 1.8) : 2, opacity: multi && ri === 0 ? 0.45 : 1 },
-          itemStyle: l.measured ? (l.symbol.startsWith('empty') ? { borderColor: l.color, borderWidth: 2.5 } : { borderColor: '#111', borderWidth: 1 }) : (multi && ri === 0 ? { opacity: 0.6 } : undefined),
+          itemStyle: l.measured ? ((base || l.symbol.startsWith('empty')) ? { borderColor: l.color, borderWidth: 2.5 } : { borderColor: '#111', borderWidth: 1 }) : (multi && ri === 0 ? { opacity: 0.6 } : undefined),
           emphasis: { focus: 'series' },
           animation: false,
           large: data.length > 5000,
@@ -316,7 +318,8 @@
     if (decl.y2) yAxes.push(axisOption(decl.y2, maxAbs.y2, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'right' }, position: 'right', splitLine: { show: false } }));
     const xOpt = axisOption(decl.x, maxAbs.x, { nameGap: 30 });
     if (log2x) {
-      const lo = Math.floor(Math.log2(isFinite(lowest.x) ? Math.min(lowest.x, floor.x) : 1)), hi = Math.ceil(Math.log2(Math.max(maxAbs.x, 2)));
+      const xOff = floorPts.some((p) => p.value[0] === tx(floor.x) && offScale(decl.x, p.raw[0]));
+      const lo = Math.floor(Math.log2(isFinite(lowest.x) ? (xOff ? floor.x : lowest.x) : 1)), hi = Math.ceil(Math.log2(Math.max(maxAbs.x, 2)));
       Object.assign(xOpt, { type: 'value', scale: false, min: lo, max: Math.max(hi, lo + 1), interval: hi - lo > 16 ? 2 : 1, logBase: undefined,
         axisLabel: { formatter: (v) => powerOfTwo(Math.pow(2, v)), hideOverlap: true } });
     }
@@ -358,7 +361,8 @@
     if (!item.measured && item.symbol !== STAR) {
       const line = document.createElementNS(ns, 'line');
       line.setAttribute('x1', '1'); line.setAttribute('x2', '33'); line.setAttribute('y1', '6'); line.setAttribute('y2', '6');
-      line.setAttribute('stroke', item.color); line.setAttribute('stroke-width', '2.2');
+      line.setAttribute('stroke', item.color); line.setAttribute('stroke-width', String(item.width || 2.2));
+      if (item.opacity) line.setAttribute('stroke-opacity', String(item.opacity));
       if (Array.isArray(item.dash)) line.setAttribute('stroke-dasharray', item.dash.join(' '));
       svg.append(line);
     }
