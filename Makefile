@@ -103,6 +103,8 @@ vendor-echarts:
 	rm -rf $$tmp
 	@echo "update web/vendor/echarts/VERSION with the lines above"
 
-# Rewrites docs/img/lab.png from the browser test.
+# Rewrites docs/img/lab.png from the browser test, and docs/img/NAME.png,
+# the chart of every experiment's default run (minutes of CPU).
 lab-screenshot: test-deps
 	LAB_SCREENSHOT=docs/img/lab.png $(GO) test ./lab -run 'TestBrowser$$' -count=1 -v
+	LAB_SCREENSHOTS=docs/img $(GO) test ./lab -run 'Test(Screenshots|BrowserCharts)$$' -count=1 -v -timeout 60m

@@ -54,17 +54,17 @@ type attnNeedle struct {
 // promotion, with their defaults.
 func attnNeedleParams(margin float64) []sim.Param {
 	return []sim.Param{
-		{Name: "head_dim", Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
+		{Name: "head-dim", Aliases: []string{"head_dim"}, Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
 		{Name: "candidates", Doc: "number M of candidate codes (random ±1 vectors); chance is 1/M", Kind: sim.KindInt, Default: 64, Min: 2, Max: 1024},
-		{Name: "margin", Doc: "the needle's logit; the difficulty: its weight is about e^margin / (n·e^(score_std²/2))", Unit: "nats",
+		{Name: "margin", Doc: "the needle's logit; the difficulty: its weight is about e^margin / (n·e^(score-std²/2))", Unit: "nats",
 			Kind: sim.KindFloat, Default: margin, Min: -10, Max: 40},
-		{Name: "score_std", Doc: "standard deviation of the haystack's logits", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
-		{Name: "value_mean", Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
-		{Name: "value_std", Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
-		{Name: "amp", Doc: "amplitude of the needle's code: its value is value_mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
+		{Name: "score-std", Aliases: []string{"score_std"}, Doc: "standard deviation of the haystack's logits", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
+		{Name: "value-mean", Aliases: []string{"value_mean"}, Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
+		{Name: "value-std", Aliases: []string{"value_std"}, Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
+		{Name: "amp", Doc: "amplitude of the needle's code: its value is value-mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
 		{Name: "sinks", Doc: "attention-sink tokens at the start of the context", Kind: sim.KindInt, Default: 0, Min: 0, Max: 64},
-		{Name: "sink_logit", Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
-		{Name: "sink_value", Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
+		{Name: "sink-logit", Aliases: []string{"sink_logit"}, Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
+		{Name: "sink-value", Aliases: []string{"sink_value"}, Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
 		{Name: "haystacks", Doc: "independent haystacks per context length, shared by the trials in turn", Kind: sim.KindInt, Default: 1, Min: 1, Max: 100000},
 		deviceParam(),
 	}
@@ -73,10 +73,10 @@ func attnNeedleParams(margin float64) []sim.Param {
 // attnNeedleFromValues reads the task from the run's parameters.
 func attnNeedleFromValues(v sim.Values) attnNeedle {
 	d := 128
-	fmt.Sscan(v.String("head_dim"), &d)
-	return attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score_std"),
-		valueMean: v.Float("value_mean"), valueStd: v.Float("value_std"), amp: v.Float("amp"),
-		sinks: v.Int("sinks"), sinkLogit: v.Float("sink_logit"), sinkValue: v.Float("sink_value")}
+	fmt.Sscan(v.String("head-dim"), &d)
+	return attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score-std"),
+		valueMean: v.Float("value-mean"), valueStd: v.Float("value-std"), amp: v.Float("amp"),
+		sinks: v.Int("sinks"), sinkLogit: v.Float("sink-logit"), sinkValue: v.Float("sink-value")}
 }
 
 // attnNeedleRun is one simulated kernel of a trial: a dtype, a Config, and

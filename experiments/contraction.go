@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fp8lab/fp8lab/accum"
@@ -183,7 +184,7 @@ func (Contraction) Params() []sim.Param {
 			Default: 2.0, Min: 0, Max: 8},
 		{Name: "series", Doc: "which series: all, a named set, or one series", Kind: sim.KindChoice,
 			Default: "all", Choices: contractionSeriesChoices()},
-		{Name: "kBlockN", Doc: "KV tile of the two-level series (FA3: 96 hd128 decode, 128 hd64 decode, 192 hd128 prefill)", Unit: "elements", Kind: sim.KindInt,
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile of the two-level series (FA3: 96 hd128 decode, 128 hd64 decode, 192 hd128 prefill)", Unit: "elements", Kind: sim.KindInt,
 			Default: 96, Min: 32, Max: 1 << 16},
 		{Name: "captures", Doc: "overlay the H200 long-contraction captures when found (auto) or not (off)", Kind: sim.KindChoice,
 			Default: "auto", Choices: []string{"auto", "off"}},
@@ -202,7 +203,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	ks := v.Ints("K")
 	trials, cols := v.Int("trials"), v.Int("cols")
 	dist, sigma := v.String("dist"), v.Float("logit-std")
-	kBlockN := v.Int("kBlockN")
+	kBlockN := v.Int("k-block-n")
 	series := contractionSelect(v.String("series"))
 	models := make([]accum.Model, len(series))
 	promote := make([]int, len(series))
@@ -216,7 +217,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 			promote[i] = kBlockN
 		}
 		if err := accum.CheckPromotion(m, promote[i]); err != nil {
-			return fmt.Errorf("parameter \"kBlockN\": %w", err)
+			return fmt.Errorf("parameter \"k-block-n\": %w", err)
 		}
 	}
 
@@ -227,8 +228,19 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 
 	var capFiles []*golden.LongFile
 	var capErr error
+	var capSkipped []string
 	if v.String("captures") == "auto" {
 		capFiles, capErr = c.loadCaptures()
+		// Only the captures at the K asked for: no rows the user did not ask for.
+		kept := capFiles[:0:0]
+		for _, f := range capFiles {
+			if slices.Contains(ks, f.K) {
+				kept = append(kept, f)
+			} else {
+				capSkipped = append(capSkipped, strconv.Itoa(f.K))
+			}
+		}
+		capFiles = kept
 	}
 
 	var planned int64
@@ -277,6 +289,9 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	case capErr != nil:
 		run.Note("contraction: captures not used: " + capErr.Error())
 	default:
+		if len(capSkipped) > 0 {
+			run.Note("contraction: H200 captures also exist at K = " + strings.Join(capSkipped, ", ") + " (not in -K: not used)")
+		}
 		if err := contractionCaptures(ctx, run, capFiles, summary); err != nil {
 			return err
 		}

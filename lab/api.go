@@ -112,51 +112,20 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.info())
 }
 
-// ParamSchema is one parameter in the API's experiment schema.
-type ParamSchema struct {
-	Name    string   `json:"name"`
-	Doc     string   `json:"doc"`
-	Unit    string   `json:"unit,omitempty"`
-	Kind    string   `json:"kind"` // int, float, bool, choice, ints
-	Default any      `json:"default"`
-	Min     *float64 `json:"min,omitempty"` // inclusive, when bounded
-	Max     *float64 `json:"max,omitempty"`
-	Choices []string `json:"choices,omitempty"`
-	Limits  string   `json:"limits,omitempty"` // for display: "[1, 1000]", "one of a|b"
-}
-
-// ExperimentSchema describes an experiment in the API.
-type ExperimentSchema struct {
-	Name    string        `json:"name"`
-	Summary string        `json:"summary"`
-	Doc     string        `json:"doc"`
-	Params  []ParamSchema `json:"params"`
-}
-
-func schemaOf(e sim.Experiment) ExperimentSchema {
-	params := e.Params()
-	defaults, err := sim.Defaults(params)
-	out := ExperimentSchema{Name: e.Name(), Summary: sim.Summary(e), Doc: strings.TrimSpace(e.Doc()), Params: []ParamSchema{}}
-	for _, p := range params {
-		ps := ParamSchema{Name: p.Name, Doc: p.Doc, Unit: p.Unit, Kind: p.Kind.String(), Default: p.Default, Choices: p.Choices, Limits: p.Limits()}
-		if err == nil {
-			ps.Default, _ = defaults.Get(p.Name)
-		}
-		if p.Max > p.Min && p.Kind != sim.KindChoice && p.Kind != sim.KindBool {
-			lo, hi := p.Min, p.Max
-			ps.Min, ps.Max = &lo, &hi
-		}
-		out.Params = append(out.Params, ps)
-	}
-	return out
-}
+// ParamSchema and ExperimentSchema are the API's experiment schema, built
+// by package sim for the API and the browser's registry alike.
+type (
+	ParamSchema      = sim.ParamSchema
+	ExperimentSchema = sim.Schema
+)
 
 func (s *Server) handleExperiments(w http.ResponseWriter, r *http.Request) {
-	list := []ExperimentSchema{}
-	for _, e := range sim.Experiments() {
-		list = append(list, schemaOf(e))
+	b, err := sim.SchemasJSON()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"experiments": list})
+	writeRawJSON(w, http.StatusOK, b)
 }
 
 func (s *Server) handleExperiment(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +134,7 @@ func (s *Server) handleExperiment(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, schemaOf(e))
+	writeJSON(w, http.StatusOK, sim.SchemaOf(e))
 }
 
 // decodeBody decodes the request's JSON body into v, refusing unknown

@@ -5,6 +5,8 @@
 //
 //	lab-demo   n points over `series` series, y from the seed, optionally
 //	           slow (delay per point), failing or panicking at the end
+//	lab-chart  a declared chart with families, variants, a measured series,
+//	           exact zeros, a NaN, standard errors, a reference and a mark
 package labtest
 
 import (
