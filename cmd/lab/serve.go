@@ -31,6 +31,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	data := fs.String("data", "data", "data folder holding the notebook ("+notebook.FileName+")")
 	workers := fs.Int("workers", 0, "server runs executing at once (default: the number of CPUs, at least 2)")
 	wasmDir := fs.String("wasm", "", "serve lab.wasm and wasm_exec.js from this folder instead of the build embedded in the binary")
+	slurmOpts := slurmFlags(fs) // sweep.go
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, serveUsage)
@@ -61,7 +62,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		log.Warn("the lab listens beyond this machine: anyone who reaches it can run experiments and read the notebook", "addr", ln.Addr().String())
 	}
-	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log}
+	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log, Slurm: slurmOpts()}
 	if *wasmDir != "" {
 		if _, err := os.Stat(*wasmDir + "/lab.wasm"); err != nil {
 			ln.Close()
@@ -111,11 +112,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // context to run in (cancelled when a user cancels the run in the lab) and
 // the function that ends the lab's record with the run's error and returns
 // the error of the command. With an empty labURL it changes nothing.
-func withLab(ctx context.Context, labURL string, exp sim.Experiment, values sim.Values, seed uint64, sink sim.Sink, stderr io.Writer, quiet bool) (sim.Sink, context.Context, func(error) error, error) {
+func withLab(ctx context.Context, labURL, sweepRef string, exp sim.Experiment, values sim.Values, seed uint64, sink sim.Sink, stderr io.Writer, quiet bool) (sim.Sink, context.Context, func(error) error, error) {
 	if labURL == "" {
 		return sink, ctx, func(err error) error { return err }, nil
 	}
-	c := &sim.LabClient{URL: labURL, Origin: string(notebook.OriginTerminal)}
+	c := &sim.LabClient{URL: labURL, Origin: string(notebook.OriginTerminal), Sweep: sweepRef}
 	lr, err := c.Start(ctx, exp, values, seed)
 	if err != nil {
 		return nil, nil, nil, err
