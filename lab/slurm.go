@@ -14,6 +14,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/lab/sweep"
+	"github.com/fp8lab/fp8lab/sim"
 )
 
 // SlurmOptions let the lab run sweeps on a Slurm cluster as job arrays
@@ -90,8 +91,14 @@ func (o *SlurmOptions) run(ctx context.Context, name string, args ...string) (st
 	return stdout.String(), nil
 }
 
+// scancel cancels the jobs (the submission markers "|" of Sweep.SlurmJobs
+// are skipped).
 func (o *SlurmOptions) scancel(ctx context.Context, jobs []string) error {
-	_, err := o.run(ctx, "scancel", jobs...)
+	ids := slices.DeleteFunc(slices.Clone(jobs), func(j string) bool { return j == "|" })
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := o.run(ctx, "scancel", ids...)
 	return err
 }
 
@@ -305,7 +312,7 @@ func (sw *sweeper) submitArrays(ctx context.Context, rec notebook.Sweep, g *swee
 			if err != nil {
 				return ids, err
 			}
-			line := fmt.Sprintf("%s %s -seed %d -lab %s -sweep %s/%d -quiet", rec.Experiment, values.Flags(), seed, labURL, rec.ID, n)
+			line := fmt.Sprintf("%s %s -seed=%d -lab=%s -sweep=%s/%d -quiet", rec.Experiment, taskFlags(values), seed, labURL, rec.ID, n)
 			if strings.ContainsAny(line, "'\"\\$`;&|<>(){}*?[]~\n") {
 				return ids, fmt.Errorf("slurm: run %d's arguments hold a shell character: %q", n, line)
 			}
@@ -347,6 +354,21 @@ exec %s run $args
 		ids = append(ids, job)
 	}
 	return ids, nil
+}
+
+// taskFlags writes values as `lab run` flags, -name=value, the one form
+// every kind takes (a bool flag reads "-fused false" as -fused and a stray
+// argument).
+func taskFlags(values sim.Values) string {
+	var b strings.Builder
+	for i, p := range values.Params() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		v, _ := values.Get(p.Name)
+		fmt.Fprintf(&b, "-%s=%s", p.Name, p.FormatValue(v))
+	}
+	return b.String()
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

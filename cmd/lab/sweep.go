@@ -226,13 +226,16 @@ func followSweep(ctx context.Context, c *labHTTP, id string, stderr io.Writer, q
 		States map[string]int `json:"states"`
 	}
 	start := time.Now()
+	last := ""
 	for {
 		if err := c.do(ctx, "GET", "/api/sweeps/"+id, nil, &st); err != nil {
 			return "", err
 		}
-		if !quiet {
-			fmt.Fprintf(stderr, "\r%d/%d done, %d running, %d queued, %d failed · %.0f s   ", st.States["done"], st.Runs,
-				st.States["running"], st.States["queued"]+st.States["missing"], st.States["failed"]+st.States["interrupted"]+st.States["cancelled"], time.Since(start).Seconds())
+		line := fmt.Sprintf("\r%d/%d done, %d running, %d queued, %d failed · %.0f s   ", st.States["done"], st.Runs,
+			st.States["running"], st.States["queued"]+st.States["missing"], st.States["failed"]+st.States["interrupted"]+st.States["cancelled"], time.Since(start).Seconds())
+		if !quiet && line != last {
+			fmt.Fprint(stderr, line)
+			last = line
 		}
 		if st.State != "running" {
 			if !quiet {
