@@ -712,36 +712,35 @@ func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string) (sweep.Result
 			return e.res, nil
 		}
 	}
-	runs, err := sw.store.SweepRuns(rec.ID)
+	samples := make([]sweep.Sample, 0, rec.Runs)
+	var excluded []string
+	var total int64
+	seen := make([]bool, rec.Runs)
+	errTooMany := errorf("sweep %s: more than %d points to aggregate; export its runs instead", rec.ID, maxAggPoints)
+	err := sw.store.ReadSweep(rec.ID, func(st notebook.State) bool { return st == notebook.Done }, func(smp notebook.SweepSample) error {
+		if smp.N >= 0 && smp.N < len(seen) {
+			seen[smp.N] = true
+		}
+		switch {
+		case smp.State == "":
+			excluded = append(excluded, fmt.Sprintf("run %s: deleted", smp.ID))
+		case smp.State != notebook.Done:
+			excluded = append(excluded, fmt.Sprintf("run %s: %s", smp.ID, smp.State))
+		default:
+			if total += int64(len(smp.Points)); total > maxAggPoints {
+				return errTooMany
+			}
+			samples = append(samples, sweep.Sample{ID: smp.ID, Params: smp.Params, Summary: smp.Summary, Points: smp.Points})
+		}
+		return nil
+	})
 	if err != nil {
 		return sweep.Result{}, err
 	}
-	samples := make([]sweep.Sample, 0, len(runs))
-	var excluded []string
-	var total int64
-	for n := 0; n < rec.Runs; n++ {
-		rid, ok := runs[n]
+	for n, ok := range seen {
 		if !ok {
 			excluded = append(excluded, fmt.Sprintf("run number %d: not started", n))
-			continue
 		}
-		run, err := sw.s.getRun(rid)
-		if err != nil {
-			excluded = append(excluded, fmt.Sprintf("run %s: %v", rid, err))
-			continue
-		}
-		if run.State != notebook.Done {
-			excluded = append(excluded, fmt.Sprintf("run %s: %s", rid, run.State))
-			continue
-		}
-		if total += run.Points; total > maxAggPoints {
-			return sweep.Result{}, errorf("sweep %s: more than %d points to aggregate; export its runs instead", rec.ID, maxAggPoints)
-		}
-		pts, err := sw.s.store.Points(rid, 0, 0)
-		if err != nil {
-			return sweep.Result{}, err
-		}
-		samples = append(samples, sweep.Sample{ID: rid, Params: run.Params, Summary: run.Summary, Points: pts})
 	}
 	res := sweep.Aggregate(groupBy, samples)
 	res.Excluded = excluded

@@ -4,10 +4,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/fp8lab/fp8lab/sim"
 )
 
 // SweepAxis is one swept parameter of a [Sweep] and its values.
@@ -61,6 +64,21 @@ type SweepStore interface {
 	SetSweepRun(id string, n int, runID string) error
 	// SweepRuns returns the sweep's runs by number.
 	SweepRuns(id string) (map[int]string, error)
+	// ReadSweep calls fn with every run of the sweep, in number order, in
+	// one read transaction; a sample's Points (series, x and y; no
+	// extras) are read when withPoints says so for the run's state. An
+	// error of fn ends the read and is returned.
+	ReadSweep(id string, withPoints func(State) bool, fn func(SweepSample) error) error
+}
+
+// SweepSample is what [SweepStore.ReadSweep] reads of one run.
+type SweepSample struct {
+	N       int // the run's number in the sweep
+	ID      string
+	State   State
+	Params  map[string]any
+	Summary Floats
+	Points  []sim.Point // without their extras
 }
 
 var _ SweepStore = (*Bolt)(nil)
@@ -223,4 +241,80 @@ func (s *Bolt) SweepRuns(id string) (map[int]string, error) {
 		})
 	})
 	return out, err
+}
+
+// ReadSweep reads the sweep's runs for the aggregation.
+func (s *Bolt) ReadSweep(id string, withPoints func(State) bool, fn func(SweepSample) error) error {
+	return s.view(func(tx *bolt.Tx) error {
+		k, _, err := getSweep(tx, id)
+		if err != nil {
+			return err
+		}
+		root := tx.Bucket(bucketSweepRuns)
+		if root == nil || root.Bucket(k) == nil {
+			return nil
+		}
+		runs, points := tx.Bucket(bucketRuns), tx.Bucket(bucketPoints)
+		names := map[string]string{} // one string per series name
+		return root.Bucket(k).ForEach(func(nk, rid []byte) error {
+			n, err := ParseID(string(rid))
+			if err != nil {
+				return nil // a run id that is not one: skip (cannot happen)
+			}
+			v := runs.Get(key(n))
+			if v == nil {
+				return fn(SweepSample{N: int(binary.BigEndian.Uint64(nk)), ID: string(rid)}) // deleted: no state
+			}
+			var r struct {
+				State   State          `json:"state"`
+				Params  map[string]any `json:"params"`
+				Summary Floats         `json:"summary"`
+				Points  int64          `json:"points"`
+			}
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("run %s: %w", rid, err)
+			}
+			smp := SweepSample{N: int(binary.BigEndian.Uint64(nk)), ID: string(rid), State: r.State, Params: r.Params, Summary: r.Summary}
+			if withPoints != nil && withPoints(r.State) && r.Points > 0 {
+				pb := points.Bucket(key(n))
+				if pb == nil {
+					return fmt.Errorf("run %s: points bucket missing", rid)
+				}
+				smp.Points = make([]sim.Point, 0, r.Points)
+				err := pb.ForEach(func(pk, pv []byte) error {
+					p, err := decodeXY(pv, names)
+					if err != nil {
+						return fmt.Errorf("run %s point %d: %w", rid, binary.BigEndian.Uint64(pk), err)
+					}
+					smp.Points = append(smp.Points, p)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return fn(smp)
+		})
+	})
+}
+
+// decodeXY decodes the series, x and y of a point (see encodePoint),
+// interning series names in names.
+func decodeXY(b []byte, names map[string]string) (sim.Point, error) {
+	var p sim.Point
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n || len(b)-k-int(n) < 16 {
+		return p, errCorrupt
+	}
+	raw := b[k : k+int(n)]
+	name, ok := names[string(raw)] // no allocation for the lookup
+	if !ok {
+		name = string(raw)
+		names[name] = name
+	}
+	p.Series = name
+	b = b[k+int(n):]
+	p.X = math.Float64frombits(binary.BigEndian.Uint64(b))
+	p.Y = math.Float64frombits(binary.BigEndian.Uint64(b[8:]))
+	return p, nil
 }
