@@ -119,8 +119,13 @@ func startSlurm(t *testing.T) string {
 	cmd := exec.Command(script, dir)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("SLURMCTLD_PORT=%d", freePort(t)), fmt.Sprintf("SLURMD_PORT=%d", freePort(t)))
 	out, err := cmd.CombinedOutput()
+	conf := filepath.Join(dir, "slurm.conf")
 	t.Cleanup(func() {
-		exec.Command("scancel", "--full", "-u", "root").Run() // ours only: the private controller knows no others
+		if _, err := os.Stat(conf); err == nil {
+			c := exec.Command("scancel", "--full", "-u", "root") // ours only: the private controller knows no others
+			c.Env = append(os.Environ(), "SLURM_CONF="+conf)
+			c.Run()
+		}
 		exec.Command(script, "-stop", dir).Run()
 	})
 	if err != nil {
@@ -129,7 +134,6 @@ func startSlurm(t *testing.T) string {
 		}
 		t.Skipf("Slurm did not start (set CI=true to make this a failure): %v\n%s", err, out)
 	}
-	conf := filepath.Join(dir, "slurm.conf")
 	t.Setenv("SLURM_CONF", conf) // for scancel in the cleanup and squeue below
 	return conf
 }
