@@ -90,6 +90,8 @@ fuzz:
 	$(GO) test ./accum/golden -run '^$$' -fuzz FuzzParseRecords -fuzztime 30s
 	$(GO) test ./accum/golden -run '^$$' -fuzz FuzzParseLong -fuzztime 30s
 	$(GO) test ./accum/golden -run '^$$' -fuzz FuzzParseConvert -fuzztime 30s
+	$(GO) test ./lab/runquery -run '^$$' -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./lab/sweep -run '^$$' -fuzz FuzzParseSeeds -fuzztime 30s
 
 # Refresh the vendored ECharts from npm (pinned; its licenses come along).
 vendor-echarts:

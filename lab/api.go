@@ -35,6 +35,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}/stream", s.handleStream)
 	m.HandleFunc("GET /api/runs/{id}/export", s.handleExport)
 	m.HandleFunc("GET /api/report", s.handleReport)
+	s.sweepRoutes(m)
 	m.HandleFunc("/api/", s.handleNoRoute)
 	m.Handle("GET /wasm/", http.StripPrefix("/wasm/", http.FileServerFS(s.opts.WASM)))
 	page := http.FileServerFS(s.opts.Page)
@@ -188,6 +189,7 @@ type startRequest struct {
 	Origin     string          `json:"origin"` // "server" (default), or a client's: "browser", "terminal", "client"
 	Title      string          `json:"title"`
 	Note       string          `json:"note"`
+	Sweep      string          `json:"sweep"` // a client's run of a sweep: "SWEEP/RUN" (sweep.go)
 	// The build that computes a client's run (ignored for server runs).
 	Version   string `json:"version"`
 	Revision  string `json:"revision"`
@@ -304,6 +306,9 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 		}
 		meta.Params, meta.Flags, meta.Registered = paramsMap(values), values.Flags(), true
 	} else {
+		if req.Sweep != "" {
+			return meta, http.StatusBadRequest, errorf("sweep: the lab does not know experiment %q", req.Experiment)
+		}
 		if !validName(req.Experiment) {
 			return meta, http.StatusBadRequest, errorf("experiment %q: a name is letters, digits, '-', '_' and '.' (at most 100)", req.Experiment)
 		}
@@ -320,6 +325,11 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 	}
 	if err := checkParams(meta.Params); err != nil {
 		return meta, http.StatusBadRequest, err
+	}
+	if req.Sweep != "" {
+		if status, err := s.sw.checkSweepRun(req.Sweep, &meta); err != nil {
+			return meta, status, err
+		}
 	}
 	s.mu.Lock()
 	closing := s.closing
@@ -342,6 +352,7 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 		s.noteWrite(err)
 		return meta, writeStatus(err), errorf("the notebook could not record the run: %v", err)
 	}
+	s.sw.registered(meta)
 	l := newLive(s, meta)
 	l.external = true
 	s.mu.Lock()
@@ -401,10 +412,15 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Limit = n
 	}
+	filter, err := runFilter(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
 	// Filter the state after the live records replace the notebook's,
 	// which lag them by up to a flush.
 	state, limit := q.State, q.Limit
-	if state != "" {
+	if state != "" || filter != nil {
 		q.State, q.Limit = "", 0
 	}
 	runs, err := s.store.List(q)
@@ -417,7 +433,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		if l := s.liveRun(run.ID); l != nil {
 			run = l.snapshot()
 		}
-		if state != "" && run.State != state {
+		if state != "" && run.State != state || filter != nil && !filter.Match(&run) {
 			continue
 		}
 		if out = append(out, run); len(out) == limit {

@@ -70,6 +70,8 @@ type Options struct {
 	FilesDir string
 	// Log receives the server's log (default slog.Default()).
 	Log *slog.Logger
+	// Slurm, when not nil, lets sweeps run as Slurm job arrays (sweep.go).
+	Slurm *SlurmOptions
 }
 
 // Server is the lab: an http.Handler over the API, the WebSocket streams
@@ -89,6 +91,7 @@ type Server struct {
 	wg      sync.WaitGroup
 
 	viewers atomic.Int64 // open streams
+	sw      *sweeper     // sweeps (sweep.go)
 
 	mu       sync.Mutex
 	lives    map[string]*live
@@ -172,9 +175,11 @@ func New(opts Options) (*Server, error) {
 	}
 	s.hosts = allowedHosts(opts.Addr)
 	s.runCtx, s.stopRun = context.WithCancel(context.Background())
+	s.sw = newSweeper(s)
 	s.routes()
 	s.wg.Add(1)
 	go s.janitor()
+	s.sw.resume()
 	return s, nil
 }
 
@@ -308,7 +313,8 @@ func paramsMap(v sim.Values) map[string]any {
 }
 
 // submit records a new server run of exp and queues it.
-func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, title, note, rerunOf string) (notebook.Run, error) {
+// Each of opts may complete the record before it is stored (a sweep's run).
+func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, title, note, rerunOf string, opts ...func(*notebook.Run)) (notebook.Run, error) {
 	cost, err := s.estimate(exp, values)
 	if err != nil {
 		return notebook.Run{}, err
@@ -334,6 +340,9 @@ func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, titl
 		Origin: notebook.OriginServer, Registered: true,
 		Version: s.build.Version, Revision: s.build.Revision, GoVersion: s.build.GoVersion, Platform: s.build.Platform,
 		State: notebook.Queued, Title: title, Note: note, RerunOf: rerunOf,
+	}
+	for _, o := range opts {
+		o(&meta)
 	}
 	if err := s.store.Create(&meta); err != nil {
 		s.noteWrite(err)

@@ -109,6 +109,10 @@ type LabClient struct {
 	// FlushEvery is the longest time points wait before they are sent
 	// (default 100 ms); up to 4096 points go in one request.
 	FlushEvery time.Duration
+	// Sweep, when set ("SWEEP/RUN"), registers the run as that run of a
+	// sweep of the lab (`lab run … -sweep`, as Slurm tasks do); the lab
+	// refuses it unless its parameters and seed are that run's.
+	Sweep string
 }
 
 // ErrCancelledInLab is the cause of a [LabRun]'s context when a user
@@ -158,10 +162,14 @@ func (c *LabClient) Start(ctx context.Context, exp Experiment, values Values, se
 		origin = "client"
 	}
 	b := Build()
-	body, err := json.Marshal(map[string]any{
+	req := map[string]any{
 		"experiment": exp.Name(), "params": values, "seed": seed, "origin": origin,
 		"version": b.Version, "revision": b.Revision, "go_version": b.GoVersion, "platform": clientPlatform(b),
-	})
+	}
+	if c.Sweep != "" {
+		req["sweep"] = c.Sweep
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}

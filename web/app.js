@@ -613,7 +613,7 @@ function renderCompareTable(runs) {
 
 async function refreshRuns() {
   try {
-    const ans = await api('GET', '/api/runs?limit=200');
+    const ans = await api('GET', '/api/runs?limit=200' + (lab.runQuery ? '&q=' + encodeURIComponent(lab.runQuery) : '')); // static/sweep.js sets runQuery
     lab.runs = ans.runs;
     renderRunList();
   } catch (e) { /* the lab is restarting: try again later */ }

@@ -33,6 +33,7 @@ func main() {
 const usage = `usage:
   lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-wasm DIR]
   lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]
+  lab sweep NAME [-param v1,v2 ...] [-seeds 1..20] [-executor auto|pool|slurm] [-lab URL]
   lab list experiments | models
   lab verify [-exhaustive] DIR|FILE...
   lab notebook check [DIR] | recover DIR NEWDIR`
@@ -47,6 +48,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdServe(ctx, args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "sweep":
+		return cmdSweep(ctx, args[1:], stdout, stderr)
 	case "verify":
 		return cmdVerify(ctx, args[1:], stdout, stderr)
 	case "notebook":

@@ -15,7 +15,7 @@ import (
 const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]"
 
 // runOptions are the flags of `lab run` that are not experiment parameters.
-var runOptions = []string{"seed", "json", "quiet", "lab", "h", "help"}
+var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "h", "help"}
 
 // paramFlag collects the text given for one experiment parameter; the text
 // is validated against the schema after parsing, so that errors read
@@ -86,6 +86,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	jsonOut := fs.Bool("json", false, "write JSON lines on stdout instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
 	labURL := fs.String("lab", "", "also stream the run into the lab at this URL")
+	sweepRef := fs.String("sweep", "", "with -lab: record the run as run N of sweep ID (ID/N), as the sweeps' Slurm tasks do")
 
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -113,7 +114,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		// The bar first, so that it ends its line before the table is written.
 		sink = sim.Tee(sim.NewProgressBar(stderr), out)
 	}
-	sink, runCtx, finish, err := withLab(ctx, *labURL, exp, values, *seed, sink, stderr, *quiet)
+	if *sweepRef != "" && *labURL == "" {
+		return fmt.Errorf("lab run %s: -sweep needs -lab URL", name)
+	}
+	sink, runCtx, finish, err := withLab(ctx, *labURL, *sweepRef, exp, values, *seed, sink, stderr, *quiet)
 	if err != nil {
 		return err
 	}

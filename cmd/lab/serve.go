@@ -36,6 +36,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&maxMemory, "max-memory", "most memory the runs executing at once may hold together, by the experiments' estimates (e.g. 4GiB, 512MiB); a run estimated above it is refused")
 	maxWork := fs.Float64("max-work", labserver.DefaultMaxWork, "most work one run may be estimated to need, in operations of about a nanosecond (3.6e12: an hour of CPU time on one core)")
 	wasmDir := fs.String("wasm", "", "serve lab.wasm and wasm_exec.js from this folder instead of the build embedded in the binary")
+	slurmOpts := slurmFlags(fs) // sweep.go
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, serveUsage)
@@ -71,7 +72,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("lab serve: -max-work %g: want 1 to 9e18 operations\n%s", *maxWork, serveUsage)
 	}
 	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log,
-		MaxMemory: int64(maxMemory), MaxWork: int64(*maxWork), FilesDir: filepath.Join(*data, "files")}
+		MaxMemory: int64(maxMemory), MaxWork: int64(*maxWork), FilesDir: filepath.Join(*data, "files"), Slurm: slurmOpts()}
 	if *wasmDir != "" {
 		if _, err := os.Stat(*wasmDir + "/lab.wasm"); err != nil {
 			ln.Close()
@@ -125,11 +126,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // context to run in (cancelled when a user cancels the run in the lab) and
 // the function that ends the lab's record with the run's error and returns
 // the error of the command. With an empty labURL it changes nothing.
-func withLab(ctx context.Context, labURL string, exp sim.Experiment, values sim.Values, seed uint64, sink sim.Sink, stderr io.Writer, quiet bool) (sim.Sink, context.Context, func(error) error, error) {
+func withLab(ctx context.Context, labURL, sweepRef string, exp sim.Experiment, values sim.Values, seed uint64, sink sim.Sink, stderr io.Writer, quiet bool) (sim.Sink, context.Context, func(error) error, error) {
 	if labURL == "" {
 		return sink, ctx, func(err error) error { return err }, nil
 	}
-	c := &sim.LabClient{URL: labURL, Origin: string(notebook.OriginTerminal)}
+	c := &sim.LabClient{URL: labURL, Origin: string(notebook.OriginTerminal), Sweep: sweepRef}
 	lr, err := c.Start(ctx, exp, values, seed)
 	if err != nil {
 		return nil, nil, nil, err

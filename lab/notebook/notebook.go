@@ -95,6 +95,9 @@ type Run struct {
 	Title    string     `json:"title,omitempty"` // the user's title
 	Note     string     `json:"note,omitempty"`  // the user's annotation
 	RerunOf  string     `json:"rerun_of,omitempty"`
+	Tags     []string   `json:"tags,omitempty"`           // the user's tags
+	Sweep    string     `json:"sweep,omitempty"`          // the sweep the run belongs to
+	SweepRun int        `json:"sweep_run,omitempty"`      // its number in the sweep (with Sweep)
 	QueuePos int        `json:"queue_position,omitempty"` // 1 = next to start; only while queued
 }
 
@@ -149,6 +152,7 @@ func (r Run) Clone() Run {
 	}
 	c.Series = append([]string(nil), r.Series...)
 	c.Notes = append([]string(nil), r.Notes...)
+	c.Tags = append([]string(nil), r.Tags...)
 	if r.Summary != nil {
 		c.Summary = make(Floats, len(r.Summary))
 		for k, v := range r.Summary {
