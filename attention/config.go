@@ -17,8 +17,20 @@ import (
 // travel with the tensors they belong to ([KV] and the query scales given
 // to [Run]).
 type Config struct {
-	// HeadDim is the head dimension d: 64, 128 or 256.
+	// HeadDim is the head dimension d of Q and K: 64, 128, 192, 256, 512
+	// or 576 (MLA as DeepSeek serves it: 512 latent + 64 rope channels).
 	HeadDim int
+	// VDim is the head dimension of V and O: 0 means HeadDim; otherwise
+	// one of the head dimensions above, at most HeadDim (MLA: 512 with
+	// HeadDim 576 and one KV head, V being the first 512 channels of the
+	// latent the keys are).
+	VDim int
+	// Sinks, when set, holds one attention-sink logit per query head
+	// (gpt-oss's learned sinks, natural-log units, not scaled by
+	// SoftmaxScale): softmax over the keys and the sink, the sink's share
+	// dropped. The kernel adds exp2(sink·log2(e) − m + 8) to the row sum
+	// l at the end, m the final running max (FP32).
+	Sinks []float64
 	// KVHeads is the number of KV heads (0 means 1); QHeads the number of
 	// query heads (0 means KVHeads), a multiple of KVHeads: query head h
 	// reads KV head h / (QHeads/KVHeads) (GQA).
@@ -69,6 +81,18 @@ type Config struct {
 	Float64 bool
 }
 
+// HeadDims are the head dimensions the simulator accepts.
+var HeadDims = []int{64, 128, 192, 256, 512, 576}
+
+func validHeadDim(d int) bool {
+	for _, x := range HeadDims {
+		if d == x {
+			return true
+		}
+	}
+	return false
+}
+
 // Limits of a Config.
 const (
 	MaxKBlockN = 256
@@ -117,8 +141,13 @@ func IsDecode(headDim, window, mq, group int) bool {
 // 192×128, 128×224, 128×160, 128×128 (64 when local). For 16-bit dtypes
 // the notes give only hd128 (decode 64×128/176, prefill 128×128/160): this
 // returns 64×128 for decode and 128×128 for prefill at every head_dim, an
-// approximation; pass explicit tiles where it matters.
+// approximation; pass explicit tiles where it matters. FA3 stops at
+// head_dim 256: for 512 and 576 (MLA) this returns FlashMLA's 64×64
+// (BLOCK_SIZE_M 64, page block 64) for every dtype.
 func DefaultTiles(d int, dtype fp8.Format, decode, local, twoLevel bool) (kBlockM, kBlockN int) {
+	if d > 256 {
+		return 64, 64
+	}
 	if dtype != fp8.FormatE4M3 && dtype != fp8.FormatE5M2 {
 		if decode {
 			return 64, 128
@@ -193,10 +222,22 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 	}
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	switch p.HeadDim {
-	case 64, 128, 256:
-	default:
-		bad("head_dim %d is not one of 64, 128, 256", p.HeadDim)
+	if !validHeadDim(p.HeadDim) {
+		bad("head_dim %d is not one of %v", p.HeadDim, HeadDims)
+	}
+	if p.VDim == 0 {
+		p.VDim = p.HeadDim
+	}
+	if validHeadDim(p.HeadDim) && (!validHeadDim(p.VDim) || p.VDim > p.HeadDim) {
+		bad("V head_dim %d is not one of %v at most head_dim %d", p.VDim, HeadDims, p.HeadDim)
+	}
+	if len(p.Sinks) != 0 && len(p.Sinks) != p.QHeads {
+		bad("%d sink logits for %d query heads (want none or one per query head)", len(p.Sinks), p.QHeads)
+	}
+	for i, x := range p.Sinks {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			bad("sink logit %d is %g (must be finite)", i, x)
+		}
 	}
 	if p.KVHeads < 1 || p.QHeads < 1 {
 		bad("heads must be positive (got %d query heads, %d KV heads)", p.QHeads, p.KVHeads)

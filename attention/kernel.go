@@ -10,7 +10,8 @@ import (
 )
 
 // Run simulates FA3's forward pass for the queries q over the cache kv and
-// returns O, laid out [queries][QHeads][HeadDim] like q. q holds float32
+// returns O, laid out [queries][QHeads][VDim] (like q when VDim is
+// HeadDim). q holds float32
 // queries; the kernel casts them to cfg.DType after dividing by their
 // descale (qScale: one value, or one per KV head as FA3's q_descale; nil
 // means 1.0). Queries are the last len(q)/(QHeads·HeadDim) tokens of the
@@ -42,7 +43,7 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 	}
 	out := make([][]float64, len(promotions))
 	for i := range out {
-		out[i] = make([]float64, len(q))
+		out[i] = make([]float64, k.mq*k.QHeads*k.VDim)
 	}
 	r := k.newRow()
 	for h := 0; h < k.KVHeads; h++ {
@@ -56,9 +57,9 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 				if err := k.attendRow(ctx, r); err != nil {
 					return nil, err
 				}
-				base := (i*k.QHeads + hq) * k.HeadDim
+				base := (i*k.QHeads + hq) * k.VDim
 				for a := range r.acc {
-					k.store(r, a, out[a][base:base+k.HeadDim])
+					k.store(r, a, out[a][base:base+k.VDim])
 				}
 			}
 		}
@@ -88,6 +89,9 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 	if cfg.HeadDim == 0 {
 		cfg.HeadDim = kv.dim
 	}
+	if cfg.VDim == 0 {
+		cfg.VDim = kv.vdim
+	}
 	if cfg.KVHeads == 0 {
 		cfg.KVHeads = kv.heads
 	}
@@ -106,8 +110,8 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 		return nil, err
 	}
 	switch {
-	case kv.dim != p.HeadDim:
-		return nil, fmt.Errorf("attention: the cache has head_dim %d, the config %d", kv.dim, p.HeadDim)
+	case kv.dim != p.HeadDim || kv.vdim != p.VDim:
+		return nil, fmt.Errorf("attention: the cache has head_dim %d/%d (K/V), the config %d/%d", kv.dim, kv.vdim, p.HeadDim, p.VDim)
 	case kv.heads != p.KVHeads:
 		return nil, fmt.Errorf("attention: the cache has %d KV heads, the config %d", kv.heads, p.KVHeads)
 	case kv.format != p.DType:
@@ -147,7 +151,7 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 // the mainloop: FA3's per-row registers.
 type row struct {
 	q          []uint16 // the query's codes
-	kvh        int      // its KV head
+	kvh, hq    int      // its KV head and query head
 	pos        int      // its position in the sequence
 	nMin, nMax int      // the KV tiles it visits: nMax−1 down to nMin
 	m          float32  // running row max of S (log2 units); −inf before any key
@@ -176,8 +180,8 @@ type pvAcc struct {
 type tile struct{ n, start int }
 
 func (k *kernel) newRow() *row {
-	bn, d := k.KBlockN, k.HeadDim
-	r := &row{q: make([]uint16, d), s: make([]float32, bn), p: make([]float32, bn), pc: make([]uint16, bn)}
+	bn, d := k.KBlockN, k.VDim
+	r := &row{q: make([]uint16, k.HeadDim), s: make([]float32, bn), p: make([]float32, bn), pc: make([]uint16, bn)}
 	for _, n := range k.promotions {
 		r.acc = append(r.acc, pvAcc{promote: n, o: make([]float32, d), tc: make([]float32, d), o64: make([]float64, d)})
 	}
@@ -194,7 +198,7 @@ func (k *kernel) newRow() *row {
 // to the first one holding a key visible to its first query (window), as
 // FA3's get_n_block_min_max does.
 func (k *kernel) setRow(r *row, i, hq int, q []float32) {
-	r.kvh = hq / k.group
+	r.kvh, r.hq = hq/k.group, hq
 	qs := scaleOf(k.qScale, r.kvh)
 	base := (i*k.QHeads + hq) * k.HeadDim
 	for d := range r.q {
@@ -373,7 +377,7 @@ func (k *kernel) castP(r *row) {
 //
 // Every chain covers the whole tile, kBlockN/K instructions.
 func (k *kernel) gemmPV(r *row, t tile) {
-	kv, d := k.kv, k.HeadDim
+	kv, d := k.kv, k.VDim
 	vt, stride, off := kv.vt[r.kvh*d*kv.stride:], kv.stride, t.start
 	if t.start+k.KBlockN > kv.stride {
 		vt, stride, off = k.padTile(r.kvh, t), k.KBlockN, 0
@@ -432,17 +436,17 @@ func (k *kernel) promote(acc *pvAcc) {
 // still runs kBlockN/K instructions on it, with P = 0 there.
 func (k *kernel) padTile(h int, t tile) []uint16 {
 	kv, bn := k.kv, k.KBlockN
-	if len(k.vpad) < kv.dim*bn {
-		k.vpad = make([]uint16, kv.dim*bn)
+	if len(k.vpad) < kv.vdim*bn {
+		k.vpad = make([]uint16, kv.vdim*bn)
 	}
 	clear(k.vpad)
-	for i := 0; i < kv.dim; i++ {
-		src := kv.vt[(h*kv.dim+i)*kv.stride:][:kv.stride]
+	for i := 0; i < kv.vdim; i++ {
+		src := kv.vt[(h*kv.vdim+i)*kv.stride:][:kv.stride]
 		if t.start < kv.stride {
 			copy(k.vpad[i*bn:(i+1)*bn], src[t.start:])
 		}
 	}
-	return k.vpad[:kv.dim*bn]
+	return k.vpad[:kv.vdim*bn]
 }
 
 // finalize merges what remains of the every-N accumulator and applies
@@ -450,6 +454,16 @@ func (k *kernel) padTile(h int, t tile) []uint16 {
 // FP32, 0 when l is 0 or NaN.
 func (k *kernel) finalize(r *row) {
 	vd := k.vDescale[r.kvh]
+	if len(k.Sinks) > 0 {
+		// The sink's logit is not scaled by softmax_scale: its share of the
+		// row sum, in the units of P, is exp2(sink·log2(e) − m + 8).
+		sink := k.Sinks[r.hq]
+		if k.Float64 {
+			r.l64 += math.Exp2(sink*math.Log2E - r.mUse64 + 8)
+		} else {
+			r.l += exp2f(float32(float32(sink*math.Log2E)-r.mUse) + 8)
+		}
+	}
 	for a := range r.acc {
 		acc := &r.acc[a]
 		if k.Float64 {

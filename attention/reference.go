@@ -10,8 +10,9 @@ import (
 // softmax(SoftmaxScale · q·kᵀ) · v over the keys the row may see (cfg's
 // causal mask and window, queries the last mq tokens of n), with float64
 // dot products, exp and sums (two passes: max, then Σ exp(s − max)·v /
-// Σ exp(s − max)). q is [mq][QHeads][HeadDim]; k and v are
-// [n][KVHeads][HeadDim]; the result is laid out like q. cfg's models,
+// Σ exp(s − max)), with exp(sink − max) added to the denominator when
+// cfg.Sinks is set. q is [mq][QHeads][HeadDim]; k is [n][KVHeads][HeadDim],
+// v [n][KVHeads][VDim]; the result is [mq][QHeads][VDim]. cfg's models,
 // dtype, tiles and promotion play no part. A row that sees no key gives 0.
 // It honours ctx between rows.
 func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([]float64, error) {
@@ -25,12 +26,12 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 	if err != nil {
 		return nil, err
 	}
-	d := p.HeadDim
-	if len(q) != mq*p.QHeads*d || len(k) != n*p.KVHeads*d || len(v) != len(k) {
-		return nil, fmt.Errorf("attention: Reference with %d query, %d key and %d value elements: want %d, %d, %d (%d queries, %d tokens, %d/%d heads, head_dim %d)",
-			len(q), len(k), len(v), mq*p.QHeads*d, n*p.KVHeads*d, n*p.KVHeads*d, mq, n, p.QHeads, p.KVHeads, d)
+	d, dv := p.HeadDim, p.VDim
+	if len(q) != mq*p.QHeads*d || len(k) != n*p.KVHeads*d || len(v) != n*p.KVHeads*dv {
+		return nil, fmt.Errorf("attention: Reference with %d query, %d key and %d value elements: want %d, %d, %d (%d queries, %d tokens, %d/%d heads, head_dim %d/%d)",
+			len(q), len(k), len(v), mq*p.QHeads*d, n*p.KVHeads*d, n*p.KVHeads*dv, mq, n, p.QHeads, p.KVHeads, d, dv)
 	}
-	out := make([]float64, len(q))
+	out := make([]float64, mq*p.QHeads*dv)
 	s := make([]float64, n)
 	for i := 0; i < mq; i++ {
 		if err := ctx.Err(); err != nil {
@@ -57,15 +58,18 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 				s[j] = p.SoftmaxScale * dot
 				m = max(m, s[j])
 			}
-			o := out[(i*p.QHeads+hq)*d:][:d]
+			o := out[(i*p.QHeads+hq)*dv:][:dv]
 			if hi <= lo {
 				continue
 			}
 			var l float64
+			if len(p.Sinks) > 0 {
+				l = math.Exp(p.Sinks[hq] - m)
+			}
 			for j := lo; j < hi; j++ {
 				w := math.Exp(s[j] - m)
 				l += w
-				vr := v[(j*p.KVHeads+h)*d:][:d]
+				vr := v[(j*p.KVHeads+h)*dv:][:dv]
 				for x := range o {
 					o[x] += w * vr[x]
 				}
