@@ -71,6 +71,16 @@ type Config struct {
 	// (the model's sliding_window, FA3's window_size_left = Window − 1):
 	// key j is masked for the query at p when j ≤ p − Window.
 	Window int
+	// Positions, when set, gives each query's position in the sequence
+	// (0 … tokens−1), for the causal mask and the window, instead of the
+	// bottom-right alignment. The tiles a block of KBlockM queries visits
+	// then span the smallest to the largest position of the block.
+	Positions []int
+	// Mask, when set, holds mq × tokens flags, row major: key j takes part
+	// in query i's softmax only where Mask[i·tokens + j] (PyTorch SDPA's
+	// boolean attn_mask), on top of the causal mask and the window. A row
+	// with no key left gives 0.
+	Mask []bool
 	// SoftmaxScale multiplies Q·Kᵀ; 0 means 1/√HeadDim.
 	SoftmaxScale float64
 	// Float64 runs the same tile loop in float64 arithmetic: float64 dot
@@ -260,6 +270,20 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 	if mq < 1 || mq > n {
 		bad("%d queries over %d tokens: queries are the last tokens of the sequence (1 ≤ queries ≤ tokens)", mq, n)
 	}
+	if p.Positions != nil {
+		if len(p.Positions) != mq {
+			bad("%d query positions for %d queries", len(p.Positions), mq)
+		}
+		for i, x := range p.Positions {
+			if x < 0 || x >= n {
+				bad("query %d at position %d is outside the %d tokens", i, x, n)
+				break
+			}
+		}
+	}
+	if p.Mask != nil && len(p.Mask) != mq*n {
+		bad("a mask of %d flags for %d queries × %d tokens", len(p.Mask), mq, n)
+	}
 	if p.Promotion < 0 {
 		bad("promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", p.Promotion)
 	}
@@ -302,6 +326,20 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 		return nil, fmt.Errorf("attention: %s", strings.Join(errs, "; "))
 	}
 	return p, nil
+}
+
+// position returns the position of query i.
+func (p *plan) position(i int) int {
+	if p.Positions != nil {
+		return p.Positions[i]
+	}
+	return p.n - p.mq + i
+}
+
+// visible reports whether query i (at position pos) sees key j, for j in
+// [0, n).
+func (p *plan) visible(i, pos, j int) bool {
+	return !(p.Causal && j > pos) && !(p.Window > 0 && j <= pos-p.Window) && (p.Mask == nil || p.Mask[i*p.n+j])
 }
 
 // checkScales checks one tensor's descales: one value (per tensor) or one

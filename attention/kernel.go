@@ -152,7 +152,7 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 type row struct {
 	q          []uint16 // the query's codes
 	kvh, hq    int      // its KV head and query head
-	pos        int      // its position in the sequence
+	i, pos     int      // its query index and position in the sequence
 	nMin, nMax int      // the KV tiles it visits: nMax−1 down to nMin
 	m          float32  // running row max of S (log2 units); −inf before any key
 	mUse       float32  // the max the exponent subtracts (0 while m is −inf)
@@ -204,10 +204,15 @@ func (k *kernel) setRow(r *row, i, hq int, q []float32) {
 	for d := range r.q {
 		r.q[d] = quantize(q[base+d], qs, k.DType, k.Saturation)
 	}
-	r.pos = k.n - k.mq + i
+	r.i, r.pos = i, k.position(i)
 	mb := i / k.KBlockM
-	first := k.n - k.mq + mb*k.KBlockM
-	last := min(first+k.KBlockM-1, k.n-1)
+	first, last := k.n-k.mq+mb*k.KBlockM, min(k.n-k.mq+mb*k.KBlockM+k.KBlockM-1, k.n-1)
+	if k.Positions != nil {
+		first, last = k.n, 0
+		for _, x := range k.Positions[mb*k.KBlockM : min(k.mq, (mb+1)*k.KBlockM)] {
+			first, last = min(first, x), max(last, x)
+		}
+	}
 	end := k.n
 	if k.Causal {
 		end = last + 1
@@ -297,7 +302,7 @@ func (k *kernel) mask(r *row, t tile) {
 	negInf := math.Inf(-1)
 	for j := range r.s {
 		tok := t.start + j
-		if tok >= k.n || (k.Causal && tok > r.pos) || (k.Window > 0 && tok <= r.pos-k.Window) {
+		if tok >= k.n || !k.visible(r.i, r.pos, tok) {
 			r.s[j] = float32(negInf)
 			if k.Float64 {
 				r.s64[j] = negInf
@@ -468,6 +473,10 @@ func (k *kernel) finalize(r *row) {
 		acc := &r.acc[a]
 		if k.Float64 {
 			for i := range acc.o64 {
+				if r.l64 == 0 { // every key masked: 0, as FA3's finalize
+					acc.o64[i] = 0
+					continue
+				}
 				acc.o64[i] = acc.o64[i] * float64(vd) / r.l64
 			}
 			continue

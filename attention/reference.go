@@ -37,7 +37,7 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		pos := n - mq + i
+		pos := p.position(i)
 		lo, hi := 0, n
 		if p.Causal {
 			hi = pos + 1
@@ -45,11 +45,18 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 		if p.Window > 0 {
 			lo = max(0, pos-p.Window+1)
 		}
+		if lo > hi {
+			lo = hi
+		}
 		for hq := 0; hq < p.QHeads; hq++ {
 			h := hq / p.group
 			qr := q[(i*p.QHeads+hq)*d:][:d]
 			m := math.Inf(-1)
 			for j := lo; j < hi; j++ {
+				if p.Mask != nil && !p.Mask[i*n+j] {
+					s[j] = math.Inf(-1)
+					continue
+				}
 				kr := k[(j*p.KVHeads+h)*d:][:d]
 				var dot float64
 				for x := range qr {
@@ -59,7 +66,7 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 				m = max(m, s[j])
 			}
 			o := out[(i*p.QHeads+hq)*dv:][:dv]
-			if hi <= lo {
+			if hi <= lo || math.IsInf(m, -1) {
 				continue
 			}
 			var l float64
@@ -67,6 +74,9 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 				l = math.Exp(p.Sinks[hq] - m)
 			}
 			for j := lo; j < hi; j++ {
+				if math.IsInf(s[j], -1) { // masked
+					continue
+				}
 				w := math.Exp(s[j] - m)
 				l += w
 				vr := v[(j*p.KVHeads+h)*dv:][:dv]
@@ -111,7 +121,7 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 	d, n := k.HeadDim, k.n
 	out := make([][]float64, k.mq*k.QHeads)
 	for i := 0; i < k.mq; i++ {
-		pos := n - k.mq + i
+		pos := k.position(i)
 		lo, hi := 0, n
 		if k.Causal {
 			hi = pos + 1
@@ -129,6 +139,10 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 			w := make([]float64, n)
 			m := math.Inf(-1)
 			for j := lo; j < hi; j++ {
+				if k.Mask != nil && !k.Mask[i*n+j] {
+					w[j] = math.Inf(-1)
+					continue
+				}
 				key := kv.k[(h*n+j)*d:][:d]
 				var dot float64
 				for x, c := range key {
@@ -136,6 +150,11 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 				}
 				w[j] = k.SoftmaxScale * dot
 				m = max(m, w[j])
+			}
+			if math.IsInf(m, -1) { // no key visible
+				clear(w)
+				out[i*k.QHeads+hq] = w
+				continue
 			}
 			var l float64
 			for j := lo; j < hi; j++ {
