@@ -13,15 +13,17 @@
 //     opaque types ml_dtypes writes for the formats NumPy lacks: '<V2'
 //     (bfloat16) and '|V1' (float8_e4m3fn), which are read only when the
 //     caller names the type ([Options.Void2], [Options.Void1]), since the
-//     file does not say it. Fortran-ordered arrays are refused.
+//     file does not say it; for positions and masks also '<i8', '<i4',
+//     '|u1' and '|b1'. Fortran-ordered arrays are refused.
 //   - .safetensors: an 8-byte little-endian header length, a JSON object
 //     mapping tensor names to {"dtype", "shape", "data_offsets"} (and an
 //     optional "__metadata__" of strings), then the data buffer. dtypes
-//     F32, F16, BF16, F8_E4M3 and F64.
+//     F32, F16, BF16, F8_E4M3 and F64 (and I64, I32, U8, BOOL for
+//     positions and masks).
 //
 // Every value is converted exactly (float16, bfloat16 and float8_e4m3fn
 // values are all float32 values), except float64, which is rounded to
-// nearest even. NaN and ±Inf are kept; [Tensor.CheckFinite] reports the
+// nearest even; integers beyond ±2^24 are refused. NaN and ±Inf are kept; [Tensor.CheckFinite] reports the
 // first one.
 //
 // Limits. A reader never allocates more than the file holds: header

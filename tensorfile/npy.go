@@ -99,6 +99,14 @@ func npyDType(descr string, opt Options) (DType, binary.ByteOrder, error) {
 		dt = F16
 	case "f8":
 		dt = F64
+	case "i8":
+		dt = I64
+	case "i4":
+		dt = I32
+	case "u1":
+		dt = U8
+	case "b1":
+		dt = Bool
 	case "V2":
 		if dt = opt.Void2; dt != BF16 && dt != F16 {
 			return Invalid, nil, fmt.Errorf("element type %q is opaque 2-byte data (ml_dtypes' bfloat16): name its type (bfloat16 or float16)", descr)
@@ -108,7 +116,7 @@ func npyDType(descr string, opt Options) (DType, binary.ByteOrder, error) {
 			return Invalid, nil, fmt.Errorf("element type %q is opaque 1-byte data (ml_dtypes' float8_e4m3fn): name its type (float8_e4m3fn)", descr)
 		}
 	default:
-		return Invalid, nil, fmt.Errorf("unsupported element type %q (want float32 '<f4', float16 '<f2', float64 '<f8', or '<V2'/'|V1' with a named type)", descr)
+		return Invalid, nil, fmt.Errorf("unsupported element type %q (want float32 '<f4', float16 '<f2', float64 '<f8', int64 '<i8', int32 '<i4', uint8 '|u1', bool '|b1', or '<V2'/'|V1' with a named type)", descr)
 	}
 	return dt, bo, nil
 }

@@ -80,7 +80,7 @@ func safetensorsHeader(file string, r io.ReaderAt, size int64) (map[string]safet
 		what := fmt.Sprintf("%s: tensor %q", file, name)
 		dt, ok := safetensorsDTypes[e.DType]
 		if !ok {
-			return nil, 0, fmt.Errorf("%s: unsupported dtype %q (want F32, F16, BF16, F8_E4M3 or F64)", what, e.DType)
+			return nil, 0, fmt.Errorf("%s: unsupported dtype %q (want F32, F16, BF16, F8_E4M3, F64, I64, I32, U8 or BOOL)", what, e.DType)
 		}
 		cnt, err := elements(what, e.Shape, 1<<62/8)
 		if err != nil {
@@ -100,7 +100,8 @@ func safetensorsHeader(file string, r io.ReaderAt, size int64) (map[string]safet
 	return out, start, nil
 }
 
-var safetensorsDTypes = map[string]DType{"F32": F32, "F16": F16, "BF16": BF16, "F8_E4M3": F8E4M3, "F64": F64}
+var safetensorsDTypes = map[string]DType{"F32": F32, "F16": F16, "BF16": BF16, "F8_E4M3": F8E4M3, "F64": F64,
+	"I64": I64, "I32": I32, "U8": U8, "BOOL": Bool}
 
 // ReadSafetensors reads tensor name (empty: the file's only tensor) of the
 // safetensors file r of size bytes; file names it in messages.

@@ -25,9 +25,13 @@ const (
 	BF16          // bfloat16
 	F8E4M3        // float8_e4m3fn (OCP e4m3: no infinities, NaN S.1111.111)
 	F64           // IEEE binary64, rounded to float32 when read
+	I64           // int64 (positions); values beyond ±2^24 are refused
+	I32           // int32 (positions); values beyond ±2^24 are refused
+	U8            // uint8 (masks)
+	Bool          // bool (masks): 0 or 1
 )
 
-var dtypeNames = [...]string{"invalid", "float32", "float16", "bfloat16", "float8_e4m3fn", "float64"}
+var dtypeNames = [...]string{"invalid", "float32", "float16", "bfloat16", "float8_e4m3fn", "float64", "int64", "int32", "uint8", "bool"}
 
 // String returns the PyTorch name of the type: float32, float16, bfloat16,
 // float8_e4m3fn, float64.
@@ -59,13 +63,13 @@ func ParseDType(s string) (DType, error) {
 // Size is the width of one element in bytes.
 func (d DType) Size() int {
 	switch d {
-	case F32:
+	case F32, I32:
 		return 4
 	case F16, BF16:
 		return 2
-	case F8E4M3:
+	case F8E4M3, U8, Bool:
 		return 1
-	case F64:
+	case F64, I64:
 		return 8
 	}
 	return 0
@@ -244,6 +248,30 @@ func readData(file string, r io.Reader, n int64, dt DType, bo binary.ByteOrder) 
 		case F8E4M3:
 			for j := range o {
 				o[j] = fp8.E4M3(b[j]).Float32()
+			}
+		case U8:
+			for j := range o {
+				o[j] = float32(b[j])
+			}
+		case Bool:
+			for j := range o {
+				if b[j] > 1 {
+					return nil, fmt.Errorf("%s: element %d is the byte %d, not a bool", file, i+int64(j), b[j])
+				}
+				o[j] = float32(b[j])
+			}
+		case I32, I64:
+			for j := range o {
+				var x int64
+				if dt == I32 {
+					x = int64(int32(bo.Uint32(b[4*j:])))
+				} else {
+					x = int64(bo.Uint64(b[8*j:]))
+				}
+				if x > 1<<24 || x < -1<<24 {
+					return nil, fmt.Errorf("%s: element %d is %d, beyond ±2^24 (the integers read exactly)", file, i+int64(j), x)
+				}
+				o[j] = float32(x)
 			}
 		default:
 			return nil, fmt.Errorf("%s: cannot read type %s", file, dt)

@@ -58,7 +58,11 @@ func TestReadNumPyFiles(t *testing.T) {
 			}
 		})
 	}
-	x, err := ReadFile("testdata/scalar.npy", "", Options{})
+	x, err := ReadFile("testdata/int32.npy", "", Options{})
+	if err != nil || x.DType != I32 || len(x.Data) != 4 || x.Data[3] != 3 {
+		t.Fatalf("int32: %v %+v", err, x)
+	}
+	x, err = ReadFile("testdata/scalar.npy", "", Options{})
 	if err != nil || len(x.Shape) != 0 || len(x.Data) != 1 || x.Data[0] != 1.5 {
 		t.Fatalf("scalar: %v %+v", err, x)
 	}
@@ -110,7 +114,7 @@ func TestBadFiles(t *testing.T) {
 		{"empty", "t.npy", nil, Options{}, "truncated"},
 		{"4 GB header", "t.npy", huge, Options{}, "more than 1048576"},
 		{"version 9", "t.npy", []byte(npyMagic + "\x09\x00\x00\x00"), Options{}, "version 9.0"},
-		{"int dtype", "int32.npy", mustRead(t, "testdata/int32.npy"), Options{}, `unsupported element type "<i4"`},
+		{"int16 dtype", "t.npy", hdr("{'descr': '<i2', 'fortran_order': False, 'shape': (0,), }"), Options{}, `unsupported element type "<i2"`},
 		{"fortran", "fortran.npy", mustRead(t, "testdata/fortran.npy"), Options{}, "Fortran"},
 		{"V2 unnamed", "bf16_v2.npy", mustRead(t, "testdata/bf16_v2.npy"), Options{}, "name its type"},
 		{"huge shape", "t.npy", hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000, 1000000), }"), Options{}, "the limit"},
@@ -122,7 +126,7 @@ func TestBadFiles(t *testing.T) {
 		{"st 10 GB header", "t.safetensors", stHdr(10<<30, "{}"), Options{}, "more than 1048576"},
 		{"st header past end", "t.safetensors", stHdr(100, "{}"), Options{}, "truncated"},
 		{"st bad json", "t.safetensors", stHdr(5, "{\"a\":"), Options{}, "bad header JSON"},
-		{"st bad dtype", "t.safetensors", stJSON(`{"a":{"dtype":"I32","shape":[1],"data_offsets":[0,4]}}`), Options{}, `unsupported dtype "I32"`},
+		{"st bad dtype", "t.safetensors", stJSON(`{"a":{"dtype":"I16","shape":[1],"data_offsets":[0,4]}}`), Options{}, `unsupported dtype "I16"`},
 		{"st offsets past end", "t.safetensors", stJSON(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`), Options{}, "beyond"},
 		{"st size mismatch", "t.safetensors", append(stJSON(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}`), 0, 0, 0, 0), Options{}, "needs 8"},
 		{"st truncated data", "t.safetensors", st[:len(st)-1], Options{}, "beyond"},
