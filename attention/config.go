@@ -363,3 +363,44 @@ func scaleOf(s []float32, h int) float32 {
 	}
 	return s[h]
 }
+
+// Tiles returns the tiles (kBlockM, kBlockN) a run of c with mq queries
+// over n tokens uses, its defaults resolved, or the error Run would give.
+// Splitting the queries of one run into several runs of the same tiles and
+// explicit Positions gives the same outputs.
+func (c Config) Tiles(mq, n int) (kBlockM, kBlockN int, err error) {
+	p, err := c.resolve(mq, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	return p.KBlockM, p.KBlockN, nil
+}
+
+// ModelFor returns the name of the accum model of arch ("hopper": wgmma,
+// FA3's order; "blackwell": tcgen05, its accumulator in tensor memory in
+// FP32) reading format f, or an error naming what is missing.
+func ModelFor(arch string, f fp8.Format) (string, error) {
+	var name string
+	switch arch {
+	case "hopper", "sm90":
+		name = DefaultModel(f)
+	case "blackwell", "sm100":
+		switch f {
+		case fp8.FormatE4M3:
+			name = "sm100.tcgen05.f8f6f4.f32"
+		case fp8.FormatFP16:
+			name = "sm100.tcgen05.f16.f32"
+		case fp8.FormatBF16:
+			name = "sm100.tcgen05.bf16.f32"
+		}
+	default:
+		return "", fmt.Errorf("unknown arithmetic %q (want hopper or blackwell)", arch)
+	}
+	if name == "" {
+		return "", fmt.Errorf("no %s model reads %s", arch, f)
+	}
+	if _, err := accum.Lookup(name); err != nil {
+		return "", fmt.Errorf("%s arithmetic on %s needs the model %s: %w", arch, f, name, err)
+	}
+	return name, nil
+}

@@ -250,8 +250,8 @@ func (s KVSpec) String() string {
 // ([Tokens][Heads][VDim]); VDim 0 means KDim.
 type KVShape struct{ Tokens, Heads, KDim, VDim int }
 
-// check validates the spec for shape; every error names the limit.
-func (s KVSpec) check(shape KVShape) error {
+// Check validates the spec for shape; every error names the limit.
+func (s KVSpec) Check(shape KVShape) error {
 	f := s.Format
 	if f.Elem() == fp8.FormatInvalid {
 		return fmt.Errorf("attention: KV format %s is not one of %s", f, strings.Join(kvFormatNames[1:], ", "))
@@ -326,7 +326,7 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 		return nil, fmt.Errorf("attention: KV shape %d tokens × %d heads × %d/%d needs %d keys and %d values, got %d and %d",
 			shape.Tokens, shape.Heads, shape.KDim, shape.VDim, shape.Tokens*shape.Heads*shape.KDim, shape.Tokens*shape.Heads*shape.VDim, len(k), len(v))
 	}
-	if err := spec.check(shape); err != nil {
+	if err := spec.Check(shape); err != nil {
 		return nil, err
 	}
 	dt := spec.DType()

@@ -225,3 +225,31 @@ func FuzzSafetensors(f *testing.F) {
 		}
 	})
 }
+
+// WriteNPY writes what np.save writes (byte for byte for the test file)
+// and what ReadNPY reads back.
+func TestWriteNPY(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f32.npy")
+	if err := WriteNPY(p, []int{2, 3, 4}, want(1)); err != nil {
+		t.Fatal(err)
+	}
+	got, want := mustRead(t, p), mustRead(t, "testdata/f32.npy")
+	if !bytes.Equal(got, want) {
+		t.Fatalf("WriteNPY wrote\n%q\nnp.save\n%q", got[:128], want[:128])
+	}
+	if err := WriteNPY(p, []int{5}, want32(5)); err != nil {
+		t.Fatal(err)
+	}
+	x, err := ReadFile(p, "", Options{})
+	if err != nil || len(x.Shape) != 1 || x.Shape[0] != 5 || x.Data[4] != 4 {
+		t.Fatalf("%v %+v", err, x)
+	}
+}
+
+func want32(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	return x
+}
