@@ -42,8 +42,29 @@ type AttentionFile struct {
 	OutDir string
 }
 
+// FileRole is one input file of an experiment that reads files: its flag
+// name and doc.
+type FileRole struct{ Name, Doc string }
+
+// FileExperiment is an experiment whose inputs include files named outside
+// its parameters (cmd/lab gives each role a flag, -NAME path).
+type FileExperiment interface {
+	sim.Experiment
+	FileRoles() []FileRole
+	// WithFiles returns the experiment reading files (role → name).
+	WithFiles(files map[string]string) (sim.Experiment, error)
+	// WithOutDir returns the experiment writing its outputs into dir.
+	WithOutDir(dir string) sim.Experiment
+}
+
+// FileRoles returns AttentionFileRoles.
+func (AttentionFile) FileRoles() []FileRole { return AttentionFileRoles }
+
+// WithOutDir returns the experiment writing O into dir (see OutDir).
+func (e AttentionFile) WithOutDir(dir string) sim.Experiment { e.OutDir = dir; return e }
+
 // AttentionFileRoles are the file roles of attention-file, with their doc.
-var AttentionFileRoles = []struct{ Name, Doc string }{
+var AttentionFileRoles = []FileRole{
 	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim] (see layout); 2-D means one head"},
 	{"k", "keys: [tokens, kv_heads, dim] or [kv_heads, tokens, dim]"},
 	{"v", "values: as k, with V's head dim (512 for MLA's 576-wide keys)"},

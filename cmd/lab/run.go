@@ -77,6 +77,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fs.Var(&paramFlag{p: p, set: given}, p.Name, p.Doc)
 	}
+	withFiles := fileFlags(fs, exp)
 	seed := fs.Uint64("seed", 1, "seed of the run")
 	jsonOut := fs.Bool("json", false, "write JSON lines on stdout instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
@@ -93,6 +94,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	values, err := sim.ParseValues(params, given)
 	if err != nil {
+		return err
+	}
+	if exp, err = withFiles(); err != nil {
 		return err
 	}
 
