@@ -25,6 +25,7 @@ type KV struct {
 	stride             int      // tokens rounded up to a multiple of 32
 	k                  []uint16 // [head][token][dim]
 	vt                 []uint16 // [head][vdim][stride]
+	kq, vq             *tokenQuant // how QuantizeKV stores a token (nil: NewKV's cast with the descales)
 }
 
 // padTokens is the granularity of the padded token axis of V: the largest
@@ -88,6 +89,11 @@ func quantize(x, scale float32, f fp8.Format, sat fp8.Saturation) uint16 {
 }
 
 func (c *KV) setToken(t, h int, k, v []float32) {
+	if c.kq != nil {
+		c.kq.quantize(k, h, c.k[(h*c.tokens+t)*c.dim:][:c.dim], 1)
+		c.vq.quantize(v, h, c.vt[h*c.vdim*c.stride+t:], c.stride)
+		return
+	}
 	ks, vs := scaleOf(c.kScale, h), scaleOf(c.vScale, h)
 	kr := c.k[(h*c.tokens+t)*c.dim:]
 	for d := 0; d < c.dim; d++ {
@@ -98,8 +104,10 @@ func (c *KV) setToken(t, h int, k, v []float32) {
 	}
 }
 
-// SetToken quantizes k and v (Dim and VDim values) with the cache's scales and
-// stores them as token t of KV head h.
+// SetToken quantizes k and v (Dim and VDim values) as the cache was made
+// (NewKV: with its descales; QuantizeKV: in its format, with its static
+// scales and the token's own per-token or block scales) and stores them as
+// token t of KV head h.
 func (c *KV) SetToken(t, h int, k, v []float32) error {
 	if t < 0 || t >= c.tokens || h < 0 || h >= c.heads {
 		return fmt.Errorf("attention: token %d of head %d is outside the cache (%d tokens, %d heads)", t, h, c.tokens, c.heads)

@@ -334,171 +334,163 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 	if spec.Path != PathDirect {
 		sat = fp8.SatFinite
 	}
-	kq := newStored(k, shape.Tokens, shape.Heads, shape.KDim, spec, spec.KScales)
-	vq := newStored(v, shape.Tokens, shape.Heads, shape.VDim, spec, spec.VScales)
+	kq := newTokenQuant(k, shape.Tokens, shape.Heads, shape.KDim, spec, spec.KScales)
+	vq := newTokenQuant(v, shape.Tokens, shape.Heads, shape.VDim, spec, spec.VScales)
 	kScale, vScale := []float32{1}, []float32{1}
 	if spec.Path == PathDirect && spec.Format.Scaled() {
-		kScale, vScale = kq.headScales(), vq.headScales()
+		kScale, vScale = slices.Clone(kq.static), slices.Clone(vq.static)
 	}
 	c := newKV(shape.Tokens, shape.Heads, shape.KDim, shape.VDim, dt, sat, kScale, vScale)
+	c.kq, c.vq = kq, vq
 	for t := 0; t < c.tokens; t++ {
 		for h := 0; h < c.heads; h++ {
-			kr := c.k[(h*c.tokens+t)*c.dim:][:c.dim]
-			for d := range kr {
-				kr[d] = kq.operand(t, h, d, spec.Path, dt)
-			}
-			for d := 0; d < c.vdim; d++ {
-				c.vt[(h*c.vdim+d)*c.stride+t] = vq.operand(t, h, d, spec.Path, dt)
-			}
+			c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
 		}
 	}
 	return c, nil
 }
 
-// stored is one tensor in a KV format: its element codes and scales.
-type stored struct {
-	x                  []float32
-	tokens, heads, dim int
-	f                  KVFormat
-	g                  Granularity
-	sat                fp8.Saturation
-	scale              []float32 // per group of g (scaled formats), per block (block formats)
-	tensor             float32   // NVFP4's tensor scale
-	codes              []uint8   // element codes (fp8 and fp4 formats)
+// tokenQuant stores one token of one head of K or V in a KV format and
+// returns the codes the MMA reads. Static scales (per tensor, head or
+// channel) and NVFP4's tensor scale are fixed when the cache is made;
+// per-token-head and block scales come from the token's own values.
+type tokenQuant struct {
+	f      KVFormat
+	g      Granularity
+	sat    fp8.Saturation
+	path   Path
+	dt     fp8.Format // the MMA's format
+	dim    int
+	static []float32 // scaled formats: 1 (tensor), heads (head) or heads·dim (channel) scales
+	tensor float32   // NVFP4's tensor scale (1 for the others)
 }
 
-func newStored(x []float32, tokens, heads, dim int, spec KVSpec, g Granularity) *stored {
-	s := &stored{x: x, tokens: tokens, heads: heads, dim: dim, f: spec.Format, g: g, sat: spec.Saturation, tensor: 1}
-	elem := s.f.Elem()
+// newTokenQuant fixes the static scales of x ([tokens][heads][dim]) for spec.
+func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granularity) *tokenQuant {
+	q := &tokenQuant{f: spec.Format, g: g, sat: spec.Saturation, path: spec.Path, dt: spec.DType(), dim: dim, tensor: 1}
+	elem := q.f.Elem()
 	calib := tokens
 	if spec.Scale == ScalePrefix {
 		calib = spec.PrefixTokens
 	}
 	switch {
-	case s.f.Scaled():
-		if g != PerTokenHead {
-			amax := make([]float32, s.groups())
-			if spec.Scale != ScaleOne {
-				for t := 0; t < calib; t++ {
-					for h := 0; h < heads; h++ {
-						for d := 0; d < dim; d++ {
-							i := s.group(t, h, d)
-							amax[i] = max(amax[i], abs32(x[(t*heads+h)*dim+d]))
-						}
+	case q.f.Scaled() && g != PerTokenHead:
+		n := 1
+		switch g {
+		case PerHead:
+			n = heads
+		case PerChannel:
+			n = heads * dim
+		}
+		amax := make([]float32, n)
+		if spec.Scale != ScaleOne {
+			for t := 0; t < calib; t++ {
+				for h := 0; h < heads; h++ {
+					for d := 0; d < dim; d++ {
+						i := q.group(h, d)
+						amax[i] = max(amax[i], abs32(x[(t*heads+h)*dim+d]))
 					}
 				}
 			}
-			s.scale = make([]float32, len(amax))
-			for i, a := range amax {
-				s.scale[i] = fp8.AmaxScale(a, elem) // 1.0 for ScaleOne (amax 0)
-			}
-		} else {
-			s.scale = make([]float32, tokens*heads)
-			for i := range s.scale {
-				var a float32
-				for _, y := range x[i*dim : (i+1)*dim] {
-					a = max(a, abs32(y))
-				}
-				s.scale[i] = fp8.AmaxScale(a, elem)
-			}
 		}
-		s.codes = make([]uint8, len(x))
-		for i, y := range x {
-			t, h, d := i/(heads*dim), i/dim%heads, i%dim
-			s.codes[i] = uint8(elem.Encode(y/s.scale[s.group(t, h, d)], s.sat))
+		q.static = make([]float32, n)
+		for i, a := range amax {
+			q.static[i] = fp8.AmaxScale(a, elem) // 1.0 for ScaleOne (amax 0)
 		}
-	case s.f.Block() > 0:
-		b := s.f.Block()
-		if s.f == KVNVFP4 && spec.Scale != ScaleOne {
-			var a float32
-			for _, y := range x[:calib*heads*dim] {
-				a = max(a, abs32(y))
-			}
-			if a > 0 && !math.IsInf(float64(a), 0) {
-				s.tensor = a / (448 * 6)
-			}
+	case q.f == KVNVFP4 && spec.Scale != ScaleOne:
+		var a float32
+		for _, y := range x[:calib*heads*dim] {
+			a = max(a, abs32(y))
 		}
-		s.scale = make([]float32, len(x)/b)
-		s.codes = make([]uint8, len(x))
-		for i := range s.scale {
-			blk := x[i*b : (i+1)*b]
-			var a float32
-			for _, y := range blk {
-				a = max(a, abs32(y))
-			}
-			var sc float32
-			switch s.f {
-			case KVNVFP4:
-				sc = float32(fp8.FormatUE4M3.Value(encodeNearest(fp8.FormatUE4M3, a/6/s.tensor)))
-			default:
-				sc = mxScale(a, elem)
-			}
-			s.scale[i] = sc
-			div := sc * s.tensor
-			for j, y := range blk {
-				if div == 0 {
-					s.codes[i*b+j] = 0
-					continue
-				}
-				if elem == fp8.FormatE4M3 {
-					s.codes[i*b+j] = uint8(fp8.EncodeE4M3(y/div, fp8.SatFinite))
-				} else {
-					s.codes[i*b+j] = uint8(encodeNearest(elem, y/div))
-				}
-			}
+		if a > 0 && !math.IsInf(float64(a), 0) {
+			q.tensor = a / (448 * 6)
 		}
 	}
-	return s
+	return q
 }
 
-// groups is the number of scales of a static granularity.
-func (s *stored) groups() int {
-	switch s.g {
-	case PerHead:
-		return s.heads
-	case PerChannel:
-		return s.heads * s.dim
-	}
-	return 1
-}
-
-// group is the index of the scale of element (t, h, d).
-func (s *stored) group(t, h, d int) int {
-	switch s.g {
+// group is the index of the static scale of channel d of head h.
+func (q *tokenQuant) group(h, d int) int {
+	switch q.g {
 	case PerHead:
 		return h
-	case PerTokenHead:
-		return t*s.heads + h
 	case PerChannel:
-		return h*s.dim + d
+		return h*q.dim + d
 	}
 	return 0
 }
 
-// headScales returns the per-tensor or per-head scales of a scaled format.
-func (s *stored) headScales() []float32 { return slices.Clone(s.scale) }
-
-// operand returns the code the MMA reads for element (t, h, d).
-func (s *stored) operand(t, h, d int, path Path, dt fp8.Format) uint16 {
-	i := (t*s.heads+h)*s.dim + d
-	switch {
-	case s.codes == nil: // bf16, f16: the stored code, converted for the other 16-bit MMA
-		c := s.f.Elem().Encode(s.x[i], fp8.SatFinite)
-		if dt == s.f.Elem() {
-			return uint16(c)
+// quantize stores x (dim values of head h) and writes the MMA's codes to
+// out (out[i·stride]).
+func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
+	elem := q.f.Elem()
+	put := func(i int, code uint32, scale float32) {
+		switch {
+		case q.path == PathDirect:
+			out[i*stride] = uint16(code)
+		case scale == 0:
+			out[i*stride] = uint16(q.dt.Encode(0, fp8.SatFinite))
+		default:
+			v := float32(elem.Value(code)) * scale
+			if q.tensor != 1 {
+				v *= q.tensor
+			}
+			out[i*stride] = uint16(q.dt.Encode(v, fp8.SatFinite))
 		}
-		return uint16(dt.Encode(float32(s.f.Elem().Value(c)), fp8.SatFinite))
-	case path == PathDirect:
-		return uint16(s.codes[i])
 	}
-	elem := float32(s.f.Elem().Value(uint32(s.codes[i])))
-	var v float32
-	if s.f.Scaled() {
-		v = elem * s.scale[s.group(t, h, d)]
-	} else {
-		v = float32(elem*s.scale[i/s.f.Block()]) * s.tensor
+	switch {
+	case !q.f.Scaled() && q.f.Block() == 0: // bf16, f16
+		for i, y := range x {
+			c := elem.Encode(y, fp8.SatFinite)
+			if q.dt != elem {
+				c = q.dt.Encode(float32(elem.Value(c)), fp8.SatFinite)
+			}
+			out[i*stride] = uint16(c)
+		}
+	case q.f.Scaled():
+		tokenScale := float32(0)
+		if q.g == PerTokenHead {
+			var a float32
+			for _, y := range x {
+				a = max(a, abs32(y))
+			}
+			tokenScale = fp8.AmaxScale(a, elem)
+		}
+		for i, y := range x {
+			s := tokenScale
+			if q.g != PerTokenHead {
+				s = q.static[q.group(h, i)]
+			}
+			put(i, elem.Encode(y/s, q.sat), s)
+		}
+	default: // block formats
+		b := q.f.Block()
+		for lo := 0; lo < len(x); lo += b {
+			blk := x[lo : lo+b]
+			var a float32
+			for _, y := range blk {
+				a = max(a, abs32(y))
+			}
+			var s float32
+			if q.f == KVNVFP4 {
+				s = float32(fp8.FormatUE4M3.Value(encodeNearest(fp8.FormatUE4M3, a/6/q.tensor)))
+			} else {
+				s = mxScale(a, elem)
+			}
+			div := s * q.tensor
+			for j, y := range blk {
+				var c uint32
+				switch {
+				case div == 0:
+				case elem == fp8.FormatE4M3:
+					c = uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
+				default:
+					c = encodeNearest(elem, y/div)
+				}
+				put(lo+j, c, s)
+			}
+		}
 	}
-	return uint16(dt.Encode(v, fp8.SatFinite))
 }
 
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }

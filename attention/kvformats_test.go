@@ -314,3 +314,41 @@ func TestPositionsAndMask(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// SetToken on a QuantizeKV cache stores the token as QuantizeKV stores it
+// (static scales fixed, per-token and block scales from the token).
+func TestQuantizeKVSetToken(t *testing.T) {
+	const n, d = 100, 64
+	p := newProblem(2, 1, n, 1, 1, d, 0.5)
+	nk, nv := make([]float32, d), make([]float32, d)
+	for i := range nk {
+		nk[i], nv[i] = float32(i)/7-3, float32(i%5)*3
+	}
+	k2, v2 := append([]float32(nil), p.k...), append([]float32(nil), p.v...)
+	copy(k2[17*d:], nk)
+	copy(v2[17*d:], nv)
+	for _, spec := range []KVSpec{
+		{Format: KVE4M3}, {Format: KVBF16}, {Format: KVE4M3, KScales: PerTokenHead, VScales: PerTokenHead, Path: PathDequantBF16},
+		{Format: KVMXFP8, Path: PathDequantBF16}, {Format: KVNVFP4, Path: PathDequantE4M3}, {Format: KVMXFP4, Path: PathDequantBF16},
+	} {
+		kv, err := QuantizeKV(p.k, p.v, KVShape{Tokens: n, Heads: 1, KDim: d}, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := QuantizeKV(k2, v2, KVShape{Tokens: n, Heads: 1, KDim: d}, spec)
+		c := kv.Clone()
+		if err := c.SetToken(17, 0, nk, nv); err != nil {
+			t.Fatal(err)
+		}
+		for tok := 0; tok < n; tok++ {
+			for x := 0; x < d; x++ {
+				if c.KCode(tok, 0, x) != want.KCode(tok, 0, x) || c.VCode(tok, 0, x) != want.VCode(tok, 0, x) {
+					t.Fatalf("%s: token %d channel %d differs", spec, tok, x)
+				}
+			}
+		}
+		if kv.KCode(17, 0, 0) == c.KCode(17, 0, 0) && kv.KCode(17, 0, 63) == c.KCode(17, 0, 63) {
+			t.Errorf("%s: SetToken changed nothing", spec)
+		}
+	}
+}
