@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
 )
 
@@ -159,7 +160,8 @@ type row struct {
 	alpha      float32  // exp2(m_old − m_new): the rescale of O and l
 	l          float32  // running row sum of the unrounded P
 	s, p       []float32
-	pc         []uint16 // P cast to the dtype
+	pc         []uint16    // P cast to the dtype
+	cs, outs   [][]float32 // P·V scratch: the accumulators' chain inputs and outputs
 	acc        []pvAcc
 	// Float64 mode.
 	m64, mUse64, alpha64, l64 float64
@@ -173,6 +175,7 @@ type pvAcc struct {
 	tc       []float32 // every N tiles: the tensor-core accumulator
 	accScale float32   // every N tiles: the product of the alphas since the last promotion
 	tiles    int       // tiles accumulated since the row started
+	c, tmp   []float32 // scratch: the chains' inputs, a tile's products (every tile)
 	o64      []float64 // Float64 mode
 }
 
@@ -183,7 +186,8 @@ func (k *kernel) newRow() *row {
 	bn, d := k.KBlockN, k.VDim
 	r := &row{q: make([]uint16, k.HeadDim), s: make([]float32, bn), p: make([]float32, bn), pc: make([]uint16, bn)}
 	for _, n := range k.promotions {
-		r.acc = append(r.acc, pvAcc{promote: n, o: make([]float32, d), tc: make([]float32, d), o64: make([]float64, d)})
+		r.acc = append(r.acc, pvAcc{promote: n, o: make([]float32, d), tc: make([]float32, d), o64: make([]float64, d),
+			c: make([]float32, d), tmp: make([]float32, d)})
 	}
 	if k.Float64 {
 		r.s64, r.p64 = make([]float64, bn), make([]float64, bn)
@@ -278,21 +282,25 @@ func (k *kernel) initRow(r *row) {
 func (k *kernel) gemmQK(r *row, t tile) {
 	kv := k.kv
 	sl := k.scaleLog2[r.kvh]
+	if !k.Float64 {
+		cnt := min(len(r.s), kv.tokens-t.start)
+		accum.DotRows(k.qk, r.q, kv.k[(r.kvh*kv.tokens+t.start)*kv.dim:], kv.dim, nil, r.s[:cnt])
+		for j := range r.s[:cnt] {
+			r.s[j] *= sl
+		}
+		return
+	}
 	for j := range r.s {
 		tok := t.start + j
 		if tok >= kv.tokens {
 			break
 		}
 		key := kv.k[(r.kvh*kv.tokens+tok)*kv.dim:][:kv.dim]
-		if k.Float64 {
-			var dot float64
-			for d, c := range r.q {
-				dot += k.val[c] * k.val[key[d]]
-			}
-			r.s64[j] = dot * k.scale64[r.kvh]
-			continue
+		var dot float64
+		for d, c := range r.q {
+			dot += k.val[c] * k.val[key[d]]
 		}
-		r.s[j] = k.qk.Dot(r.q, key, 0) * sl
+		r.s64[j] = dot * k.scale64[r.kvh]
 	}
 }
 
@@ -387,9 +395,9 @@ func (k *kernel) gemmPV(r *row, t tile) {
 	if t.start+k.KBlockN > kv.stride {
 		vt, stride, off = k.padTile(r.kvh, t), k.KBlockN, 0
 	}
-	for a := range r.acc {
-		acc := &r.acc[a]
-		if k.Float64 {
+	if k.Float64 {
+		for a := range r.acc {
+			acc := &r.acc[a]
 			for i := 0; i < d; i++ {
 				v := vt[i*stride+off:][:k.KBlockN]
 				var sum float64
@@ -398,29 +406,42 @@ func (k *kernel) gemmPV(r *row, t tile) {
 				}
 				acc.o64[i] = acc.o64[i]*r.alpha64 + sum
 			}
-			continue
 		}
+		return
+	}
+	// Row i of V (dim-major) starts at vt[off + i·stride]: one DotRowsMulti
+	// runs the chains of all d outputs of every accumulator, which share P
+	// and V; cs[a] holds accumulator a's chain inputs (nil: from +0).
+	cs, outs := r.cs[:0], r.outs[:0]
+	for a := range r.acc {
+		acc := &r.acc[a]
 		acc.tiles++
 		switch acc.promote {
 		case 0:
-			for i := 0; i < d; i++ {
-				v := vt[i*stride+off:][:k.KBlockN]
-				acc.o[i] = k.pv.Dot(r.pc, v, float32(acc.o[i]*r.alpha))
+			for i := range acc.c {
+				acc.c[i] = float32(acc.o[i] * r.alpha)
 			}
+			cs, outs = append(cs, acc.c), append(outs, acc.o)
 		case 1:
-			for i := 0; i < d; i++ {
-				v := vt[i*stride+off:][:k.KBlockN]
-				acc.o[i] = float32(acc.o[i]*r.alpha) + k.pv.Dot(r.pc, v, 0)
-			}
+			cs, outs = append(cs, nil), append(outs, acc.tmp)
 		default:
 			acc.accScale *= r.alpha
-			for i := 0; i < d; i++ {
-				v := vt[i*stride+off:][:k.KBlockN]
-				acc.tc[i] = k.pv.Dot(r.pc, v, float32(acc.tc[i]*r.alpha))
+			for i := range acc.c {
+				acc.c[i] = float32(acc.tc[i] * r.alpha)
 			}
-			if acc.tiles%acc.promote == 0 {
-				k.promote(acc)
+			cs, outs = append(cs, acc.c), append(outs, acc.tc)
+		}
+	}
+	accum.DotRowsMulti(k.pv, r.pc, vt[off:], stride, cs, outs)
+	for a := range r.acc {
+		acc := &r.acc[a]
+		switch {
+		case acc.promote == 1:
+			for i, x := range acc.tmp {
+				acc.o[i] = float32(acc.o[i]*r.alpha) + x
 			}
+		case acc.promote > 1 && acc.tiles%acc.promote == 0:
+			k.promote(acc)
 		}
 	}
 }
