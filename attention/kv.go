@@ -22,9 +22,9 @@ type KV struct {
 	format             fp8.Format
 	sat                fp8.Saturation
 	kScale, vScale     []float32
-	stride             int      // tokens rounded up to a multiple of 32
-	k                  []uint16 // [head][token][dim]
-	vt                 []uint16 // [head][vdim][stride]
+	stride             int         // tokens rounded up to a multiple of 32
+	k                  []uint16    // [head][token][dim]
+	vt                 []uint16    // [head][vdim][stride]
 	kq, vq             *tokenQuant // how QuantizeKV stores a token (nil: NewKV's cast with the descales)
 }
 
