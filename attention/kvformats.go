@@ -361,13 +361,16 @@ type tokenQuant struct {
 	path   Path
 	dt     fp8.Format // the MMA's format
 	dim    int
+	e2m1   *nearest // the encoders of e2m1 elements and ue4m3 scales
+	ue4m3  *nearest
 	static []float32 // scaled formats: 1 (tensor), heads (head) or heads·dim (channel) scales
 	tensor float32   // NVFP4's tensor scale (1 for the others)
 }
 
 // newTokenQuant fixes the static scales of x ([tokens][heads][dim]) for spec.
 func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granularity) *tokenQuant {
-	q := &tokenQuant{f: spec.Format, g: g, sat: spec.Saturation, path: spec.Path, dt: spec.DType(), dim: dim, tensor: 1}
+	q := &tokenQuant{f: spec.Format, g: g, sat: spec.Saturation, path: spec.Path, dt: spec.DType(), dim: dim, tensor: 1,
+		e2m1: nearestTable(fp8.FormatE2M1), ue4m3: nearestTable(fp8.FormatUE4M3)}
 	elem := q.f.Elem()
 	calib := tokens
 	if spec.Scale == ScalePrefix {
@@ -473,7 +476,7 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 			}
 			var s float32
 			if q.f == KVNVFP4 {
-				s = float32(fp8.FormatUE4M3.Value(encodeNearest(fp8.FormatUE4M3, a/6/q.tensor)))
+				s = float32(fp8.FormatUE4M3.Value(q.ue4m3.encode(fp8.FormatUE4M3, a/6/q.tensor)))
 			} else {
 				s = mxScale(a, elem)
 			}
@@ -485,7 +488,7 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 				case elem == fp8.FormatE4M3:
 					c = uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
 				default:
-					c = encodeNearest(elem, y/div)
+					c = q.e2m1.encode(elem, y/div)
 				}
 				put(lo+j, c, s)
 			}
@@ -513,7 +516,11 @@ func mxScale(a float32, elem fp8.Format) float32 {
 // gives +0. It serves the formats fp8.Format.Encode does not cover (e2m1,
 // ue4m3).
 func encodeNearest(f fp8.Format, x float32) uint32 {
-	t := nearestTable(f)
+	return nearestTable(f).encode(f, x)
+}
+
+// encode is encodeNearest with the table of f.
+func (t *nearest) encode(f fp8.Format, x float32) uint32 {
 	a := math.Abs(float64(x))
 	if a != a || (!f.Signed() && x < 0) {
 		return 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -166,6 +167,9 @@ func attnFileOpen(root, name string) (path, tensor string, err error) {
 			return "", "", fmt.Errorf("%s: not a name inside the tensors folder", name)
 		}
 		path = filepath.Join(root, path)
+		if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+			return "", "", fmt.Errorf("%s: not a regular file of the tensors folder (links are refused)", name)
+		}
 	}
 	return path, tensor, nil
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// the client has sent nothing for this long (default 60 s; clients send
 	// at least every 10 s).
 	ClientTimeout time.Duration
+	// TensorsDir is the folder of the user's tensor files for attention-file
+	// (tensors.go); empty disables the /api/tensors endpoints.
+	TensorsDir string
 	// Log receives the server's log (default slog.Default()).
 	Log *slog.Logger
 }

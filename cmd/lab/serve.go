@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -61,7 +62,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		log.Warn("the lab listens beyond this machine: anyone who reaches it can run experiments and read the notebook", "addr", ln.Addr().String())
 	}
-	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log}
+	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log,
+		TensorsDir: filepath.Join(*data, "tensors")}
 	if *wasmDir != "" {
 		if _, err := os.Stat(*wasmDir + "/lab.wasm"); err != nil {
 			ln.Close()
