@@ -158,20 +158,26 @@ type Path uint8
 const (
 	// PathDirect: the MMA reads the stored codes; per-tensor or per-head
 	// descales are applied in FP32 outside it (to S for K, to O for V).
-	// FA3's FP8 kernel (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp: q/k/v
-	// descale folded into softmax_scale_log2 and the final O scale) and
-	// every bf16/fp16 cache.
+	// FA3's FP8 kernel (Dao-AILab/flash-attention
+	// hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp: q/k/v descale folded into
+	// softmax_scale_log2 and the final O scale; ../shared/docs/
+	// fp8-attention.md) and every bf16/fp16 cache.
 	PathDirect Path = iota
 	// PathDequantBF16: each element is dequantized in FP32 (code × scales)
 	// and rounded to bf16 before a bf16 MMA with a bf16 query and bf16 P:
-	// vLLM's Triton unified attention (K = (K_fp8.to(float32) *
-	// k_scale).to(Q.dtype)), FlashInfer's fp8-KV decode with a bf16 query,
-	// and any format/granularity a 16-bit kernel reads.
+	// vLLM's Triton unified attention (vllm-project/vllm
+	// vllm/attention/ops/triton_unified_attention.py: K =
+	// (K_load.to(tl.float32) * tl.load(k_scale)).to(Q.dtype), V alike,
+	// then tl.dot with Q), and the dequantize-to-16-bit KV paths of other
+	// kernels (sglang's quantized-KV docs describe the same read path).
 	PathDequantBF16
 	// PathDequantE4M3: each element is dequantized in FP32 and rounded
 	// (RNE, satfinite) to e4m3 before an e4m3 MMA with an e4m3 query and
-	// P (the FP4-KV-cache-to-FP8 conversion of TensorRT-LLM's FMHA/XQA
-	// kernels).
+	// P: TensorRT-LLM's NVFP4 KV cache, whose attention math "is in FP8"
+	// (NVIDIA/TensorRT-LLM#6244, XQA on Hopper, trtllm-gen on Blackwell).
+	// The order of the FP32 operations inside that kernel is not public;
+	// this path's (code × block scale, then × tensor scale, one rounding
+	// to e4m3) is the simplest one consistent with it.
 	PathDequantE4M3
 	// PathBlockScaled would feed block-scaled codes to tcgen05
 	// kind::mxf8f6f4 / kind::mxf4nvf4 directly. Not modelled yet:
