@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"strings"
 
 	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/sim"
@@ -36,4 +38,20 @@ func fileFlags(fs *flag.FlagSet, exp sim.Experiment) (apply func() (sim.Experime
 		}
 		return e, nil
 	}
+}
+
+// fileFlagsHelp returns the help lines of the file flags of exp ("" when it
+// reads no files).
+func fileFlagsHelp(exp sim.Experiment) string {
+	fe, ok := exp.(experiments.FileExperiment)
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("files:\n")
+	for _, r := range fe.FileRoles() {
+		fmt.Fprintf(&b, "  -%s PATH\t%s\n", r.Name, r.Doc)
+	}
+	b.WriteString("  -o DIR\tfolder for the outputs (.npy)\n\n")
+	return b.String()
 }

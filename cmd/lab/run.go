@@ -133,6 +133,7 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 		writeParams(&b, params)
 		b.WriteString("\n")
 	}
+	b.WriteString(fileFlagsHelp(exp))
 	b.WriteString("options:\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  -seed N\tseed of the run (default 1); the same seed and parameters give the same numbers")
