@@ -42,10 +42,11 @@ verify-exhaustive: build
 	./bin/lab verify -exhaustive $(GOLDEN)/fp8_convert.txt
 
 # Debian packages the tests need: lavapipe (Vulkan on the CPU) for the WGSL
-# tests, Chromium for the browser tests. Installed only when missing.
+# tests, Chromium for the browser tests, NumPy for the tests that read files
+# np.save writes (attention-file). Installed only when missing.
 test-deps:
 	@missing=""; \
-	for p in mesa-vulkan-drivers libvulkan1 chromium; do \
+	for p in mesa-vulkan-drivers libvulkan1 chromium python3-numpy; do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \

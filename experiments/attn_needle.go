@@ -48,6 +48,52 @@ type attnNeedle struct {
 	sinkLogit, sinkValue float64
 	// gpu, when set, runs the FP8 kernels (device gpu).
 	gpu *wgsl.Runner
+	// exactErr makes the errors of withErr those against exact float64
+	// attention on the unquantized inputs (kv-formats) instead of on the
+	// series' own quantized inputs.
+	exactErr bool
+}
+
+// exact is float64 attention of the unquantized q over the haystack h with
+// the trial's sinks and needle at pos: softmax(q·k/√d)·v.
+func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needleV, sinkK, sinkV []float32) []float64 {
+	d := t.d
+	n := len(h.k) / d
+	key := func(j int) ([]float32, []float32) {
+		switch {
+		case j == pos:
+			return needleK, needleV
+		case j < t.sinks:
+			return sinkK, sinkV
+		}
+		return h.k[j*d : (j+1)*d], h.v[j*d : (j+1)*d]
+	}
+	s := make([]float64, n)
+	m := math.Inf(-1)
+	scale := 1 / math.Sqrt(float64(d))
+	for j := range s {
+		k, _ := key(j)
+		var dot float64
+		for i, x := range q {
+			dot += float64(x) * float64(k[i])
+		}
+		s[j] = dot * scale
+		m = max(m, s[j])
+	}
+	o := make([]float64, d)
+	var l float64
+	for j := range s {
+		w := math.Exp(s[j] - m)
+		l += w
+		_, v := key(j)
+		for i := range o {
+			o[i] += w * float64(v[i])
+		}
+	}
+	for i := range o {
+		o[i] /= l
+	}
+	return o
 }
 
 // attnNeedleParams are the parameters of the task, shared by needle and
@@ -83,9 +129,18 @@ func attnNeedleFromValues(v sim.Values) attnNeedle {
 // the P·V promotion schemes it runs at once (one series each).
 type attnNeedleRun struct {
 	dtype      fp8.Format
+	spec       *attention.KVSpec // when set, the cache is QuantizeKV's in this spec (dtype is spec.DType())
 	cfg        attention.Config
 	promotions []int
 	series     []string
+}
+
+// cache names the cache a run reads: runs with the same name share it.
+func (r attnNeedleRun) cache() string {
+	if r.spec != nil {
+		return r.spec.String()
+	}
+	return r.dtype.String()
 }
 
 // attnNeedleOutcome is what one series scored over a context's trials.
@@ -99,14 +154,17 @@ type attnNeedleOutcome struct {
 // Accuracy is hits / trials.
 func (o attnNeedleOutcome) Accuracy() float64 { return float64(o.hits) / float64(o.trials) }
 
-// attnHaystack is one haystack's caches, per dtype, and a free list of
-// copies that trials borrow, change (needle, sinks) and restore.
+// attnHaystack is one haystack's caches, per cache name
+// (attnNeedleRun.cache), and a free list of copies that trials borrow,
+// change (needle, sinks) and restore; k and v are the unquantized
+// haystack, [n][d].
 type attnHaystack struct {
-	base map[fp8.Format]*attention.KV
-	free map[fp8.Format]chan *attention.KV
+	k, v []float32
+	base map[string]*attention.KV
+	free map[string]chan *attention.KV
 }
 
-func (h *attnHaystack) borrow(f fp8.Format) *attention.KV {
+func (h *attnHaystack) borrow(f string) *attention.KV {
 	select {
 	case kv := <-h.free[f]:
 		return kv
@@ -115,17 +173,17 @@ func (h *attnHaystack) borrow(f fp8.Format) *attention.KV {
 	}
 }
 
-func (h *attnHaystack) giveBack(f fp8.Format, kv *attention.KV) {
+func (h *attnHaystack) giveBack(f string, kv *attention.KV) {
 	select {
 	case h.free[f] <- kv:
 	default:
 	}
 }
 
-// haystack draws the haystack of n tokens for the dtypes from rng.
+// haystack draws the haystack of n tokens for the caches of runs from rng.
 // It stops with ctx.Err() once ctx is cancelled, looking every 4096
 // elements.
-func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, dtypes []fp8.Format) (*attnHaystack, error) {
+func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []attnNeedleRun) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	for i := range k {
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -134,14 +192,24 @@ func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, dtypes 
 		k[i] = float32(t.scoreStd * rng.NormFloat64())
 		v[i] = float32(t.valueMean + float64(t.valueStd*rng.NormFloat64())) // float64(): never an FMA
 	}
-	h := &attnHaystack{base: map[fp8.Format]*attention.KV{}, free: map[fp8.Format]chan *attention.KV{}}
-	for _, f := range dtypes {
-		kv, err := attention.NewKVContext(ctx, k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, f, fp8.SatFinite, nil, nil)
+	h := &attnHaystack{k: k, v: v, base: map[string]*attention.KV{}, free: map[string]chan *attention.KV{}}
+	for _, r := range runs {
+		name := r.cache()
+		if h.base[name] != nil {
+			continue
+		}
+		var kv *attention.KV
+		var err error
+		if r.spec != nil {
+			kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: n, Heads: 1, KDim: t.d}, *r.spec)
+		} else {
+			kv, err = attention.NewKVContext(ctx, k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, r.dtype, fp8.SatFinite, nil, nil)
+		}
 		if err != nil {
 			return nil, err
 		}
-		h.base[f] = kv
-		h.free[f] = make(chan *attention.KV, 64)
+		h.base[name] = kv
+		h.free[name] = make(chan *attention.KV, 64)
 	}
 	return h, nil
 }
@@ -226,16 +294,20 @@ func restore(kv *attention.KV, saved map[int][2][]uint16) {
 // the same quantized inputs.
 func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
 	var res attnNeedleTrialResult
-	// Runs of one dtype share the cache, the baseline and the reference.
+	var exact []float64
+	if t.exactErr {
+		exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+	}
+	// Runs of one cache share it, the baseline and the reference.
 	for i := 0; i < len(runs); {
-		f := runs[i].dtype
+		f := runs[i].cache()
 		j := i
-		for j < len(runs) && runs[j].dtype == f {
+		for j < len(runs) && runs[j].cache() == f {
 			j++
 		}
 		kv := h.borrow(f)
 		saved := t.patch(kv, dr)
-		err := t.score(ctx, kv, dr.q, dr.codes, dr.truth, runs[i:j], withErr, &res)
+		err := t.score(ctx, kv, dr.q, dr.codes, dr.truth, runs[i:j], withErr, exact, &res)
 		restore(kv, saved)
 		h.giveBack(f, kv)
 		if err != nil {
@@ -249,13 +321,13 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 
 // score runs the kernels of runs (one dtype) on kv, which holds the
 // trial's needle and sinks, and appends their hits (and errors) to res.
-func (t attnNeedle) score(ctx context.Context, kv *attention.KV, q, codes []float32, truth int, runs []attnNeedleRun, withErr bool, res *attnNeedleTrialResult) error {
+func (t attnNeedle) score(ctx context.Context, kv *attention.KV, q, codes []float32, truth int, runs []attnNeedleRun, withErr bool, exact []float64, res *attnNeedleTrialResult) error {
 	base, err := t.baseline(ctx, runs[0].cfg, q, kv)
 	if err != nil {
 		return err
 	}
-	var ref []float64
-	if withErr {
+	ref := exact
+	if withErr && ref == nil {
 		if ref, err = attention.ReferenceQuantized(ctx, runs[0].cfg, q, nil, kv); err != nil {
 			return err
 		}
@@ -322,12 +394,8 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 	if t.gpu != nil {
 		return attnNeedleContextGPU(ctx, run, key, t, n, trials, haystacks, runs, withErr)
 	}
-	var dtypes []fp8.Format
 	var out []attnNeedleOutcome
 	for _, r := range runs {
-		if len(dtypes) == 0 || dtypes[len(dtypes)-1] != r.dtype {
-			dtypes = append(dtypes, r.dtype)
-		}
 		for _, s := range r.series {
 			out = append(out, attnNeedleOutcome{series: s})
 		}
@@ -338,7 +406,7 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		if hs < trials%haystacks {
 			count++
 		}
-		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), dtypes)
+		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), runs)
 		if err != nil {
 			return nil, err
 		}

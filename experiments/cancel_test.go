@@ -76,7 +76,7 @@ func TestCancelledBeforeBigWork(t *testing.T) {
 		t.Errorf("NewKVContext on a cancelled context: %v", err)
 	}
 	tn := attnNeedle{d: d, scoreStd: 1, valueStd: 1}
-	if _, err := tn.haystack(ctx, n, sim.TrialRand(1, "x", 0), []fp8.Format{fp8.FormatE4M3}); !errors.Is(err, context.Canceled) {
+	if _, err := tn.haystack(ctx, n, sim.TrialRand(1, "x", 0), []attnNeedleRun{{dtype: fp8.FormatE4M3}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("haystack on a cancelled context: %v", err)
 	}
 }

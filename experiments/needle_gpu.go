@@ -37,24 +37,24 @@ const gpuTrialBatch = 4096
 // (TestNeedleGPUEqualsCPU).
 func attnNeedleContextGPU(ctx context.Context, run *sim.Run, key string, t attnNeedle, n, trials, haystacks int, runs []attnNeedleRun, withErr bool) ([]attnNeedleOutcome, error) {
 	g := t.gpu
-	var dtypes []fp8.Format
 	var out []attnNeedleOutcome
 	for _, r := range runs {
-		if len(dtypes) == 0 || dtypes[len(dtypes)-1] != r.dtype {
-			dtypes = append(dtypes, r.dtype)
-		}
 		for _, s := range r.series {
 			out = append(out, attnNeedleOutcome{series: s})
 		}
 	}
-	onGPU := func(r attnNeedleRun) bool { return r.dtype == fp8.FormatE4M3 || r.dtype == fp8.FormatE5M2 }
+	// The GPU runs the FP8 caches of one scale per tensor (attention.NewKV's);
+	// the KV formats of kv-formats (r.spec) stay on the CPU.
+	onGPU := func(r attnNeedleRun) bool {
+		return r.spec == nil && (r.dtype == fp8.FormatE4M3 || r.dtype == fp8.FormatE5M2)
+	}
 	haystacks = min(haystacks, trials)
 	for hs := 0; hs < haystacks; hs++ {
 		count := trials / haystacks
 		if hs < trials%haystacks {
 			count++
 		}
-		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), dtypes)
+		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), runs)
 		if err != nil {
 			return nil, err
 		}
@@ -77,10 +77,10 @@ func attnNeedleContextGPU(ctx context.Context, run *sim.Run, key string, t attnN
 			ref  []float64
 			res  attnNeedleTrialResult
 		}
-		gpuDType := fp8.FormatInvalid
+		gpuCache := "" // one FP8 cache in the needle experiments
 		for _, r := range runs {
 			if onGPU(r) {
-				gpuDType = r.dtype // one FP8 dtype in the needle experiments
+				gpuCache = r.cache()
 			}
 		}
 		parts, err := sim.Trials(ctx, run, tkey, count, func(i int, _ *rand.Rand) cpuPart {
@@ -95,8 +95,8 @@ func attnNeedleContextGPU(ctx context.Context, run *sim.Run, key string, t attnN
 			if len(cpuRuns) > 0 {
 				p.res = t.trialDrawn(ctx, h, dr, cpuRuns, withErr)
 			}
-			if gpuDType != fp8.FormatInvalid {
-				kv := h.borrow(gpuDType)
+			if gpuCache != "" {
+				kv := h.borrow(gpuCache)
 				saved := t.patch(kv, dr)
 				var cfg attention.Config
 				for _, r := range runs {
@@ -106,10 +106,14 @@ func attnNeedleContextGPU(ctx context.Context, run *sim.Run, key string, t attnN
 				}
 				var err error
 				if p.base, err = t.baseline(ctx, cfg, dr.q, kv); err == nil && withErr {
-					p.ref, err = attention.ReferenceQuantized(ctx, cfg, dr.q, nil, kv)
+					if t.exactErr {
+						p.ref = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+					} else {
+						p.ref, err = attention.ReferenceQuantized(ctx, cfg, dr.q, nil, kv)
+					}
 				}
 				restore(kv, saved)
-				h.giveBack(gpuDType, kv)
+				h.giveBack(gpuCache, kv)
 				if err != nil {
 					p.res.e = err
 				}
@@ -147,7 +151,7 @@ func attnNeedleContextGPU(ctx context.Context, run *sim.Run, key string, t attnN
 				s += len(r.series)
 				continue
 			}
-			kv := h.base[r.dtype]
+			kv := h.base[r.cache()]
 			cfg := r.cfg
 			cfg.HeadDim, cfg.KVHeads, cfg.QHeads = t.d, 1, 1
 			if cfg.KBlockN == 0 {

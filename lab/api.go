@@ -36,6 +36,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}/export", s.handleExport)
 	m.HandleFunc("GET /api/report", s.handleReport)
 	s.sweepRoutes(m)
+	s.tensorRoutes(m) // tensors.go
 	m.HandleFunc("/api/", s.handleNoRoute)
 	m.Handle("GET /wasm/", http.StripPrefix("/wasm/", http.FileServerFS(s.opts.WASM)))
 	page := http.FileServerFS(s.opts.Page)

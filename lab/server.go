@@ -68,6 +68,9 @@ type Options struct {
 	// FilesDir is the folder under which server runs may write files (one
 	// folder per run, run-ID); empty: server runs may write no files.
 	FilesDir string
+	// TensorsDir is the folder of the user's tensor files for attention-file
+	// (tensors.go); empty disables the /api/tensors endpoints.
+	TensorsDir string
 	// Log receives the server's log (default slog.Default()).
 	Log *slog.Logger
 	// Slurm, when not nil, lets sweeps run as Slurm job arrays (sweep.go).

@@ -82,6 +82,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fs.Var(&paramFlag{p: old, set: given}, a, p.Doc)
 		}
 	}
+	withFiles := fileFlags(fs, exp)
 	seed := fs.Uint64("seed", 1, "seed of the run")
 	jsonOut := fs.Bool("json", false, "write JSON lines on stdout instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
@@ -99,6 +100,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	values, err := sim.ParseValues(params, given)
 	if err != nil {
+		return err
+	}
+	if exp, err = withFiles(); err != nil {
 		return err
 	}
 
@@ -145,6 +149,7 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 		writeParams(&b, params)
 		b.WriteString("\n")
 	}
+	b.WriteString(fileFlagsHelp(exp))
 	b.WriteString("options:\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  -seed N\tseed of the run (default 1); the same seed and parameters give the same numbers")

@@ -72,7 +72,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("lab serve: -max-work %g: want 1 to 9e18 operations\n%s", *maxWork, serveUsage)
 	}
 	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log,
-		MaxMemory: int64(maxMemory), MaxWork: int64(*maxWork), FilesDir: filepath.Join(*data, "files"), Slurm: slurmOpts()}
+		MaxMemory: int64(maxMemory), MaxWork: int64(*maxWork), FilesDir: filepath.Join(*data, "files"), Slurm: slurmOpts(),
+		TensorsDir: filepath.Join(*data, "tensors")}
 	if *wasmDir != "" {
 		if _, err := os.Stat(*wasmDir + "/lab.wasm"); err != nil {
 			ln.Close()
