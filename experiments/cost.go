@@ -67,7 +67,7 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, kernels in
 }
 
 func (Needle) Cost(v sim.Values) sim.Cost {
-	runs := needleRuns(attnNeedleFromValues(v), v.String("series"), v.Int("kBlockN"))
+	runs := needleRuns(attnNeedleFromValues(v), v.String("series"), v.Int("k-block-n"))
 	var kernels int64
 	for _, r := range runs {
 		kernels += int64(len(r.promotions))
@@ -76,7 +76,7 @@ func (Needle) Cost(v sim.Values) sim.Cost {
 }
 
 func (Promotion) Cost(v sim.Values) sim.Cost {
-	blocks, intervals := int64(len(v.Ints("kBlockN"))), int64(len(v.Ints("intervals")))
+	blocks, intervals := int64(len(v.Ints("k-block-n"))), int64(len(v.Ints("intervals")))
 	dtypes, kernels := blocks, blocks*intervals
 	if v.Bool("bf16") {
 		dtypes, kernels = dtypes+1, kernels+1
@@ -86,7 +86,7 @@ func (Promotion) Cost(v sim.Values) sim.Cost {
 
 func (Scales) Cost(v sim.Values) sim.Cost {
 	const d = 128
-	n, kvh, group := int64(v.Int("tokens")), int64(v.Int("kv_heads")), int64(v.Int("q_per_kv"))
+	n, kvh, group := int64(v.Int("tokens")), int64(v.Int("kv-heads")), int64(v.Int("q-per-kv"))
 	trials, factors := v.Int("trials"), int64(len(v.Ints("outlier")))
 	nhd := sim.MulSat(n, kvh, d)
 	// A trial holds K and V as float32 and float64 and two caches.
@@ -135,7 +135,7 @@ func (SkipSW) Cost(v sim.Values) sim.Cost {
 
 func (H200Attention) Cost(v sim.Values) sim.Cost {
 	const q, d = 64, 128
-	blocks, modes := int64(len(v.Ints("blockN"))), int64(len(v.Ints("modes")))
+	blocks, modes := int64(len(v.Ints("block-n"))), int64(len(v.Ints("modes")))
 	kernels, dtypes := blocks*modes, blocks
 	if v.Bool("bf16") {
 		kernels, dtypes = kernels+1, dtypes+1
@@ -173,7 +173,7 @@ func (DecodeBW) Cost(v sim.Values) sim.Cost {
 	if batch == 0 {
 		batch = 64
 	}
-	kvh, reps := int64(v.Int("kv_heads")), int64(v.Int("reps"))
+	kvh, reps := int64(v.Int("kv-heads")), int64(v.Int("reps"))
 	var mem, work int64
 	for _, n := range v.Ints("contexts") {
 		elems := sim.MulSat(int64(n), batch, kvh, d, 2) // K and V
