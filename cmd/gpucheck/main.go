@@ -78,6 +78,7 @@ type Report struct {
 	Captures       []wgsl.Check     `json:"captures"`
 	Random         []wgsl.Check     `json:"random"`
 	Formats        []wgsl.Check     `json:"formats"`
+	Scaled         []wgsl.Check     `json:"scaled"`
 	AttnDecode     []wgsl.Check     `json:"attention_decode"`
 	BitExact       bool             `json:"bit_exact"`
 	Chain          []ChainRate      `json:"chain_bench"`
@@ -326,6 +327,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		logf("narrow-format conversions in WGSL (e4m3 … e5m2fnuz, ue8m0), against package fp8:")
 		rep.BitExact = logChecks(logf, rep.Formats) && rep.BitExact
+		n := 4096
+		if small {
+			n = 512
+		}
+		if rep.Scaled, err = r.CheckScaled(ctx, 1, n); err != nil {
+			return err
+		}
+		logf("block-scaled and FP4/FP6 steps in WGSL (tcgen05 / sm_120 f8f6f4, mxf8f6f4, mxf4, mxf4nvf4), against accum:")
+		rep.BitExact = logChecks(logf, rep.Scaled) && rep.BitExact
 	}
 
 	if o.want("attention") {
