@@ -21,7 +21,9 @@ type Model interface {
 	// starts from the accumulator c: for a tensor-core model, a chain of
 	// instructions of Info().K elements each (the last one zero-padded),
 	// each instruction's rounded output feeding the next as c. a and b
-	// hold codes of Info().In; len(b) must equal len(a).
+	// hold codes of Info().In; len(b) must equal len(a). A tf32 model
+	// reads a 16-bit code x as the float32 pattern x<<16 (a bf16 value,
+	// which tf32 holds exactly); its full inputs go through Wide.
 	Dot(a, b []uint16, c float32) float32
 }
 
@@ -119,6 +121,7 @@ func Models() []Model {
 type tfdpa struct {
 	info Info
 	fast *tableStep // nil: reference path
+	wide *wideStep  // tf32 inputs (32-bit codes): the fast path of Step32/Dot32
 }
 
 func (m *tfdpa) Name() string { return m.info.Name }
@@ -147,18 +150,24 @@ func (m *tfdpa) step(a, b []uint16, c float32) float32 {
 func (m *tfdpa) refStep(a, b []uint16, c float32) float32 {
 	var ab, bb [64]uint32
 	for i := range a {
-		ab[i], bb[i] = uint32(a[i]), uint32(b[i])
+		ab[i], bb[i] = code32(m.info.In, a[i]), code32(m.info.In, b[i])
 	}
+	return m.refStep32(ab[:len(a)], bb[:len(a)], c)
+}
+
+// refStep32 runs one T-FDPA step over codes of any width through the
+// reference implementation.
+func (m *tfdpa) refStep32(ab, bb []uint32, c float32) float32 {
 	p := m.info.Step
 	if p.Rho == RNEFP16 {
 		h := fp8.FP16FromFloat32(c)
-		d := p.Step(ab[:len(a)], bb[:len(a)], uint32(h))
+		d := p.Step(ab, bb, uint32(h))
 		if d == NaN16 {
 			return math.Float32frombits(NaN32)
 		}
 		return fp8.FP16(d).Float32()
 	}
-	return math.Float32frombits(p.Step(ab[:len(a)], bb[:len(a)], math.Float32bits(c)))
+	return math.Float32frombits(p.Step(ab, bb, math.Float32bits(c)))
 }
 
 // Dot chains steps of L elements over the whole of a (a kernel's K loop
@@ -182,6 +191,9 @@ func newTFDPA(name string, in fp8.Format, k int, p Params, doc, source string) *
 	m := &tfdpa{info: Info{Name: name, Kind: KindTFDPA, In: in, K: k, Step: p, Doc: doc, Source: source}}
 	if fastPathApplies(p) {
 		m.fast = newTableStep(p, false)
+	}
+	if widePathApplies(p) {
+		m.wide = &wideStep{f: p.F, fb: roundingFracBits(p.Rho), ezero: int32(p.EZero)}
 	}
 	return m
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 // The synthetic needle-in-a-haystack of the needle and promotion
@@ -45,6 +46,8 @@ type attnNeedle struct {
 	amp                  float64
 	sinks                int
 	sinkLogit, sinkValue float64
+	// gpu, when set, runs the FP8 kernels (device gpu).
+	gpu *wgsl.Runner
 }
 
 // attnNeedleParams are the parameters of the task, shared by needle and
@@ -63,6 +66,7 @@ func attnNeedleParams(margin float64) []sim.Param {
 		{Name: "sink_logit", Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
 		{Name: "sink_value", Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
 		{Name: "haystacks", Doc: "independent haystacks per context length, shared by the trials in turn", Kind: sim.KindInt, Default: 1, Min: 1, Max: 100000},
+		deviceParam(),
 	}
 }
 
@@ -149,6 +153,20 @@ type attnNeedleTrialResult struct {
 // series. With withErr it also compares each O with the exact attention on
 // the same quantized inputs.
 func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
+	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, withErr)
+}
+
+// attnNeedleDraw is what one trial draws: its query, the needle's position,
+// the candidate codes and the true one, and the rows it writes into the
+// cache (needle, sinks).
+type attnNeedleDraw struct {
+	q, codes                       []float32
+	pos, truth                     int
+	needleK, needleV, sinkK, sinkV []float32
+}
+
+// draw draws one trial over n tokens from rng.
+func (t attnNeedle) draw(n int, rng *rand.Rand) attnNeedleDraw {
 	d := t.d
 	q := make([]float32, d)
 	var q2 float64
@@ -171,6 +189,37 @@ func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand
 		sinkK[i] = float32(t.sinkLogit * unit * float64(q[i]))
 		sinkV[i] = float32(t.sinkValue)
 	}
+	return attnNeedleDraw{q: q, codes: codes, pos: pos, truth: truth, needleK: needleK, needleV: needleV, sinkK: sinkK, sinkV: sinkV}
+}
+
+// patch writes the trial's sinks and needle into kv and returns the codes
+// they replaced, to restore with restore.
+func (t attnNeedle) patch(kv *attention.KV, dr attnNeedleDraw) map[int][2][]uint16 {
+	saved := map[int][2][]uint16{}
+	set := func(tok int, k, v []float32) {
+		sk, sv := kv.TokenCodes(tok, 0)
+		saved[tok] = [2][]uint16{sk, sv}
+		if err := kv.SetToken(tok, 0, k, v); err != nil {
+			panic(err) // positions are inside the cache by construction
+		}
+	}
+	for s := 0; s < t.sinks; s++ {
+		set(s, dr.sinkK, dr.sinkV)
+	}
+	set(dr.pos, dr.needleK, dr.needleV)
+	return saved
+}
+
+func restore(kv *attention.KV, saved map[int][2][]uint16) {
+	for tok, c := range saved {
+		_ = kv.SetTokenCodes(tok, 0, c[0], c[1])
+	}
+}
+
+// trialDrawn runs the drawn trial dr over the haystack h: every run, every
+// series. With withErr it also compares each O with the exact attention on
+// the same quantized inputs.
+func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
 	var res attnNeedleTrialResult
 	// Runs of one dtype share the cache, the baseline and the reference.
 	for i := 0; i < len(runs); {
@@ -180,22 +229,9 @@ func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand
 			j++
 		}
 		kv := h.borrow(f)
-		saved := map[int][2][]uint16{}
-		set := func(tok int, k, v []float32) {
-			sk, sv := kv.TokenCodes(tok, 0)
-			saved[tok] = [2][]uint16{sk, sv}
-			if err := kv.SetToken(tok, 0, k, v); err != nil {
-				panic(err) // positions are inside the cache by construction
-			}
-		}
-		for s := 0; s < t.sinks; s++ {
-			set(s, sinkK, sinkV)
-		}
-		set(pos, needleK, needleV)
-		err := t.score(ctx, kv, q, codes, truth, runs[i:j], withErr, &res)
-		for tok, c := range saved {
-			_ = kv.SetTokenCodes(tok, 0, c[0], c[1])
-		}
+		saved := t.patch(kv, dr)
+		err := t.score(ctx, kv, dr.q, dr.codes, dr.truth, runs[i:j], withErr, &res)
+		restore(kv, saved)
 		h.giveBack(f, kv)
 		if err != nil {
 			res.e = err
@@ -277,6 +313,9 @@ func attnRetrieveFrom(o, base []float64, codes []float32, d int) int {
 func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeedle, n, trials, haystacks int, runs []attnNeedleRun, withErr bool) ([]attnNeedleOutcome, error) {
 	if n <= t.sinks {
 		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
+	}
+	if t.gpu != nil {
+		return attnNeedleContextGPU(ctx, run, key, t, n, trials, haystacks, runs, withErr)
 	}
 	var dtypes []fp8.Format
 	var out []attnNeedleOutcome

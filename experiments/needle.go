@@ -93,6 +93,14 @@ func needleRuns(t attnNeedle, choice string, kBlockN int) []attnNeedleRun {
 // Run runs every context length.
 func (Needle) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
+	g, err := openDevice(ctx, run.Values)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		defer g.Close()
+		t.gpu = g
+	}
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
 	runs := needleRuns(t, run.Values.String("series"), run.Values.Int("kBlockN"))
 	run.AddTotal(int64(len(contexts) * trials))

@@ -56,6 +56,14 @@ func (Promotion) Params() []sim.Param {
 // Run runs the trials at the context length.
 func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
+	g, err := openDevice(ctx, run.Values)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		defer g.Close()
+		t.gpu = g
+	}
 	n, trials := run.Values.Int("context"), run.Values.Int("trials")
 	intervals, blocks := run.Values.Ints("intervals"), run.Values.Ints("kBlockN")
 	for _, b := range blocks {

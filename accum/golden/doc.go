@@ -26,6 +26,11 @@
 // "name:LINE: what is wrong". Lines starting with '#' that are not one of the
 // machine-readable headers are kept as free-text notes.
 //
+// Khattak & Mikaitis' published real-GPU outputs (shared/golden/khattak:
+// gzipped hex and bit-string text, one dot product per line) are read as
+// published by [ReadKhattak] into [KhattakSet]s, and [VerifyKhattak] runs
+// each set through the model of the run that produced it ([KhattakRuns]).
+//
 // [WriteRecords], [WriteLong] and [WriteConvert] write the same formats back;
 // a parsed file written and parsed again gives the same contents (only the
 // line numbers and the position of notes among the other lines may change).

@@ -152,7 +152,8 @@ func parseBytes(data []byte, name string) (*File, error) {
 }
 
 // ReadDir reads every regular file of dir whose name ends in ".tsv" or
-// ".txt" (not descending into subfolders), in name order, with [ReadFile].
+// ".txt", gzipped or not (".tsv.gz"), not descending into subfolders, in
+// name order, with [ReadFile].
 // It stops at the first error.
 func ReadDir(dir string) ([]*File, error) {
 	entries, err := os.ReadDir(dir)
@@ -162,7 +163,8 @@ func ReadDir(dir string) ([]*File, error) {
 	var names []string
 	for _, e := range entries {
 		n := e.Name()
-		if !e.Type().IsRegular() || !(strings.HasSuffix(n, ".tsv") || strings.HasSuffix(n, ".txt")) {
+		base := strings.TrimSuffix(n, ".gz")
+		if !e.Type().IsRegular() || !(strings.HasSuffix(base, ".tsv") || strings.HasSuffix(base, ".txt")) {
 			continue
 		}
 		names = append(names, n)

@@ -77,6 +77,7 @@ type Report struct {
 	CapturesDir    string           `json:"captures_dir"`
 	Captures       []wgsl.Check     `json:"captures"`
 	Random         []wgsl.Check     `json:"random"`
+	Formats        []wgsl.Check     `json:"formats"`
 	AttnDecode     []wgsl.Check     `json:"attention_decode"`
 	BitExact       bool             `json:"bit_exact"`
 	Chain          []ChainRate      `json:"chain_bench"`
@@ -151,7 +152,7 @@ type options struct {
 }
 
 // steps are the parts of a run that -only selects.
-var steps = []string{"captures", "random", "attention", "chain", "accum", "decode"}
+var steps = []string{"captures", "random", "formats", "attention", "chain", "accum", "decode"}
 
 func (o options) want(step string) bool { return len(o.only) == 0 || o.only[step] }
 
@@ -318,6 +319,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		logf("random batches through the WGSL emulation, against accum:")
 		rep.BitExact = logChecks(logf, rep.Random) && rep.BitExact
+	}
+	if o.want("formats") {
+		if rep.Formats, err = r.CheckNarrow(ctx, 1, 100000); err != nil {
+			return err
+		}
+		logf("narrow-format conversions in WGSL (e4m3 … e5m2fnuz, ue8m0), against package fp8:")
+		rep.BitExact = logChecks(logf, rep.Formats) && rep.BitExact
 	}
 
 	if o.want("attention") {

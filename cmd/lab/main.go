@@ -33,7 +33,7 @@ const usage = `usage:
   lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-wasm DIR]
   lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]
   lab list experiments | models
-  lab verify [-exhaustive] FILE...`
+  lab verify [-exhaustive] DIR|FILE...`
 
 // dispatch runs the subcommand named by args[0].
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {

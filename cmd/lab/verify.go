@@ -16,17 +16,19 @@ import (
 // errVerify is returned when some record differs; the details are printed.
 var errVerify = errors.New("verify: some outputs differ from the GPU captures")
 
-// cmdVerify is `lab verify [-exhaustive] [-show N] FILE...`: it runs every
+// cmdVerify is `lab verify [-exhaustive] [-show N] DIR|FILE...`: it runs every
 // record of each capture file through the model the file names and prints,
 // per file, the model, the record kind and N/N bit-exact; the first
-// differing records are printed with inputs, expected and computed bits.
+// differing records are printed with inputs, expected and computed bits. A
+// folder is every capture file in it, or Khattak & Mikaitis' published sets
+// (see verifyPath), one report per set.
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	exhaustive := fs.Bool("exhaustive", false, "check all 2^32 float32 inputs of each conversion (about a minute on 2 cores) instead of every range boundary ±2 ulps")
 	show := fs.Int("show", 5, "how many differing records to print per check")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab verify [-exhaustive] [-show N] FILE...\n\nChecks fp8lab's arithmetic bit for bit against GPU capture files (../shared/golden/h200/*) and peer-record files (../shared/golden/mmasim/*.tsv.gz: records differing for a documented reason are counted apart).")
+		fmt.Fprintln(stderr, "usage: lab verify [-exhaustive] [-show N] DIR|FILE...\n\nChecks fp8lab's arithmetic bit for bit against GPU capture files (../shared/golden/h200/*), Khattak & Mikaitis' GPU outputs (../shared/golden/khattak) and peer-record files (../shared/golden/mmasim/*.tsv.gz: records differing for a documented reason are counted apart).")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -36,12 +38,23 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return errors.New("verify: no capture files given")
 	}
-	failed := 0
+	failed, total := 0, 0
 	var deviated int64
 	for _, path := range fs.Args() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		opt := golden.Options{Exhaustive: *exhaustive, MaxMismatches: *show}
+		if n, bad, dev, handled, err := verifyPath(ctx, path, opt, stdout); handled || err != nil {
+			if err != nil {
+				return err
+			}
+			total += n
+			failed += bad
+			deviated += dev
+			continue
+		}
+		total++
 		f, err := golden.ReadFile(path)
 		if err != nil {
 			return err
@@ -60,14 +73,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if failed > 0 {
-		fmt.Fprintf(stdout, "FAIL: %d of %d files have outputs that differ\n", failed, fs.NArg())
+		fmt.Fprintf(stdout, "FAIL: %d of %d files have outputs that differ\n", failed, total)
 		return errVerify
 	}
 	if deviated > 0 {
-		fmt.Fprintf(stdout, "ok: all %d files bit-exact, apart from %d peer records that differ for a documented reason\n", fs.NArg(), deviated)
+		fmt.Fprintf(stdout, "ok: all %d files bit-exact, apart from %d peer records that differ for a documented reason\n", total, deviated)
 		return nil
 	}
-	fmt.Fprintf(stdout, "ok: all %d files bit-exact\n", fs.NArg())
+	fmt.Fprintf(stdout, "ok: all %d files bit-exact\n", total)
 	return nil
 }
 
