@@ -183,7 +183,7 @@ func (m *amdInstr) trFDPA(a, b []uint64, c float32) float32 {
 	}
 	sc, ec := frexpNorm(float64(c), -126)
 	emax := max(eDot, ec)
-	sDot = math.Floor(sDot*math.Ldexp(1, eDot-emax+F2+1)) * math.Ldexp(1, -(F2 + 1))
+	sDot = math.Floor(sDot*math.Ldexp(1, eDot-emax+F2+1)) * math.Ldexp(1, -(F2+1))
 	sc = math.Floor(sc*math.Ldexp(1, ec-emax+F)) * math.Ldexp(1, -F)
 	if gtr && ec < emax-F-1 {
 		sc = 0
