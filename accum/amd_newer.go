@@ -142,9 +142,8 @@ func (m *amdInstr) trFDPA(a, b []uint64, c float32) float32 {
 		sa, ea := frexpNorm(m.in.Value(uint32(ca)), m.in.Emin())
 		sb, eb := frexpNorm(m.bin.Value(uint32(cb)), m.bin.Emin())
 		t := term{sa * sb, ea + eb}
-		if !m.xf32 && m.in.CodeBits() == 8 {
-			// GTR has no overflow step (fp8 products are small)
-		} else if (math.Abs(t.s) >= 2 && t.e+1 >= 128) || t.e >= 128 {
+		// TR's overflow step (GTR has none: fp8 products are small)
+		if m.in.CodeBits() != 8 && ((math.Abs(t.s) >= 2 && t.e+1 >= 128) || t.e >= 128) {
 			t.s *= math.Inf(1)
 		}
 		if t.s == 0 {
