@@ -157,11 +157,11 @@ func pairTree(p []float32, flush bool) float32 {
 	return s
 }
 
-// fdpaFast is fdpaGroup for the CDNA3 instructions: exps and vals of each
-// operand come from the tables (8/16-bit) or the float32 bits (xf32, the 13
-// low bits cleared). ok is false when the group needs the reference path
-// (NaN/inf, a product of 2^128 or more, or an f32 NaN/inf c).
-func (m *amdInstr) fdpaGroupFast(ea, eb []int32, va, vb []float64, c float32) (float32, bool) {
+// fdpaGroupFast is fdpaGroup for the CDNA3 instructions from the product
+// exponents pe (E_a + E_b, a zero operand reading −126) and exact products
+// pv. ok is false when the group needs the reference path (a product of
+// 2^128 or more, or a NaN/inf c).
+func (m *amdInstr) fdpaGroupFast(pe []int32, pv []float64, c float32) (float32, bool) {
 	ce, cv, sp := f32Parts(math.Float32bits(c))
 	if sp {
 		return 0, false
@@ -170,8 +170,8 @@ func (m *amdInstr) fdpaGroupFast(ea, eb []int32, va, vb []float64, c float32) (f
 	var e int32
 	fp8Pair := m.in.CodeBits() == 8
 	if fp8Pair {
-		s0, e0, ok0 := truncSum(ea, eb, va, vb, 0)
-		s1, e1, ok1 := truncSum(ea, eb, va, vb, 1)
+		s0, e0, ok0 := truncSum(pe, pv, 0)
+		s1, e1, ok1 := truncSum(pe, pv, 1)
 		if !ok0 || !ok1 {
 			return 0, false
 		}
@@ -179,7 +179,7 @@ func (m *amdInstr) fdpaGroupFast(ea, eb []int32, va, vb []float64, c float32) (f
 		s = floorShift(s0, int(e0-e)) + floorShift(s1, int(e1-e))
 	} else {
 		var ok bool
-		if s, e, ok = truncSum(ea, eb, va, vb, -1); !ok {
+		if s, e, ok = truncSum(pe, pv, -1); !ok {
 			return 0, false
 		}
 	}
@@ -195,21 +195,21 @@ func (m *amdInstr) fdpaGroupFast(ea, eb []int32, va, vb []float64, c float32) (f
 // truncSum is MMA-Sim's fused_sum with F = 24 over the products of all
 // elements (parity -1) or of the even (0) or odd (1) ones: the sum in units
 // of 2^(e_max − 24) and e_max; ok is false for a product of 2^128 or more.
-func truncSum(ea, eb []int32, va, vb []float64, parity int) (int64, int32, bool) {
+func truncSum(pe []int32, pv []float64, parity int) (int64, int32, bool) {
 	start, step := 0, 1
 	if parity >= 0 {
 		start, step = parity, 2
 	}
-	n := len(ea)
-	eb, va, vb = eb[:n], va[:n], vb[:n]
+	n := len(pe)
+	pv = pv[:n]
 	emax := int32(-1 << 20)
 	for i := start; i < n; i += step {
-		emax = max(emax, ea[i]+eb[i])
+		emax = max(emax, pe[i])
 	}
 	scale := pow2(24 - emax)
 	var s int64
 	for i := start; i < n; i += step {
-		p := va[i] * vb[i]
+		p := pv[i]
 		if p >= 0x1p128 || p <= -0x1p128 {
 			return 0, 0, false
 		}
@@ -246,44 +246,48 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 		return uint64(math.Float32bits(m.pairwiseFast(x, y, math.Float32frombits(uint32(c))))), true
 	}
 	G := m.info.Group
-	var ea, eb [16]int32
-	var va, vb [16]float64
+	var pe [16]int32   // product exponents (a zero operand reads −126)
+	var pv [16]float64 // exact products
 	d := math.Float32frombits(uint32(c))
 	var ta, tb *amdTable
 	if !m.xf32 {
 		t := m.tables()
 		ta, tb = t[0], t[1]
 	}
-	var ref [2][16]uint64
+	b = b[:len(a)]
 	for g := 0; g < len(a); g += G {
 		h := min(g+G, len(a))
 		special := false
-		for i := g; i < h; i++ {
-			k := i - g
-			if m.xf32 {
-				var s1, s2 bool
-				ea[k], va[k], s1 = f32Parts(uint32(a[i]) &^ 0x1fff)
-				eb[k], vb[k], s2 = f32Parts(uint32(b[i]) &^ 0x1fff)
-				if va[k] == 0 {
-					ea[k] = oldZeroExp
+		x, y := a[g:h], b[g:h]
+		y = y[:len(x)]
+		if m.xf32 {
+			for k := range x {
+				ea, va, s1 := f32Parts(uint32(x[k]) &^ 0x1fff)
+				eb, vb, s2 := f32Parts(uint32(y[k]) &^ 0x1fff)
+				if va == 0 {
+					ea = oldZeroExp
 				}
-				if vb[k] == 0 {
-					eb[k] = oldZeroExp
+				if vb == 0 {
+					eb = oldZeroExp
 				}
+				pe[k], pv[k] = ea+eb, va*vb
 				special = special || s1 || s2
-			} else {
-				x, y := uint16(a[i]), uint16(b[i])
-				ea[k], va[k], eb[k], vb[k] = ta.exp[x], ta.val[x], tb.exp[y], tb.val[y]
-				special = special || ta.special[x] || tb.special[y]
+			}
+		} else {
+			for k := range x {
+				u, v := uint16(x[k]), uint16(y[k])
+				pe[k], pv[k] = ta.exp[u]+tb.exp[v], ta.val[u]*tb.val[v]
+				special = special || ta.special[u] || tb.special[v]
 			}
 		}
 		r, ok := float32(0), false
 		if !special {
-			r, ok = m.fdpaGroupFast(ea[:h-g], eb[:h-g], va[:h-g], vb[:h-g], d)
+			r, ok = m.fdpaGroupFast(pe[:h-g], pv[:h-g], d)
 		}
 		if !ok {
-			for i := g; i < h; i++ {
-				ref[0][i-g], ref[1][i-g] = uint64(a[i]), uint64(b[i])
+			var ref [2][16]uint64
+			for k := range x {
+				ref[0][k], ref[1][k] = uint64(x[k]), uint64(y[k])
 			}
 			r = m.fdpaGroup(ref[0][:h-g], ref[1][:h-g], d)
 		}

@@ -94,18 +94,18 @@ func BenchmarkPeerChain(b *testing.B) {
 			b.Fatal(err)
 		}
 		in := m.Info()
-		a, bb := peerBenchInputs(in.A, in.B, K, 1)
-		var sa, sb []uint8
-		if in.Scale != "" {
-			sa, sb = make([]uint8, K/in.Block), make([]uint8, K/in.Block)
-			for i := range sa {
-				sa[i], sb[i] = 127, 126
-				if in.Scale == "ue4m3" {
-					sa[i], sb[i] = 0x38, 0x3a
+		b.Run(name, func(b *testing.B) {
+			a, bb := peerBenchInputs(in.A, in.B, K, 1)
+			var sa, sb []uint8
+			if in.Scale != "" {
+				sa, sb = make([]uint8, K/in.Block), make([]uint8, K/in.Block)
+				for i := range sa {
+					sa[i], sb[i] = 127, 126
+					if in.Scale == "ue4m3" {
+						sa[i], sb[i] = 0x38, 0x3a
+					}
 				}
 			}
-		}
-		b.Run(name, func(b *testing.B) {
 			var run func() (uint64, error)
 			switch codeBits[in.A] {
 			case 4, 6, 8:

@@ -301,3 +301,73 @@ func TestShadowedInstruction(t *testing.T) {
 		}
 	}
 }
+
+// TestInstrChainPromotion: with promotion every N elements, each block's
+// chain starts from +0 and is added to the FP32 register with one RNE add;
+// an interval that is not a multiple of K, or promotion of an f16
+// accumulator, is an error.
+func TestInstrChainPromotion(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	m, _ := LookupInstruction("sm100.tcgen05.mxf4nvf4.ue4m3.f32")
+	const K = 64 * 8
+	a, b := make([]uint64, K), make([]uint64, K)
+	for i := range a {
+		a[i], b[i] = randCode(r, "e2m1", false), randCode(r, "e2m1", false)
+	}
+	sa, sb := make([]uint8, K/16), make([]uint8, K/16)
+	for i := range sa {
+		sa[i], sb[i] = uint8(0x30+r.IntN(16)), uint8(0x30+r.IntN(16))
+	}
+	c := uint64(math.Float32bits(1.5))
+	got, err := InstrChain(m, a, b, sa, sb, c, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := float32(1.5)
+	for i := 0; i < K; i += 128 {
+		d := uint64(0)
+		for j := i; j < i+128; j += 64 {
+			d = m.Step(a[j:j+64], b[j:j+64], sa[j/16:j/16+4], sb[j/16:j/16+4], d)
+		}
+		acc += math.Float32frombits(uint32(d))
+	}
+	if uint64(math.Float32bits(acc)) != got {
+		t.Fatalf("promoted chain %08x, by hand %08x", got, math.Float32bits(acc))
+	}
+	if _, err := InstrChain(m, a, b, sa, sb, c, 100); err == nil {
+		t.Error("promotion every 100 elements of a K = 64 instruction accepted")
+	}
+	f16, _ := LookupInstruction("sm100.tcgen05.f8f6f4.e2m1.e2m1.f16")
+	if _, err := InstrChain(f16, a[:64], b[:64], nil, nil, 0, 32); err == nil {
+		t.Error("promotion of an f16 accumulator accepted")
+	}
+}
+
+// TestScaledFinish: the float64 RZ conversion of the fast paths equals
+// roundRZ (the reference) for sums up to 2^52 at every exponent, across the
+// subnormal range and the overflow to inf.
+func TestScaledFinish(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	s := &scaledFast{F: 35}
+	for i := 0; i < 1000000; i++ {
+		sum := int64(r.Uint64() >> uint(11+r.IntN(52)))
+		if sum == 0 {
+			continue
+		}
+		if r.IntN(2) == 0 {
+			sum = -sum
+		}
+		E := int32(r.IntN(420) - 200)
+		mag := uint64(sum)
+		if sum < 0 {
+			mag = uint64(-sum)
+		}
+		want := roundRZ(mag, int(E-s.F), 23)
+		if sum < 0 {
+			want |= 0x80000000
+		}
+		if got := math.Float32bits(s.finish(sum, E)); got != want {
+			t.Fatalf("finish(%d, %d) = %08x, roundRZ %08x", sum, E, got, want)
+		}
+	}
+}

@@ -11,7 +11,7 @@ const (
 	srcMMASimRecords = "MMA-Sim (Xie et al., arXiv 2511.10909), microsoft/MMA-Sim@c785138; bit-exact on its peer records ../shared/golden/mmasim (%s) apart from the documented peer deviations; no hardware record here"
 	srcNewEZero      = "; zero terms read a fixed e_zero = %d (the rule of the H200 captures on Hopper; the value of the newer MMA-Sim, peichenxie/MMA-Sim fdpa.py)"
 	srcFP6           = "FP6 operands from the PTX ISA (kind::f8f6f4/mxf8f6f4 accept e2m3 and e3m2, read as e4m3 values like FP4); MMA-Sim has no FP6: UNVERIFIED, no record of any kind"
-	srcAMDOld        = "MMA-Sim (Xie et al., arXiv 2511.10909), microsoft/MMA-Sim@c785138 simulator/amd.py; bit-exact on its peer records ../shared/golden/mmasim (%s); no hardware record here. The newer MMA-Sim (peichenxie/MMA-Sim) revised %s; that revision is not modelled here"
+	srcAMDOld        = "MMA-Sim (Xie et al., arXiv 2511.10909), microsoft/MMA-Sim@c785138 simulator/amd.py; bit-exact on its peer records ../shared/golden/mmasim (%s); no hardware record here. The newer MMA-Sim (peichenxie/MMA-Sim) revised %s; that revision is not the named model (accum.NewerMMASimAMD counts the records it changes, docs/evidence.md)"
 )
 
 var f8f6f4Formats = []string{"e4m3", "e5m2", "e2m1", "e2m3", "e3m2"}

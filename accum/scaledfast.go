@@ -131,21 +131,24 @@ func (s *scaledFast) cTerm(c float32) (int32, bool) {
 	}
 }
 
-// finish converts the integer sum in units of 2^(E − F) to FP32 (RZ).
+// finish converts the integer sum in units of 2^(E − F) to FP32,
+// truncating toward zero (RZ-FP32; a magnitude of 2^128 or more is ±inf, as
+// roundRZ gives it). |sum| < 2^53 for every step here, so sum × 2^(E − F)
+// is exact in float64; float32() rounds it to nearest, and a result that
+// rounded away from zero is moved one float32 ulp back toward zero.
 func (s *scaledFast) finish(sum int64, E int32) float32 {
 	if sum == 0 {
 		return 0
 	}
-	neg := sum < 0
-	mag := uint64(sum)
-	if neg {
-		mag = uint64(-sum)
+	x := float64(sum) * pow2(E-s.F)
+	if x >= 0x1p128 || x <= -0x1p128 {
+		return float32(x) // ±inf
 	}
-	v := roundRZ(mag, int(E-s.F), 23)
-	if neg {
-		v |= 0x80000000
+	f := float32(x)
+	if math.Abs(float64(f)) > math.Abs(x) {
+		f = math.Float32frombits(math.Float32bits(f) - 1)
 	}
-	return math.Float32frombits(v)
+	return f
 }
 
 func pow2(e int32) float64 { return math.Float64frombits(uint64(1023+e) << 52) }

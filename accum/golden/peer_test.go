@@ -3,6 +3,8 @@ package golden
 import (
 	"context"
 	"os"
+
+	"github.com/fp8lab/fp8lab/accum"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,4 +82,40 @@ func fmtInt(n int64) string {
 		n /= 10
 	}
 	return string(b)
+}
+
+// TestAMDNewerMMASim counts, per AMD file, the records whose d the newer
+// MMA-Sim's revised CDNA arithmetic (accum.NewerMMASimAMD) would change:
+// information for docs/evidence.md, not a check of the models.
+func TestAMDNewerMMASim(t *testing.T) {
+	if _, err := os.Stat(mmasimDir); err != nil {
+		t.Skipf("peer folder %s not found (%v)", mmasimDir, err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(mmasimDir, "cdna*.tsv.gz"))
+	for _, p := range paths {
+		f, err := ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, err := PeerModel(f.Peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := accum.LookupInstruction(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		differ, n := 0, 0
+		for _, r := range f.Peer.Records {
+			d, ok := accum.NewerMMASimAMD(m, r.A, r.B, r.C)
+			if !ok {
+				break
+			}
+			n++
+			if !sameOut(f.Peer.DFormat, r.D, d) {
+				differ++
+			}
+		}
+		t.Logf("%-36s %-24s newer MMA-Sim differs on %d of %d records", filepath.Base(p), name, differ, n)
+	}
 }
