@@ -35,7 +35,7 @@ type Kind string
 // The kinds of models.
 const (
 	KindTFDPA     Kind = "T-FDPA"             // one T-FDPA step per instruction, or several chained
-	KindEmulation Kind = "compiler emulation" // sm90 mma.sync FP8: two FP16 steps and an FP32 add
+	KindEmulation Kind = "compiler emulation" // mma.sync FP8 on sm90/sm100: two FP16 steps and an FP32 (or FP16) add
 	KindIEEE      Kind = "IEEE baseline"      // CUDA-core style accumulation
 )
 
