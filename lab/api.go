@@ -441,7 +441,29 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+	// The answer holds at most maxListBytes of records: past it the list
+	// stops, with "truncated": true (ask for a smaller limit or filter).
+	b := []byte(`{"runs":[`)
+	truncated := false
+	for i, run := range out {
+		rb, err := json.Marshal(run)
+		if err != nil {
+			continue
+		}
+		if len(b)+len(rb) > maxListBytes {
+			truncated = true
+			break
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rb...)
+	}
+	b = append(b, ']')
+	if truncated {
+		b = append(b, `,"truncated":true`...)
+	}
+	writeRawJSON(w, http.StatusOK, append(b, '}'))
 }
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
@@ -507,9 +529,8 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.cancelRun(id)
 		select {
 		case <-l.ended:
-		case <-time.After(10 * time.Second):
-			writeError(w, http.StatusConflict, errorf("run %s is still stopping; try again", id))
-			return
+		case <-time.After(cancelGrace):
+			l.finish(notebook.Cancelled, "cancelled by a user") // as a cancel: the record ends now
 		}
 	}
 	if err := s.store.Delete(id); err != nil {

@@ -35,6 +35,8 @@ const (
 	// live run keeps in memory once they are in the notebook (viewers
 	// further behind read the notebook).
 	maxLiveBytes = 16 << 20
+	// maxListBytes is the most bytes of records one GET /api/runs answers.
+	maxListBytes = 32 << 20
 )
 
 // jsonDepth returns the deepest nesting of arrays and objects in the JSON
