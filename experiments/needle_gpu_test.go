@@ -7,7 +7,7 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-// The GPU path of needle and promotion (device gpu: the FP8 kernels in WGSL,
+// The GPU path of needle, promotion and scales (device gpu: the FP8 kernels in WGSL,
 // every trial of a haystack in one batch) gives the CPU path's numbers
 // exactly, with sinks (replaced tokens before the needle, baselines from
 // the weights) and without, for every series.
@@ -21,6 +21,7 @@ func TestNeedleGPUEqualsCPU(t *testing.T) {
 		{"needle", Needle{}, map[string]string{"contexts": "700,3000", "trials": "10", "head_dim": "64", "haystacks": "2", "margin": "9"}},
 		{"needle sinks", Needle{}, map[string]string{"contexts": "2000", "trials": "8", "head_dim": "128", "sinks": "3", "series": "fp8-two-level"}},
 		{"promotion", Promotion{}, map[string]string{"context": "1500", "trials": "6", "head_dim": "64", "intervals": "0,1,2", "kBlockN": "64,128"}},
+		{"scales", Scales{}, map[string]string{"tokens": "600", "trials": "2", "kv-heads": "2", "q-per-kv": "2", "outlier": "1,100", "promotion": "1"}},
 	} {
 		cpu, gpu := maps.Clone(c.args), maps.Clone(c.args)
 		cpu["device"], gpu["device"] = "cpu", "gpu"

@@ -10,6 +10,7 @@ import (
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 func init() { sim.Register(Scales{}) }
@@ -66,6 +67,7 @@ func (Scales) Params() []sim.Param {
 		{Name: "dtype", Doc: "fp8 format of the cache", Kind: sim.KindChoice, Default: "e4m3", Choices: []string{"e4m3", "e5m2"}},
 		{Name: "promotion", Doc: "P·V promotion interval of the fp8 kernels in tiles (0 never, 1 every tile)", Kind: sim.KindInt, Default: 1, Min: 0, Max: 1 << 20},
 		{Name: "trials", Doc: "random caches per outlier factor", Kind: sim.KindInt, Default: 4, Min: 1, Max: 100000},
+		deviceParam(),
 	}
 }
 
@@ -87,13 +89,20 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	if err != nil {
 		return err
 	}
+	g, err := openDevice(ctx, v)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		defer g.Close()
+	}
 	run.AddTotal(int64(len(v.Ints("outlier")) * trials))
 	summary := map[string]float64{}
 	series := append(append([]string{}, scalesSchemes...), "bf16")
 	table := []string{fmt.Sprintf("%9s  %-16s %9s %9s %9s %9s %10s %10s", "outlier", "series", "mean %", "ordinary", "outlier", "worst %", "saturated", "underflow")}
 	for _, factor := range v.Ints("outlier") {
 		res, err := sim.Trials(ctx, run, fmt.Sprintf("scales/%d", factor), trials, func(_ int, rng *rand.Rand) scalesResult {
-			return scalesTrial(ctx, rng, v, dtype, float64(factor), nOut)
+			return scalesTrial(ctx, rng, v, dtype, float64(factor), nOut, g)
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -148,7 +157,9 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 }
 
 // scalesTrial draws one cache and query and runs every series.
-func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int) scalesResult {
+// With g set (device gpu) the fp8 kernels run on the GPU (wgsl.SimDecode,
+// bit for bit attention.Run); the references and bf16 stay on the CPU.
+func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int, g *wgsl.Runner) scalesResult {
 	const d = 128
 	kvh, group, n := v.Int("kv-heads"), v.Int("q-per-kv"), v.Int("tokens")
 	qh := kvh * group
@@ -213,7 +224,12 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 		}
 		c := cfg
 		c.DType = dtype
-		o, err := attention.Run(ctx, c, q, qs, kv)
+		var o []float64
+		if g != nil {
+			o, err = g.SimDecode(ctx, c, q, qs, kv)
+		} else {
+			o, err = attention.Run(ctx, c, q, qs, kv)
+		}
 		if err != nil {
 			return scalesResult{e: err}
 		}
