@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -44,7 +45,9 @@ func (Contraction) Cost(v sim.Values) sim.Cost {
 // cache per dtype, and a borrowed copy of it per worker) and per trial
 // every series' kernel over the context, a baseline and (withErr) the
 // quantized reference.
-func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, kernels int64, withErr bool) sim.Cost {
+// cpuDtypes is the number of caches whose kernels run on the CPU (all of
+// them with device cpu).
+func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes, kernels int64, withErr bool) sim.Cost {
 	d := int64(attnNeedleFromValues(v).d)
 	m := int64(v.Int("candidates"))
 	haystacks := int64(min(v.Int("haystacks"), trials))
@@ -57,7 +60,10 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, kernels in
 		perWorker := sim.AddSat(sim.MulSat(n, 16), sim.MulSat(m, d, 4))
 		mem = max(mem, sim.AddSat(hay, sim.MulSat(workers, perWorker)))
 		build := sim.MulSat(haystacks, nd, 2*costNormal+2*costQuant*dtypes)
-		perTrial := sim.MulSat(nd, kernels*costKernel+dtypes*costRef+dtypes*8)
+		perTrial := sim.MulSat(nd, kernels*costKernel+cpuDtypes*8)
+		if v.Int("sinks") > 0 { // the baseline needs the exact weights
+			perTrial = sim.AddSat(perTrial, sim.MulSat(nd, dtypes*costRef))
+		}
 		if withErr {
 			perTrial = sim.AddSat(perTrial, sim.MulSat(nd, dtypes*costRef))
 		}
@@ -68,20 +74,32 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, kernels in
 
 func (Needle) Cost(v sim.Values) sim.Cost {
 	runs := needleRuns(attnNeedleFromValues(v), v.String("series"), v.Int("k-block-n"))
-	var kernels int64
+	var kernels, cpuDtypes int64
+	gpu := v.String("device") == deviceGPU
 	for _, r := range runs {
+		if gpu && r.spec == nil && (r.dtype == fp8.FormatE4M3 || r.dtype == fp8.FormatE5M2) {
+			continue // runs on the GPU: the CPU only packs the cache once per batch
+		}
 		kernels += int64(len(r.promotions))
+		cpuDtypes++
 	}
-	return attnNeedleCost(v, v.Ints("contexts"), v.Int("trials"), int64(len(runs)), kernels, false)
+	return attnNeedleCost(v, v.Ints("contexts"), v.Int("trials"), int64(len(runs)), cpuDtypes, kernels, false)
 }
 
 func (Promotion) Cost(v sim.Values) sim.Cost {
 	blocks, intervals := int64(len(v.Ints("k-block-n"))), int64(len(v.Ints("intervals")))
 	dtypes, kernels := blocks, blocks*intervals
+	if v.String("device") == deviceGPU {
+		kernels = 0 // the fp8 kernels run on the GPU
+	}
 	if v.Bool("bf16") {
 		dtypes, kernels = dtypes+1, kernels+1
 	}
-	return attnNeedleCost(v, []int{v.Int("context")}, v.Int("trials"), dtypes, kernels, true)
+	cpuDtypes := dtypes
+	if v.String("device") == deviceGPU {
+		cpuDtypes = dtypes - blocks
+	}
+	return attnNeedleCost(v, []int{v.Int("context")}, v.Int("trials"), dtypes, cpuDtypes, kernels, true)
 }
 
 func (Scales) Cost(v sim.Values) sim.Cost {
