@@ -28,6 +28,11 @@ func (demo) Params() []sim.Param {
 	}
 }
 
+// Cost: the lab runs only experiments that estimate their cost.
+func (demo) Cost(v sim.Values) sim.Cost {
+	return sim.Cost{Memory: 1 << 20, Work: int64(len(v.Ints("contexts")) * v.Int("trials") * 1000)}
+}
+
 func (demo) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
 	sleep := time.Duration(v.Float("sleep") * float64(time.Millisecond))
