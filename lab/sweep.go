@@ -162,24 +162,21 @@ func (sw *sweeper) end(id string, st notebook.State, msg string) {
 }
 
 // doneRuns returns which run numbers of the sweep have a run that ended
-// done, and the sweep's runs by number.
-func (sw *sweeper) doneRuns(id string) (map[int]bool, map[int]string, error) {
-	runs, err := sw.store.SweepRuns(id)
-	if err != nil {
-		return nil, nil, err
-	}
+// done (in the notebook: a live run has not).
+func (sw *sweeper) doneRuns(id string) (map[int]bool, error) {
 	done := map[int]bool{}
-	for n, rid := range runs {
-		if r, err := sw.s.getRun(rid); err == nil && r.State == notebook.Done {
-			done[n] = true
+	err := sw.store.ReadSweep(id, nil, func(smp notebook.SweepSample) error {
+		if smp.State == notebook.Done {
+			done[smp.N] = true
 		}
-	}
-	return done, runs, nil
+		return nil
+	})
+	return done, err
 }
 
 // finish ends a sweep whose runs have all ended: done when every run is.
 func (sw *sweeper) finish(id string, total int) {
-	done, _, err := sw.doneRuns(id)
+	done, err := sw.doneRuns(id)
 	if err != nil {
 		sw.end(id, notebook.Failed, err.Error())
 		return
@@ -195,7 +192,7 @@ func (sw *sweeper) finish(id string, total int) {
 // most twice the pool's workers of them queued or running, so that a large
 // sweep neither fills the queue nor starves other users' runs for long.
 func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Grid) {
-	done, _, err := sw.doneRuns(rec.ID)
+	done, err := sw.doneRuns(rec.ID)
 	if err != nil {
 		sw.end(rec.ID, notebook.Failed, err.Error())
 		return
@@ -454,24 +451,33 @@ func (s *Server) sweepStatus(id string) (SweepStatus, error) {
 	if err != nil {
 		return SweepStatus{}, err
 	}
-	runs, err := s.sw.store.SweepRuns(id)
+	st := SweepStatus{Sweep: rec, States: map[string]int{}, RunIDs: make([]string, rec.Runs)}
+	found := 0
+	// One read of the notebook; live runs' states are the live records'
+	// (the notebook lags them by up to a flush).
+	err = s.sw.store.ReadSweep(id, nil, func(smp notebook.SweepSample) error {
+		if smp.N < 0 || smp.N >= rec.Runs {
+			return nil
+		}
+		found++
+		st.RunIDs[smp.N] = smp.ID
+		state := smp.State
+		if l := s.liveRun(smp.ID); l != nil {
+			l.mu.Lock()
+			state = l.meta.State
+			l.mu.Unlock()
+		}
+		if state == "" {
+			state = "deleted"
+		}
+		st.States[string(state)]++
+		return nil
+	})
 	if err != nil {
 		return SweepStatus{}, err
 	}
-	st := SweepStatus{Sweep: rec, States: map[string]int{}, RunIDs: make([]string, rec.Runs)}
-	for n := 0; n < rec.Runs; n++ {
-		rid, ok := runs[n]
-		if !ok {
-			st.States["missing"]++
-			continue
-		}
-		st.RunIDs[n] = rid
-		run, err := s.getRun(rid)
-		if err != nil {
-			st.States["missing"]++
-			continue
-		}
-		st.States[string(run.State)]++
+	if missing := rec.Runs - found; missing > 0 {
+		st.States["missing"] = missing
 	}
 	s.sw.mu.Lock()
 	if tasks := s.sw.tasks[id]; len(tasks) > 0 {

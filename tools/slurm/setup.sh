@@ -12,7 +12,13 @@ set -eu
 if [ "${1:-}" = "-stop" ]; then
 	dir=$2
 	for p in "$dir/slurmd.pid" "$dir/slurmctld.pid"; do
-		[ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
+		[ -f "$p" ] || continue
+		pid=$(cat "$p")
+		kill "$pid" 2>/dev/null || continue
+		i=0 # wait until it has exited (or is a zombie of the caller), at most 10 s
+		while [ -d "/proc/$pid" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$pid/stat" 2>/dev/null && [ $i -lt 100 ]; do
+			i=$((i + 1)); sleep 0.1
+		done
 	done
 	exit 0
 fi
