@@ -236,6 +236,17 @@ func TestSweepRequestChecks(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-origin cancel: %v %v", resp.StatusCode, err)
 	}
+	req, _ = http.NewRequest("PUT", l.url+"/api/runs/1/tags", strings.NewReader(`{"tags":["a"]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin tags: %v %v", resp.StatusCode, err)
+	}
+	req, _ = http.NewRequest("GET", l.url+"/api/sweeps", nil)
+	req.Host = "evil.example:80"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Host: %v %v", resp.StatusCode, err)
+	}
 	req, _ = http.NewRequest("POST", l.url+"/api/sweeps", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "text/plain")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
