@@ -27,6 +27,7 @@ import (
 //	GET  /api/sweeps                   the sweeps, newest first
 //	GET  /api/sweeps/{id}              one, with the states of its runs (and of its Slurm tasks)
 //	POST /api/sweeps/{id}/cancel       cancel: queued runs end, running ones stop, Slurm jobs get scancel
+//	POST /api/sweeps/{id}/resume       run again what did not end done in an ended sweep (failed, cancelled)
 //	GET  /api/sweeps/{id}/aggregate    ?group=a,b (default: every swept parameter) &format=json|csv
 //	PUT  /api/runs/{id}/tags           {"tags": [...]}
 //	GET  /api/runs?q=QUERY             the runs list filtered (package runquery)
@@ -79,6 +80,7 @@ func (s *Server) sweepRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /api/sweeps", s.handleListSweeps)
 	m.HandleFunc("GET /api/sweeps/{id}", s.handleGetSweep)
 	m.HandleFunc("POST /api/sweeps/{id}/cancel", s.handleCancelSweep)
+	m.HandleFunc("POST /api/sweeps/{id}/resume", s.handleResumeSweep)
 	m.HandleFunc("GET /api/sweeps/{id}/aggregate", s.handleAggregate)
 	m.HandleFunc("PUT /api/runs/{id}/tags", s.handleTags)
 }
@@ -545,6 +547,51 @@ func (s *Server) handleCancelSweep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sw.cancel(rec)
+	st, err := s.sweepStatus(id)
+	if err != nil {
+		s.writeSweepError(w, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) handleResumeSweep(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if s.sw.store == nil {
+		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+		return
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, errClosing)
+		return
+	}
+	var rec notebook.Sweep
+	err := s.sw.store.UpdateSweep(id, func(sw *notebook.Sweep) error {
+		if sw.State == notebook.Running || sw.State == notebook.Done {
+			return errorf("sweep %s is %s: nothing to resume", id, sw.State)
+		}
+		if sw.Executor == "slurm" && s.opts.Slurm == nil {
+			return errorf("sweep %s runs on Slurm, and this lab was started without it", id)
+		}
+		sw.State, sw.Error, sw.Ended = notebook.Running, "", nil
+		sw.SlurmJobs = slices.DeleteFunc(sw.SlurmJobs, func(string) bool { return true }) // a fresh allowance of submissions
+		rec = *sw
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, notebook.ErrNotFound) {
+			s.writeSweepError(w, id, err)
+			return
+		}
+		writeError(w, http.StatusConflict, err)
+		return
+	}
+	s.log.Info("sweep resumed", "sweep", id)
+	s.sw.launch(rec)
 	st, err := s.sweepStatus(id)
 	if err != nil {
 		s.writeSweepError(w, id, err)

@@ -124,6 +124,7 @@
     const tasks = st.slurm_tasks ? ' · Slurm tasks: ' + Object.entries(st.slurm_tasks).map(([k, n]) => `${n} ${k}`).join(', ') : '';
     $('sweep-state').textContent = `${st.state} · ${s.done || 0} done, ${s.running || 0} running, ${(s.queued || 0) + (s.missing || 0)} waiting, ${(s.failed || 0) + (s.interrupted || 0) + (s.cancelled || 0)} not done${tasks}${st.error ? ' · ' + st.error : ''}`;
     $('sweep-cancel').hidden = st.state !== 'running';
+    $('sweep-resume').hidden = st.state === 'running' || st.state === 'done';
     $('sweep-groups').replaceChildren(mk('span', { class: 'muted', text: 'group by:' }), ...axes.map((a) => {
       const box = mk('input', { type: 'checkbox', 'data-axis': a, onchange: (ev) => {
         v.group = axes.filter((x) => x === a ? ev.target.checked : v.group.includes(x));
@@ -314,6 +315,10 @@
       mk('div', { class: 'row' }, mk('progress', { id: 'sweep-progress', max: 1, value: 0 }), mk('span', { id: 'sweep-state', class: 'muted' }),
         mk('button', { type: 'button', id: 'sweep-cancel', hidden: true, text: 'Cancel the sweep', onclick: async () => {
           try { await call('POST', `/api/sweeps/${sw.view.id}/cancel`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
+          poll();
+        } }),
+        mk('button', { type: 'button', id: 'sweep-resume', hidden: true, text: 'Resume (run what did not end done)', onclick: async () => {
+          try { await call('POST', `/api/sweeps/${sw.view.id}/resume`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
           poll();
         } })),
       mk('div', { class: 'row small', id: 'sweep-groups' }),
