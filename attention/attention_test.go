@@ -374,7 +374,7 @@ func TestBadConfigs(t *testing.T) {
 		qScale []float32
 		want   string
 	}{
-		{Config{HeadDim: 100}, make([]float32, 100), nil, "head_dim 100 is not one of 64, 128, 256"},
+		{Config{HeadDim: 100}, make([]float32, 100), nil, "head_dim 100 is not one of [64 128 192 256 512 576]"},
 		{Config{HeadDim: 128, QHeads: 3, KVHeads: 2}, make([]float32, 384), nil, "3 query heads is not a multiple of 2 KV heads"},
 		{Config{HeadDim: 128, KBlockN: 100}, p.q, nil, "kBlockN 100 is not a multiple of sm90.wgmma.e4m3.f32's instruction width K = 32"},
 		{Config{HeadDim: 128, KBlockN: 512}, p.q, nil, "kBlockN 512 is outside 1..256"},

@@ -17,8 +17,20 @@ import (
 // travel with the tensors they belong to ([KV] and the query scales given
 // to [Run]).
 type Config struct {
-	// HeadDim is the head dimension d: 64, 128 or 256.
+	// HeadDim is the head dimension d of Q and K: 64, 128, 192, 256, 512
+	// or 576 (MLA as DeepSeek serves it: 512 latent + 64 rope channels).
 	HeadDim int
+	// VDim is the head dimension of V and O: 0 means HeadDim; otherwise
+	// one of the head dimensions above, at most HeadDim (MLA: 512 with
+	// HeadDim 576 and one KV head, V being the first 512 channels of the
+	// latent the keys are).
+	VDim int
+	// Sinks, when set, holds one attention-sink logit per query head
+	// (gpt-oss's learned sinks, natural-log units, not scaled by
+	// SoftmaxScale): softmax over the keys and the sink, the sink's share
+	// dropped. The kernel adds exp2(sink·log2(e) − m + 8) to the row sum
+	// l at the end, m the final running max (FP32).
+	Sinks []float64
 	// KVHeads is the number of KV heads (0 means 1); QHeads the number of
 	// query heads (0 means KVHeads), a multiple of KVHeads: query head h
 	// reads KV head h / (QHeads/KVHeads) (GQA).
@@ -59,6 +71,16 @@ type Config struct {
 	// (the model's sliding_window, FA3's window_size_left = Window − 1):
 	// key j is masked for the query at p when j ≤ p − Window.
 	Window int
+	// Positions, when set, gives each query's position in the sequence
+	// (0 … tokens−1), for the causal mask and the window, instead of the
+	// bottom-right alignment. The tiles a block of KBlockM queries visits
+	// then span the smallest to the largest position of the block.
+	Positions []int
+	// Mask, when set, holds mq × tokens flags, row major: key j takes part
+	// in query i's softmax only where Mask[i·tokens + j] (PyTorch SDPA's
+	// boolean attn_mask), on top of the causal mask and the window. A row
+	// with no key left gives 0.
+	Mask []bool
 	// SoftmaxScale multiplies Q·Kᵀ; 0 means 1/√HeadDim.
 	SoftmaxScale float64
 	// Float64 runs the same tile loop in float64 arithmetic: float64 dot
@@ -67,6 +89,18 @@ type Config struct {
 	// are then ignored. It checks the loop itself (tile order, masks, GQA,
 	// online softmax) against Reference.
 	Float64 bool
+}
+
+// HeadDims are the head dimensions the simulator accepts.
+var HeadDims = []int{64, 128, 192, 256, 512, 576}
+
+func validHeadDim(d int) bool {
+	for _, x := range HeadDims {
+		if d == x {
+			return true
+		}
+	}
+	return false
 }
 
 // Limits of a Config.
@@ -117,8 +151,13 @@ func IsDecode(headDim, window, mq, group int) bool {
 // 192×128, 128×224, 128×160, 128×128 (64 when local). For 16-bit dtypes
 // the notes give only hd128 (decode 64×128/176, prefill 128×128/160): this
 // returns 64×128 for decode and 128×128 for prefill at every head_dim, an
-// approximation; pass explicit tiles where it matters.
+// approximation; pass explicit tiles where it matters. FA3 stops at
+// head_dim 256: for 512 and 576 (MLA) this returns FlashMLA's 64×64
+// (BLOCK_SIZE_M 64, page block 64) for every dtype.
 func DefaultTiles(d int, dtype fp8.Format, decode, local, twoLevel bool) (kBlockM, kBlockN int) {
+	if d > 256 {
+		return 64, 64
+	}
 	if dtype != fp8.FormatE4M3 && dtype != fp8.FormatE5M2 {
 		if decode {
 			return 64, 128
@@ -193,10 +232,22 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 	}
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	switch p.HeadDim {
-	case 64, 128, 256:
-	default:
-		bad("head_dim %d is not one of 64, 128, 256", p.HeadDim)
+	if !validHeadDim(p.HeadDim) {
+		bad("head_dim %d is not one of %v", p.HeadDim, HeadDims)
+	}
+	if p.VDim == 0 {
+		p.VDim = p.HeadDim
+	}
+	if validHeadDim(p.HeadDim) && (!validHeadDim(p.VDim) || p.VDim > p.HeadDim) {
+		bad("V head_dim %d is not one of %v at most head_dim %d", p.VDim, HeadDims, p.HeadDim)
+	}
+	if len(p.Sinks) != 0 && len(p.Sinks) != p.QHeads {
+		bad("%d sink logits for %d query heads (want none or one per query head)", len(p.Sinks), p.QHeads)
+	}
+	for i, x := range p.Sinks {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			bad("sink logit %d is %g (must be finite)", i, x)
+		}
 	}
 	if p.KVHeads < 1 || p.QHeads < 1 {
 		bad("heads must be positive (got %d query heads, %d KV heads)", p.QHeads, p.KVHeads)
@@ -218,6 +269,20 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 	}
 	if mq < 1 || mq > n {
 		bad("%d queries over %d tokens: queries are the last tokens of the sequence (1 ≤ queries ≤ tokens)", mq, n)
+	}
+	if p.Positions != nil {
+		if len(p.Positions) != mq {
+			bad("%d query positions for %d queries", len(p.Positions), mq)
+		}
+		for i, x := range p.Positions {
+			if x < 0 || x >= n {
+				bad("query %d at position %d is outside the %d tokens", i, x, n)
+				break
+			}
+		}
+	}
+	if p.Mask != nil && len(p.Mask) != mq*n {
+		bad("a mask of %d flags for %d queries × %d tokens", len(p.Mask), mq, n)
 	}
 	if p.Promotion < 0 {
 		bad("promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", p.Promotion)
@@ -263,6 +328,20 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 	return p, nil
 }
 
+// position returns the position of query i.
+func (p *plan) position(i int) int {
+	if p.Positions != nil {
+		return p.Positions[i]
+	}
+	return p.n - p.mq + i
+}
+
+// visible reports whether query i (at position pos) sees key j, for j in
+// [0, n).
+func (p *plan) visible(i, pos, j int) bool {
+	return !(p.Causal && j > pos) && !(p.Window > 0 && j <= pos-p.Window) && (p.Mask == nil || p.Mask[i*p.n+j])
+}
+
 // checkScales checks one tensor's descales: one value (per tensor) or one
 // per KV head, each positive and finite.
 func checkScales(name string, s []float32, heads int) error {
@@ -283,4 +362,45 @@ func scaleOf(s []float32, h int) float32 {
 		return s[0]
 	}
 	return s[h]
+}
+
+// Tiles returns the tiles (kBlockM, kBlockN) a run of c with mq queries
+// over n tokens uses, its defaults resolved, or the error Run would give.
+// Splitting the queries of one run into several runs of the same tiles and
+// explicit Positions gives the same outputs.
+func (c Config) Tiles(mq, n int) (kBlockM, kBlockN int, err error) {
+	p, err := c.resolve(mq, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	return p.KBlockM, p.KBlockN, nil
+}
+
+// ModelFor returns the name of the accum model of arch ("hopper": wgmma,
+// FA3's order; "blackwell": tcgen05, its accumulator in tensor memory in
+// FP32) reading format f, or an error naming what is missing.
+func ModelFor(arch string, f fp8.Format) (string, error) {
+	var name string
+	switch arch {
+	case "hopper", "sm90":
+		name = DefaultModel(f)
+	case "blackwell", "sm100":
+		switch f {
+		case fp8.FormatE4M3:
+			name = "sm100.tcgen05.f8f6f4.f32"
+		case fp8.FormatFP16:
+			name = "sm100.tcgen05.f16.f32"
+		case fp8.FormatBF16:
+			name = "sm100.tcgen05.bf16.f32"
+		}
+	default:
+		return "", fmt.Errorf("unknown arithmetic %q (want hopper or blackwell)", arch)
+	}
+	if name == "" {
+		return "", fmt.Errorf("no %s model reads %s", arch, f)
+	}
+	if _, err := accum.Lookup(name); err != nil {
+		return "", fmt.Errorf("%s arithmetic on %s needs the model %s: %w", arch, f, name, err)
+	}
+	return name, nil
 }

@@ -6,11 +6,13 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
 )
 
 // Run simulates FA3's forward pass for the queries q over the cache kv and
-// returns O, laid out [queries][QHeads][HeadDim] like q. q holds float32
+// returns O, laid out [queries][QHeads][VDim] (like q when VDim is
+// HeadDim). q holds float32
 // queries; the kernel casts them to cfg.DType after dividing by their
 // descale (qScale: one value, or one per KV head as FA3's q_descale; nil
 // means 1.0). Queries are the last len(q)/(QHeads·HeadDim) tokens of the
@@ -42,7 +44,7 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 	}
 	out := make([][]float64, len(promotions))
 	for i := range out {
-		out[i] = make([]float64, len(q))
+		out[i] = make([]float64, k.mq*k.QHeads*k.VDim)
 	}
 	r := k.newRow()
 	for h := 0; h < k.KVHeads; h++ {
@@ -56,9 +58,9 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 				if err := k.attendRow(ctx, r); err != nil {
 					return nil, err
 				}
-				base := (i*k.QHeads + hq) * k.HeadDim
+				base := (i*k.QHeads + hq) * k.VDim
 				for a := range r.acc {
-					k.store(r, a, out[a][base:base+k.HeadDim])
+					k.store(r, a, out[a][base:base+k.VDim])
 				}
 			}
 		}
@@ -88,6 +90,9 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 	if cfg.HeadDim == 0 {
 		cfg.HeadDim = kv.dim
 	}
+	if cfg.VDim == 0 {
+		cfg.VDim = kv.vdim
+	}
 	if cfg.KVHeads == 0 {
 		cfg.KVHeads = kv.heads
 	}
@@ -106,8 +111,8 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 		return nil, err
 	}
 	switch {
-	case kv.dim != p.HeadDim:
-		return nil, fmt.Errorf("attention: the cache has head_dim %d, the config %d", kv.dim, p.HeadDim)
+	case kv.dim != p.HeadDim || kv.vdim != p.VDim:
+		return nil, fmt.Errorf("attention: the cache has head_dim %d/%d (K/V), the config %d/%d", kv.dim, kv.vdim, p.HeadDim, p.VDim)
 	case kv.heads != p.KVHeads:
 		return nil, fmt.Errorf("attention: the cache has %d KV heads, the config %d", kv.heads, p.KVHeads)
 	case kv.format != p.DType:
@@ -147,15 +152,16 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 // the mainloop: FA3's per-row registers.
 type row struct {
 	q          []uint16 // the query's codes
-	kvh        int      // its KV head
-	pos        int      // its position in the sequence
+	kvh, hq    int      // its KV head and query head
+	i, pos     int      // its query index and position in the sequence
 	nMin, nMax int      // the KV tiles it visits: nMax−1 down to nMin
 	m          float32  // running row max of S (log2 units); −inf before any key
 	mUse       float32  // the max the exponent subtracts (0 while m is −inf)
 	alpha      float32  // exp2(m_old − m_new): the rescale of O and l
 	l          float32  // running row sum of the unrounded P
 	s, p       []float32
-	pc         []uint16 // P cast to the dtype
+	pc         []uint16    // P cast to the dtype
+	cs, outs   [][]float32 // P·V scratch: the accumulators' chain inputs and outputs
 	acc        []pvAcc
 	// Float64 mode.
 	m64, mUse64, alpha64, l64 float64
@@ -169,6 +175,7 @@ type pvAcc struct {
 	tc       []float32 // every N tiles: the tensor-core accumulator
 	accScale float32   // every N tiles: the product of the alphas since the last promotion
 	tiles    int       // tiles accumulated since the row started
+	c, tmp   []float32 // scratch: the chains' inputs, a tile's products (every tile)
 	o64      []float64 // Float64 mode
 }
 
@@ -176,10 +183,11 @@ type pvAcc struct {
 type tile struct{ n, start int }
 
 func (k *kernel) newRow() *row {
-	bn, d := k.KBlockN, k.HeadDim
-	r := &row{q: make([]uint16, d), s: make([]float32, bn), p: make([]float32, bn), pc: make([]uint16, bn)}
+	bn, d := k.KBlockN, k.VDim
+	r := &row{q: make([]uint16, k.HeadDim), s: make([]float32, bn), p: make([]float32, bn), pc: make([]uint16, bn)}
 	for _, n := range k.promotions {
-		r.acc = append(r.acc, pvAcc{promote: n, o: make([]float32, d), tc: make([]float32, d), o64: make([]float64, d)})
+		r.acc = append(r.acc, pvAcc{promote: n, o: make([]float32, d), tc: make([]float32, d), o64: make([]float64, d),
+			c: make([]float32, d), tmp: make([]float32, d)})
 	}
 	if k.Float64 {
 		r.s64, r.p64 = make([]float64, bn), make([]float64, bn)
@@ -194,16 +202,21 @@ func (k *kernel) newRow() *row {
 // to the first one holding a key visible to its first query (window), as
 // FA3's get_n_block_min_max does.
 func (k *kernel) setRow(r *row, i, hq int, q []float32) {
-	r.kvh = hq / k.group
+	r.kvh, r.hq = hq/k.group, hq
 	qs := scaleOf(k.qScale, r.kvh)
 	base := (i*k.QHeads + hq) * k.HeadDim
 	for d := range r.q {
 		r.q[d] = quantize(q[base+d], qs, k.DType, k.Saturation)
 	}
-	r.pos = k.n - k.mq + i
+	r.i, r.pos = i, k.position(i)
 	mb := i / k.KBlockM
-	first := k.n - k.mq + mb*k.KBlockM
-	last := min(first+k.KBlockM-1, k.n-1)
+	first, last := k.n-k.mq+mb*k.KBlockM, min(k.n-k.mq+mb*k.KBlockM+k.KBlockM-1, k.n-1)
+	if k.Positions != nil {
+		first, last = k.n, 0
+		for _, x := range k.Positions[mb*k.KBlockM : min(k.mq, (mb+1)*k.KBlockM)] {
+			first, last = min(first, x), max(last, x)
+		}
+	}
 	end := k.n
 	if k.Causal {
 		end = last + 1
@@ -269,21 +282,25 @@ func (k *kernel) initRow(r *row) {
 func (k *kernel) gemmQK(r *row, t tile) {
 	kv := k.kv
 	sl := k.scaleLog2[r.kvh]
+	if !k.Float64 {
+		cnt := min(len(r.s), kv.tokens-t.start)
+		accum.DotRows(k.qk, r.q, kv.k[(r.kvh*kv.tokens+t.start)*kv.dim:], kv.dim, nil, r.s[:cnt])
+		for j := range r.s[:cnt] {
+			r.s[j] *= sl
+		}
+		return
+	}
 	for j := range r.s {
 		tok := t.start + j
 		if tok >= kv.tokens {
 			break
 		}
 		key := kv.k[(r.kvh*kv.tokens+tok)*kv.dim:][:kv.dim]
-		if k.Float64 {
-			var dot float64
-			for d, c := range r.q {
-				dot += k.val[c] * k.val[key[d]]
-			}
-			r.s64[j] = dot * k.scale64[r.kvh]
-			continue
+		var dot float64
+		for d, c := range r.q {
+			dot += k.val[c] * k.val[key[d]]
 		}
-		r.s[j] = k.qk.Dot(r.q, key, 0) * sl
+		r.s64[j] = dot * k.scale64[r.kvh]
 	}
 }
 
@@ -293,7 +310,7 @@ func (k *kernel) mask(r *row, t tile) {
 	negInf := math.Inf(-1)
 	for j := range r.s {
 		tok := t.start + j
-		if tok >= k.n || (k.Causal && tok > r.pos) || (k.Window > 0 && tok <= r.pos-k.Window) {
+		if tok >= k.n || !k.visible(r.i, r.pos, tok) {
 			r.s[j] = float32(negInf)
 			if k.Float64 {
 				r.s64[j] = negInf
@@ -373,14 +390,14 @@ func (k *kernel) castP(r *row) {
 //
 // Every chain covers the whole tile, kBlockN/K instructions.
 func (k *kernel) gemmPV(r *row, t tile) {
-	kv, d := k.kv, k.HeadDim
+	kv, d := k.kv, k.VDim
 	vt, stride, off := kv.vt[r.kvh*d*kv.stride:], kv.stride, t.start
 	if t.start+k.KBlockN > kv.stride {
 		vt, stride, off = k.padTile(r.kvh, t), k.KBlockN, 0
 	}
-	for a := range r.acc {
-		acc := &r.acc[a]
-		if k.Float64 {
+	if k.Float64 {
+		for a := range r.acc {
+			acc := &r.acc[a]
 			for i := 0; i < d; i++ {
 				v := vt[i*stride+off:][:k.KBlockN]
 				var sum float64
@@ -389,29 +406,42 @@ func (k *kernel) gemmPV(r *row, t tile) {
 				}
 				acc.o64[i] = acc.o64[i]*r.alpha64 + sum
 			}
-			continue
 		}
+		return
+	}
+	// Row i of V (dim-major) starts at vt[off + i·stride]: one DotRowsMulti
+	// runs the chains of all d outputs of every accumulator, which share P
+	// and V; cs[a] holds accumulator a's chain inputs (nil: from +0).
+	cs, outs := r.cs[:0], r.outs[:0]
+	for a := range r.acc {
+		acc := &r.acc[a]
 		acc.tiles++
 		switch acc.promote {
 		case 0:
-			for i := 0; i < d; i++ {
-				v := vt[i*stride+off:][:k.KBlockN]
-				acc.o[i] = k.pv.Dot(r.pc, v, float32(acc.o[i]*r.alpha))
+			for i := range acc.c {
+				acc.c[i] = float32(acc.o[i] * r.alpha)
 			}
+			cs, outs = append(cs, acc.c), append(outs, acc.o)
 		case 1:
-			for i := 0; i < d; i++ {
-				v := vt[i*stride+off:][:k.KBlockN]
-				acc.o[i] = float32(acc.o[i]*r.alpha) + k.pv.Dot(r.pc, v, 0)
-			}
+			cs, outs = append(cs, nil), append(outs, acc.tmp)
 		default:
 			acc.accScale *= r.alpha
-			for i := 0; i < d; i++ {
-				v := vt[i*stride+off:][:k.KBlockN]
-				acc.tc[i] = k.pv.Dot(r.pc, v, float32(acc.tc[i]*r.alpha))
+			for i := range acc.c {
+				acc.c[i] = float32(acc.tc[i] * r.alpha)
 			}
-			if acc.tiles%acc.promote == 0 {
-				k.promote(acc)
+			cs, outs = append(cs, acc.c), append(outs, acc.tc)
+		}
+	}
+	accum.DotRowsMulti(k.pv, r.pc, vt[off:], stride, cs, outs)
+	for a := range r.acc {
+		acc := &r.acc[a]
+		switch {
+		case acc.promote == 1:
+			for i, x := range acc.tmp {
+				acc.o[i] = float32(acc.o[i]*r.alpha) + x
 			}
+		case acc.promote > 1 && acc.tiles%acc.promote == 0:
+			k.promote(acc)
 		}
 	}
 }
@@ -432,17 +462,17 @@ func (k *kernel) promote(acc *pvAcc) {
 // still runs kBlockN/K instructions on it, with P = 0 there.
 func (k *kernel) padTile(h int, t tile) []uint16 {
 	kv, bn := k.kv, k.KBlockN
-	if len(k.vpad) < kv.dim*bn {
-		k.vpad = make([]uint16, kv.dim*bn)
+	if len(k.vpad) < kv.vdim*bn {
+		k.vpad = make([]uint16, kv.vdim*bn)
 	}
 	clear(k.vpad)
-	for i := 0; i < kv.dim; i++ {
-		src := kv.vt[(h*kv.dim+i)*kv.stride:][:kv.stride]
+	for i := 0; i < kv.vdim; i++ {
+		src := kv.vt[(h*kv.vdim+i)*kv.stride:][:kv.stride]
 		if t.start < kv.stride {
 			copy(k.vpad[i*bn:(i+1)*bn], src[t.start:])
 		}
 	}
-	return k.vpad[:kv.dim*bn]
+	return k.vpad[:kv.vdim*bn]
 }
 
 // finalize merges what remains of the every-N accumulator and applies
@@ -450,10 +480,24 @@ func (k *kernel) padTile(h int, t tile) []uint16 {
 // FP32, 0 when l is 0 or NaN.
 func (k *kernel) finalize(r *row) {
 	vd := k.vDescale[r.kvh]
+	if len(k.Sinks) > 0 {
+		// The sink's logit is not scaled by softmax_scale: its share of the
+		// row sum, in the units of P, is exp2(sink·log2(e) − m + 8).
+		sink := k.Sinks[r.hq]
+		if k.Float64 {
+			r.l64 += math.Exp2(sink*math.Log2E - r.mUse64 + 8)
+		} else {
+			r.l += exp2f(float32(float32(sink*math.Log2E)-r.mUse) + 8)
+		}
+	}
 	for a := range r.acc {
 		acc := &r.acc[a]
 		if k.Float64 {
 			for i := range acc.o64 {
+				if r.l64 == 0 { // every key masked: 0, as FA3's finalize
+					acc.o64[i] = 0
+					continue
+				}
 				acc.o64[i] = acc.o64[i] * float64(vd) / r.l64
 			}
 			continue

@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -18,12 +19,14 @@ import (
 // a cache that other goroutines read.
 type KV struct {
 	tokens, heads, dim int
+	vdim               int // head dimension of V (dim, or 512 for MLA's 576-wide keys)
 	format             fp8.Format
 	sat                fp8.Saturation
 	kScale, vScale     []float32
-	stride             int      // tokens rounded up to a multiple of 32
-	k                  []uint16 // [head][token][dim]
-	vt                 []uint16 // [head][dim][stride]
+	stride             int         // tokens rounded up to a multiple of 32
+	k                  []uint16    // [head][token][dim]
+	vt                 []uint16    // [head][vdim][stride]
+	kq, vq             *tokenQuant // how QuantizeKV stores a token (nil: NewKV's cast with the descales)
 }
 
 // padTokens is the granularity of the padded token axis of V: the largest
@@ -37,6 +40,13 @@ const padTokens = 32
 // values beyond 448 into NaN). kScale and vScale hold one scale (per
 // tensor) or one per head; nil means the uncalibrated 1.0.
 func NewKV(k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) (*KV, error) {
+	return NewKVContext(context.Background(), k, v, shape, f, sat, kScale, vScale)
+}
+
+// NewKVContext is [NewKV] that stops, returning ctx.Err(), once ctx is
+// cancelled: it looks every 1024 tokens (a few milliseconds at head_dim
+// 256), so a cancelled run does not wait for a large cache to be quantized.
+func NewKVContext(ctx context.Context, k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) (*KV, error) {
 	if shape.Tokens < 1 || shape.Heads < 1 || shape.Dim < 1 {
 		return nil, fmt.Errorf("attention: KV shape %dx%dx%d: every dimension must be at least 1", shape.Tokens, shape.Heads, shape.Dim)
 	}
@@ -60,18 +70,34 @@ func NewKV(k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kS
 	if err := checkScales("v", vScale, shape.Heads); err != nil {
 		return nil, err
 	}
-	c := &KV{tokens: shape.Tokens, heads: shape.Heads, dim: shape.Dim, format: f, sat: sat,
-		kScale: slices.Clone(kScale), vScale: slices.Clone(vScale)}
-	c.stride = (c.tokens + padTokens - 1) / padTokens * padTokens
-	c.k = make([]uint16, c.heads*c.tokens*c.dim)
-	c.vt = make([]uint16, c.heads*c.dim*c.stride)
+	c := newKV(shape.Tokens, shape.Heads, shape.Dim, shape.Dim, f, sat, kScale, vScale)
 	for t := 0; t < c.tokens; t++ {
+		if t%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if t%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		for h := 0; h < c.heads; h++ {
 			i := (t*c.heads + h) * c.dim
 			c.setToken(t, h, k[i:i+c.dim], v[i:i+c.dim])
 		}
 	}
 	return c, nil
+}
+
+// newKV allocates a cache of +0 codes.
+func newKV(tokens, heads, dim, vdim int, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) *KV {
+	c := &KV{tokens: tokens, heads: heads, dim: dim, vdim: vdim, format: f, sat: sat,
+		kScale: slices.Clone(kScale), vScale: slices.Clone(vScale)}
+	c.stride = (c.tokens + padTokens - 1) / padTokens * padTokens
+	c.k = make([]uint16, c.heads*c.tokens*c.dim)
+	c.vt = make([]uint16, c.heads*c.vdim*c.stride)
+	return c
 }
 
 // quantize is cast(x / scale) to f, rounding to nearest even, with
@@ -81,22 +107,31 @@ func quantize(x, scale float32, f fp8.Format, sat fp8.Saturation) uint16 {
 }
 
 func (c *KV) setToken(t, h int, k, v []float32) {
+	if c.kq != nil {
+		c.kq.quantize(k, h, c.k[(h*c.tokens+t)*c.dim:][:c.dim], 1)
+		c.vq.quantize(v, h, c.vt[h*c.vdim*c.stride+t:], c.stride)
+		return
+	}
 	ks, vs := scaleOf(c.kScale, h), scaleOf(c.vScale, h)
 	kr := c.k[(h*c.tokens+t)*c.dim:]
 	for d := 0; d < c.dim; d++ {
 		kr[d] = quantize(k[d], ks, c.format, c.sat)
-		c.vt[(h*c.dim+d)*c.stride+t] = quantize(v[d], vs, c.format, c.sat)
+	}
+	for d := 0; d < c.vdim; d++ {
+		c.vt[(h*c.vdim+d)*c.stride+t] = quantize(v[d], vs, c.format, c.sat)
 	}
 }
 
-// SetToken quantizes k and v (dim values each) with the cache's scales and
-// stores them as token t of KV head h.
+// SetToken quantizes k and v (Dim and VDim values) as the cache was made
+// (NewKV: with its descales; QuantizeKV: in its format, with its static
+// scales and the token's own per-token or block scales) and stores them as
+// token t of KV head h.
 func (c *KV) SetToken(t, h int, k, v []float32) error {
 	if t < 0 || t >= c.tokens || h < 0 || h >= c.heads {
 		return fmt.Errorf("attention: token %d of head %d is outside the cache (%d tokens, %d heads)", t, h, c.tokens, c.heads)
 	}
-	if len(k) != c.dim || len(v) != c.dim {
-		return fmt.Errorf("attention: SetToken with %d keys and %d values for head_dim %d", len(k), len(v), c.dim)
+	if len(k) != c.dim || len(v) != c.vdim {
+		return fmt.Errorf("attention: SetToken with %d keys and %d values for head_dim %d/%d", len(k), len(v), c.dim, c.vdim)
 	}
 	c.setToken(t, h, k, v)
 	return nil
@@ -109,9 +144,9 @@ func (c *KV) TokenCodes(t, h int) (k, v []uint16) {
 		return nil, nil
 	}
 	k = slices.Clone(c.k[(h*c.tokens+t)*c.dim:][:c.dim])
-	v = make([]uint16, c.dim)
+	v = make([]uint16, c.vdim)
 	for d := range v {
-		v[d] = c.vt[(h*c.dim+d)*c.stride+t]
+		v[d] = c.vt[(h*c.vdim+d)*c.stride+t]
 	}
 	return k, v
 }
@@ -122,12 +157,12 @@ func (c *KV) SetTokenCodes(t, h int, k, v []uint16) error {
 	if t < 0 || t >= c.tokens || h < 0 || h >= c.heads {
 		return fmt.Errorf("attention: token %d of head %d is outside the cache (%d tokens, %d heads)", t, h, c.tokens, c.heads)
 	}
-	if len(k) != c.dim || len(v) != c.dim {
-		return fmt.Errorf("attention: SetTokenCodes with %d keys and %d values for head_dim %d", len(k), len(v), c.dim)
+	if len(k) != c.dim || len(v) != c.vdim {
+		return fmt.Errorf("attention: SetTokenCodes with %d keys and %d values for head_dim %d/%d", len(k), len(v), c.dim, c.vdim)
 	}
 	copy(c.k[(h*c.tokens+t)*c.dim:], k)
 	for d, x := range v {
-		c.vt[(h*c.dim+d)*c.stride+t] = x
+		c.vt[(h*c.vdim+d)*c.stride+t] = x
 	}
 	return nil
 }
@@ -146,8 +181,11 @@ func (c *KV) Tokens() int { return c.tokens }
 // Heads is the number of KV heads.
 func (c *KV) Heads() int { return c.heads }
 
-// Dim is the head dimension.
+// Dim is the head dimension of K.
 func (c *KV) Dim() int { return c.dim }
+
+// VDim is the head dimension of V (Dim but for MLA).
+func (c *KV) VDim() int { return c.vdim }
 
 // Format is the format of the codes.
 func (c *KV) Format() fp8.Format { return c.format }
@@ -162,21 +200,23 @@ func (c *KV) VScales() []float32 { return slices.Clone(c.vScale) }
 func (c *KV) KCode(t, h, d int) uint16 { return c.k[(h*c.tokens+t)*c.dim+d] }
 
 // VCode returns the V code of element d of token t, head h.
-func (c *KV) VCode(t, h, d int) uint16 { return c.vt[(h*c.dim+d)*c.stride+t] }
+func (c *KV) VCode(t, h, d int) uint16 { return c.vt[(h*c.vdim+d)*c.stride+t] }
 
 // Dequantize returns the values the cache stands for, code value × descale
-// (exact in float64), laid out [tokens][heads][dim]. NaN codes give NaN.
+// (exact in float64), laid out [tokens][heads][dim] and
+// [tokens][heads][vdim]. NaN codes give NaN.
 func (c *KV) Dequantize() (k, v []float64) {
 	k = make([]float64, c.tokens*c.heads*c.dim)
-	v = make([]float64, len(k))
+	v = make([]float64, c.tokens*c.heads*c.vdim)
 	val := valueTable(c.format)
 	for t := 0; t < c.tokens; t++ {
 		for h := 0; h < c.heads; h++ {
 			ks, vs := float64(scaleOf(c.kScale, h)), float64(scaleOf(c.vScale, h))
 			for d := 0; d < c.dim; d++ {
-				i := (t*c.heads+h)*c.dim + d
-				k[i] = val[c.KCode(t, h, d)] * ks
-				v[i] = val[c.VCode(t, h, d)] * vs
+				k[(t*c.heads+h)*c.dim+d] = val[c.KCode(t, h, d)] * ks
+			}
+			for d := 0; d < c.vdim; d++ {
+				v[(t*c.heads+h)*c.vdim+d] = val[c.VCode(t, h, d)] * vs
 			}
 		}
 	}

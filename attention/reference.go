@@ -10,8 +10,9 @@ import (
 // softmax(SoftmaxScale · q·kᵀ) · v over the keys the row may see (cfg's
 // causal mask and window, queries the last mq tokens of n), with float64
 // dot products, exp and sums (two passes: max, then Σ exp(s − max)·v /
-// Σ exp(s − max)). q is [mq][QHeads][HeadDim]; k and v are
-// [n][KVHeads][HeadDim]; the result is laid out like q. cfg's models,
+// Σ exp(s − max)), with exp(sink − max) added to the denominator when
+// cfg.Sinks is set. q is [mq][QHeads][HeadDim]; k is [n][KVHeads][HeadDim],
+// v [n][KVHeads][VDim]; the result is [mq][QHeads][VDim]. cfg's models,
 // dtype, tiles and promotion play no part. A row that sees no key gives 0.
 // It honours ctx between rows.
 func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([]float64, error) {
@@ -25,18 +26,18 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 	if err != nil {
 		return nil, err
 	}
-	d := p.HeadDim
-	if len(q) != mq*p.QHeads*d || len(k) != n*p.KVHeads*d || len(v) != len(k) {
-		return nil, fmt.Errorf("attention: Reference with %d query, %d key and %d value elements: want %d, %d, %d (%d queries, %d tokens, %d/%d heads, head_dim %d)",
-			len(q), len(k), len(v), mq*p.QHeads*d, n*p.KVHeads*d, n*p.KVHeads*d, mq, n, p.QHeads, p.KVHeads, d)
+	d, dv := p.HeadDim, p.VDim
+	if len(q) != mq*p.QHeads*d || len(k) != n*p.KVHeads*d || len(v) != n*p.KVHeads*dv {
+		return nil, fmt.Errorf("attention: Reference with %d query, %d key and %d value elements: want %d, %d, %d (%d queries, %d tokens, %d/%d heads, head_dim %d/%d)",
+			len(q), len(k), len(v), mq*p.QHeads*d, n*p.KVHeads*d, n*p.KVHeads*dv, mq, n, p.QHeads, p.KVHeads, d, dv)
 	}
-	out := make([]float64, len(q))
+	out := make([]float64, mq*p.QHeads*dv)
 	s := make([]float64, n)
 	for i := 0; i < mq; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		pos := n - mq + i
+		pos := p.position(i)
 		lo, hi := 0, n
 		if p.Causal {
 			hi = pos + 1
@@ -44,11 +45,18 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 		if p.Window > 0 {
 			lo = max(0, pos-p.Window+1)
 		}
+		if lo > hi {
+			lo = hi
+		}
 		for hq := 0; hq < p.QHeads; hq++ {
 			h := hq / p.group
 			qr := q[(i*p.QHeads+hq)*d:][:d]
 			m := math.Inf(-1)
 			for j := lo; j < hi; j++ {
+				if p.Mask != nil && !p.Mask[i*n+j] {
+					s[j] = math.Inf(-1)
+					continue
+				}
 				kr := k[(j*p.KVHeads+h)*d:][:d]
 				var dot float64
 				for x := range qr {
@@ -57,15 +65,21 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 				s[j] = p.SoftmaxScale * dot
 				m = max(m, s[j])
 			}
-			o := out[(i*p.QHeads+hq)*d:][:d]
-			if hi <= lo {
+			o := out[(i*p.QHeads+hq)*dv:][:dv]
+			if hi <= lo || math.IsInf(m, -1) {
 				continue
 			}
 			var l float64
+			if len(p.Sinks) > 0 {
+				l = math.Exp(p.Sinks[hq] - m)
+			}
 			for j := lo; j < hi; j++ {
+				if math.IsInf(s[j], -1) { // masked
+					continue
+				}
 				w := math.Exp(s[j] - m)
 				l += w
-				vr := v[(j*p.KVHeads+h)*d:][:d]
+				vr := v[(j*p.KVHeads+h)*dv:][:dv]
 				for x := range o {
 					o[x] += w * vr[x]
 				}
@@ -107,7 +121,7 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 	d, n := k.HeadDim, k.n
 	out := make([][]float64, k.mq*k.QHeads)
 	for i := 0; i < k.mq; i++ {
-		pos := n - k.mq + i
+		pos := k.position(i)
 		lo, hi := 0, n
 		if k.Causal {
 			hi = pos + 1
@@ -125,6 +139,10 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 			w := make([]float64, n)
 			m := math.Inf(-1)
 			for j := lo; j < hi; j++ {
+				if k.Mask != nil && !k.Mask[i*n+j] {
+					w[j] = math.Inf(-1)
+					continue
+				}
 				key := kv.k[(h*n+j)*d:][:d]
 				var dot float64
 				for x, c := range key {
@@ -132,6 +150,11 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 				}
 				w[j] = k.SoftmaxScale * dot
 				m = max(m, w[j])
+			}
+			if math.IsInf(m, -1) { // no key visible
+				clear(w)
+				out[i*k.QHeads+hq] = w
+				continue
 			}
 			var l float64
 			for j := lo; j < hi; j++ {

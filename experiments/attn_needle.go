@@ -9,6 +9,7 @@ import (
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 // The synthetic needle-in-a-haystack of the needle and promotion
@@ -45,43 +46,101 @@ type attnNeedle struct {
 	amp                  float64
 	sinks                int
 	sinkLogit, sinkValue float64
+	// gpu, when set, runs the FP8 kernels (device gpu).
+	gpu *wgsl.Runner
+	// exactErr makes the errors of withErr those against exact float64
+	// attention on the unquantized inputs (kv-formats) instead of on the
+	// series' own quantized inputs.
+	exactErr bool
+}
+
+// exact is float64 attention of the unquantized q over the haystack h with
+// the trial's sinks and needle at pos: softmax(q·k/√d)·v.
+func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needleV, sinkK, sinkV []float32) []float64 {
+	d := t.d
+	n := len(h.k) / d
+	key := func(j int) ([]float32, []float32) {
+		switch {
+		case j == pos:
+			return needleK, needleV
+		case j < t.sinks:
+			return sinkK, sinkV
+		}
+		return h.k[j*d : (j+1)*d], h.v[j*d : (j+1)*d]
+	}
+	s := make([]float64, n)
+	m := math.Inf(-1)
+	scale := 1 / math.Sqrt(float64(d))
+	for j := range s {
+		k, _ := key(j)
+		var dot float64
+		for i, x := range q {
+			dot += float64(x) * float64(k[i])
+		}
+		s[j] = dot * scale
+		m = max(m, s[j])
+	}
+	o := make([]float64, d)
+	var l float64
+	for j := range s {
+		w := math.Exp(s[j] - m)
+		l += w
+		_, v := key(j)
+		for i := range o {
+			o[i] += w * float64(v[i])
+		}
+	}
+	for i := range o {
+		o[i] /= l
+	}
+	return o
 }
 
 // attnNeedleParams are the parameters of the task, shared by needle and
 // promotion, with their defaults.
 func attnNeedleParams(margin float64) []sim.Param {
 	return []sim.Param{
-		{Name: "head_dim", Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
+		{Name: "head-dim", Aliases: []string{"head_dim"}, Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
 		{Name: "candidates", Doc: "number M of candidate codes (random ±1 vectors); chance is 1/M", Kind: sim.KindInt, Default: 64, Min: 2, Max: 1024},
-		{Name: "margin", Doc: "the needle's logit; the difficulty: its weight is about e^margin / (n·e^(score_std²/2))", Unit: "nats",
+		{Name: "margin", Doc: "the needle's logit; the difficulty: its weight is about e^margin / (n·e^(score-std²/2))", Unit: "nats",
 			Kind: sim.KindFloat, Default: margin, Min: -10, Max: 40},
-		{Name: "score_std", Doc: "standard deviation of the haystack's logits", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
-		{Name: "value_mean", Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
-		{Name: "value_std", Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
-		{Name: "amp", Doc: "amplitude of the needle's code: its value is value_mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
+		{Name: "score-std", Aliases: []string{"score_std"}, Doc: "standard deviation of the haystack's logits", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
+		{Name: "value-mean", Aliases: []string{"value_mean"}, Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
+		{Name: "value-std", Aliases: []string{"value_std"}, Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
+		{Name: "amp", Doc: "amplitude of the needle's code: its value is value-mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
 		{Name: "sinks", Doc: "attention-sink tokens at the start of the context", Kind: sim.KindInt, Default: 0, Min: 0, Max: 64},
-		{Name: "sink_logit", Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
-		{Name: "sink_value", Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
+		{Name: "sink-logit", Aliases: []string{"sink_logit"}, Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
+		{Name: "sink-value", Aliases: []string{"sink_value"}, Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
 		{Name: "haystacks", Doc: "independent haystacks per context length, shared by the trials in turn", Kind: sim.KindInt, Default: 1, Min: 1, Max: 100000},
+		deviceParam(),
 	}
 }
 
 // attnNeedleFromValues reads the task from the run's parameters.
 func attnNeedleFromValues(v sim.Values) attnNeedle {
 	d := 128
-	fmt.Sscan(v.String("head_dim"), &d)
-	return attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score_std"),
-		valueMean: v.Float("value_mean"), valueStd: v.Float("value_std"), amp: v.Float("amp"),
-		sinks: v.Int("sinks"), sinkLogit: v.Float("sink_logit"), sinkValue: v.Float("sink_value")}
+	fmt.Sscan(v.String("head-dim"), &d)
+	return attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score-std"),
+		valueMean: v.Float("value-mean"), valueStd: v.Float("value-std"), amp: v.Float("amp"),
+		sinks: v.Int("sinks"), sinkLogit: v.Float("sink-logit"), sinkValue: v.Float("sink-value")}
 }
 
 // attnNeedleRun is one simulated kernel of a trial: a dtype, a Config, and
 // the P·V promotion schemes it runs at once (one series each).
 type attnNeedleRun struct {
 	dtype      fp8.Format
+	spec       *attention.KVSpec // when set, the cache is QuantizeKV's in this spec (dtype is spec.DType())
 	cfg        attention.Config
 	promotions []int
 	series     []string
+}
+
+// cache names the cache a run reads: runs with the same name share it.
+func (r attnNeedleRun) cache() string {
+	if r.spec != nil {
+		return r.spec.String()
+	}
+	return r.dtype.String()
 }
 
 // attnNeedleOutcome is what one series scored over a context's trials.
@@ -95,14 +154,17 @@ type attnNeedleOutcome struct {
 // Accuracy is hits / trials.
 func (o attnNeedleOutcome) Accuracy() float64 { return float64(o.hits) / float64(o.trials) }
 
-// attnHaystack is one haystack's caches, per dtype, and a free list of
-// copies that trials borrow, change (needle, sinks) and restore.
+// attnHaystack is one haystack's caches, per cache name
+// (attnNeedleRun.cache), and a free list of copies that trials borrow,
+// change (needle, sinks) and restore; k and v are the unquantized
+// haystack, [n][d].
 type attnHaystack struct {
-	base map[fp8.Format]*attention.KV
-	free map[fp8.Format]chan *attention.KV
+	k, v []float32
+	base map[string]*attention.KV
+	free map[string]chan *attention.KV
 }
 
-func (h *attnHaystack) borrow(f fp8.Format) *attention.KV {
+func (h *attnHaystack) borrow(f string) *attention.KV {
 	select {
 	case kv := <-h.free[f]:
 		return kv
@@ -111,28 +173,43 @@ func (h *attnHaystack) borrow(f fp8.Format) *attention.KV {
 	}
 }
 
-func (h *attnHaystack) giveBack(f fp8.Format, kv *attention.KV) {
+func (h *attnHaystack) giveBack(f string, kv *attention.KV) {
 	select {
 	case h.free[f] <- kv:
 	default:
 	}
 }
 
-// haystack draws the haystack of n tokens for the dtypes from rng.
-func (t attnNeedle) haystack(n int, rng *rand.Rand, dtypes []fp8.Format) (*attnHaystack, error) {
+// haystack draws the haystack of n tokens for the caches of runs from rng.
+// It stops with ctx.Err() once ctx is cancelled, looking every 4096
+// elements.
+func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []attnNeedleRun) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	for i := range k {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		k[i] = float32(t.scoreStd * rng.NormFloat64())
 		v[i] = float32(t.valueMean + float64(t.valueStd*rng.NormFloat64())) // float64(): never an FMA
 	}
-	h := &attnHaystack{base: map[fp8.Format]*attention.KV{}, free: map[fp8.Format]chan *attention.KV{}}
-	for _, f := range dtypes {
-		kv, err := attention.NewKV(k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, f, fp8.SatFinite, nil, nil)
+	h := &attnHaystack{k: k, v: v, base: map[string]*attention.KV{}, free: map[string]chan *attention.KV{}}
+	for _, r := range runs {
+		name := r.cache()
+		if h.base[name] != nil {
+			continue
+		}
+		var kv *attention.KV
+		var err error
+		if r.spec != nil {
+			kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: n, Heads: 1, KDim: t.d}, *r.spec)
+		} else {
+			kv, err = attention.NewKVContext(ctx, k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, r.dtype, fp8.SatFinite, nil, nil)
+		}
 		if err != nil {
 			return nil, err
 		}
-		h.base[f] = kv
-		h.free[f] = make(chan *attention.KV, 64)
+		h.base[name] = kv
+		h.free[name] = make(chan *attention.KV, 64)
 	}
 	return h, nil
 }
@@ -149,6 +226,20 @@ type attnNeedleTrialResult struct {
 // series. With withErr it also compares each O with the exact attention on
 // the same quantized inputs.
 func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
+	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, withErr)
+}
+
+// attnNeedleDraw is what one trial draws: its query, the needle's position,
+// the candidate codes and the true one, and the rows it writes into the
+// cache (needle, sinks).
+type attnNeedleDraw struct {
+	q, codes                       []float32
+	pos, truth                     int
+	needleK, needleV, sinkK, sinkV []float32
+}
+
+// draw draws one trial over n tokens from rng.
+func (t attnNeedle) draw(n int, rng *rand.Rand) attnNeedleDraw {
 	d := t.d
 	q := make([]float32, d)
 	var q2 float64
@@ -171,31 +262,53 @@ func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand
 		sinkK[i] = float32(t.sinkLogit * unit * float64(q[i]))
 		sinkV[i] = float32(t.sinkValue)
 	}
+	return attnNeedleDraw{q: q, codes: codes, pos: pos, truth: truth, needleK: needleK, needleV: needleV, sinkK: sinkK, sinkV: sinkV}
+}
+
+// patch writes the trial's sinks and needle into kv and returns the codes
+// they replaced, to restore with restore.
+func (t attnNeedle) patch(kv *attention.KV, dr attnNeedleDraw) map[int][2][]uint16 {
+	saved := map[int][2][]uint16{}
+	set := func(tok int, k, v []float32) {
+		sk, sv := kv.TokenCodes(tok, 0)
+		saved[tok] = [2][]uint16{sk, sv}
+		if err := kv.SetToken(tok, 0, k, v); err != nil {
+			panic(err) // positions are inside the cache by construction
+		}
+	}
+	for s := 0; s < t.sinks; s++ {
+		set(s, dr.sinkK, dr.sinkV)
+	}
+	set(dr.pos, dr.needleK, dr.needleV)
+	return saved
+}
+
+func restore(kv *attention.KV, saved map[int][2][]uint16) {
+	for tok, c := range saved {
+		_ = kv.SetTokenCodes(tok, 0, c[0], c[1])
+	}
+}
+
+// trialDrawn runs the drawn trial dr over the haystack h: every run, every
+// series. With withErr it also compares each O with the exact attention on
+// the same quantized inputs.
+func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
 	var res attnNeedleTrialResult
-	// Runs of one dtype share the cache, the baseline and the reference.
+	var exact []float64
+	if t.exactErr {
+		exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+	}
+	// Runs of one cache share it, the baseline and the reference.
 	for i := 0; i < len(runs); {
-		f := runs[i].dtype
+		f := runs[i].cache()
 		j := i
-		for j < len(runs) && runs[j].dtype == f {
+		for j < len(runs) && runs[j].cache() == f {
 			j++
 		}
 		kv := h.borrow(f)
-		saved := map[int][2][]uint16{}
-		set := func(tok int, k, v []float32) {
-			sk, sv := kv.TokenCodes(tok, 0)
-			saved[tok] = [2][]uint16{sk, sv}
-			if err := kv.SetToken(tok, 0, k, v); err != nil {
-				panic(err) // positions are inside the cache by construction
-			}
-		}
-		for s := 0; s < t.sinks; s++ {
-			set(s, sinkK, sinkV)
-		}
-		set(pos, needleK, needleV)
-		err := t.score(ctx, kv, q, codes, truth, runs[i:j], withErr, &res)
-		for tok, c := range saved {
-			_ = kv.SetTokenCodes(tok, 0, c[0], c[1])
-		}
+		saved := t.patch(kv, dr)
+		err := t.score(ctx, kv, dr.q, dr.codes, dr.truth, runs[i:j], withErr, exact, &res)
+		restore(kv, saved)
 		h.giveBack(f, kv)
 		if err != nil {
 			res.e = err
@@ -208,13 +321,13 @@ func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand
 
 // score runs the kernels of runs (one dtype) on kv, which holds the
 // trial's needle and sinks, and appends their hits (and errors) to res.
-func (t attnNeedle) score(ctx context.Context, kv *attention.KV, q, codes []float32, truth int, runs []attnNeedleRun, withErr bool, res *attnNeedleTrialResult) error {
+func (t attnNeedle) score(ctx context.Context, kv *attention.KV, q, codes []float32, truth int, runs []attnNeedleRun, withErr bool, exact []float64, res *attnNeedleTrialResult) error {
 	base, err := t.baseline(ctx, runs[0].cfg, q, kv)
 	if err != nil {
 		return err
 	}
-	var ref []float64
-	if withErr {
+	ref := exact
+	if withErr && ref == nil {
 		if ref, err = attention.ReferenceQuantized(ctx, runs[0].cfg, q, nil, kv); err != nil {
 			return err
 		}
@@ -278,12 +391,11 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 	if n <= t.sinks {
 		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
 	}
-	var dtypes []fp8.Format
+	if t.gpu != nil {
+		return attnNeedleContextGPU(ctx, run, key, t, n, trials, haystacks, runs, withErr)
+	}
 	var out []attnNeedleOutcome
 	for _, r := range runs {
-		if len(dtypes) == 0 || dtypes[len(dtypes)-1] != r.dtype {
-			dtypes = append(dtypes, r.dtype)
-		}
 		for _, s := range r.series {
 			out = append(out, attnNeedleOutcome{series: s})
 		}
@@ -294,7 +406,7 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		if hs < trials%haystacks {
 			count++
 		}
-		h, err := t.haystack(n, sim.TrialRand(run.Seed, key+"/haystack", hs), dtypes)
+		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), runs)
 		if err != nil {
 			return nil, err
 		}

@@ -21,13 +21,17 @@ const (
 	Failed      State = "failed"      // the experiment returned an error or panicked
 	Cancelled   State = "cancelled"   // cancelled by a user
 	Interrupted State = "interrupted" // cut short by a crash, a kill, a shutdown or a lost client
+	// Damaged is shown for a run whose stored record cannot be read (a
+	// damaged notebook file); it is never stored. Such a run can be listed,
+	// its points read and the run deleted; nothing else.
+	Damaged State = "damaged"
 )
 
-// Final reports whether s is an end state: Done, Failed, Cancelled or
-// Interrupted.
+// Final reports whether s is an end state: Done, Failed, Cancelled,
+// Interrupted (or Damaged).
 func (s State) Final() bool {
 	switch s {
-	case Done, Failed, Cancelled, Interrupted:
+	case Done, Failed, Cancelled, Interrupted, Damaged:
 		return true
 	}
 	return false

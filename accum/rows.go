@@ -1,0 +1,259 @@
+package accum
+
+import "math"
+
+// DotRows computes len(out) dot products of one vector a against rows of
+// b: out[r] = m.Dot(a, b[r·stride : r·stride+len(a)], c[r]) (c nil: every
+// chain starts from +0), bit for bit. It is the inner loop of attention's
+// two GEMMs (one query against many keys; one row of P against many
+// columns of V) and, for the T-FDPA models with a fast path, reads a's
+// exponent and value tables once for all rows instead of once per row.
+// It panics if b is too short for the rows (a programming error).
+func DotRows(m Model, a, b []uint16, stride int, c, out []float32) {
+	if len(out) > 0 {
+		_ = b[(len(out)-1)*stride+len(a)-1]
+	}
+	t, ok := m.(*tfdpa)
+	if !ok || t.fast == nil || len(a) > maxRowsA {
+		for r := range out {
+			var cr float32
+			if c != nil {
+				cr = c[r]
+			}
+			out[r] = m.Dot(a, b[r*stride:][:len(a)], cr)
+		}
+		return
+	}
+	t.dotRows(a, b, stride, c, out)
+}
+
+// DotRowsMulti is DotRows for several accumulators at once: for each j,
+// outs[j][r] = m.Dot(a, row r of b, cs[j][r]) (cs[j] nil: from +0), bit
+// for bit. The chains share a and the rows, so the fast path computes each
+// step's products and their largest exponent once and only the alignment,
+// truncation and rounding per accumulator (attention's P·V with several
+// promotion schemes fed by the same P).
+func DotRowsMulti(m Model, a, b []uint16, stride int, cs, outs [][]float32) {
+	t, ok := m.(*tfdpa)
+	if !ok || t.fast == nil || len(a) > maxRowsA || len(outs) < 2 || t.info.Step.L > 64 {
+		for j := range outs {
+			var c []float32
+			if cs != nil {
+				c = cs[j]
+			}
+			DotRows(m, a, b, stride, c, outs[j])
+		}
+		return
+	}
+	rows := len(outs[0])
+	if rows > 0 {
+		_ = b[(rows-1)*stride+len(a)-1]
+	}
+	s := t.fast
+	var expA [maxRowsA]int32
+	var valA [maxRowsA]float64
+	for i, x := range a {
+		expA[i], valA[i] = s.exp[x], s.val[x]
+	}
+	L := t.info.Step.L
+	n := len(a)
+	var cr [8]float32
+	if len(outs) > len(cr) {
+		for j := range outs {
+			var c []float32
+			if cs != nil {
+				c = cs[j]
+			}
+			DotRows(m, a, b, stride, c, outs[j])
+		}
+		return
+	}
+	var prod [64]float64
+	for r := 0; r < rows; r++ {
+		for j := range outs {
+			cr[j] = 0
+			if cs != nil && cs[j] != nil {
+				cr[j] = cs[j][r]
+			}
+		}
+		row := b[r*stride:][:n]
+		for i := 0; i < n; i += L {
+			k := min(i+L, n)
+			emaxP := s.products(expA[i:k], valA[i:k], row[i:k], prod[:k-i])
+			for j := range outs {
+				d, ok := float32(0), false
+				if emaxP <= 1000 {
+					d, ok = s.finish(emaxP, prod[:k-i], cr[j])
+				}
+				if !ok {
+					d = t.refStep(a[i:k], row[i:k], cr[j])
+				}
+				cr[j] = d
+			}
+		}
+		for j := range outs {
+			outs[j][r] = cr[j]
+		}
+	}
+}
+
+// products computes the largest product exponent (sentinels included) of
+// one step and the exact products valA[i]·val[b[i]].
+func (s *tableStep) products(expA []int32, valA []float64, b []uint16, p []float64) int32 {
+	n := len(expA)
+	b, valA, p = b[:n], valA[:n], p[:n]
+	exp, val := s.exp, s.val
+	e0, e1 := int32(-2000), int32(-2000)
+	i := 0
+	for ; i+2 <= n; i += 2 {
+		x0, x1 := b[i], b[i+1]
+		e0 = max(e0, expA[i]+exp[x0])
+		e1 = max(e1, expA[i+1]+exp[x1])
+		p[i] = valA[i] * val[x0]
+		p[i+1] = valA[i+1] * val[x1]
+	}
+	for ; i < n; i++ {
+		e0 = max(e0, expA[i]+exp[b[i]])
+		p[i] = valA[i] * val[b[i]]
+	}
+	return max(e0, e1)
+}
+
+// finish is the rest of tableStep.step given the products' largest
+// exponent emaxP (no special among them) and the products p: the same
+// operations in the same order.
+func (s *tableStep) finish(emaxP int32, p []float64, c float32) (float32, bool) {
+	emax := emaxP
+	cb := math.Float32bits(c)
+	switch cexp := int32(cb >> 23 & 0xff); {
+	case cexp == 0xff:
+		return 0, false
+	case cb&0x7fffffff == 0:
+		emax = max(emax, s.ezero)
+	case cexp == 0:
+		emax = max(emax, -126)
+	default:
+		emax = max(emax, cexp-127)
+	}
+	scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
+	var s0, s1, s2, s3 int64
+	i := 0
+	n := len(p)
+	for ; i+4 <= n; i += 4 {
+		s0 += int64(p[i] * scale)
+		s1 += int64(p[i+1] * scale)
+		s2 += int64(p[i+2] * scale)
+		s3 += int64(p[i+3] * scale)
+	}
+	for ; i < n; i++ {
+		s0 += int64(p[i] * scale)
+	}
+	sum := int64(float64(c)*scale) + (s0 + s1) + (s2 + s3)
+	if sum == 0 {
+		return 0, true
+	}
+	neg := sum < 0
+	mag := uint64(sum)
+	if neg {
+		mag = uint64(-sum)
+	}
+	v := roundRZ(mag, int(emax)-s.f, s.fb)
+	if neg {
+		v |= 0x80000000
+	}
+	return math.Float32frombits(v), true
+}
+
+// maxRowsA bounds the vectors dotRows prepares on the stack.
+const maxRowsA = 1024
+
+func (m *tfdpa) dotRows(a, b []uint16, stride int, c, out []float32) {
+	s := m.fast
+	var expA [maxRowsA]int32
+	var valA [maxRowsA]float64
+	for i, x := range a {
+		expA[i], valA[i] = s.exp[x], s.val[x]
+	}
+	L := m.info.Step.L
+	n := len(a)
+	for r := range out {
+		var cr float32
+		if c != nil {
+			cr = c[r]
+		}
+		row := b[r*stride:][:n]
+		for i := 0; i < n; i += L {
+			j := min(i+L, n)
+			d, ok := s.stepPrepared(expA[i:j], valA[i:j], row[i:j], cr)
+			if !ok {
+				d = m.refStep(a[i:j], row[i:j], cr)
+			}
+			cr = d
+		}
+		out[r] = cr
+	}
+}
+
+// stepPrepared is tableStep.step with a's exponents and values looked up
+// beforehand: the same operations in the same order.
+func (s *tableStep) stepPrepared(expA []int32, valA []float64, b []uint16, c float32) (float32, bool) {
+	n := len(expA)
+	b = b[:n]
+	valA = valA[:n]
+	exp := s.exp
+	// Four independent running maxima (and sums below) instead of one:
+	// the same result, without a loop-carried chain of compare-and-moves.
+	e0, e1, e2, e3 := int32(-2000), int32(-2000), int32(-2000), int32(-2000)
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		e0 = max(e0, expA[i]+exp[b[i]])
+		e1 = max(e1, expA[i+1]+exp[b[i+1]])
+		e2 = max(e2, expA[i+2]+exp[b[i+2]])
+		e3 = max(e3, expA[i+3]+exp[b[i+3]])
+	}
+	for ; i < n; i++ {
+		e0 = max(e0, expA[i]+exp[b[i]])
+	}
+	emax := max(max(e0, e1), max(e2, e3))
+	if emax > 1000 {
+		return 0, false
+	}
+	cb := math.Float32bits(c)
+	switch cexp := int32(cb >> 23 & 0xff); {
+	case cexp == 0xff:
+		return 0, false
+	case cb&0x7fffffff == 0:
+		emax = max(emax, s.ezero)
+	case cexp == 0:
+		emax = max(emax, -126)
+	default:
+		emax = max(emax, cexp-127)
+	}
+	scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
+	val := s.val
+	var s0, s1, s2, s3 int64
+	i = 0
+	for ; i+4 <= n; i += 4 {
+		s0 += int64(valA[i] * val[b[i]] * scale)
+		s1 += int64(valA[i+1] * val[b[i+1]] * scale)
+		s2 += int64(valA[i+2] * val[b[i+2]] * scale)
+		s3 += int64(valA[i+3] * val[b[i+3]] * scale)
+	}
+	for ; i < n; i++ {
+		s0 += int64(valA[i] * val[b[i]] * scale)
+	}
+	sum := int64(float64(c)*scale) + (s0 + s1) + (s2 + s3) // integers: any order is exact
+	if sum == 0 {
+		return 0, true
+	}
+	neg := sum < 0
+	mag := uint64(sum)
+	if neg {
+		mag = uint64(-sum)
+	}
+	v := roundRZ(mag, int(emax)-s.f, s.fb)
+	if neg {
+		v |= 0x80000000
+	}
+	return math.Float32frombits(v), true
+}

@@ -1,0 +1,603 @@
+package attention
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// KVFormat is the format a KV cache is stored in: a 16-bit float, an fp8
+// format with separate scales, or a block-scaled format (elements with one
+// scale per block of consecutive channels of one token and head).
+type KVFormat uint8
+
+// The KV-cache formats.
+const (
+	KVInvalid KVFormat = iota
+	KVBF16             // bfloat16, no scale
+	KVFP16             // float16, no scale
+	KVE4M3             // e4m3 with scales of a Granularity
+	KVE5M2             // e5m2 with scales of a Granularity
+	KVMXFP8            // OCP MXFP8: e4m3 elements, one ue8m0 (power of two) scale per 32 channels
+	KVNVFP4            // NVFP4: e2m1 elements, one ue4m3 scale per 16 channels, one FP32 tensor scale
+	KVMXFP4            // OCP MXFP4: e2m1 elements, one ue8m0 scale per 32 channels
+)
+
+var kvFormatNames = [...]string{"invalid", "bf16", "f16", "e4m3", "e5m2", "mxfp8", "nvfp4", "mxfp4"}
+
+// KVFormats lists the formats in order.
+func KVFormats() []KVFormat {
+	return []KVFormat{KVBF16, KVFP16, KVE4M3, KVE5M2, KVMXFP8, KVNVFP4, KVMXFP4}
+}
+
+// String returns bf16, f16, e4m3, e5m2, mxfp8, nvfp4 or mxfp4.
+func (f KVFormat) String() string {
+	if int(f) < len(kvFormatNames) {
+		return kvFormatNames[f]
+	}
+	return fmt.Sprintf("KVFormat(%d)", f)
+}
+
+// ParseKVFormat reads a name String returns (fp16 for f16 too).
+func ParseKVFormat(s string) (KVFormat, error) {
+	s = strings.ToLower(s)
+	if s == "fp16" {
+		s = "f16"
+	}
+	for i, n := range kvFormatNames {
+		if i > 0 && n == s {
+			return KVFormat(i), nil
+		}
+	}
+	return KVInvalid, fmt.Errorf("unknown KV format %q (want one of %s)", s, strings.Join(kvFormatNames[1:], ", "))
+}
+
+// Elem is the format of the stored elements.
+func (f KVFormat) Elem() fp8.Format {
+	switch f {
+	case KVBF16:
+		return fp8.FormatBF16
+	case KVFP16:
+		return fp8.FormatFP16
+	case KVE4M3, KVMXFP8:
+		return fp8.FormatE4M3
+	case KVE5M2:
+		return fp8.FormatE5M2
+	case KVNVFP4, KVMXFP4:
+		return fp8.FormatE2M1
+	}
+	return fp8.FormatInvalid
+}
+
+// Block is the number of channels sharing a block scale (0 for formats
+// without block scales).
+func (f KVFormat) Block() int {
+	switch f {
+	case KVMXFP8, KVMXFP4:
+		return 32
+	case KVNVFP4:
+		return 16
+	}
+	return 0
+}
+
+// Scaled reports whether the format takes scales of a Granularity (e4m3 and
+// e5m2).
+func (f KVFormat) Scaled() bool { return f == KVE4M3 || f == KVE5M2 }
+
+// Granularity says which elements of K or V share a scale.
+type Granularity uint8
+
+// The granularities.
+const (
+	PerTensor    Granularity = iota // one scale (vLLM's default)
+	PerHead                         // one per KV head (FA3's descale shape)
+	PerTokenHead                    // one per token and KV head, from that token's amax, written with the token
+	PerChannel                      // one per channel of a KV head (K only: KIVI-style outlier channels)
+)
+
+var granularityNames = [...]string{"tensor", "head", "token-head", "channel"}
+
+// String returns tensor, head, token-head or channel.
+func (g Granularity) String() string {
+	if int(g) < len(granularityNames) {
+		return granularityNames[g]
+	}
+	return fmt.Sprintf("Granularity(%d)", g)
+}
+
+// ParseGranularity reads a name String returns.
+func ParseGranularity(s string) (Granularity, error) {
+	for i, n := range granularityNames {
+		if n == s {
+			return Granularity(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown scale granularity %q (want tensor, head, token-head or channel)", s)
+}
+
+// ScaleChoice is how static scales are chosen (the vLLM/SGLang choices).
+type ScaleChoice uint8
+
+// The choices.
+const (
+	ScaleOne    ScaleChoice = iota // 1.0: no calibration (vLLM's default without a checkpoint scale)
+	ScaleAmax                      // amax of the whole cache / the format's largest value
+	ScalePrefix                    // amax of a calibration prefix (the first tokens) / the largest value
+)
+
+var scaleChoiceNames = [...]string{"one", "amax", "prefix"}
+
+// String returns one, amax or prefix.
+func (c ScaleChoice) String() string {
+	if int(c) < len(scaleChoiceNames) {
+		return scaleChoiceNames[c]
+	}
+	return fmt.Sprintf("ScaleChoice(%d)", c)
+}
+
+// ParseScaleChoice reads a name String returns.
+func ParseScaleChoice(s string) (ScaleChoice, error) {
+	for i, n := range scaleChoiceNames {
+		if n == s {
+			return ScaleChoice(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown scale choice %q (want one, amax or prefix)", s)
+}
+
+// Path is how the kernel feeds the cache to the tensor core.
+type Path uint8
+
+// The paths (see QuantizeKV).
+const (
+	// PathDirect: the MMA reads the stored codes; per-tensor or per-head
+	// descales are applied in FP32 outside it (to S for K, to O for V).
+	// FA3's FP8 kernel (Dao-AILab/flash-attention
+	// hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp: q/k/v descale folded into
+	// softmax_scale_log2 and the final O scale; ../shared/docs/
+	// fp8-attention.md) and every bf16/fp16 cache.
+	PathDirect Path = iota
+	// PathDequantBF16: each element is dequantized in FP32 (code × scales)
+	// and rounded to bf16 before a bf16 MMA with a bf16 query and bf16 P:
+	// vLLM's Triton unified attention (vllm-project/vllm
+	// vllm/attention/ops/triton_unified_attention.py: K =
+	// (K_load.to(tl.float32) * tl.load(k_scale)).to(Q.dtype), V alike,
+	// then tl.dot with Q), and the dequantize-to-16-bit KV paths of other
+	// kernels (sglang's quantized-KV docs describe the same read path).
+	PathDequantBF16
+	// PathDequantE4M3: each element is dequantized in FP32 and rounded
+	// (RNE, satfinite) to e4m3 before an e4m3 MMA with an e4m3 query and
+	// P: TensorRT-LLM's NVFP4 KV cache, whose attention math "is in FP8"
+	// (NVIDIA/TensorRT-LLM#6244, XQA on Hopper, trtllm-gen on Blackwell).
+	// The order of the FP32 operations inside that kernel is not public;
+	// this path's (code × block scale, then × tensor scale, one rounding
+	// to e4m3) is the simplest one consistent with it.
+	PathDequantE4M3
+	// PathBlockScaled would feed block-scaled codes to tcgen05
+	// kind::mxf8f6f4 / kind::mxf4nvf4 directly. Not modelled yet:
+	// QuantizeKV refuses it.
+	PathBlockScaled
+)
+
+var pathNames = [...]string{"direct", "dequant-bf16", "dequant-e4m3", "block-scaled"}
+
+// String returns direct, dequant-bf16, dequant-e4m3 or block-scaled.
+func (p Path) String() string {
+	if int(p) < len(pathNames) {
+		return pathNames[p]
+	}
+	return fmt.Sprintf("Path(%d)", p)
+}
+
+// ParsePath reads a name String returns.
+func ParsePath(s string) (Path, error) {
+	for i, n := range pathNames {
+		if n == s {
+			return Path(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown path %q (want direct, dequant-bf16, dequant-e4m3 or block-scaled)", s)
+}
+
+// KVSpec describes how a cache is stored and fed to the MMA.
+type KVSpec struct {
+	Format KVFormat
+	// KScales and VScales are the granularities of an e4m3/e5m2 cache's
+	// scales (PerChannel for K only); ignored by the other formats.
+	KScales, VScales Granularity
+	// Scale chooses the static scales: the tensor, head or channel scales
+	// of e4m3/e5m2 and NVFP4's FP32 tensor scale. Per-token-head scales and
+	// block scales are always the amax of their own elements.
+	Scale ScaleChoice
+	// PrefixTokens is the calibration prefix of ScalePrefix (1 … tokens).
+	PrefixTokens int
+	Path         Path
+	// Saturation of the e4m3/e5m2 element casts (block formats saturate).
+	Saturation fp8.Saturation
+}
+
+// DType is the format the MMA reads: the stored one for PathDirect, bf16
+// or e4m3 for the dequantizing paths. Q and P are cast to it.
+func (s KVSpec) DType() fp8.Format {
+	switch s.Path {
+	case PathDequantBF16:
+		return fp8.FormatBF16
+	case PathDequantE4M3:
+		return fp8.FormatE4M3
+	}
+	return s.Format.Elem()
+}
+
+// String names the spec compactly, e.g. "e4m3 k:channel v:tensor amax
+// dequant-bf16".
+func (s KVSpec) String() string {
+	var b strings.Builder
+	b.WriteString(s.Format.String())
+	if s.Format.Scaled() {
+		fmt.Fprintf(&b, " k:%s v:%s", s.KScales, s.VScales)
+	}
+	if s.Format.Scaled() || s.Format == KVNVFP4 {
+		b.WriteString(" " + s.Scale.String())
+		if s.Scale == ScalePrefix {
+			fmt.Fprintf(&b, "(%d)", s.PrefixTokens)
+		}
+	}
+	b.WriteString(" " + s.Path.String())
+	return b.String()
+}
+
+// KVShape is the shape of K ([Tokens][Heads][KDim]) and V
+// ([Tokens][Heads][VDim]); VDim 0 means KDim.
+type KVShape struct{ Tokens, Heads, KDim, VDim int }
+
+// Check validates the spec for shape; every error names the limit.
+func (s KVSpec) Check(shape KVShape) error {
+	f := s.Format
+	if f.Elem() == fp8.FormatInvalid {
+		return fmt.Errorf("attention: KV format %s is not one of %s", f, strings.Join(kvFormatNames[1:], ", "))
+	}
+	switch s.Path {
+	case PathDirect:
+		if f.Block() > 0 {
+			return fmt.Errorf("attention: a %s cache needs block-scaled MMA (not modelled yet) or a dequantizing path (dequant-bf16, dequant-e4m3)", f)
+		}
+		if f.Scaled() && (s.KScales > PerHead || s.VScales > PerHead) {
+			return fmt.Errorf("attention: %s/%s scales cannot be applied outside an fp8 MMA (FA3 takes per-tensor or per-head descales): use dequant-bf16", s.KScales, s.VScales)
+		}
+	case PathDequantBF16, PathDequantE4M3:
+	case PathBlockScaled:
+		return fmt.Errorf("attention: block-scaled MMA (tcgen05 kind::mxf8f6f4/mxf4nvf4) is not modelled yet: use dequant-bf16 or dequant-e4m3")
+	default:
+		return fmt.Errorf("attention: unknown path %d", s.Path)
+	}
+	if f.Scaled() {
+		if s.KScales > PerChannel || s.VScales > PerTokenHead {
+			return fmt.Errorf("attention: scale granularity k:%s v:%s (V takes tensor, head or token-head)", s.KScales, s.VScales)
+		}
+	}
+	if s.Scale > ScalePrefix {
+		return fmt.Errorf("attention: unknown scale choice %d", s.Scale)
+	}
+	if s.Scale == ScalePrefix && (s.PrefixTokens < 1 || s.PrefixTokens > shape.Tokens) {
+		return fmt.Errorf("attention: calibration prefix of %d tokens: want 1 … %d (the cache's tokens)", s.PrefixTokens, shape.Tokens)
+	}
+	for _, d := range []int{shape.KDim, shape.VDim} {
+		if b := f.Block(); b > 0 && d%b != 0 {
+			return fmt.Errorf("attention: head_dim %d is not a multiple of %s's block of %d", d, f, b)
+		}
+	}
+	return nil
+}
+
+// QuantizeKV stores k and v (laid out [tokens][heads][dim], float32, VDim
+// wide for v) in spec's format and returns the cache the kernel reads: its
+// codes in spec.DType() and its factored descales. For every element x:
+//
+//   - bf16/f16: code = cast(x) (RNE).
+//   - e4m3/e5m2: code = cast(x / s) (a float32 division, RNE, with
+//     spec.Saturation), s the element's scale: 1.0, amax/max (448 or 57344)
+//     of its group over the whole cache (ScaleAmax) or over the first
+//     PrefixTokens tokens (ScalePrefix; a later token beyond the range
+//     saturates), or, per token and head, the amax of that token's head
+//     (PerTokenHead). The groups: the tensor, a KV head, a channel of a
+//     KV head (PerChannel).
+//   - MXFP8/MXFP4 (OCP MX v1.0 §6.3): per block of 32 channels of one
+//     token and head, s = 2^(floor(log2 amax) − emax_elem) (emax 8 for e4m3,
+//     2 for e2m1), clamped to ue8m0's 2^−127 … 2^127 (s = 1 for an all-zero
+//     block); code = cast(x / s), RNE, saturating.
+//   - NVFP4: a FP32 tensor scale t (1.0, or amax/(448·6) of the cache or
+//     the prefix); per block of 16, s = ue4m3(amax_block / 6 / t) (RNE,
+//     saturating at 448); code = e2m1(x / (s·t)) with s·t a float32
+//     product, RNE, saturating at 6 (a block whose s rounds to 0 stores
+//     zeros).
+//
+// The stored value is code × s (× t). PathDirect keeps the codes and
+// factors per-tensor/per-head scales out (KV.KScales/VScales); the
+// dequantizing paths compute the stored value in FP32 (code × s, then × t)
+// and round it to bf16 (RNE) or e4m3 (RNE, satfinite), with descale 1.
+func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
+	if shape.VDim == 0 {
+		shape.VDim = shape.KDim
+	}
+	if shape.Tokens < 1 || shape.Heads < 1 || shape.KDim < 1 {
+		return nil, fmt.Errorf("attention: KV shape %d tokens × %d heads × %d/%d: every dimension must be at least 1", shape.Tokens, shape.Heads, shape.KDim, shape.VDim)
+	}
+	if len(k) != shape.Tokens*shape.Heads*shape.KDim || len(v) != shape.Tokens*shape.Heads*shape.VDim {
+		return nil, fmt.Errorf("attention: KV shape %d tokens × %d heads × %d/%d needs %d keys and %d values, got %d and %d",
+			shape.Tokens, shape.Heads, shape.KDim, shape.VDim, shape.Tokens*shape.Heads*shape.KDim, shape.Tokens*shape.Heads*shape.VDim, len(k), len(v))
+	}
+	if err := spec.Check(shape); err != nil {
+		return nil, err
+	}
+	dt := spec.DType()
+	sat := spec.Saturation
+	if spec.Path != PathDirect {
+		sat = fp8.SatFinite
+	}
+	kq := newTokenQuant(k, shape.Tokens, shape.Heads, shape.KDim, spec, spec.KScales)
+	vq := newTokenQuant(v, shape.Tokens, shape.Heads, shape.VDim, spec, spec.VScales)
+	kScale, vScale := []float32{1}, []float32{1}
+	if spec.Path == PathDirect && spec.Format.Scaled() {
+		kScale, vScale = slices.Clone(kq.static), slices.Clone(vq.static)
+	}
+	c := newKV(shape.Tokens, shape.Heads, shape.KDim, shape.VDim, dt, sat, kScale, vScale)
+	c.kq, c.vq = kq, vq
+	for t := 0; t < c.tokens; t++ {
+		for h := 0; h < c.heads; h++ {
+			c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
+		}
+	}
+	return c, nil
+}
+
+// tokenQuant stores one token of one head of K or V in a KV format and
+// returns the codes the MMA reads. Static scales (per tensor, head or
+// channel) and NVFP4's tensor scale are fixed when the cache is made;
+// per-token-head and block scales come from the token's own values.
+type tokenQuant struct {
+	f      KVFormat
+	g      Granularity
+	sat    fp8.Saturation
+	path   Path
+	dt     fp8.Format // the MMA's format
+	dim    int
+	e2m1   *nearest // the encoders of e2m1 elements and ue4m3 scales
+	ue4m3  *nearest
+	static []float32 // scaled formats: 1 (tensor), heads (head) or heads·dim (channel) scales
+	tensor float32   // NVFP4's tensor scale (1 for the others)
+}
+
+// newTokenQuant fixes the static scales of x ([tokens][heads][dim]) for spec.
+func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granularity) *tokenQuant {
+	q := &tokenQuant{f: spec.Format, g: g, sat: spec.Saturation, path: spec.Path, dt: spec.DType(), dim: dim, tensor: 1,
+		e2m1: nearestTable(fp8.FormatE2M1), ue4m3: nearestTable(fp8.FormatUE4M3)}
+	elem := q.f.Elem()
+	calib := tokens
+	if spec.Scale == ScalePrefix {
+		calib = spec.PrefixTokens
+	}
+	switch {
+	case q.f.Scaled() && g != PerTokenHead:
+		n := 1
+		switch g {
+		case PerHead:
+			n = heads
+		case PerChannel:
+			n = heads * dim
+		}
+		amax := make([]float32, n)
+		if spec.Scale != ScaleOne {
+			for t := 0; t < calib; t++ {
+				for h := 0; h < heads; h++ {
+					for d := 0; d < dim; d++ {
+						i := q.group(h, d)
+						amax[i] = max(amax[i], abs32(x[(t*heads+h)*dim+d]))
+					}
+				}
+			}
+		}
+		q.static = make([]float32, n)
+		for i, a := range amax {
+			q.static[i] = fp8.AmaxScale(a, elem) // 1.0 for ScaleOne (amax 0)
+		}
+	case q.f == KVNVFP4 && spec.Scale != ScaleOne:
+		var a float32
+		for _, y := range x[:calib*heads*dim] {
+			a = max(a, abs32(y))
+		}
+		if a > 0 && !math.IsInf(float64(a), 0) {
+			q.tensor = a / (448 * 6)
+		}
+	}
+	return q
+}
+
+// group is the index of the static scale of channel d of head h.
+func (q *tokenQuant) group(h, d int) int {
+	switch q.g {
+	case PerHead:
+		return h
+	case PerChannel:
+		return h*q.dim + d
+	}
+	return 0
+}
+
+// quantize stores x (dim values of head h) and writes the MMA's codes to
+// out (out[i·stride]).
+func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
+	elem := q.f.Elem()
+	put := func(i int, code uint32, scale float32) {
+		switch {
+		case q.path == PathDirect:
+			out[i*stride] = uint16(code)
+		case scale == 0:
+			out[i*stride] = uint16(q.dt.Encode(0, fp8.SatFinite))
+		default:
+			v := float32(elem.Value(code)) * scale
+			if q.tensor != 1 {
+				v *= q.tensor
+			}
+			out[i*stride] = uint16(q.dt.Encode(v, fp8.SatFinite))
+		}
+	}
+	switch {
+	case !q.f.Scaled() && q.f.Block() == 0: // bf16, f16
+		for i, y := range x {
+			c := elem.Encode(y, fp8.SatFinite)
+			if q.dt != elem {
+				c = q.dt.Encode(float32(elem.Value(c)), fp8.SatFinite)
+			}
+			out[i*stride] = uint16(c)
+		}
+	case q.f.Scaled():
+		tokenScale := float32(0)
+		if q.g == PerTokenHead {
+			var a float32
+			for _, y := range x {
+				a = max(a, abs32(y))
+			}
+			tokenScale = fp8.AmaxScale(a, elem)
+		}
+		for i, y := range x {
+			s := tokenScale
+			if q.g != PerTokenHead {
+				s = q.static[q.group(h, i)]
+			}
+			put(i, elem.Encode(y/s, q.sat), s)
+		}
+	default: // block formats
+		b := q.f.Block()
+		for lo := 0; lo < len(x); lo += b {
+			blk := x[lo : lo+b]
+			var a float32
+			for _, y := range blk {
+				a = max(a, abs32(y))
+			}
+			var s float32
+			if q.f == KVNVFP4 {
+				s = float32(fp8.FormatUE4M3.Value(q.ue4m3.encode(fp8.FormatUE4M3, a/6/q.tensor)))
+			} else {
+				s = mxScale(a, elem)
+			}
+			div := s * q.tensor
+			for j, y := range blk {
+				var c uint32
+				switch {
+				case div == 0:
+				case elem == fp8.FormatE4M3:
+					c = uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
+				default:
+					c = q.e2m1.encode(elem, y/div)
+				}
+				put(lo+j, c, s)
+			}
+		}
+	}
+}
+
+func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
+
+// mxScale is the OCP MX shared scale of a block with largest magnitude a:
+// 2^(floor(log2 a) − emax), emax the element format's largest exponent,
+// clamped to ue8m0's range; 1 for a zero (or non-finite) amax.
+func mxScale(a float32, elem fp8.Format) float32 {
+	if !(a > 0) || math.IsInf(float64(a), 0) {
+		return 1
+	}
+	_, e := math.Frexp(float64(a)) // a = m·2^e, m in [0.5, 1)
+	x := (e - 1) - elem.Emax()
+	x = max(-127, min(127, x))
+	return float32(math.Ldexp(1, x))
+}
+
+// encodeNearest returns the code of format f (at most 8 code bits) nearest
+// to x, ties to the even code, saturating at the largest finite value; NaN
+// gives +0. It serves the formats fp8.Format.Encode does not cover (e2m1,
+// ue4m3).
+func encodeNearest(f fp8.Format, x float32) uint32 {
+	return nearestTable(f).encode(f, x)
+}
+
+// encode is encodeNearest with the table of f.
+func (t *nearest) encode(f fp8.Format, x float32) uint32 {
+	a := math.Abs(float64(x))
+	if a != a || (!f.Signed() && x < 0) {
+		return 0
+	}
+	i := sort.Search(len(t.mag), func(i int) bool { return t.mag[i] >= a })
+	var c uint32
+	switch {
+	case i == len(t.mag):
+		c = t.code[len(t.mag)-1]
+	case i == 0 || t.mag[i] == a:
+		c = t.code[i]
+	default:
+		lo, hi := t.mag[i-1], t.mag[i]
+		switch {
+		case a-lo < hi-a:
+			c = t.code[i-1]
+		case a-lo > hi-a:
+			c = t.code[i]
+		case t.code[i-1]&1 == 0:
+			c = t.code[i-1]
+		default:
+			c = t.code[i]
+		}
+	}
+	if math.Signbit(float64(x)) && f.Signed() {
+		c |= f.SignBit()
+	}
+	return c
+}
+
+// nearest is the sorted finite non-negative values of a format and their
+// codes.
+type nearest struct {
+	mag  []float64
+	code []uint32
+}
+
+var (
+	nearestMu     sync.Mutex
+	nearestTables = map[fp8.Format]*nearest{}
+)
+
+func nearestTable(f fp8.Format) *nearest {
+	nearestMu.Lock()
+	defer nearestMu.Unlock()
+	if t, ok := nearestTables[f]; ok {
+		return t
+	}
+	t := &nearest{}
+	n := uint32(1) << f.CodeBits()
+	for c := uint32(0); c < n; c++ {
+		if f.Signed() && c&f.SignBit() != 0 {
+			continue
+		}
+		v := f.Value(c)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		t.mag = append(t.mag, v)
+		t.code = append(t.code, c)
+	}
+	idx := make([]int, len(t.mag))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return t.mag[idx[a]] < t.mag[idx[b]] })
+	mag, code := make([]float64, len(idx)), make([]uint32, len(idx))
+	for i, j := range idx {
+		mag[i], code[i] = t.mag[j], t.code[j]
+	}
+	t.mag, t.code = mag, code
+	nearestTables[f] = t
+	return t
+}

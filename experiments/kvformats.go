@@ -1,0 +1,224 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+func init() { sim.Register(KVFormats{}) }
+
+// KVFormats is the `kv-formats` experiment: output error and needle
+// retrieval against context length for KV-cache formats × scale
+// granularities × arithmetic, beside bf16, and the promotion interval each
+// needs to stay within 1 % of bf16's retrieval.
+type KVFormats struct{}
+
+// Name returns "kv-formats".
+func (KVFormats) Name() string { return "kv-formats" }
+
+// Doc describes the experiment.
+func (KVFormats) Doc() string {
+	return `KV-cache formats (bf16, e4m3/e5m2 with per-tensor, per-token-head and per-channel scales, MXFP8, NVFP4, MXFP4) on the synthetic needle: retrieval and output error against context length.
+
+The needle task of the needle experiment (one decode query, head_dim d,
+haystack logits ~N(0, score_std^2), values ~N(value_mean, value_std^2), one
+needle with logit margin and a ±1 code, optional sinks). Each series is a
+cache format with its scales, the way the kernel feeds it to the MMA and the
+arithmetic (see the set parameter):
+
+  direct        the MMA reads the stored codes (FA3's FP8 kernel; bf16)
+  dequant-bf16  code × scales in FP32, rounded to bf16, bf16 MMA, Q and P
+                in bf16 (vLLM's Triton unified attention, FlashInfer)
+  dequant-e4m3  code × scales in FP32, rounded to e4m3, e4m3 MMA, P in
+                e4m3 (TensorRT-LLM's FP4 KV cache through the FP8 MMA)
+  hopper        sm90 wgmma models; blackwell: sm100 tcgen05 (FP32 in
+                tensor memory)
+
+Native block-scaled MMA (tcgen05 kind::mxf8f6f4 / mxf4nvf4 reading the
+cache's codes and scales) is not modelled yet.
+
+Scales: "one" is 1.0 (no calibration); "amax" the cache's amax over the
+format's largest value; static scales are computed on the haystack and the
+needle and sinks are stored with them. Per-token-head and block scales come
+from each token's own values.
+
+y: retrieval accuracy at promotion "never" (FA3 as shipped); extra relerr
+(mean relative L2 error of O against exact float64 attention on the
+unquantized inputs, %) and acc_p{N} for each promotion interval N (tiles;
+1 is vLLM's two-level accumulation). The summary's need_<series> is the
+longest interval whose accuracy stays within 1 point (0.01) of bf16's at
+every context (0: never promoting suffices; -1: no interval does).`
+}
+
+// kvFormatsCase is one series: a spec and an arithmetic.
+type kvFormatsCase struct {
+	label string
+	spec  attention.KVSpec
+	arch  string
+}
+
+// kvFormatsSets are the series of the set parameter.
+func kvFormatsCases(set string) []kvFormatsCase {
+	e := func(f attention.KVFormat, kg, vg attention.Granularity, sc attention.ScaleChoice, p attention.Path) attention.KVSpec {
+		return attention.KVSpec{Format: f, KScales: kg, VScales: vg, Scale: sc, Path: p}
+	}
+	T, TH, C := attention.PerTensor, attention.PerTokenHead, attention.PerChannel
+	one, amax := attention.ScaleOne, attention.ScaleAmax
+	direct, dbf, de4 := attention.PathDirect, attention.PathDequantBF16, attention.PathDequantE4M3
+	small := []kvFormatsCase{
+		{"bf16", e(attention.KVBF16, T, T, one, direct), "hopper"},
+		{"e4m3 tensor 1.0 (FA3)", e(attention.KVE4M3, T, T, one, direct), "hopper"},
+		{"e4m3 token-head →bf16", e(attention.KVE4M3, TH, TH, one, dbf), "hopper"},
+		{"mxfp8 →bf16", e(attention.KVMXFP8, T, T, one, dbf), "hopper"},
+		{"nvfp4 amax →e4m3", e(attention.KVNVFP4, T, T, amax, de4), "hopper"},
+		{"mxfp4 →bf16", e(attention.KVMXFP4, T, T, one, dbf), "hopper"},
+	}
+	if set == "small" {
+		return small
+	}
+	return []kvFormatsCase{
+		small[0],
+		{"f16", e(attention.KVFP16, T, T, one, direct), "hopper"},
+		small[1],
+		{"e4m3 tensor amax", e(attention.KVE4M3, T, T, amax, direct), "hopper"},
+		{"e4m3 tensor 1.0 →bf16", e(attention.KVE4M3, T, T, one, dbf), "hopper"},
+		small[2],
+		{"e4m3 k:channel amax →bf16", e(attention.KVE4M3, C, T, amax, dbf), "hopper"},
+		{"e5m2 tensor 1.0", e(attention.KVE5M2, T, T, one, direct), "hopper"},
+		small[3],
+		{"mxfp8 →e4m3", e(attention.KVMXFP8, T, T, one, de4), "hopper"},
+		{"nvfp4 amax →bf16", e(attention.KVNVFP4, T, T, amax, dbf), "hopper"},
+		small[4],
+		small[5],
+		{"mxfp4 →e4m3", e(attention.KVMXFP4, T, T, one, de4), "hopper"},
+		{"e4m3 tensor 1.0 tcgen05", e(attention.KVE4M3, T, T, one, direct), "blackwell"},
+		{"nvfp4 amax →e4m3 tcgen05", e(attention.KVNVFP4, T, T, amax, de4), "blackwell"},
+	}
+}
+
+// Params returns the parameter schema.
+func (KVFormats) Params() []sim.Param {
+	p := []sim.Param{
+		{Name: "contexts", Doc: "context lengths", Unit: "tokens", Kind: sim.KindInts, Default: []int{4096, 16384}, Min: 64, Max: 1 << 20},
+		{Name: "trials", Doc: "trials per context length", Kind: sim.KindInt, Default: 24, Min: 1, Max: 1000000},
+		{Name: "set", Doc: "which series: small (6) or all (16)", Kind: sim.KindChoice, Default: "small", Choices: []string{"small", "all"}},
+		{Name: "promotions", Doc: "P·V promotion intervals tried (tiles; 0 never, 1 every tile)", Kind: sim.KindInts, Default: []int{0, 1, 16}, Min: 0, Max: 1 << 20},
+		{Name: "kBlockN", Doc: "KV tile width; 0 is FA3's decode tile", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
+	}
+	return append(p, attnNeedleParams(needleDefaultMargin)...)
+}
+
+// Run runs every context length.
+func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
+	t := attnNeedleFromValues(run.Values)
+	t.exactErr = true
+	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
+	promotions := slices.Clone(run.Values.Ints("promotions"))
+	if !slices.Contains(promotions, 0) {
+		promotions = append([]int{0}, promotions...)
+	}
+	cases := kvFormatsCases(run.Values.String("set"))
+	var runs []attnNeedleRun
+	for _, c := range cases {
+		spec := c.spec
+		dt := spec.DType()
+		model, err := attention.ModelFor(c.arch, dt)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.label, err)
+		}
+		r := attnNeedleRun{dtype: dt, spec: &spec, promotions: promotions,
+			cfg: attention.Config{HeadDim: t.d, DType: dt, QKModel: model, PVModel: model, KBlockN: run.Values.Int("kBlockN")}}
+		for _, p := range promotions {
+			r.series = append(r.series, fmt.Sprintf("%s p%d", c.label, p))
+		}
+		runs = append(runs, r)
+	}
+	run.AddTotal(int64(len(contexts) * trials))
+	summary := map[string]float64{}
+	acc := map[string]map[int]float64{} // series label → context → accuracy
+	errs := map[string]map[int]float64{}
+	for _, n := range contexts {
+		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("kv-formats/%d", n), t, n, trials, run.Values.Int("haystacks"), runs, true)
+		if err != nil {
+			return err
+		}
+		for i, c := range cases {
+			extra := map[string]float64{"trials": float64(trials)}
+			for j, p := range promotions {
+				o := out[i*len(promotions)+j]
+				a := o.Accuracy()
+				key := fmt.Sprintf("%s p%d", c.label, p)
+				if acc[key] == nil {
+					acc[key], errs[key] = map[int]float64{}, map[int]float64{}
+				}
+				acc[key][n], errs[key][n] = a, o.errSum/float64(o.trials)
+				extra[fmt.Sprintf("acc_p%d", p)] = a
+				extra[fmt.Sprintf("relerr_p%d", p)] = 100 * errs[key][n]
+				summary[fmt.Sprintf("acc_%s_%s", attnCtxLabel(n), kvFormatsSlug(key))] = a
+				summary[fmt.Sprintf("relerr_%s_%s", attnCtxLabel(n), kvFormatsSlug(key))] = errs[key][n]
+			}
+			p0 := fmt.Sprintf("%s p0", c.label)
+			extra["relerr"] = 100 * errs[p0][n]
+			extra["se"] = attnBinomialSE(acc[p0][n], trials)
+			if err := run.Emit(sim.Point{Series: c.label, X: float64(n), Y: acc[p0][n], Extra: extra}); err != nil {
+				return err
+			}
+		}
+	}
+	// The promotion each needs: the longest interval (0 = never counts as
+	// the longest) within 0.01 of bf16 at every context.
+	order := slices.Clone(promotions)
+	slices.SortFunc(order, func(a, b int) int { // never first, then the longest intervals
+		if a == 0 || b == 0 {
+			return map[bool]int{true: -1, false: 1}[a == 0]
+		}
+		return b - a
+	})
+	bf := cases[0].label + " p0"
+	var table []string
+	head := fmt.Sprintf("  %-28s", "series (relerr % / acc at p0)")
+	for _, n := range contexts {
+		head += fmt.Sprintf(" %16s", attnCtxLabel(n))
+	}
+	table = append(table, head+"  needs")
+	for _, c := range cases {
+		need := -1
+		for _, p := range order {
+			ok := true
+			for _, n := range contexts {
+				ok = ok && acc[fmt.Sprintf("%s p%d", c.label, p)][n] >= acc[bf][n]-0.01
+			}
+			if ok {
+				need = p
+				break
+			}
+		}
+		summary["need_"+kvFormatsSlug(c.label)] = float64(need)
+		line := fmt.Sprintf("  %-28s", c.label)
+		for _, n := range contexts {
+			k := c.label + " p0"
+			line += fmt.Sprintf(" %8.3g%% / %.2f", 100*errs[k][n], acc[k][n])
+		}
+		needs := map[int]string{-1: "none tried", 0: "never", 1: "every tile"}[need]
+		if needs == "" {
+			needs = fmt.Sprintf("every %d tiles", need)
+		}
+		table = append(table, line+"  "+needs)
+	}
+	summary["chance"] = 1 / float64(t.m)
+	run.Summary(summary)
+	run.Note("relative L2 error of O vs exact float64 on the unquantized inputs / retrieval accuracy, never promoting; the promotion interval needed to stay within 0.01 of bf16:\n" + strings.Join(table, "\n"))
+	return nil
+}
+
+// kvFormatsSlug turns a series label into a summary key: "e4m3 tensor 1.0
+// (FA3) p0" is "e4m3_tensor_1.0_FA3_p0", "→bf16" is "to_bf16".
+func kvFormatsSlug(s string) string {
+	s = strings.NewReplacer("→", "to_", "(", "", ")", "", ":", "_").Replace(s)
+	return strings.Join(strings.Fields(s), "_")
+}

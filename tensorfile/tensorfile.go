@@ -1,0 +1,290 @@
+package tensorfile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/x448/float16"
+)
+
+// DType is the element type of a tensor in a file.
+type DType uint8
+
+// The element types.
+const (
+	Invalid DType = iota
+	F32           // IEEE binary32
+	F16           // IEEE binary16
+	BF16          // bfloat16
+	F8E4M3        // float8_e4m3fn (OCP e4m3: no infinities, NaN S.1111.111)
+	F64           // IEEE binary64, rounded to float32 when read
+	I64           // int64 (positions); values beyond ±2^24 are refused
+	I32           // int32 (positions); values beyond ±2^24 are refused
+	U8            // uint8 (masks)
+	Bool          // bool (masks): 0 or 1
+)
+
+var dtypeNames = [...]string{"invalid", "float32", "float16", "bfloat16", "float8_e4m3fn", "float64", "int64", "int32", "uint8", "bool"}
+
+// String returns the PyTorch name of the type: float32, float16, bfloat16,
+// float8_e4m3fn, float64.
+func (d DType) String() string {
+	if int(d) < len(dtypeNames) {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("DType(%d)", d)
+}
+
+// ParseDType reads a type name: the PyTorch/NumPy names above, or the
+// safetensors names F32, F16, BF16, F8_E4M3, F64.
+func ParseDType(s string) (DType, error) {
+	switch strings.ToLower(s) {
+	case "float32", "f32", "fp32":
+		return F32, nil
+	case "float16", "f16", "fp16", "half":
+		return F16, nil
+	case "bfloat16", "bf16":
+		return BF16, nil
+	case "float8_e4m3fn", "f8_e4m3", "e4m3", "e4m3fn":
+		return F8E4M3, nil
+	case "float64", "f64", "fp64", "double":
+		return F64, nil
+	}
+	return Invalid, fmt.Errorf("unknown tensor type %q (want float32, float16, bfloat16, float8_e4m3fn or float64)", s)
+}
+
+// Size is the width of one element in bytes.
+func (d DType) Size() int {
+	switch d {
+	case F32, I32:
+		return 4
+	case F16, BF16:
+		return 2
+	case F8E4M3, U8, Bool:
+		return 1
+	case F64, I64:
+		return 8
+	}
+	return 0
+}
+
+// Limits.
+const (
+	// MaxHeader bounds the header a file may claim (the .npy dict or the
+	// safetensors JSON), in bytes. The safetensors library allows 100 MB;
+	// no file of Q/K/V needs more than a few kilobytes.
+	MaxHeader = 1 << 20
+	// DefaultMaxElements is the default bound on the elements of one
+	// tensor: 2^28 values (1 GiB as float32).
+	DefaultMaxElements = 1 << 28
+	// MaxDims bounds the number of dimensions.
+	MaxDims = 8
+)
+
+// Options tune a read. The zero value reads every self-describing type
+// with DefaultMaxElements.
+type Options struct {
+	// MaxElements bounds the elements of the tensor read (0 means
+	// DefaultMaxElements); a file claiming more is refused before any
+	// allocation.
+	MaxElements int64
+	// Void2 and Void1 name the types of the .npy opaque element types
+	// '<V2' and '|V1' that ml_dtypes writes for bfloat16 (or float16) and
+	// float8_e4m3fn arrays; Invalid refuses such files.
+	Void2, Void1 DType
+}
+
+func (o Options) maxElements() int64 {
+	if o.MaxElements > 0 {
+		return o.MaxElements
+	}
+	return DefaultMaxElements
+}
+
+// Tensor is one tensor read from a file: its values as float32 (exact for
+// every type but float64), row major.
+type Tensor struct {
+	File  string // the name of the file it was read from
+	Name  string // its name inside a safetensors file ("" for .npy)
+	DType DType  // the type it was stored in
+	Shape []int
+	Data  []float32
+}
+
+// Len is the number of elements, the product of Shape.
+func (t *Tensor) Len() int { return len(t.Data) }
+
+// what names the tensor in messages: "q.npy" or "qkv.safetensors: q".
+func (t *Tensor) what() string {
+	if t.Name != "" {
+		return t.File + ": tensor " + t.Name
+	}
+	return t.File
+}
+
+// CheckFinite returns an error naming the file and the index of the first
+// NaN or infinite element, or nil.
+func (t *Tensor) CheckFinite() error {
+	for i, x := range t.Data {
+		if x != x || math.IsInf(float64(x), 0) {
+			what := "NaN"
+			if x == x {
+				what = fmt.Sprint(x)
+			}
+			return fmt.Errorf("%s: element %v is %s (inputs must be finite)", t.what(), t.index(i), what)
+		}
+	}
+	return nil
+}
+
+// index returns the multi-index of flat element i.
+func (t *Tensor) index(i int) []int {
+	idx := make([]int, len(t.Shape))
+	for d := len(t.Shape) - 1; d >= 0; d-- {
+		if t.Shape[d] > 0 {
+			idx[d] = i % t.Shape[d]
+			i /= t.Shape[d]
+		}
+	}
+	return idx
+}
+
+// ReadFile reads a tensor from the file at path: a .npy file (name must be
+// empty) or a .safetensors file (name picks the tensor; empty means its
+// only tensor). Messages name the file by its base name.
+func ReadFile(path, name string, opt Options) (*Tensor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", filepath.Base(path))
+	}
+	base := filepath.Base(path)
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		if name != "" {
+			return nil, fmt.Errorf("%s: a .npy file holds one tensor; no tensor name (got %q)", base, name)
+		}
+		return ReadNPY(base, f, st.Size(), opt)
+	case ".safetensors":
+		return ReadSafetensors(base, f, st.Size(), name, opt)
+	}
+	return nil, fmt.Errorf("%s: unknown file type (want .npy or .safetensors)", base)
+}
+
+// errTruncated wraps io.ErrUnexpectedEOF with the file and what was being read.
+func truncated(file, what string, want, have int64) error {
+	return fmt.Errorf("%s: truncated: the %s needs %d bytes, the file has %d: %w", file, what, want, have, io.ErrUnexpectedEOF)
+}
+
+// elements multiplies the dimensions, refusing negative ones, more than
+// MaxDims and products above max.
+func elements(file string, shape []int64, max int64) (int64, error) {
+	if len(shape) > MaxDims {
+		return 0, fmt.Errorf("%s: %d dimensions (at most %d)", file, len(shape), MaxDims)
+	}
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("%s: negative dimension %d in shape %v", file, d, shape)
+		}
+		if d != 0 && n > max/d {
+			return 0, fmt.Errorf("%s: shape %v has more than %d elements (the limit)", file, shape, max)
+		}
+		n *= d
+	}
+	if n > max {
+		return 0, fmt.Errorf("%s: shape %v has %d elements, more than %d (the limit)", file, shape, n, max)
+	}
+	return n, nil
+}
+
+// readData reads n elements of type dt from r (byte order bo) into float32.
+func readData(file string, r io.Reader, n int64, dt DType, bo binary.ByteOrder) ([]float32, error) {
+	out := make([]float32, n)
+	size := dt.Size()
+	buf := make([]byte, 64<<10)
+	per := len(buf) / size
+	for i := int64(0); i < n; {
+		m := min(int64(per), n-i)
+		b := buf[:m*int64(size)]
+		if _, err := io.ReadFull(r, b); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("%s: truncated data after %d of %d elements: %w", file, i, n, io.ErrUnexpectedEOF)
+			}
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		o := out[i : i+m]
+		switch dt {
+		case F32:
+			for j := range o {
+				o[j] = math.Float32frombits(bo.Uint32(b[4*j:]))
+			}
+		case F64:
+			for j := range o {
+				o[j] = float32(math.Float64frombits(bo.Uint64(b[8*j:])))
+			}
+		case F16:
+			for j := range o {
+				o[j] = float16.Frombits(bo.Uint16(b[2*j:])).Float32()
+			}
+		case BF16:
+			for j := range o {
+				o[j] = math.Float32frombits(uint32(bo.Uint16(b[2*j:])) << 16)
+			}
+		case F8E4M3:
+			for j := range o {
+				o[j] = fp8.E4M3(b[j]).Float32()
+			}
+		case U8:
+			for j := range o {
+				o[j] = float32(b[j])
+			}
+		case Bool:
+			for j := range o {
+				if b[j] > 1 {
+					return nil, fmt.Errorf("%s: element %d is the byte %d, not a bool", file, i+int64(j), b[j])
+				}
+				o[j] = float32(b[j])
+			}
+		case I32, I64:
+			for j := range o {
+				var x int64
+				if dt == I32 {
+					x = int64(int32(bo.Uint32(b[4*j:])))
+				} else {
+					x = int64(bo.Uint64(b[8*j:]))
+				}
+				if x > 1<<24 || x < -1<<24 {
+					return nil, fmt.Errorf("%s: element %d is %d, beyond ±2^24 (the integers read exactly)", file, i+int64(j), x)
+				}
+				o[j] = float32(x)
+			}
+		default:
+			return nil, fmt.Errorf("%s: cannot read type %s", file, dt)
+		}
+		i += m
+	}
+	return out, nil
+}
+
+func toInts(s []int64) []int {
+	out := make([]int, len(s))
+	for i, x := range s {
+		out[i] = int(x)
+	}
+	return out
+}

@@ -1,0 +1,255 @@
+package tensorfile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// want is the content of every test file (testdata/gen.py): (i − 11)/8.
+func want(scale float32) []float32 {
+	w := make([]float32, 24)
+	for i := range w {
+		w[i] = float32(i-11) / 8 * scale
+	}
+	return w
+}
+
+func TestReadNumPyFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file, name string
+		opt        Options
+		dt         DType
+		scale      float32
+	}{
+		{"f32.npy", "", Options{}, F32, 1},
+		{"f16.npy", "", Options{}, F16, 1},
+		{"f64.npy", "", Options{}, F64, 1},
+		{"f32be.npy", "", Options{}, F32, 1},
+		{"bf16_v2.npy", "", Options{Void2: BF16}, BF16, 1},
+		{"e4m3_v1.npy", "", Options{Void1: F8E4M3}, F8E4M3, 0.5},
+		{"qkv.safetensors", "f32", Options{}, F32, 1},
+		{"qkv.safetensors", "f16", Options{}, F16, 1},
+		{"qkv.safetensors", "bf16", Options{}, BF16, 1},
+		{"qkv.safetensors", "e4m3", Options{}, F8E4M3, 0.5},
+	} {
+		t.Run(tc.file+"/"+tc.name, func(t *testing.T) {
+			x, err := ReadFile(filepath.Join("testdata", tc.file), tc.name, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.DType != tc.dt || len(x.Shape) != 3 || x.Shape[0] != 2 || x.Shape[1] != 3 || x.Shape[2] != 4 {
+				t.Fatalf("got %s %v, want %s [2 3 4]", x.DType, x.Shape, tc.dt)
+			}
+			w := want(tc.scale)
+			for i := range w {
+				if x.Data[i] != w[i] || math.Signbit(float64(x.Data[i])) != math.Signbit(float64(w[i])) {
+					t.Fatalf("element %d = %g, want %g", i, x.Data[i], w[i])
+				}
+			}
+			if err := x.CheckFinite(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	x, err := ReadFile("testdata/int32.npy", "", Options{})
+	if err != nil || x.DType != I32 || len(x.Data) != 4 || x.Data[3] != 3 {
+		t.Fatalf("int32: %v %+v", err, x)
+	}
+	x, err = ReadFile("testdata/scalar.npy", "", Options{})
+	if err != nil || len(x.Shape) != 0 || len(x.Data) != 1 || x.Data[0] != 1.5 {
+		t.Fatalf("scalar: %v %+v", err, x)
+	}
+	x, err = ReadFile("testdata/empty.npy", "", Options{})
+	if err != nil || len(x.Data) != 0 || len(x.Shape) != 2 {
+		t.Fatalf("empty: %v %+v", err, x)
+	}
+	f, _ := os.Open("testdata/qkv.safetensors")
+	defer f.Close()
+	st, _ := f.Stat()
+	names, err := SafetensorsNames("qkv.safetensors", f, st.Size())
+	if err != nil || strings.Join(names, ",") != "bf16,e4m3,f16,f32" {
+		t.Fatalf("names %v, %v", names, err)
+	}
+}
+
+// TestBadFiles: every fault gives an error naming the file and the fault.
+func TestBadFiles(t *testing.T) {
+	good, err := os.ReadFile("testdata/f32.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.ReadFile("testdata/qkv.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := func(s string) []byte { // a .npy 1.0 file with header s and no data
+		b := []byte(npyMagic + "\x01\x00")
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(s)))
+		return append(b, s...)
+	}
+	stHdr := func(n uint64, s string) []byte {
+		b := binary.LittleEndian.AppendUint64(nil, n)
+		return append(b, s...)
+	}
+	stJSON := func(s string) []byte { return stHdr(uint64(len(s)), s) }
+	huge := []byte(npyMagic + "\x02\x00")
+	huge = binary.LittleEndian.AppendUint32(huge, 4000000000) // the most 4 bytes can claim
+	for _, tc := range []struct {
+		name, file string
+		data       []byte
+		opt        Options
+		msg        string
+	}{
+		{"truncated data", "t.npy", good[:len(good)-3], Options{}, "truncated"},
+		{"truncated header", "t.npy", good[:40], Options{}, "truncated"},
+		{"trailing bytes", "t.npy", append(bytes.Clone(good), 0), Options{}, "after the data"},
+		{"no magic", "t.npy", []byte("PK\x03\x04 not numpy at all"), Options{}, "magic"},
+		{"empty", "t.npy", nil, Options{}, "truncated"},
+		{"4 GB header", "t.npy", huge, Options{}, "more than 1048576"},
+		{"version 9", "t.npy", []byte(npyMagic + "\x09\x00\x00\x00"), Options{}, "version 9.0"},
+		{"int16 dtype", "t.npy", hdr("{'descr': '<i2', 'fortran_order': False, 'shape': (0,), }"), Options{}, `unsupported element type "<i2"`},
+		{"fortran", "fortran.npy", mustRead(t, "testdata/fortran.npy"), Options{}, "Fortran"},
+		{"V2 unnamed", "bf16_v2.npy", mustRead(t, "testdata/bf16_v2.npy"), Options{}, "name its type"},
+		{"huge shape", "t.npy", hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000, 1000000), }"), Options{}, "the limit"},
+		{"overflowing shape", "t.npy", hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }"), Options{}, "dimension"},
+		{"shape over MaxElements", "t.npy", hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (5, 5), }"), Options{MaxElements: 24}, "more than 24"},
+		{"missing key", "t.npy", hdr("{'descr': '<f4', 'shape': (2,), }"), Options{}, `no "fortran_order"`},
+		{"garbage header", "t.npy", hdr("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }"), Options{}, "True or False"},
+		{"st empty", "t.safetensors", nil, Options{}, "truncated"},
+		{"st 10 GB header", "t.safetensors", stHdr(10<<30, "{}"), Options{}, "more than 1048576"},
+		{"st header past end", "t.safetensors", stHdr(100, "{}"), Options{}, "truncated"},
+		{"st bad json", "t.safetensors", stHdr(5, "{\"a\":"), Options{}, "bad header JSON"},
+		{"st bad dtype", "t.safetensors", stJSON(`{"a":{"dtype":"I16","shape":[1],"data_offsets":[0,4]}}`), Options{}, `unsupported dtype "I16"`},
+		{"st offsets past end", "t.safetensors", stJSON(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`), Options{}, "beyond"},
+		{"st size mismatch", "t.safetensors", append(stJSON(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}`), 0, 0, 0, 0), Options{}, "needs 8"},
+		{"st truncated data", "t.safetensors", st[:len(st)-1], Options{}, "beyond"},
+		{"st unnamed", "qkv.safetensors", st, Options{}, "holds 4 tensors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, tc.file)
+			if err := os.WriteFile(p, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadFile(p, "", tc.opt)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.HasPrefix(err.Error(), tc.file+":") || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("error %q: want it to start with %q and say %q", err, tc.file+":", tc.msg)
+			}
+			if tc.msg == "truncated" && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("%v does not wrap io.ErrUnexpectedEOF", err)
+			}
+		})
+	}
+}
+
+func TestCheckFinite(t *testing.T) {
+	x := &Tensor{File: "k.npy", Shape: []int{2, 3}, Data: []float32{0, 1, 2, 3, float32(math.NaN()), 5}}
+	if err := x.CheckFinite(); err == nil || err.Error() != "k.npy: element [1 1] is NaN (inputs must be finite)" {
+		t.Fatalf("got %v", err)
+	}
+	x.Data[4] = float32(math.Inf(-1))
+	if err := x.CheckFinite(); err == nil || !strings.Contains(err.Error(), "is -Inf") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// FuzzNPY: no input panics, and whatever is accepted holds as many
+// elements as its shape says, from a file no larger than the data.
+func FuzzNPY(f *testing.F) {
+	for _, n := range []string{"f32.npy", "f16.npy", "f64.npy", "bf16_v2.npy", "scalar.npy", "empty.npy"} {
+		b, err := os.ReadFile(filepath.Join("testdata", n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := ReadNPY("fuzz.npy", bytes.NewReader(b), int64(len(b)), Options{Void2: BF16, Void1: F8E4M3, MaxElements: 1 << 16})
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.npy: ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		n := 1
+		for _, d := range x.Shape {
+			n *= d
+		}
+		if n != len(x.Data) || len(x.Data)*x.DType.Size() > len(b) {
+			t.Fatalf("shape %v, %d elements from %d bytes", x.Shape, len(x.Data), len(b))
+		}
+	})
+}
+
+// FuzzSafetensors: as FuzzNPY for safetensors files.
+func FuzzSafetensors(f *testing.F) {
+	b, err := os.ReadFile("testdata/qkv.safetensors")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b, "f32")
+	f.Add(b, "e4m3")
+	f.Add(b, "")
+	f.Fuzz(func(t *testing.T, b []byte, name string) {
+		x, err := ReadSafetensors("fuzz.safetensors", bytes.NewReader(b), int64(len(b)), name, Options{MaxElements: 1 << 16})
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.safetensors: ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		n := 1
+		for _, d := range x.Shape {
+			n *= d
+		}
+		if n != len(x.Data) || len(x.Data)*x.DType.Size() > len(b) {
+			t.Fatalf("shape %v, %d elements from %d bytes", x.Shape, len(x.Data), len(b))
+		}
+	})
+}
+
+// WriteNPY writes what np.save writes (byte for byte for the test file)
+// and what ReadNPY reads back.
+func TestWriteNPY(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f32.npy")
+	if err := WriteNPY(p, []int{2, 3, 4}, want(1)); err != nil {
+		t.Fatal(err)
+	}
+	got, want := mustRead(t, p), mustRead(t, "testdata/f32.npy")
+	if !bytes.Equal(got, want) {
+		t.Fatalf("WriteNPY wrote\n%q\nnp.save\n%q", got[:128], want[:128])
+	}
+	if err := WriteNPY(p, []int{5}, want32(5)); err != nil {
+		t.Fatal(err)
+	}
+	x, err := ReadFile(p, "", Options{})
+	if err != nil || len(x.Shape) != 1 || x.Shape[0] != 5 || x.Data[4] != 4 {
+		t.Fatalf("%v %+v", err, x)
+	}
+}
+
+func want32(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	return x
+}
