@@ -374,6 +374,18 @@ func (s *Server) handleStartSweep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	if executor == "pool" { // every grid point within the lab's budget (the seed does not change a cost)
+		for p := range g.Points() {
+			values, _, err := g.Run(p * len(g.Spec.Seeds))
+			if err == nil {
+				_, err = s.estimate(exp, values)
+			}
+			if err != nil {
+				writeError(w, http.StatusBadRequest, errorf("grid point %s: %v", values.Flags(), err))
+				return
+			}
+		}
+	}
 	s.mu.Lock()
 	closing := s.closing
 	s.mu.Unlock()

@@ -256,6 +256,15 @@ func TestSweepRequestChecks(t *testing.T) {
 	if status, _ := l.do("POST", "/api/sweeps", []byte(big)); status != http.StatusRequestEntityTooLarge {
 		t.Errorf("huge sweep body: %d", status)
 	}
+	// A grid point over the lab's budget is refused before anything runs.
+	small := newTestLab(t, Options{Workers: 1, MaxWork: 1e6})
+	status, b := small.do("POST", "/api/sweeps", map[string]any{"experiment": "lab-demo", "axes": []map[string]any{{"name": "n", "values": []any{10, 100000}}}})
+	if status != http.StatusBadRequest || !strings.Contains(string(b), "grid point -n 100000") || !strings.Contains(string(b), "budget") {
+		t.Errorf("sweep over the budget: %d %s", status, b)
+	}
+	if status, b := small.do("GET", "/api/sweeps", nil); status != http.StatusOK || !strings.Contains(string(b), `"sweeps":[]`) {
+		t.Errorf("a refused sweep was recorded: %s", b)
+	}
 	for _, p := range []string{"/api/sweeps/9", "/api/sweeps/x/aggregate", "/api/sweeps/9/aggregate"} {
 		if status, _ := l.do("GET", p, nil); status != http.StatusNotFound {
 			t.Errorf("%s: %d", p, status)
