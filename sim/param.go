@@ -634,6 +634,12 @@ func (v Values) Flags() string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
+		if p.Kind == KindBool {
+			// -name=false: a bool flag takes no separate argument
+			// (-fused false would read as -fused and a stray "false").
+			fmt.Fprintf(&b, "-%s=%s", p.Name, p.FormatValue(v.m[p.Name]))
+			continue
+		}
 		fmt.Fprintf(&b, "-%s %s", p.Name, p.FormatValue(v.m[p.Name]))
 	}
 	return b.String()

@@ -137,7 +137,7 @@ func TestValuesGetters(t *testing.T) {
 	if !v.Given("trials") || v.Given("scale") {
 		t.Errorf("Given wrong")
 	}
-	if got, want := v.Flags(), "-trials 7 -scale 1 -fused true -model b -contexts 8,9 -mode normal"; got != want {
+	if got, want := v.Flags(), "-trials 7 -scale 1 -fused=true -model b -contexts 8,9 -mode normal"; got != want {
 		t.Errorf("Flags = %q, want %q", got, want)
 	}
 	// The getters return copies: changing one does not change the values.

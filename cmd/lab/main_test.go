@@ -195,3 +195,24 @@ func TestTerminalWidth(t *testing.T) {
 		}
 	}
 }
+
+// A reproduce line (Values.Flags) is runnable as it is, bool parameters
+// included: `-fused true` once read as -fused and a stray argument.
+func TestReproduceLineRuns(t *testing.T) {
+	exp, _ := sim.Lookup("demo")
+	for _, fused := range []string{"true", "false"} {
+		v, err := sim.ParseValues(exp.Params(), map[string]string{"trials": "3", "contexts": "1,2", "fused": fused})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"run", "demo"}, strings.Fields(v.Flags())...)
+		args = append(args, "-quiet", "-json")
+		out, errOut, err := lab(t, context.Background(), args...)
+		if err != nil {
+			t.Fatalf("lab %s: %v\n%s", strings.Join(args, " "), err, errOut)
+		}
+		if !strings.Contains(out, `"summary"`) {
+			t.Errorf("lab %s: no summary in %q", strings.Join(args, " "), out)
+		}
+	}
+}
