@@ -10,6 +10,7 @@ require (
 	github.com/gorilla/websocket v1.5.3
 	github.com/x448/float16 v0.8.4
 	go.etcd.io/bbolt v1.5.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (

@@ -88,7 +88,7 @@ func (m *baseline) Info() Info   { return m.info }
 // inputs every product is exact in FP32, so "fp32" and "fp32.fma" give the
 // same results; they differ on FP32 inputs (package wgsl's GPU tests).
 func (m *baseline) Dot(a, b []uint16, c float32) float32 {
-	b = b[:len(a)]
+	b = sameLen(a, b)
 	switch m.kind {
 	case baseFP32:
 		s := c
@@ -120,7 +120,7 @@ func (m *baseline) Dot(a, b []uint16, c float32) float32 {
 	case basePairwise:
 		return float32(c + m.pairwise(a, b))
 	}
-	return float32(ExactDot(m.info.In, a, b, c))
+	return ExactDot32(m.info.In, a, b, c)
 }
 
 func (m *baseline) pairwise(a, b []uint16) float32 {
@@ -155,46 +155,123 @@ func FMA32(a, b, c float32) float32 {
 	return float32(r)
 }
 
-// ExactDot returns the exact value of c + Σ a_k·b_k rounded to float64 (round
-// to nearest even, one rounding). For e4m3 inputs the products are summed in
-// an int64 fixed-point accumulator (exact for len(a) < 2^25); other formats
-// use math/big. NaN or inf inputs give NaN or inf.
+// ExactDot returns c + Σ a_k·b_k computed exactly and rounded once to
+// float64 (round to nearest even). A zero exact sum is +0, whatever the signs
+// of its terms (as the T-FDPA step). Special values follow IEEE 754: a NaN
+// input, a NaN c, or infinities of both signs give NaN; otherwise an infinite
+// input or c gives that infinity. len(b) must equal len(a); ExactDot panics
+// otherwise (a programming error, as for [Model.Dot]).
 func ExactDot(in fp8.Format, a, b []uint16, c float32) float64 {
-	if in == fp8.FormatE4M3 && len(a) < 1<<25 {
-		var s int64 // units of 2^-18 = (2^-9)^2
-		for i, x := range a {
-			pa, pb := e4m3Fixed[x&0xff], e4m3Fixed[b[i]&0xff]
-			if pa.nan || pb.nan {
-				return math.NaN()
-			}
-			s += pa.v * pb.v
-		}
-		if c == 0 {
-			return math.Ldexp(float64(s), -18)
-		}
-		f := new(big.Float).SetPrec(256).SetInt64(s)
-		f.SetMantExp(f, -18)
-		f.Add(f, new(big.Float).SetPrec(256).SetFloat64(float64(c)))
-		v, _ := f.Float64()
-		return v
-	}
-	f := new(big.Float).SetPrec(512)
-	if math.IsInf(float64(c), 0) || math.IsNaN(float64(c)) {
-		return float64(c)
-	}
-	f.SetFloat64(float64(c))
-	t := new(big.Float).SetPrec(512)
-	for i, x := range a {
-		va, vb := in.Value(uint32(x)), in.Value(uint32(b[i]))
-		p := va * vb // exact for every tensor-core input format
-		if math.IsNaN(p) || math.IsInf(p, 0) {
-			return p
-		}
-		t.SetFloat64(p)
-		f.Add(f, t)
+	f, special, ok := exactSum(in, a, b, c)
+	if !ok {
+		return special
 	}
 	v, _ := f.Float64()
 	return v
+}
+
+// ExactDot32 is [ExactDot] rounded once to float32 (round to nearest even,
+// subnormals and overflow to ±Inf included): the correctly rounded FP32
+// result, never a float64 rounded again. The "exact" baseline returns it.
+func ExactDot32(in fp8.Format, a, b []uint16, c float32) float32 {
+	f, special, ok := exactSum(in, a, b, c)
+	if !ok {
+		return float32(special)
+	}
+	v, _ := f.Float32()
+	return v
+}
+
+// exactSum returns c + Σ a_k·b_k as an exact big.Float (rounding mode
+// ToNearestEven), or, when an input or c is not finite, ok = false and the
+// IEEE result (NaN or ±Inf) as special.
+func exactSum(in fp8.Format, a, b []uint16, c float32) (f *big.Float, special float64, ok bool) {
+	if len(b) != len(a) {
+		panic(fmt.Sprintf("accum: ExactDot of %d and %d elements (the lengths must be equal)", len(a), len(b)))
+	}
+	var pinf, ninf, nan bool
+	note := func(v float64) {
+		switch {
+		case math.IsNaN(v):
+			nan = true
+		case math.IsInf(v, 1):
+			pinf = true
+		case math.IsInf(v, -1):
+			ninf = true
+		}
+	}
+	note(float64(c))
+	if in == fp8.FormatE4M3 && len(a) < 1<<25 {
+		// e4m3 has no infinities: every value is an integer multiple of
+		// 2^-9, and the sum fits an int64 in units of 2^-18.
+		var s int64
+		for i, x := range a {
+			pa, pb := e4m3Fixed[x&0xff], e4m3Fixed[b[i]&0xff]
+			if pa.nan || pb.nan {
+				return nil, math.NaN(), false
+			}
+			s += pa.v * pb.v
+		}
+		if nan || pinf || ninf {
+			return nil, float64(c), false
+		}
+		f = new(big.Float).SetInt64(s)
+		f.SetMantExp(f, -18)
+		if c != 0 {
+			// 512 bits hold every bit from 2^128 down to 2^-149: exact.
+			f.SetPrec(512).Add(f, new(big.Float).SetFloat64(float64(c)))
+		}
+		return f, 0, true
+	}
+	// Any format: an integer accumulator in units of 2^u, u the exponent of
+	// the smallest product or of the smallest float32, whichever is less.
+	u := min(2*(in.Emin()-in.FracBits()), -149)
+	acc, t := new(big.Int), new(big.Int)
+	add := func(neg bool, m uint64, e int) { // ± m·2^e, e >= u
+		t.SetUint64(m)
+		t.Lsh(t, uint(e-u))
+		if neg {
+			acc.Sub(acc, t)
+		} else {
+			acc.Add(acc, t)
+		}
+	}
+	for i, x := range a {
+		pa, pb := in.Decompose(uint32(x)), in.Decompose(uint32(b[i]))
+		if pa.Class == fp8.NaN || pb.Class == fp8.NaN {
+			return nil, math.NaN(), false
+		}
+		if pa.Class == fp8.Inf || pb.Class == fp8.Inf {
+			if pa.Class == fp8.Zero || pb.Class == fp8.Zero {
+				return nil, math.NaN(), false // 0·∞
+			}
+			if pa.Neg != pb.Neg {
+				ninf = true
+			} else {
+				pinf = true
+			}
+			continue
+		}
+		if pa.Class == fp8.Zero || pb.Class == fp8.Zero {
+			continue
+		}
+		add(pa.Neg != pb.Neg, pa.M*pb.M, pa.E+pb.E-2*in.FracBits())
+	}
+	switch {
+	case nan || pinf && ninf:
+		return nil, math.NaN(), false
+	case pinf:
+		return nil, math.Inf(1), false
+	case ninf:
+		return nil, math.Inf(-1), false
+	}
+	if c != 0 {
+		pc := fp8.FormatFP32.Decompose(math.Float32bits(c)) // ±M·2^(E-23), E-23 >= -149
+		add(pc.Neg, pc.M, pc.E-fp8.FormatFP32.FracBits())
+	}
+	f = new(big.Float).SetInt(acc) // exact: the precision is the integer's
+	f.SetMantExp(f, u)
+	return f, 0, true
 }
 
 type fixed struct {

@@ -21,7 +21,11 @@ type Model interface {
 	// starts from the accumulator c: for a tensor-core model, a chain of
 	// instructions of Info().K elements each (the last one zero-padded),
 	// each instruction's rounded output feeding the next as c. a and b
-	// hold codes of Info().In; len(b) must equal len(a).
+	// hold codes of Info().In. len(b) must equal len(a): every model panics
+	// otherwise, as for an index out of range (a programming error; the
+	// inputs of a user are checked where they are read). A tf32 model
+	// reads a 16-bit code x as the float32 pattern x<<16 (a bf16 value,
+	// which tf32 holds exactly); its full inputs go through Wide.
 	Dot(a, b []uint16, c float32) float32
 }
 
@@ -31,7 +35,7 @@ type Kind string
 // The kinds of models.
 const (
 	KindTFDPA     Kind = "T-FDPA"             // one T-FDPA step per instruction, or several chained
-	KindEmulation Kind = "compiler emulation" // sm90 mma.sync FP8: two FP16 steps and an FP32 add
+	KindEmulation Kind = "compiler emulation" // mma.sync FP8 on sm90/sm100: two FP16 steps and an FP32 (or FP16) add
 	KindIEEE      Kind = "IEEE baseline"      // CUDA-core style accumulation
 )
 
@@ -119,6 +123,7 @@ func Models() []Model {
 type tfdpa struct {
 	info Info
 	fast *tableStep // nil: reference path
+	wide *wideStep  // tf32 inputs (32-bit codes): the fast path of Step32/Dot32
 }
 
 func (m *tfdpa) Name() string { return m.info.Name }
@@ -147,18 +152,24 @@ func (m *tfdpa) step(a, b []uint16, c float32) float32 {
 func (m *tfdpa) refStep(a, b []uint16, c float32) float32 {
 	var ab, bb [64]uint32
 	for i := range a {
-		ab[i], bb[i] = uint32(a[i]), uint32(b[i])
+		ab[i], bb[i] = code32(m.info.In, a[i]), code32(m.info.In, b[i])
 	}
+	return m.refStep32(ab[:len(a)], bb[:len(a)], c)
+}
+
+// refStep32 runs one T-FDPA step over codes of any width through the
+// reference implementation.
+func (m *tfdpa) refStep32(ab, bb []uint32, c float32) float32 {
 	p := m.info.Step
 	if p.Rho == RNEFP16 {
 		h := fp8.FP16FromFloat32(c)
-		d := p.Step(ab[:len(a)], bb[:len(a)], uint32(h))
+		d := p.Step(ab, bb, uint32(h))
 		if d == NaN16 {
 			return math.Float32frombits(NaN32)
 		}
 		return fp8.FP16(d).Float32()
 	}
-	return math.Float32frombits(p.Step(ab[:len(a)], bb[:len(a)], math.Float32bits(c)))
+	return math.Float32frombits(p.Step(ab, bb, math.Float32bits(c)))
 }
 
 // Dot chains steps of L elements over the whole of a (a kernel's K loop
@@ -166,12 +177,21 @@ func (m *tfdpa) refStep(a, b []uint16, c float32) float32 {
 // instructions of K = n·L elements is the same chain of L-element steps.
 func (m *tfdpa) Dot(a, b []uint16, c float32) float32 {
 	L := m.info.Step.L
-	b = b[:len(a)]
+	b = sameLen(a, b)
 	for i := 0; i < len(a); i += L {
 		j := min(i+L, len(a))
 		c = m.step(a[i:j], b[i:j], c)
 	}
 	return c
+}
+
+// sameLen returns b after checking that it is as long as a: Model.Dot's
+// contract.
+func sameLen(a, b []uint16) []uint16 {
+	if len(b) != len(a) {
+		panic(fmt.Sprintf("accum: Dot of %d and %d elements (the lengths must be equal)", len(a), len(b)))
+	}
+	return b
 }
 
 func newTFDPA(name string, in fp8.Format, k int, p Params, doc, source string) *tfdpa {
@@ -182,6 +202,9 @@ func newTFDPA(name string, in fp8.Format, k int, p Params, doc, source string) *
 	m := &tfdpa{info: Info{Name: name, Kind: KindTFDPA, In: in, K: k, Step: p, Doc: doc, Source: source}}
 	if fastPathApplies(p) {
 		m.fast = newTableStep(p, false)
+	}
+	if widePathApplies(p) {
+		m.wide = &wideStep{f: p.F, fb: roundingFracBits(p.Rho), ezero: int32(p.EZero)}
 	}
 	return m
 }

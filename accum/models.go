@@ -1,6 +1,7 @@
 package accum
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -49,34 +50,55 @@ func init() {
 	}
 }
 
-// mmaSyncSM90 is sm90.mma.sync.e4m3.f32: on sm_90 ptxas emulates the sm_89
-// instruction with an fp8 -> f16 unpack, two chained FP16 HMMA.16816 steps
-// (L = 16, F = 25, RZ-FP32) over the K elements with k mod 4 in {0,1} and
-// then {2,3}, the first from +0, and an FP32 round-to-nearest-even FADD of C
+// mmaSyncEmu is an FP8 mma.sync m16n8k32 that ptxas emulates on the FP16
+// tensor core (sm90.mma.sync.e4m3.f32, and the rows of models_khattak.go):
+// an exact fp8 -> f16 unpack, two chained FP16 HMMA.16816 steps (Step: L =
+// 16 with In = f16) over the K elements with k mod 4 in {0,1} and then
+// {2,3}, the first from +0, and one round-to-nearest-even add of C: an
+// FP32 FADD when Step rounds RZ-FP32, an FP16 HADD when it rounds RNE-FP16
+// (the FP16 accumulator; c is then read as the FP16 nearest to it)
 // (tensorcore-numerics.md §3.2).
-type mmaSyncSM90 struct {
+type mmaSyncEmu struct {
 	info Info
-	fast *tableStep
+	in   fp8.Format // the FP8 format of a and b
+	fast *tableStep // nil for an FP16 accumulator
 	ref  Params
 }
 
-func newMMASyncSM90() *mmaSyncSM90 {
-	p := Params{L: 16, F: 25, Rho: RZFP32, EZero: -133, In: fp8.FormatE4M3}
-	return &mmaSyncSM90{
-		info: Info{Name: "sm90.mma.sync.e4m3.f32", Kind: KindEmulation, In: fp8.FormatE4M3, K: 32,
-			Step:   Params{L: 16, F: 25, Rho: RZFP32, EZero: -133, In: fp8.FormatFP16},
-			Doc:    "Hopper mma.sync m16n8k32 e4m3 -> f32, emulated by ptxas: F2FP unpack to f16, 2 x HMMA.16816 (k mod 4 in {0,1}, then {2,3}), FP32 FADD of C",
-			Source: srcH200 + "; SASS read from CUDA 13.0 ptxas"},
-		fast: newTableStep(p, true),
-		ref:  Params{L: 16, F: 25, Rho: RZFP32, EZero: -133, In: fp8.FormatFP16},
-	}
+func newMMASyncSM90() *mmaSyncEmu {
+	return newMMASyncEmu("sm90.mma.sync.e4m3.f32", fp8.FormatE4M3, Params{L: 16, F: 25, Rho: RZFP32, EZero: -133},
+		"Hopper mma.sync m16n8k32 e4m3 -> f32, emulated by ptxas: F2FP unpack to f16, 2 x HMMA.16816 (k mod 4 in {0,1}, then {2,3}), FP32 FADD of C",
+		srcH200+"; SASS read from CUDA 13.0 ptxas")
 }
 
-func (m *mmaSyncSM90) Name() string { return m.info.Name }
-func (m *mmaSyncSM90) Info() Info   { return m.info }
+// newMMASyncEmu returns the emulated mma.sync named name over FP8 inputs in,
+// whose FP16 HMMA step has the parameters step (In is set to f16).
+func newMMASyncEmu(name string, in fp8.Format, step Params, doc, source string) *mmaSyncEmu {
+	step.In = fp8.FormatFP16
+	if err := step.Validate(); err != nil || step.L != 16 || (in != fp8.FormatE4M3 && in != fp8.FormatE5M2) {
+		panic(fmt.Sprintf("accum: model %s: an FP16 step of L = 16 over e4m3 or e5m2 (%v)", name, err))
+	}
+	m := &mmaSyncEmu{
+		info: Info{Name: name, Kind: KindEmulation, In: in, K: 32, Step: step, Doc: doc, Source: source},
+		in:   in,
+		ref:  step,
+	}
+	if fastPathApplies(step) {
+		// The tables read the FP8 codes as FP16 reads their values: an
+		// e4m3 subnormal is a normal FP16 number (its true exponent); e5m2
+		// has FP16's exponent range, so its own reading is FP16's.
+		fp := step
+		fp.In = in
+		m.fast = newTableStep(fp, in == fp8.FormatE4M3)
+	}
+	return m
+}
+
+func (m *mmaSyncEmu) Name() string { return m.info.Name }
+func (m *mmaSyncEmu) Info() Info   { return m.info }
 
 // Step runs one emulated instruction over up to 32 elements.
-func (m *mmaSyncSM90) Step(a, b []uint16, c float32) float32 {
+func (m *mmaSyncEmu) Step(a, b []uint16, c float32) float32 {
 	var lo, hi [2][16]uint16
 	nl, nh := 0, 0
 	for k := range a {
@@ -88,28 +110,67 @@ func (m *mmaSyncSM90) Step(a, b []uint16, c float32) float32 {
 			nh++
 		}
 	}
+	if m.ref.Rho == RNEFP16 {
+		t := m.half16(lo[0][:nl], lo[1][:nl], 0)
+		t = m.half16(hi[0][:nh], hi[1][:nh], t)
+		return hadd16(uint32(fp8.FP16FromFloat32(c)), t)
+	}
 	t := m.half(lo[0][:nl], lo[1][:nl], 0)
 	t = m.half(hi[0][:nh], hi[1][:nh], t)
 	return float32(c + t)
 }
 
-func (m *mmaSyncSM90) half(a, b []uint16, c float32) float32 {
+// f16 returns the FP16 codes of FP8 codes (exact).
+func (m *mmaSyncEmu) f16(a, b []uint16) (ab, bb [16]uint32) {
+	for i := range a {
+		ab[i] = uint32(fp8.FP16FromFloat32(float32(m.in.Value(uint32(a[i])))))
+		bb[i] = uint32(fp8.FP16FromFloat32(float32(m.in.Value(uint32(b[i])))))
+	}
+	return
+}
+
+func (m *mmaSyncEmu) half(a, b []uint16, c float32) float32 {
 	if d, ok := m.fast.step(a, b, c); ok {
 		return d
 	}
-	var ab, bb [16]uint32
-	for i := range a {
-		ab[i] = uint32(fp8.FP16FromFloat32(fp8.E4M3(a[i]).Float32()))
-		bb[i] = uint32(fp8.FP16FromFloat32(fp8.E4M3(b[i]).Float32()))
-	}
+	ab, bb := m.f16(a, b)
 	return math.Float32frombits(m.ref.Step(ab[:len(a)], bb[:len(a)], math.Float32bits(c)))
 }
 
+// half16 is one HMMA step with an FP16 accumulator: c and the result are
+// FP16 codes.
+func (m *mmaSyncEmu) half16(a, b []uint16, c uint32) uint32 {
+	ab, bb := m.f16(a, b)
+	return m.ref.Step(ab[:len(a)], bb[:len(a)], c)
+}
+
+// hadd16 adds two FP16 codes with one round to nearest even (an HADD) and
+// returns the FP16 result as float32: NaN for a NaN or inf - inf, +0 for
+// an exact zero sum.
+func hadd16(x, y uint32) float32 {
+	f := fp8.FormatFP16
+	px, py := f.Decompose(x), f.Decompose(y)
+	switch {
+	case px.Class == fp8.NaN || py.Class == fp8.NaN || (px.Class == fp8.Inf && py.Class == fp8.Inf && px.Neg != py.Neg):
+		return math.Float32frombits(NaN32)
+	case px.Class == fp8.Inf:
+		return fp8.FP16(x).Float32()
+	case py.Class == fp8.Inf:
+		return fp8.FP16(y).Float32()
+	}
+	// Both finite: multiples of 2^-24 below 2^16, summed exactly.
+	s := int64(f.Value(x)*(1<<24)) + int64(f.Value(y)*(1<<24))
+	if s == 0 {
+		return 0
+	}
+	return fp8.FP16(round(RNEFP16, s, -24)).Float32()
+}
+
 // Dot chains instructions of 32 elements, each adding its result to the
-// running FP32 accumulator with one FADD (the accumulator never enters the
-// tensor core).
-func (m *mmaSyncSM90) Dot(a, b []uint16, c float32) float32 {
-	b = b[:len(a)]
+// running accumulator with one FADD (or HADD) (the accumulator never enters
+// the tensor core).
+func (m *mmaSyncEmu) Dot(a, b []uint16, c float32) float32 {
+	b = sameLen(a, b)
 	for i := 0; i < len(a); i += 32 {
 		j := min(i+32, len(a))
 		c = m.Step(a[i:j], b[i:j], c)
@@ -124,8 +185,10 @@ func (m *mmaSyncSM90) Dot(a, b []uint16, c float32) float32 {
 // +0 and its result is added to an FP32 register, which starts at c, with one
 // round-to-nearest-even add (DeepGEMM, CUTLASS GmmaFP8Accumulation, Triton
 // max_num_imprecise_acc, vLLM's two-level FlashAttention). N should be a
-// multiple of the model's K (see CheckPromotion).
+// multiple of the model's K (see CheckPromotion). As for Model.Dot, len(b)
+// must equal len(a) (Chain panics otherwise).
 func Chain(m Model, a, b []uint16, c float32, promote int) float32 {
+	b = sameLen(a, b)
 	if promote <= 0 || promote >= len(a) && c == 0 {
 		return m.Dot(a, b, c)
 	}

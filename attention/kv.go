@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -39,6 +40,13 @@ const padTokens = 32
 // values beyond 448 into NaN). kScale and vScale hold one scale (per
 // tensor) or one per head; nil means the uncalibrated 1.0.
 func NewKV(k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) (*KV, error) {
+	return NewKVContext(context.Background(), k, v, shape, f, sat, kScale, vScale)
+}
+
+// NewKVContext is [NewKV] that stops, returning ctx.Err(), once ctx is
+// cancelled: it looks every 1024 tokens (a few milliseconds at head_dim
+// 256), so a cancelled run does not wait for a large cache to be quantized.
+func NewKVContext(ctx context.Context, k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) (*KV, error) {
 	if shape.Tokens < 1 || shape.Heads < 1 || shape.Dim < 1 {
 		return nil, fmt.Errorf("attention: KV shape %dx%dx%d: every dimension must be at least 1", shape.Tokens, shape.Heads, shape.Dim)
 	}
@@ -64,6 +72,16 @@ func NewKV(k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kS
 	}
 	c := newKV(shape.Tokens, shape.Heads, shape.Dim, shape.Dim, f, sat, kScale, vScale)
 	for t := 0; t < c.tokens; t++ {
+		if t%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if t%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		for h := 0; h < c.heads; h++ {
 			i := (t*c.heads + h) * c.dim
 			c.setToken(t, h, k[i:i+c.dim], v[i:i+c.dim])

@@ -9,6 +9,7 @@ import (
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 // The synthetic needle-in-a-haystack of the needle and promotion
@@ -45,6 +46,8 @@ type attnNeedle struct {
 	amp                  float64
 	sinks                int
 	sinkLogit, sinkValue float64
+	// gpu, when set, runs the FP8 kernels (device gpu).
+	gpu *wgsl.Runner
 	// exactErr makes the errors of withErr those against exact float64
 	// attention on the unquantized inputs (kv-formats) instead of on the
 	// series' own quantized inputs.
@@ -97,28 +100,29 @@ func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needle
 // promotion, with their defaults.
 func attnNeedleParams(margin float64) []sim.Param {
 	return []sim.Param{
-		{Name: "head_dim", Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
+		{Name: "head-dim", Aliases: []string{"head_dim"}, Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
 		{Name: "candidates", Doc: "number M of candidate codes (random ±1 vectors); chance is 1/M", Kind: sim.KindInt, Default: 64, Min: 2, Max: 1024},
-		{Name: "margin", Doc: "the needle's logit; the difficulty: its weight is about e^margin / (n·e^(score_std²/2))", Unit: "nats",
+		{Name: "margin", Doc: "the needle's logit; the difficulty: its weight is about e^margin / (n·e^(score-std²/2))", Unit: "nats",
 			Kind: sim.KindFloat, Default: margin, Min: -10, Max: 40},
-		{Name: "score_std", Doc: "standard deviation of the haystack's logits", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
-		{Name: "value_mean", Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
-		{Name: "value_std", Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
-		{Name: "amp", Doc: "amplitude of the needle's code: its value is value_mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
+		{Name: "score-std", Aliases: []string{"score_std"}, Doc: "standard deviation of the haystack's logits", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
+		{Name: "value-mean", Aliases: []string{"value_mean"}, Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
+		{Name: "value-std", Aliases: []string{"value_std"}, Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
+		{Name: "amp", Doc: "amplitude of the needle's code: its value is value-mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
 		{Name: "sinks", Doc: "attention-sink tokens at the start of the context", Kind: sim.KindInt, Default: 0, Min: 0, Max: 64},
-		{Name: "sink_logit", Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
-		{Name: "sink_value", Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
+		{Name: "sink-logit", Aliases: []string{"sink_logit"}, Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
+		{Name: "sink-value", Aliases: []string{"sink_value"}, Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
 		{Name: "haystacks", Doc: "independent haystacks per context length, shared by the trials in turn", Kind: sim.KindInt, Default: 1, Min: 1, Max: 100000},
+		deviceParam(),
 	}
 }
 
 // attnNeedleFromValues reads the task from the run's parameters.
 func attnNeedleFromValues(v sim.Values) attnNeedle {
 	d := 128
-	fmt.Sscan(v.String("head_dim"), &d)
-	return attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score_std"),
-		valueMean: v.Float("value_mean"), valueStd: v.Float("value_std"), amp: v.Float("amp"),
-		sinks: v.Int("sinks"), sinkLogit: v.Float("sink_logit"), sinkValue: v.Float("sink_value")}
+	fmt.Sscan(v.String("head-dim"), &d)
+	return attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score-std"),
+		valueMean: v.Float("value-mean"), valueStd: v.Float("value-std"), amp: v.Float("amp"),
+		sinks: v.Int("sinks"), sinkLogit: v.Float("sink-logit"), sinkValue: v.Float("sink-value")}
 }
 
 // attnNeedleRun is one simulated kernel of a trial: a dtype, a Config, and
@@ -177,9 +181,14 @@ func (h *attnHaystack) giveBack(f string, kv *attention.KV) {
 }
 
 // haystack draws the haystack of n tokens for the caches of runs from rng.
-func (t attnNeedle) haystack(n int, rng *rand.Rand, runs []attnNeedleRun) (*attnHaystack, error) {
+// It stops with ctx.Err() once ctx is cancelled, looking every 4096
+// elements.
+func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []attnNeedleRun) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	for i := range k {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		k[i] = float32(t.scoreStd * rng.NormFloat64())
 		v[i] = float32(t.valueMean + float64(t.valueStd*rng.NormFloat64())) // float64(): never an FMA
 	}
@@ -194,7 +203,7 @@ func (t attnNeedle) haystack(n int, rng *rand.Rand, runs []attnNeedleRun) (*attn
 		if r.spec != nil {
 			kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: n, Heads: 1, KDim: t.d}, *r.spec)
 		} else {
-			kv, err = attention.NewKV(k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, r.dtype, fp8.SatFinite, nil, nil)
+			kv, err = attention.NewKVContext(ctx, k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, r.dtype, fp8.SatFinite, nil, nil)
 		}
 		if err != nil {
 			return nil, err
@@ -217,6 +226,20 @@ type attnNeedleTrialResult struct {
 // series. With withErr it also compares each O with the exact attention on
 // the same quantized inputs.
 func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
+	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, withErr)
+}
+
+// attnNeedleDraw is what one trial draws: its query, the needle's position,
+// the candidate codes and the true one, and the rows it writes into the
+// cache (needle, sinks).
+type attnNeedleDraw struct {
+	q, codes                       []float32
+	pos, truth                     int
+	needleK, needleV, sinkK, sinkV []float32
+}
+
+// draw draws one trial over n tokens from rng.
+func (t attnNeedle) draw(n int, rng *rand.Rand) attnNeedleDraw {
 	d := t.d
 	q := make([]float32, d)
 	var q2 float64
@@ -239,10 +262,41 @@ func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand
 		sinkK[i] = float32(t.sinkLogit * unit * float64(q[i]))
 		sinkV[i] = float32(t.sinkValue)
 	}
+	return attnNeedleDraw{q: q, codes: codes, pos: pos, truth: truth, needleK: needleK, needleV: needleV, sinkK: sinkK, sinkV: sinkV}
+}
+
+// patch writes the trial's sinks and needle into kv and returns the codes
+// they replaced, to restore with restore.
+func (t attnNeedle) patch(kv *attention.KV, dr attnNeedleDraw) map[int][2][]uint16 {
+	saved := map[int][2][]uint16{}
+	set := func(tok int, k, v []float32) {
+		sk, sv := kv.TokenCodes(tok, 0)
+		saved[tok] = [2][]uint16{sk, sv}
+		if err := kv.SetToken(tok, 0, k, v); err != nil {
+			panic(err) // positions are inside the cache by construction
+		}
+	}
+	for s := 0; s < t.sinks; s++ {
+		set(s, dr.sinkK, dr.sinkV)
+	}
+	set(dr.pos, dr.needleK, dr.needleV)
+	return saved
+}
+
+func restore(kv *attention.KV, saved map[int][2][]uint16) {
+	for tok, c := range saved {
+		_ = kv.SetTokenCodes(tok, 0, c[0], c[1])
+	}
+}
+
+// trialDrawn runs the drawn trial dr over the haystack h: every run, every
+// series. With withErr it also compares each O with the exact attention on
+// the same quantized inputs.
+func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
 	var res attnNeedleTrialResult
 	var exact []float64
 	if t.exactErr {
-		exact = t.exact(h, q, pos, needleK, needleV, sinkK, sinkV)
+		exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
 	}
 	// Runs of one cache share it, the baseline and the reference.
 	for i := 0; i < len(runs); {
@@ -252,22 +306,9 @@ func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand
 			j++
 		}
 		kv := h.borrow(f)
-		saved := map[int][2][]uint16{}
-		set := func(tok int, k, v []float32) {
-			sk, sv := kv.TokenCodes(tok, 0)
-			saved[tok] = [2][]uint16{sk, sv}
-			if err := kv.SetToken(tok, 0, k, v); err != nil {
-				panic(err) // positions are inside the cache by construction
-			}
-		}
-		for s := 0; s < t.sinks; s++ {
-			set(s, sinkK, sinkV)
-		}
-		set(pos, needleK, needleV)
-		err := t.score(ctx, kv, q, codes, truth, runs[i:j], withErr, exact, &res)
-		for tok, c := range saved {
-			_ = kv.SetTokenCodes(tok, 0, c[0], c[1])
-		}
+		saved := t.patch(kv, dr)
+		err := t.score(ctx, kv, dr.q, dr.codes, dr.truth, runs[i:j], withErr, exact, &res)
+		restore(kv, saved)
 		h.giveBack(f, kv)
 		if err != nil {
 			res.e = err
@@ -350,6 +391,9 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 	if n <= t.sinks {
 		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
 	}
+	if t.gpu != nil {
+		return attnNeedleContextGPU(ctx, run, key, t, n, trials, haystacks, runs, withErr)
+	}
 	var out []attnNeedleOutcome
 	for _, r := range runs {
 		for _, s := range r.series {
@@ -362,7 +406,7 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		if hs < trials%haystacks {
 			count++
 		}
-		h, err := t.haystack(n, sim.TrialRand(run.Seed, key+"/haystack", hs), runs)
+		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), runs)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fp8lab/fp8lab/accum"
@@ -183,7 +184,7 @@ func (Contraction) Params() []sim.Param {
 			Default: 2.0, Min: 0, Max: 8},
 		{Name: "series", Doc: "which series: all, a named set, or one series", Kind: sim.KindChoice,
 			Default: "all", Choices: contractionSeriesChoices()},
-		{Name: "kBlockN", Doc: "KV tile of the two-level series (FA3: 96 hd128 decode, 128 hd64 decode, 192 hd128 prefill)", Unit: "elements", Kind: sim.KindInt,
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile of the two-level series (FA3: 96 hd128 decode, 128 hd64 decode, 192 hd128 prefill)", Unit: "elements", Kind: sim.KindInt,
 			Default: 96, Min: 32, Max: 1 << 16},
 		{Name: "captures", Doc: "overlay the H200 long-contraction captures when found (auto) or not (off)", Kind: sim.KindChoice,
 			Default: "auto", Choices: []string{"auto", "off"}},
@@ -202,7 +203,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	ks := v.Ints("K")
 	trials, cols := v.Int("trials"), v.Int("cols")
 	dist, sigma := v.String("dist"), v.Float("logit-std")
-	kBlockN := v.Int("kBlockN")
+	kBlockN := v.Int("k-block-n")
 	series := contractionSelect(v.String("series"))
 	models := make([]accum.Model, len(series))
 	promote := make([]int, len(series))
@@ -216,7 +217,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 			promote[i] = kBlockN
 		}
 		if err := accum.CheckPromotion(m, promote[i]); err != nil {
-			return fmt.Errorf("parameter \"kBlockN\": %w", err)
+			return fmt.Errorf("parameter \"k-block-n\": %w", err)
 		}
 	}
 
@@ -227,8 +228,19 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 
 	var capFiles []*golden.LongFile
 	var capErr error
+	var capSkipped []string
 	if v.String("captures") == "auto" {
 		capFiles, capErr = c.loadCaptures()
+		// Only the captures at the K asked for: no rows the user did not ask for.
+		kept := capFiles[:0:0]
+		for _, f := range capFiles {
+			if slices.Contains(ks, f.K) {
+				kept = append(kept, f)
+			} else {
+				capSkipped = append(capSkipped, strconv.Itoa(f.K))
+			}
+		}
+		capFiles = kept
 	}
 
 	var planned int64
@@ -244,8 +256,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	for _, k := range ks {
 		key := fmt.Sprintf("contraction %s K=%d", dist, k)
 		res, err := sim.Trials(ctx, run, key, trials, func(_ int, rng *rand.Rand) contractionTrial {
-			a, b := gen.draw(rng, k, cols)
-			t := contractionRun(ctx, models, promote, a, b)
+			t := contractionStream(ctx, gen, rng, k, cols, models, promote)
 			run.Advance(int64(k) - 1)
 			return t
 		})
@@ -278,12 +289,54 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	case capErr != nil:
 		run.Note("contraction: captures not used: " + capErr.Error())
 	default:
+		if len(capSkipped) > 0 {
+			run.Note("contraction: H200 captures also exist at K = " + strings.Join(capSkipped, ", ") + " (not in -K: not used)")
+		}
 		if err := contractionCaptures(ctx, run, capFiles, summary); err != nil {
 			return err
 		}
 	}
 	run.Summary(summary)
 	return nil
+}
+
+// contractionStream is one trial: it draws the row a and then the cols
+// columns b one at a time, in the order of contractionGen.draw (so the
+// numbers are those of contractionRun on draw's output), and computes each
+// column's exact reference and every series' output before drawing the
+// next. A trial so holds a, one column and the row's logits — 12·k bytes —
+// not cols+1 rows (0.55 GiB at k = 4M and 64 columns), and it looks at ctx
+// before each column and each series' dot product: one dot product of at
+// most k elements (tens of milliseconds at k = 4M) between looks.
+func contractionStream(ctx context.Context, gen *contractionGen, rng *rand.Rand, k, cols int, models []accum.Model, promote []int) contractionTrial {
+	t := contractionTrial{rel: make([]float64, len(models)), bias: make([]float64, len(models))}
+	a := gen.row(ctx, rng, k)
+	if a == nil {
+		return t // cancelled
+	}
+	b := make([]uint16, k)
+	ref := make([]float64, cols)
+	d := make([][]float64, len(models))
+	for i := range d {
+		d[i] = make([]float64, cols)
+	}
+	for j := range cols {
+		if ctx.Err() != nil {
+			return t
+		}
+		gen.column(rng, b)
+		ref[j] = accum.ExactDot(fp8.FormatE4M3, a, b, 0)
+		for i, m := range models {
+			if ctx.Err() != nil {
+				return t
+			}
+			d[i][j] = float64(accum.Chain(m, a, b, 0, promote[i]))
+		}
+	}
+	for i := range models {
+		t.rel[i], t.bias[i] = contractionRelErr(d[i], ref)
+	}
+	return t
 }
 
 // contractionRun computes the cols outputs of every series and the exact
@@ -294,14 +347,17 @@ func contractionRun(ctx context.Context, models []accum.Model, promote []int, a 
 	t := contractionTrial{rel: make([]float64, len(models)), bias: make([]float64, len(models))}
 	ref := make([]float64, len(b))
 	for j := range b {
+		if ctx.Err() != nil {
+			return t
+		}
 		ref[j] = accum.ExactDot(fp8.FormatE4M3, a, b[j], 0)
 	}
 	d := make([]float64, len(b))
 	for i, m := range models {
-		if ctx.Err() != nil {
-			return t
-		}
 		for j := range b {
+			if ctx.Err() != nil {
+				return t
+			}
 			d[j] = float64(accum.Chain(m, a, b[j], 0, promote[i]))
 		}
 		t.rel[i], t.bias[i] = contractionRelErr(d, ref)
@@ -390,22 +446,38 @@ func newContractionGen(dist string, sigma float64) (*contractionGen, error) {
 
 // draw returns one row a of k codes and cols columns b of k codes each.
 func (g *contractionGen) draw(rng *rand.Rand, k, cols int) (a []uint16, b [][]uint16) {
-	a = make([]uint16, k)
-	if g.a != nil {
-		for i := range a {
-			a[i] = g.a.draw(rng)
-		}
-	} else {
-		g.pvRow(rng, a)
-	}
+	a = g.row(context.Background(), rng, k)
 	b = make([][]uint16, cols)
 	for j := range b {
 		b[j] = make([]uint16, k)
-		for i := range b[j] {
-			b[j][i] = g.b.draw(rng)
-		}
+		g.column(rng, b[j])
 	}
 	return a, b
+}
+
+// row draws the row a of k codes, the first draw of a trial. It returns
+// nil once ctx is cancelled, looking every 65536 elements.
+func (g *contractionGen) row(ctx context.Context, rng *rand.Rand, k int) []uint16 {
+	a := make([]uint16, k)
+	if g.a != nil {
+		for i := range a {
+			if i%65536 == 0 && ctx.Err() != nil {
+				return nil
+			}
+			a[i] = g.a.draw(rng)
+		}
+	} else if !g.pvRow(ctx, rng, a) {
+		return nil
+	}
+	return a
+}
+
+// column fills b with one column of codes, drawn after the row and the
+// columns before it.
+func (g *contractionGen) column(rng *rand.Rand, b []uint16) {
+	for i := range b {
+		b[i] = g.b.draw(rng)
+	}
 }
 
 // pvRow fills a with one row of P scaled into e4m3 as
@@ -413,10 +485,16 @@ func (g *contractionGen) draw(rng *rand.Rand, k, cols int) (a []uint16, b [][]ui
 // P = softmax(z), a = e4m3(min(P · pscale, 448)) with pscale = 448 / max P over
 // 64 rows. The row itself is drawn in full; of the other 63 rows only their
 // largest P matters, drawn by [contractionPVLogMaxP].
-func (g *contractionGen) pvRow(rng *rand.Rand, a []uint16) {
+//
+// It returns false, with a unfinished, once ctx is cancelled (it looks every
+// 65536 elements).
+func (g *contractionGen) pvRow(ctx context.Context, rng *rand.Rand, a []uint16) bool {
 	e := make([]float64, len(a))
 	zmax := math.Inf(-1)
 	for i := range e {
+		if i%65536 == 0 && ctx.Err() != nil {
+			return false
+		}
 		e[i] = rng.NormFloat64()
 		zmax = max(zmax, e[i])
 	}
@@ -427,12 +505,16 @@ func (g *contractionGen) pvRow(rng *rand.Rand, a []uint16) {
 	}
 	logMax := -math.Log(den) // log of the row's largest P
 	for range contractionPVRows - 1 {
+		if ctx.Err() != nil {
+			return false
+		}
 		logMax = max(logMax, contractionPVLogMaxP(rng, len(a), g.sigma))
 	}
 	scale := 448 * math.Exp(-math.Log(den)-logMax) // pscale / den
 	for i := range a {
 		a[i] = uint16(fp8.EncodeE4M3(float32(min(e[i]*scale, 448)), fp8.SatFinite))
 	}
+	return true
 }
 
 // contractionPVTail is the expected number of logits of a row that

@@ -138,8 +138,16 @@ func TestContractionCaptures(t *testing.T) {
 }
 
 func contractionCheckCaptures(t *testing.T, dir string) {
+	// Captures are used at the K asked for only: ask for every K captured.
+	var ks []string
+	paths, _ := filepath.Glob(filepath.Join(dir, "*long_e4m3_K*"))
+	for _, p := range paths {
+		if k, _, ok := strings.Cut(strings.SplitN(filepath.Base(p), "_K", 2)[1], "."); ok {
+			ks = append(ks, k)
+		}
+	}
 	rec, err := contractionExec(t, Contraction{CapturesDir: dir}, 1, map[string]string{
-		"K": "32", "trials": "1", "series": "headline",
+		"K": strings.Join(ks, ","), "trials": "1", "series": "headline", "cols": "1",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +240,7 @@ func TestContractionParams(t *testing.T) {
 		{map[string]string{"series": "sm70"}, `parameter "series": "sm70" is not one of`},
 		{map[string]string{"logit-std": "-1"}, `parameter "logit-std": -1 is below the minimum 0`},
 		{map[string]string{"logit-std": "9"}, `parameter "logit-std": 9 is above the maximum 8`},
-		{map[string]string{"kBlockN": "16"}, `parameter "kBlockN": 16 is below the minimum 32`},
+		{map[string]string{"kBlockN": "16"}, `parameter "k-block-n": 16 is below the minimum 32`},
 	} {
 		_, err := sim.ParseValues(params, tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -241,7 +249,7 @@ func TestContractionParams(t *testing.T) {
 	}
 	// A tile that is not a whole number of wgmma instructions fails the run.
 	_, err := contractionExec(t, Contraction{}, 1, map[string]string{"K": "64", "trials": "1", "kBlockN": "100", "captures": "off"})
-	if err == nil || !strings.Contains(err.Error(), `"kBlockN"`) || !strings.Contains(err.Error(), "multiple") {
+	if err == nil || !strings.Contains(err.Error(), `"k-block-n"`) || !strings.Contains(err.Error(), "multiple") {
 		t.Errorf("kBlockN 100: error %v, want one naming kBlockN and the multiple of 32", err)
 	}
 }

@@ -29,7 +29,7 @@ func (DecodeBW) Name() string { return "decode-bw" }
 func (DecodeBW) Doc() string {
 	return `Measured decode attention time against context length on this GPU, FP16 against FP8 (e4m3) KV cache: slope per token, bandwidth, slope ratio.
 
-One decode step: batch sequences, q_heads query heads over kv_heads KV heads
+One decode step: batch sequences, q-heads query heads over kv-heads KV heads
 (GQA), head_dim 128, every cached token read once (split-KV: a workgroup per
 512 tokens and KV head, then a combine kernel), in WGSL with native f32
 arithmetic over an FP16 cache (vectorized 16-byte loads, unpack2x16float) or
@@ -61,8 +61,8 @@ func (DecodeBW) Params() []sim.Param {
 		{Name: "contexts", Doc: "context lengths", Unit: "tokens", Kind: sim.KindInts,
 			Default: []int{512, 1024, 2048, 4096}, Min: 1, Max: 1 << 24},
 		{Name: "batch", Doc: "sequences per step (0: the largest that fits, at most 64)", Kind: sim.KindInt, Default: 0, Min: 0, Max: 4096},
-		{Name: "kv_heads", Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 128},
-		{Name: "q_heads", Doc: "query heads (1 to 8 per KV head)", Kind: sim.KindInt, Default: 32, Min: 1, Max: 1024},
+		{Name: "kv-heads", Aliases: []string{"kv_heads"}, Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 128},
+		{Name: "q-heads", Aliases: []string{"q_heads"}, Doc: "query heads (1 to 8 per KV head)", Kind: sim.KindInt, Default: 32, Min: 1, Max: 1024},
 		{Name: "reps", Doc: "timed steps per point (the median is kept)", Kind: sim.KindInt, Default: 3, Min: 1, Max: 1000},
 		{Name: "math", Doc: "the kernels' arithmetic, the same for both formats: f32 (q read from workgroup memory) or f32-qreg (head_dim split across invocations, q in registers)",
 			Kind: sim.KindChoice, Default: wgsl.MathF32, Choices: wgsl.DecodeMaths},
@@ -108,7 +108,7 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 	defer done()
 	v := run.Values
 	contexts := v.Ints("contexts")
-	kvh, qh, reps := v.Int("kv_heads"), v.Int("q_heads"), v.Int("reps")
+	kvh, qh, reps := v.Int("kv-heads"), v.Int("q-heads"), v.Int("reps")
 	math := v.String("math")
 	maxL := 0
 	for _, l := range contexts {

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -107,7 +108,7 @@ sign code as its value). Kernel (attn_probe.py): Q, K, V cast to e4m3 with
 PyTorch's nosat cast, scale 1/sqrt(128); KV tiles of blockN tokens newest
 first; S through sm90.wgmma.e4m3.f32 from zero; P = exp2(s - m + 8) cast to
 e4m3; P·V through sm90.wgmma.e4m3.f32, single-level (mode 0), promoted every
-tile (1) or every 4 tiles (4); and the same kernel in bf16 (blockN 128,
+tile (1) or every 4 tiles (4); and the same kernel in bf16 (block-n 128,
 single-level, sm90.wgmma.bf16.f32).
 
 y: relative L2 error of O against the exact float64 attention on the same
@@ -127,11 +128,11 @@ func (H200Attention) Params() []sim.Param {
 	return []sim.Param{
 		{Name: "N", Doc: "context lengths (multiples of 128, as the probe's num_tiles = N // BLOCK_N drops a remainder)", Unit: "tokens",
 			Kind: sim.KindInts, Default: []int{4096, 16384, 65536, 131072}, Min: 128, Max: 1 << 20},
-		{Name: "blockN", Doc: "KV tile widths of the fp8 kernel (multiples of 32)", Unit: "tokens",
+		{Name: "block-n", Aliases: []string{"blockN"}, Doc: "KV tile widths of the fp8 kernel (multiples of 32)", Unit: "tokens",
 			Kind: sim.KindInts, Default: []int{128, 64}, Min: 32, Max: 256},
 		{Name: "modes", Doc: "P·V promotion of the fp8 kernel: 0 single-level, 1 every tile, N every N tiles",
 			Kind: sim.KindInts, Default: []int{0, 1, 4}, Min: 0, Max: 4096},
-		{Name: "bf16", Doc: "also run the bf16 kernel (blockN 128, single-level)", Kind: sim.KindBool, Default: true},
+		{Name: "bf16", Doc: "also run the bf16 kernel (block-n 128, single-level)", Kind: sim.KindBool, Default: true},
 		{Name: "out", Doc: "write each simulated O as raw float32 into $" + h200AttentionOutEnv + " (default ./h200-attention-sim)",
 			Kind: sim.KindBool, Default: false},
 	}
@@ -162,14 +163,14 @@ func h200AttentionLabel(dtype fp8.Format, blockN, mode int) string {
 
 // Run runs every context length.
 func (e H200Attention) Run(ctx context.Context, run *sim.Run) error {
-	ns, blocks, modes := run.Values.Ints("N"), run.Values.Ints("blockN"), run.Values.Ints("modes")
+	ns, blocks, modes := run.Values.Ints("N"), run.Values.Ints("block-n"), run.Values.Ints("modes")
 	for _, n := range ns {
 		if n%128 != 0 {
 			return fmt.Errorf("N = %d is not a multiple of 128", n)
 		}
 		for _, b := range blocks {
 			if b%32 != 0 || n%b != 0 {
-				return fmt.Errorf("blockN = %d must be a multiple of 32 dividing N = %d", b, n)
+				return fmt.Errorf("block-n = %d must be a multiple of 32 dividing N = %d", b, n)
 			}
 		}
 	}
@@ -178,6 +179,14 @@ func (e H200Attention) Run(ctx context.Context, run *sim.Run) error {
 		if outDir = os.Getenv(h200AttentionOutEnv); outDir == "" {
 			outDir = "h200-attention-sim"
 		}
+	}
+	if dir, set := run.FilesDir(); set && outDir != "" {
+		// A runner that chose where runs write (the lab: its data folder)
+		// gets the files there, whatever the environment says.
+		if dir == "" {
+			return errors.New(`parameter "out": this runner keeps no files of its runs (the lab needs a data folder)`)
+		}
+		outDir = dir
 	}
 	if outDir != "" {
 		if err := os.MkdirAll(outDir, 0o755); err != nil {
@@ -312,7 +321,7 @@ func h200AttentionOne(ctx context.Context, run *sim.Run, n int, blocks, modes []
 		if dtype == fp8.FormatBF16 && !bf16 {
 			continue
 		}
-		kv, err := attention.NewKV(in.K, in.V, shape, dtype, fp8.NoSat, nil, nil)
+		kv, err := attention.NewKVContext(ctx, in.K, in.V, shape, dtype, fp8.NoSat, nil, nil)
 		if err != nil {
 			return nil, err
 		}

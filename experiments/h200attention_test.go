@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/sim"
@@ -64,5 +65,41 @@ func TestH200AttentionRejects(t *testing.T) {
 	e := H200Attention{}
 	if _, err := sim.ParseValues(e.Params(), map[string]string{"blockN": "512"}); err == nil {
 		t.Error("blockN 512 accepted")
+	}
+}
+
+// TestH200AttentionOutInsideRunnerFolder: a runner that sets a files folder
+// (the lab: inside its data folder) gets -out there, never in the working
+// directory or $FP8LAB_H200_OUT; a runner that keeps no files refuses -out
+// (issue 9, item 10: the lab wrote into its working directory).
+func TestH200AttentionOutInsideRunnerFolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the experiment at N = 4096")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	t.Setenv(h200AttentionOutEnv, elsewhere)
+	e := H200Attention{}
+	v, err := sim.ParseValues(e.Params(), map[string]string{"N": "4096", "blockN": "128", "modes": "0", "bf16": "false", "out": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Execute(sim.WithFilesDir(context.Background(), ""), e, v, 1, nil); err == nil || !strings.Contains(err.Error(), "keeps no files") {
+		t.Errorf("-out with no files folder: %v, want a refusal", err)
+	}
+	dir := filepath.Join(t.TempDir(), "run-7")
+	if _, err := sim.Execute(sim.WithFilesDir(context.Background(), dir), e, v, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "N4096_fp8_bn128_mode0.f32")); err != nil {
+		t.Errorf("-out did not write into the runner's folder: %v", err)
+	}
+	for _, d := range []string{elsewhere, filepath.Join(wd, "h200-attention-sim")} {
+		if ents, _ := os.ReadDir(d); len(ents) > 0 {
+			t.Errorf("-out wrote %d files into %s", len(ents), d)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +56,8 @@ func TestITLArithmetic(t *testing.T) {
 				"itl0_fp8":    8.03e9*2/h100*1e3 + 0.14,
 				// (3.9126e-5 − 4.37e-5) / 4.37e-5
 				"slope_bf16_diff_pct": (llama*2/h100*1e3 - 4.37e-5) / 4.37e-5 * 100,
-				"break_even_diff_pct": (0.14/(llama*1/h100*1e3) - 7010) / 7010 * 100,
+				// published gap / predicted slope gap: not a prediction
+				"break_even_derived_diff_pct": (0.14/(llama*1/h100*1e3) - 7010) / 7010 * 100,
 			},
 			at: 1000,
 			itl: map[string]float64{
@@ -187,5 +189,65 @@ func TestITLNoOverheadNoBreakEven(t *testing.T) {
 	_, fp8, _ = c.layouts()
 	if be := c.breakEven(bf16, fp8); !math.IsInf(be, 1) {
 		t.Errorf("slower FP8: break-even %v, want +Inf", be)
+	}
+}
+
+// TestITLBasis checks that no figure computed from a published one is
+// reported as a prediction: the break-even with the published overhead (the
+// published intercept gap over the predicted slope gap; for gpt-oss on the
+// H100 the gap comes from the published break-even itself) and, under
+// doc-4.4, the slope ratio of every GPU (0.5·0.90/0.83 = 0.5422) and the H100
+// Llama slopes the factors were fitted to have their own summary keys and
+// table, apart from the predictions.
+func TestITLBasis(t *testing.T) {
+	for _, tc := range []struct {
+		args            map[string]string
+		derived, fitted []string // summary keys that must carry these suffixes
+		predicted       []string // keys that must stay predictions
+	}{
+		{
+			args: nil,
+			derived: []string{"break_even", "table.h100-sxm.llama-3.1-8b.break_even", "table.b200.llama-3.1-8b.break_even",
+				"table.h100-sxm.gpt-oss-20b.break_even", "table.h100-sxm.gpt-oss-20b.break_even_skip", "table.b200.gpt-oss-20b.break_even"},
+			predicted: []string{"slope_bf16", "slope_ratio", "table.b200.llama-3.1-8b.slope_ratio"},
+		},
+		{
+			args:      map[string]string{"efficiency": "doc-4.4"},
+			fitted:    []string{"slope_bf16", "slope_fp8", "slope_ratio", "break_even", "table.b200.llama-3.1-8b.slope_ratio", "table.h100-sxm.gpt-oss-20b.slope_ratio", "table.h100-sxm.gpt-oss-20b.slope_ratio_skip"},
+			derived:   []string{"table.b200.llama-3.1-8b.break_even"},
+			predicted: []string{"table.b200.llama-3.1-8b.slope_bf16", "itl0_bf16"},
+		},
+		{
+			// An overhead of one's own makes the break-even a prediction.
+			args:      map[string]string{"fp8-overhead": "0.1"},
+			predicted: []string{"break_even", "table.h100-sxm.gpt-oss-20b.break_even"},
+		},
+	} {
+		rec, err := itlExec(t, ITL{}, tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rec.SummaryValues()
+		check := func(keys []string, suffix string) {
+			for _, k := range keys {
+				for _, other := range []string{"_diff_pct", "_derived_diff_pct", "_fitted_diff_pct"} {
+					if _, ok := s[k+other]; ok != (other == suffix) {
+						t.Errorf("%v: %s%s present %v", tc.args, k, other, ok)
+					}
+				}
+			}
+		}
+		check(tc.derived, "_derived_diff_pct")
+		check(tc.fitted, "_fitted_diff_pct")
+		check(tc.predicted, "_diff_pct")
+		// In the notes, every break-even row with a published gap sits
+		// under the heading of the figures that are not predictions.
+		notes := rec.Notes()
+		split := slices.IndexFunc(notes, func(n string) bool { return strings.HasPrefix(n, "NOT predictions") })
+		for i, n := range notes {
+			if strings.Contains(n, "break-even (gap") && tc.args["fp8-overhead"] == "" && (split < 0 || i < split) {
+				t.Errorf("%v: break-even row among the predictions: %s", tc.args, n)
+			}
+		}
 	}
 }

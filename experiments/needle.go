@@ -30,9 +30,9 @@ func (Needle) Doc() string {
 	return `Synthetic needle-in-a-haystack on one attention head: retrieval accuracy vs context length for bf16, fp8 single-level and fp8 two-level.
 
 One decode query (head_dim d) over n tokens. Haystack keys give logits about
-N(0, score_std^2); haystack values are N(value_mean, value_std^2) per element.
+N(0, score-std^2); haystack values are N(value-mean, value-std^2) per element.
 The needle, at a uniform position, has logit margin and value
-value_mean + amp·c, c one of M random ±1 codes. Optional attention sinks
+value-mean + amp·c, c one of M random ±1 codes. Optional attention sinks
 (the first tokens: logit sink_logit, value sink_value). Retrieval: the code
 with the largest <O - B, c_m>, B the exact output without the code (the H200
 probe's <O - 0.5, code>, with sinks accounted for).
@@ -43,7 +43,7 @@ fp8 (e4m3 Q/K/V/P, sm90.wgmma.e4m3.f32, O inside the tensor core across the
 whole context: FA3 as shipped), fp8-two-level (the same, promoted every KV
 tile: vLLM's fix, flash-attention #104). The fp8 series share the scores and
 P of each trial. Tiles: FA3's decode tile (kBlockN 96 at head_dim 128) unless
-kBlockN is given. Scales 1.0 (uncalibrated), as the published runs.
+k-block-n is given. Scales 1.0 (uncalibrated), as the published runs.
 
 The default margin is set so that bf16 scores about 0.9 at 128k (published:
 bf16 0.91, fp8 0.13, fp8 two-level 0.89 on RULER niah_multikey_2 with
@@ -63,7 +63,7 @@ func (Needle) Params() []sim.Param {
 		{Name: "trials", Doc: "trials per context length", Kind: sim.KindInt, Default: 100, Min: 1, Max: 1000000},
 		{Name: "series", Doc: "which series to run", Kind: sim.KindChoice, Default: "all",
 			Choices: append([]string{"all"}, needleSeries...)},
-		{Name: "kBlockN", Doc: "KV tile width; 0 is FA3's decode tile (96 at head_dim 128, 128 at 64)", Unit: "tokens",
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile width; 0 is FA3's decode tile (96 at head_dim 128, 128 at 64)", Unit: "tokens",
 			Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
 	}
 	return append(p, attnNeedleParams(needleDefaultMargin)...)
@@ -93,8 +93,16 @@ func needleRuns(t attnNeedle, choice string, kBlockN int) []attnNeedleRun {
 // Run runs every context length.
 func (Needle) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
+	g, err := openDevice(ctx, run.Values)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		defer g.Close()
+		t.gpu = g
+	}
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
-	runs := needleRuns(t, run.Values.String("series"), run.Values.Int("kBlockN"))
+	runs := needleRuns(t, run.Values.String("series"), run.Values.Int("k-block-n"))
 	run.AddTotal(int64(len(contexts) * trials))
 	summary := map[string]float64{}
 	for _, n := range contexts {

@@ -1,15 +1,10 @@
 package experiments
 
 import (
-	"context"
-	"errors"
 	"maps"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/fp8lab/fp8lab/sim"
 )
 
 // A small needle run: every series at every context, accuracies in [0, 1],
@@ -127,24 +122,5 @@ func TestScalesSmall(t *testing.T) {
 	}
 	if len(rec.Points()) != 8 || len(rec.Notes()) != 1 {
 		t.Errorf("%d points and %d notes", len(rec.Points()), len(rec.Notes()))
-	}
-}
-
-// A long run stops soon after its context is cancelled.
-func TestNeedleCancel(t *testing.T) {
-	e := Needle{}
-	v, err := sim.ParseValues(e.Params(), map[string]string{"contexts": "131072", "trials": "1000", "series": "fp8"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err = sim.Execute(ctx, e, v, 1, nil)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("error %v, want the deadline", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("cancelled run took %v", d)
 	}
 }

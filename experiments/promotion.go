@@ -47,7 +47,7 @@ func (Promotion) Params() []sim.Param {
 		{Name: "context", Doc: "context length", Unit: "tokens", Kind: sim.KindInt, Default: 131072, Min: 64, Max: 1 << 20},
 		{Name: "trials", Doc: "trials", Kind: sim.KindInt, Default: 100, Min: 1, Max: 1000000},
 		{Name: "intervals", Doc: "promotion intervals in tiles (0 = never)", Kind: sim.KindInts, Default: []int{1, 4, 64, 0}, Min: 0, Max: 1 << 20},
-		{Name: "kBlockN", Doc: "KV tile widths (multiples of 32)", Unit: "tokens", Kind: sim.KindInts, Default: []int{96, 192}, Min: 32, Max: attention.MaxKBlockN},
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile widths (multiples of 32)", Unit: "tokens", Kind: sim.KindInts, Default: []int{96, 192}, Min: 32, Max: attention.MaxKBlockN},
 		{Name: "bf16", Doc: "also run the bf16 kernel", Kind: sim.KindBool, Default: true},
 	}
 	return append(p, attnNeedleParams(needleDefaultMargin)...)
@@ -56,8 +56,16 @@ func (Promotion) Params() []sim.Param {
 // Run runs the trials at the context length.
 func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
+	g, err := openDevice(ctx, run.Values)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		defer g.Close()
+		t.gpu = g
+	}
 	n, trials := run.Values.Int("context"), run.Values.Int("trials")
-	intervals, blocks := run.Values.Ints("intervals"), run.Values.Ints("kBlockN")
+	intervals, blocks := run.Values.Ints("intervals"), run.Values.Ints("k-block-n")
 	for _, b := range blocks {
 		if b%32 != 0 {
 			return fmt.Errorf("kBlockN %d is not a multiple of 32 (the e4m3 wgmma's K)", b)
@@ -81,7 +89,7 @@ func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	if err != nil {
 		return err
 	}
-	summary := map[string]float64{}
+	summary := map[string]float64{"chance": 1 / float64(t.m)}
 	k := 0
 	for _, r := range runs {
 		for _, iv := range r.promotions {

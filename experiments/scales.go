@@ -10,6 +10,7 @@ import (
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 func init() { sim.Register(Scales{}) }
@@ -26,10 +27,10 @@ func (Scales) Name() string { return "scales" }
 func (Scales) Doc() string {
 	return `Output error of FP8 attention with scale 1.0, per-tensor amax scales and per-KV-head amax scales, on KV caches with outlier heads.
 
-A decode query per query head over a KV cache of kv_heads heads (GQA with
-q_per_kv query heads per KV head), head_dim 128. KV head h has K and V of
+A decode query per query head over a KV cache of kv-heads heads (GQA with
+q-per-kv query heads per KV head), head_dim 128. KV head h has K and V of
 magnitude f_h = base·2^(head_spread·z_h) (z_h ~ N(0,1)) times the outlier
-factor for the first outlier_heads heads: K ~ f_h·N(0,1), V ~ f_h·(value_mean +
+factor for the first outlier-heads heads: K ~ f_h·N(0,1), V ~ f_h·(value-mean +
 N(0,1)); its queries are N(0,1)/f_h, so every head's logits are about N(0,1)
 whatever its magnitude (the question is the quantization, not the softmax).
 
@@ -56,16 +57,17 @@ var scalesSchemes = []string{"scale 1.0", "per-tensor amax", "per-head amax"}
 func (Scales) Params() []sim.Param {
 	return []sim.Param{
 		{Name: "outlier", Doc: "magnitude factors of the outlier heads", Kind: sim.KindInts, Default: []int{1, 10, 100, 1000, 10000, 100000}, Min: 1, Max: 100000000},
-		{Name: "outlier_heads", Doc: "number of outlier KV heads", Kind: sim.KindInt, Default: 1, Min: 0, Max: 64},
-		{Name: "kv_heads", Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 64},
-		{Name: "q_per_kv", Doc: "query heads per KV head (GQA)", Kind: sim.KindInt, Default: 2, Min: 1, Max: 16},
+		{Name: "outlier-heads", Aliases: []string{"outlier_heads"}, Doc: "number of outlier KV heads", Kind: sim.KindInt, Default: 1, Min: 0, Max: 64},
+		{Name: "kv-heads", Aliases: []string{"kv_heads"}, Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 64},
+		{Name: "q-per-kv", Aliases: []string{"q_per_kv"}, Doc: "query heads per KV head (GQA)", Kind: sim.KindInt, Default: 2, Min: 1, Max: 16},
 		{Name: "tokens", Doc: "context length", Unit: "tokens", Kind: sim.KindInt, Default: 4096, Min: 1, Max: 1 << 20},
 		{Name: "base", Doc: "magnitude of the ordinary heads", Kind: sim.KindFloat, Default: 1.0, Min: 1e-6, Max: 1e6},
-		{Name: "head_spread", Doc: "spread of the ordinary heads' magnitudes (standard deviation of log2)", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 10},
-		{Name: "value_mean", Doc: "mean of the values relative to their spread", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
+		{Name: "head-spread", Aliases: []string{"head_spread"}, Doc: "spread of the ordinary heads' magnitudes (standard deviation of log2)", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 10},
+		{Name: "value-mean", Aliases: []string{"value_mean"}, Doc: "mean of the values relative to their spread", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
 		{Name: "dtype", Doc: "fp8 format of the cache", Kind: sim.KindChoice, Default: "e4m3", Choices: []string{"e4m3", "e5m2"}},
 		{Name: "promotion", Doc: "P·V promotion interval of the fp8 kernels in tiles (0 never, 1 every tile)", Kind: sim.KindInt, Default: 1, Min: 0, Max: 1 << 20},
 		{Name: "trials", Doc: "random caches per outlier factor", Kind: sim.KindInt, Default: 4, Min: 1, Max: 100000},
+		deviceParam(),
 	}
 }
 
@@ -81,11 +83,18 @@ type scalesResult struct {
 // Run runs the trials of every outlier factor.
 func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
-	kvh, group, trials := v.Int("kv_heads"), v.Int("q_per_kv"), v.Int("trials")
-	nOut := min(v.Int("outlier_heads"), kvh)
+	kvh, group, trials := v.Int("kv-heads"), v.Int("q-per-kv"), v.Int("trials")
+	nOut := min(v.Int("outlier-heads"), kvh)
 	dtype, err := fp8.ParseFormat(v.String("dtype"))
 	if err != nil {
 		return err
+	}
+	g, err := openDevice(ctx, v)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		defer g.Close()
 	}
 	run.AddTotal(int64(len(v.Ints("outlier")) * trials))
 	summary := map[string]float64{}
@@ -93,7 +102,7 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	table := []string{fmt.Sprintf("%9s  %-16s %9s %9s %9s %9s %10s %10s", "outlier", "series", "mean %", "ordinary", "outlier", "worst %", "saturated", "underflow")}
 	for _, factor := range v.Ints("outlier") {
 		res, err := sim.Trials(ctx, run, fmt.Sprintf("scales/%d", factor), trials, func(_ int, rng *rand.Rand) scalesResult {
-			return scalesTrial(ctx, rng, v, dtype, float64(factor), nOut)
+			return scalesTrial(ctx, rng, v, dtype, float64(factor), nOut, g)
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -148,13 +157,15 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 }
 
 // scalesTrial draws one cache and query and runs every series.
-func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int) scalesResult {
+// With g set (device gpu) the fp8 kernels run on the GPU (wgsl.SimDecode,
+// bit for bit attention.Run); the references and bf16 stay on the CPU.
+func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int, g *wgsl.Runner) scalesResult {
 	const d = 128
-	kvh, group, n := v.Int("kv_heads"), v.Int("q_per_kv"), v.Int("tokens")
+	kvh, group, n := v.Int("kv-heads"), v.Int("q-per-kv"), v.Int("tokens")
 	qh := kvh * group
 	mag := make([]float64, kvh)
 	for h := range mag {
-		mag[h] = v.Float("base") * math.Exp2(v.Float("head_spread")*rng.NormFloat64())
+		mag[h] = v.Float("base") * math.Exp2(v.Float("head-spread")*rng.NormFloat64())
 		if h < nOut {
 			mag[h] *= factor
 		}
@@ -162,11 +173,14 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 	shape := fp8.Shape{Tokens: n, Heads: kvh, Dim: d}
 	k, vv := make([]float32, shape.Len()), make([]float32, shape.Len())
 	for t := 0; t < n; t++ {
+		if t%1024 == 0 && ctx.Err() != nil {
+			return scalesResult{e: ctx.Err()}
+		}
 		for h := 0; h < kvh; h++ {
 			for x := 0; x < d; x++ {
 				i := (t*kvh+h)*d + x
 				k[i] = float32(mag[h] * rng.NormFloat64())
-				vv[i] = float32(mag[h] * (v.Float("value_mean") + rng.NormFloat64()))
+				vv[i] = float32(mag[h] * (v.Float("value-mean") + rng.NormFloat64()))
 			}
 		}
 	}
@@ -204,13 +218,18 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 			vs, _ = fp8.Calibrate(vv, shape, g, dtype)
 			qs, _ = fp8.Calibrate(scalesGroupQ(q, kvh, group, d), qShape, g, dtype)
 		}
-		kv, err := attention.NewKV(k, vv, shape, dtype, fp8.SatFinite, ks, vs)
+		kv, err := attention.NewKVContext(ctx, k, vv, shape, dtype, fp8.SatFinite, ks, vs)
 		if err != nil {
 			return scalesResult{e: err}
 		}
 		c := cfg
 		c.DType = dtype
-		o, err := attention.Run(ctx, c, q, qs, kv)
+		var o []float64
+		if g != nil {
+			o, err = g.SimDecode(ctx, c, q, qs, kv)
+		} else {
+			o, err = attention.Run(ctx, c, q, qs, kv)
+		}
 		if err != nil {
 			return scalesResult{e: err}
 		}
@@ -222,7 +241,7 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 		res.saturated = append(res.saturated, (sat+sv+sq)/total)
 		res.underflow = append(res.underflow, (under+uv+uq)/total)
 	}
-	kv, err := attention.NewKV(k, vv, shape, fp8.FormatBF16, fp8.SatFinite, nil, nil)
+	kv, err := attention.NewKVContext(ctx, k, vv, shape, fp8.FormatBF16, fp8.SatFinite, nil, nil)
 	if err != nil {
 		return scalesResult{e: err}
 	}

@@ -107,7 +107,7 @@ func (e SkipSW) Run(ctx context.Context, run *sim.Run) error {
 	summary["fp8_overhead_skip_ms"] = c.overheadOf(skip)
 	for _, r := range c.compare() {
 		summary[r.key+"_published"] = r.pub
-		summary[r.key+"_diff_pct"] = r.diffPct()
+		summary[r.summaryKey()] = r.diffPct()
 	}
 	run.Note(fmt.Sprintf("skip-sw: %s on %s; efficiency %s", c.model.Name, c.gpu.Name, s.source))
 	if c.model.WeightBytes == 0 {
@@ -248,6 +248,10 @@ func skipswTrial(ctx context.Context, rng *rand.Rand, cases []skipswCase, n, d, 
 		q[i] = float32(rng.NormFloat64())
 	}
 	for i := range k {
+		if i%65536 == 0 && ctx.Err() != nil {
+			res.err = ctx.Err()
+			return res
+		}
 		k[i] = float32(rng.NormFloat64())
 		vv[i] = float32(mu + rng.NormFloat64())
 	}
@@ -275,7 +279,7 @@ func skipswTrial(ctx context.Context, rng *rand.Rand, cases []skipswCase, n, d, 
 		kv, ok := caches[c.dtype]
 		if !ok {
 			var err error
-			if kv, err = attention.NewKV(k, vv, shape, c.dtype, fp8.SatFinite, nil, nil); err != nil {
+			if kv, err = attention.NewKVContext(ctx, k, vv, shape, c.dtype, fp8.SatFinite, nil, nil); err != nil {
 				res.err = err
 				return res
 			}

@@ -20,9 +20,15 @@
 // named as in CUDA's __nv_cvt_float_to_fp8:
 //
 //   - SatFinite clamps every finite or infinite input beyond the largest
-//     finite value to ±max; NaN stays NaN.
+//     finite value to ±max; NaN stays NaN. (fnuz: ±inf give NaN 0x80, as
+//     HIP does.)
 //   - NoSat gives NaN (e4m3) or ±inf (e5m2) when the rounded value exceeds the
-//     largest finite value, and for infinite inputs.
+//     largest finite value, and for infinite inputs. (fnuz: 0x80, as
+//     PyTorch; FP4/FP6 saturate in both modes.)
+//
+// convert.go holds the table of every format's edge rules with its sources.
+// ue8m0 (EncodeUE8M0) and tf32 (TF32Round) take PTX's rounding directions
+// (Rounding: rn, rna, rz, rp).
 //
 // PyTorch's Tensor.to(torch.float8_e4m3fn) and Tensor.to(torch.float8_e5m2)
 // are the NoSat conversions (checked bit for bit against the H200 captures
@@ -40,6 +46,11 @@
 //     no −0, 0x80 the only NaN; largest values 240 and 57344.
 //   - TF32: 1+8+10 bits carried in a float32 pattern whose 13 low bits are
 //     ignored.
+//
+// Block-scaled formats (block.go): QuantizeMX/DequantizeMX (OCP MX v1.0,
+// 32 elements of e4m3, e5m2, e2m3, e3m2 or e2m1 per ue8m0 scale) and
+// QuantizeNVFP4/DequantizeNVFP4 (16 e2m1 elements per ue4m3 scale, and an
+// FP32 per-tensor scale), returning errors for bad lengths and scales.
 //
 // The package also describes every input format of the tensor-core models
 // (Format) so that package accum can decompose codes into sign, integer

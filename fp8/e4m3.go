@@ -116,7 +116,7 @@ func (c E5M2) IsInf() bool { return c&0x7f == 0x7c }
 // float8_e4m3fn cast. Inputs below half the smallest subnormal (2^-10) give
 // ±0, and 2^-10 itself, a tie, also gives ±0.
 func EncodeE4M3(x float32, sat Saturation) E4M3 {
-	return E4M3(encode(math.Float32bits(x), 3, -6, 0x7e, 0x7f, 0x7f, sat))
+	return E4M3(encTable[FormatE4M3].encode(math.Float32bits(x), 0, sat))
 }
 
 // EncodeE5M2 converts x to e5m2 with round to nearest, ties to even, and the
@@ -125,59 +125,5 @@ func EncodeE4M3(x float32, sat Saturation) E4M3 {
 // under NoSat it gives ±inf (0x7c), as IEEE rounding does: this is PyTorch's
 // float8_e5m2 cast.
 func EncodeE5M2(x float32, sat Saturation) E5M2 {
-	return E5M2(encode(math.Float32bits(x), 2, -14, 0x7b, 0x7c, 0x7f, sat))
-}
-
-// encode rounds float32 bits to a code with mbits fraction bits and minimum
-// normal exponent emin; maxCode is the largest finite magnitude code,
-// overCode what NoSat gives beyond it, nanCode the NaN magnitude code.
-func encode(bits uint32, mbits uint, emin int32, maxCode, overCode, nanCode uint32, sat Saturation) uint32 {
-	sign := (bits >> 24) & 0x80
-	abs := bits & 0x7fffffff
-	if abs > 0x7f800000 {
-		return sign | nanCode
-	}
-	over := overCode
-	if sat == SatFinite {
-		over = maxCode
-	}
-	if abs == 0x7f800000 {
-		return sign | over
-	}
-	exp := int32(abs >> 23)
-	if exp == 0 {
-		// float32 subnormals are below 2^-126, far below half of any
-		// fp8 subnormal: they round to zero.
-		return sign
-	}
-	e := exp - 127
-	// The largest fp8 exponent is 15 (e5m2); anything from 2^18 up is an
-	// overflow for both formats, whatever the rounding.
-	if e > 17 {
-		return sign | over
-	}
-	m := abs&0x7fffff | 0x800000
-	te := e
-	if te < emin {
-		te = emin
-	}
-	// Value in units of the target quantum 2^(te-mbits): m >> shift.
-	shift := uint32(23 - int32(mbits) + (te - e))
-	var q uint32
-	if shift < 32 {
-		q = m >> shift
-		rem := m & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || (rem == half && q&1 == 1) {
-			q++
-		}
-	}
-	// Exponent field and fraction in one sum: a carry out of the
-	// fraction increments the exponent, and q < 2^mbits at te == emin is
-	// a subnormal code.
-	code := uint32(te-emin)<<mbits + q
-	if code > maxCode {
-		return sign | over
-	}
-	return sign | code
+	return E5M2(encTable[FormatE5M2].encode(math.Float32bits(x), 0, sat))
 }

@@ -345,21 +345,87 @@ func (f Format) Value(code uint32) float64 {
 // MaxValue is the largest finite value of f (exact).
 func (f Format) MaxValue() float64 { return f.Value(f.MaxCode()) }
 
-// Encode converts x to a code of f, rounding to nearest with ties to even
-// (tf32: truncation of the 13 low bits, as the hardware reads it); sat
-// applies to e4m3 and e5m2 only, f16/bf16 overflow to ±inf.
+// Encode converts x to a code of f, rounding to nearest with ties to even,
+// with sat as described for each format in convert.go (e4m3, e5m2, e2m1,
+// e2m3, e3m2, ue4m3, e4m3fnuz, e5m2fnuz: EncodeFloat32); f16/bf16 overflow
+// to ±inf whatever sat; tf32 is the truncation of the 13 low bits, as the
+// tensor cores read an FP32 register (TF32Round is the cvt instruction);
+// ue8m0 rounds toward zero (cvt.rz, 2^floor(log2|x|), the OCP MX scale
+// rule) with sat; f32 and FormatInvalid return the float32 bits.
 func (f Format) Encode(x float32, sat Saturation) uint32 {
 	switch f {
-	case FormatE4M3:
-		return uint32(EncodeE4M3(x, sat))
-	case FormatE5M2:
-		return uint32(EncodeE5M2(x, sat))
 	case FormatFP16:
 		return uint32(FP16FromFloat32(x))
 	case FormatBF16:
 		return uint32(BF16FromFloat32(x))
 	case FormatTF32:
 		return TF32FromFloat32(x)
+	case FormatUE8M0:
+		return uint32(EncodeUE8M0(x, RoundZero, sat))
+	}
+	if f < numFormats {
+		if p := encTable[f]; p != nil {
+			return p.encode(math.Float32bits(x), 0, sat)
+		}
 	}
 	return math.Float32bits(x)
+}
+
+// canonicalNaN is the float32 a NaN code of the new formats decodes to.
+const canonicalNaN = 0x7fc00000
+
+var decodeTables [numFormats]*[256]float32
+
+func init() {
+	decodeTables[FormatE4M3] = &e4m3Table
+	decodeTables[FormatE5M2] = &e5m2Table
+	for _, f := range []Format{FormatE2M1, FormatE2M3, FormatE3M2, FormatUE8M0, FormatUE4M3, FormatE4M3FNUZ, FormatE5M2FNUZ} {
+		t := new([256]float32)
+		n := 1 << f.CodeBits()
+		for c := range t {
+			v := f.Value(uint32(c % n))
+			if v != v {
+				t[c] = math.Float32frombits(canonicalNaN)
+			} else {
+				t[c] = float32(v) // exact: every code is a float32
+			}
+		}
+		decodeTables[f] = t
+	}
+}
+
+// Float32 returns the value of a code of f as float32. Every finite code of
+// every format is exact in float32 (ue8m0's 2^−127 as a subnormal). NaN
+// codes: e4m3 and e5m2 give the patterns the H200 gives (E4M3.Float32,
+// E5M2.Float32); the other ≤8-bit formats give 0x7fc00000; f16, bf16, tf32
+// and f32 keep their NaN bits (tf32 after truncation). Bits above CodeBits
+// are ignored. FormatInvalid gives NaN.
+func (f Format) Float32(code uint32) float32 {
+	if f < numFormats {
+		if t := decodeTables[f]; t != nil {
+			return t[code&(1<<f.CodeBits()-1)]
+		}
+	}
+	switch f {
+	case FormatFP16:
+		return FP16(code).Float32()
+	case FormatBF16:
+		return BF16(code).Float32()
+	case FormatTF32:
+		return math.Float32frombits(code &^ 0x1fff)
+	case FormatFP32:
+		return math.Float32frombits(code)
+	}
+	return math.Float32frombits(canonicalNaN)
+}
+
+// DecodeTable returns a new table of the float32 value of every code of a
+// format with codes of at most 8 bits (len 1<<CodeBits), as Float32 gives
+// them, or nil for the wider formats.
+func DecodeTable(f Format) []float32 {
+	if f >= numFormats || decodeTables[f] == nil {
+		return nil
+	}
+	n := 1 << f.CodeBits()
+	return append([]float32(nil), decodeTables[f][:n]...)
 }

@@ -2,6 +2,7 @@ package fp8
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -208,6 +209,32 @@ func TestParseFormat(t *testing.T) {
 	for _, bad := range []string{"", "invalid", "e3m4", "nvfp4", "fp8"} {
 		if _, err := ParseFormat(bad); err == nil {
 			t.Errorf("ParseFormat(%q) accepted", bad)
+		}
+	}
+}
+
+// TestDecomposeWide: tf32 and f32 Decompose agree with the float32 value of
+// the code (tf32 after clearing the 13 low bits) on random and special codes.
+func TestDecomposeWide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	codes := []uint32{0, 0x80000000, 1, 0x1fff, 0x2000, 0x7f800000, 0xff800000, 0x7f801fff, 0x7f802000, 0x7f7fffff, 0x807fffff}
+	for i := 0; i < 1<<18; i++ {
+		codes = append(codes, rng.Uint32())
+	}
+	for _, c := range codes {
+		for _, f := range []Format{FormatTF32, FormatFP32} {
+			cc := c
+			if f == FormatTF32 {
+				cc &^= 0x1fff
+			}
+			want := float64(math.Float32frombits(cc))
+			got := f.Value(c)
+			if !(got == want && math.Signbit(got) == math.Signbit(want)) && !(got != got && want != want) {
+				t.Fatalf("%v %#08x: Value %g, want %g", f, c, got, want)
+			}
+			if p := f.Decompose(c); (p.Class == NaN) != (want != want) || (p.Class == Inf) != math.IsInf(want, 0) || (p.Class == Zero) != (want == 0) {
+				t.Fatalf("%v %#08x: class %v for %g", f, c, p.Class, want)
+			}
 		}
 	}
 }

@@ -41,7 +41,9 @@ func ParseGranularity(s string) (Granularity, error) {
 }
 
 // MaxFinite returns the largest finite value of an fp8 format (448 or
-// 57344), or of fp16/bf16.
+// 57344) or of the other formats with codes of at most 8 bits (e2m1 6,
+// e2m3 7.5, e3m2 28, ue4m3 448, e4m3fnuz 240, e5m2fnuz 57344, ue8m0 2^127),
+// or of fp16; math.MaxFloat32 for bf16, tf32 and f32.
 func MaxFinite(f Format) float32 {
 	switch f {
 	case FormatE4M3:
@@ -50,6 +52,9 @@ func MaxFinite(f Format) float32 {
 		return E5M2MaxVal
 	case FormatFP16:
 		return 65504
+	}
+	if f.Valid() && f.CodeBits() <= 8 {
+		return float32(f.MaxValue())
 	}
 	return math.MaxFloat32
 }

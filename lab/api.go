@@ -35,6 +35,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}/stream", s.handleStream)
 	m.HandleFunc("GET /api/runs/{id}/export", s.handleExport)
 	m.HandleFunc("GET /api/report", s.handleReport)
+	s.sweepRoutes(m)
 	s.tensorRoutes(m) // tensors.go
 	m.HandleFunc("/api/", s.handleNoRoute)
 	m.Handle("GET /wasm/", http.StripPrefix("/wasm/", http.FileServerFS(s.opts.WASM)))
@@ -113,51 +114,20 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.info())
 }
 
-// ParamSchema is one parameter in the API's experiment schema.
-type ParamSchema struct {
-	Name    string   `json:"name"`
-	Doc     string   `json:"doc"`
-	Unit    string   `json:"unit,omitempty"`
-	Kind    string   `json:"kind"` // int, float, bool, choice, ints
-	Default any      `json:"default"`
-	Min     *float64 `json:"min,omitempty"` // inclusive, when bounded
-	Max     *float64 `json:"max,omitempty"`
-	Choices []string `json:"choices,omitempty"`
-	Limits  string   `json:"limits,omitempty"` // for display: "[1, 1000]", "one of a|b"
-}
-
-// ExperimentSchema describes an experiment in the API.
-type ExperimentSchema struct {
-	Name    string        `json:"name"`
-	Summary string        `json:"summary"`
-	Doc     string        `json:"doc"`
-	Params  []ParamSchema `json:"params"`
-}
-
-func schemaOf(e sim.Experiment) ExperimentSchema {
-	params := e.Params()
-	defaults, err := sim.Defaults(params)
-	out := ExperimentSchema{Name: e.Name(), Summary: sim.Summary(e), Doc: strings.TrimSpace(e.Doc()), Params: []ParamSchema{}}
-	for _, p := range params {
-		ps := ParamSchema{Name: p.Name, Doc: p.Doc, Unit: p.Unit, Kind: p.Kind.String(), Default: p.Default, Choices: p.Choices, Limits: p.Limits()}
-		if err == nil {
-			ps.Default, _ = defaults.Get(p.Name)
-		}
-		if p.Max > p.Min && p.Kind != sim.KindChoice && p.Kind != sim.KindBool {
-			lo, hi := p.Min, p.Max
-			ps.Min, ps.Max = &lo, &hi
-		}
-		out.Params = append(out.Params, ps)
-	}
-	return out
-}
+// ParamSchema and ExperimentSchema are the API's experiment schema, built
+// by package sim for the API and the browser's registry alike.
+type (
+	ParamSchema      = sim.ParamSchema
+	ExperimentSchema = sim.Schema
+)
 
 func (s *Server) handleExperiments(w http.ResponseWriter, r *http.Request) {
-	list := []ExperimentSchema{}
-	for _, e := range sim.Experiments() {
-		list = append(list, schemaOf(e))
+	b, err := sim.SchemasJSON()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"experiments": list})
+	writeRawJSON(w, http.StatusOK, b)
 }
 
 func (s *Server) handleExperiment(w http.ResponseWriter, r *http.Request) {
@@ -166,7 +136,7 @@ func (s *Server) handleExperiment(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, schemaOf(e))
+	writeJSON(w, http.StatusOK, sim.SchemaOf(e))
 }
 
 // decodeBody decodes the request's JSON body into v, refusing unknown
@@ -220,6 +190,7 @@ type startRequest struct {
 	Origin     string          `json:"origin"` // "server" (default), or a client's: "browser", "terminal", "client"
 	Title      string          `json:"title"`
 	Note       string          `json:"note"`
+	Sweep      string          `json:"sweep"` // a client's run of a sweep: "SWEEP/RUN" (sweep.go)
 	// The build that computes a client's run (ignored for server runs).
 	Version   string `json:"version"`
 	Revision  string `json:"revision"`
@@ -280,6 +251,9 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		values, err := sim.ValuesFromJSON(exp.Params(), req.Params)
+		if err == nil {
+			err = checkParams(paramsMap(values))
+		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err)
 			return
@@ -298,12 +272,14 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) answerCreated(w http.ResponseWriter, run notebook.Run, err error) {
 	switch {
+	case errors.As(err, new(*budgetError)):
+		writeError(w, http.StatusBadRequest, err)
 	case errors.Is(err, errBusy) || errors.Is(err, errClosing):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, err)
 	case err != nil:
 		s.log.Error("creating a run", "err", err)
-		writeError(w, http.StatusInternalServerError, errorf("the notebook could not record the run: %v", err))
+		writeError(w, writeStatus(err), errorf("the notebook could not record the run: %v", err))
 	default:
 		w.Header().Set("Location", "/api/runs/"+run.ID)
 		writeJSON(w, http.StatusCreated, run)
@@ -331,6 +307,9 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 		}
 		meta.Params, meta.Flags, meta.Registered = paramsMap(values), values.Flags(), true
 	} else {
+		if req.Sweep != "" {
+			return meta, http.StatusBadRequest, errorf("sweep: the lab does not know experiment %q", req.Experiment)
+		}
 		if !validName(req.Experiment) {
 			return meta, http.StatusBadRequest, errorf("experiment %q: a name is letters, digits, '-', '_' and '.' (at most 100)", req.Experiment)
 		}
@@ -345,17 +324,36 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 		}
 		meta.Params = params
 	}
+	if err := checkParams(meta.Params); err != nil {
+		return meta, http.StatusBadRequest, err
+	}
+	if req.Sweep != "" {
+		if status, err := s.sw.checkSweepRun(req.Sweep, &meta); err != nil {
+			return meta, status, err
+		}
+	}
 	s.mu.Lock()
 	closing := s.closing
+	clients := 0
+	for _, l := range s.lives {
+		if l.external {
+			clients++
+		}
+	}
 	s.mu.Unlock()
 	if closing {
 		return meta, http.StatusServiceUnavailable, errClosing
 	}
+	if clients >= maxClientRuns {
+		return meta, http.StatusServiceUnavailable, errorf("%d client runs are streaming; the lab takes at most %d at once", clients, maxClientRuns)
+	}
 	now := time.Now().UTC()
 	meta.Started = &now
 	if err := s.store.Create(&meta); err != nil {
-		return meta, http.StatusInternalServerError, errorf("the notebook could not record the run: %v", err)
+		s.noteWrite(err)
+		return meta, writeStatus(err), errorf("the notebook could not record the run: %v", err)
 	}
+	s.sw.registered(meta)
 	l := newLive(s, meta)
 	l.external = true
 	s.mu.Lock()
@@ -363,6 +361,10 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); l.flusher(s.opts.FlushInterval) }()
 	s.mu.Unlock()
+	select { // the janitor plans its next check with this run
+	case s.wake <- struct{}{}:
+	default:
+	}
 	s.log.Info("client run registered", "run", l.id, "experiment", meta.Experiment, "origin", meta.Origin)
 	return l.snapshot(), 0, nil
 }
@@ -394,7 +396,7 @@ func (s *Server) writeRunError(w http.ResponseWriter, id string, err error) {
 		return
 	}
 	s.log.Error("notebook", "run", id, "err", err)
-	writeError(w, http.StatusInternalServerError, errorf("notebook: %v", err))
+	writeError(w, writeStatus(err), errorf("notebook: %v", err))
 }
 
 func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
@@ -411,10 +413,15 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Limit = n
 	}
+	filter, err := runFilter(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
 	// Filter the state after the live records replace the notebook's,
 	// which lag them by up to a flush.
 	state, limit := q.State, q.Limit
-	if state != "" {
+	if state != "" || filter != nil {
 		q.State, q.Limit = "", 0
 	}
 	runs, err := s.store.List(q)
@@ -427,14 +434,36 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		if l := s.liveRun(run.ID); l != nil {
 			run = l.snapshot()
 		}
-		if state != "" && run.State != state {
+		if state != "" && run.State != state || filter != nil && !filter.Match(&run) {
 			continue
 		}
 		if out = append(out, run); len(out) == limit {
 			break
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+	// The answer holds at most maxListBytes of records: past it the list
+	// stops, with "truncated": true (ask for a smaller limit or filter).
+	b := []byte(`{"runs":[`)
+	truncated := false
+	for i, run := range out {
+		rb, err := json.Marshal(run)
+		if err != nil {
+			continue
+		}
+		if len(b)+len(rb) > maxListBytes {
+			truncated = true
+			break
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rb...)
+	}
+	b = append(b, ']')
+	if truncated {
+		b = append(b, `,"truncated":true`...)
+	}
+	writeRawJSON(w, http.StatusOK, append(b, '}'))
 }
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
@@ -500,9 +529,8 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.cancelRun(id)
 		select {
 		case <-l.ended:
-		case <-time.After(10 * time.Second):
-			writeError(w, http.StatusConflict, errorf("run %s is still stopping; try again", id))
-			return
+		case <-time.After(cancelGrace):
+			l.finish(notebook.Cancelled, "cancelled by a user") // as a cancel: the record ends now
 		}
 	}
 	if err := s.store.Delete(id); err != nil {
@@ -512,6 +540,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("run deleted", "run", id)
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// cancelGrace is how long a cancel waits for a running experiment to stop
+// before recording it cancelled anyway.
+const cancelGrace = 900 * time.Millisecond
 
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -525,9 +557,14 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if l := s.liveRun(id); l != nil {
-		select { // a running experiment usually stops within milliseconds
+		select { // experiments look at their context at least every few tens of milliseconds
 		case <-l.ended:
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(cancelGrace):
+			// The record is ended now whatever the experiment does: the
+			// cancel takes effect within cancelGrace, and the execution,
+			// whose points are refused from here on, returns when it looks.
+			s.log.Warn("a cancelled run has not stopped; it is recorded cancelled", "run", id, "grace", cancelGrace)
+			l.finish(notebook.Cancelled, "cancelled by a user")
 		}
 	}
 	s.handleGetRun(w, r)
@@ -648,9 +685,13 @@ type eventsRequest struct {
 		Done  int64 `json:"done"`
 		Total int64 `json:"total"`
 	} `json:"progress"`
-	Notes   []string            `json:"notes"`
-	Summary map[string]*float64 `json:"summary"`
-	End     *struct {
+	Notes []string `json:"notes"`
+	// NotesFrom, when given, is the index of Notes[0] among the notes the
+	// run has sent: notes the lab already took are skipped, so that a
+	// retry does not repeat them (as From does for points).
+	NotesFrom *int64              `json:"notes_from"`
+	Summary   map[string]*float64 `json:"summary"`
+	End       *struct {
 		State string `json:"state"` // done, failed or cancelled
 		Error string `json:"error"`
 	} `json:"end"`
@@ -680,10 +721,16 @@ func (req *eventsRequest) check() error {
 			return errorf("point %d: more than %d extra values", i, maxExtras)
 		}
 		for k := range p.Extra {
-			if slices.Contains(reservedExtra, k) || len(k) > maxSeriesName {
-				return errorf("point %d: extra name %q is reserved or too long", i, k)
+			if slices.Contains(reservedExtra, k) {
+				return errorf("point %d: extra name %q is reserved", i, k)
+			}
+			if len(k) > maxExtraName {
+				return errorf("point %d: extra name %.20q… longer than %d bytes", i, k, maxExtraName)
 			}
 		}
+	}
+	if req.NotesFrom != nil && *req.NotesFrom < 0 {
+		return errorf("notes_from %d: negative", *req.NotesFrom)
 	}
 	if req.Progress != nil && (req.Progress.Done < 0 || req.Progress.Total < 0) {
 		return errorf("progress: negative")
@@ -691,8 +738,13 @@ func (req *eventsRequest) check() error {
 	if len(req.Notes) > maxNotes {
 		return errorf("more than %d notes", maxNotes)
 	}
-	if len(req.Summary) > 1000 {
-		return errorf("summary: more than 1000 values")
+	if len(req.Summary) > maxSummaryKeys {
+		return errorf("summary: more than %d values", maxSummaryKeys)
+	}
+	for k := range req.Summary {
+		if len(k) > maxSummaryKey {
+			return errorf("summary: key %.20q… longer than %d bytes", k, maxSummaryKey)
+		}
 	}
 	if e := req.End; e != nil {
 		switch notebook.State(e.State) {
@@ -707,21 +759,15 @@ func (req *eventsRequest) check() error {
 	return nil
 }
 
+// sameEnd reports whether req repeats the end a run already has (a client
+// retrying an end whose answer it did not get, e.g. a 507): nothing new in
+// it, and the same end state.
+func sameEnd(req *eventsRequest, st notebook.State, count int64) bool {
+	return req.End != nil && notebook.State(req.End.State) == st && req.From+int64(len(req.Points)) <= count
+}
+
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	l := s.liveRun(id)
-	if l == nil || !l.external {
-		run, err := s.store.Get(id)
-		switch {
-		case err != nil:
-			s.writeRunError(w, id, err)
-		case l != nil:
-			writeError(w, http.StatusConflict, errorf("run %s is computed by the lab; it takes no events", id))
-		default:
-			writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended (%s)", id, run.State), Cancel: run.State == notebook.Cancelled})
-		}
-		return
-	}
 	var req eventsRequest
 	if status, err := decodeBody(r, &req); err != nil {
 		writeError(w, status, err)
@@ -731,19 +777,63 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	l := s.liveRun(id)
+	if l == nil || !l.external {
+		run, err := s.store.Get(id)
+		switch {
+		case err != nil:
+			s.writeRunError(w, id, err)
+		case l != nil:
+			writeError(w, http.StatusConflict, errorf("run %s is computed by the lab; it takes no events", id))
+		case run.Origin != notebook.OriginServer && sameEnd(&req, run.State, run.Points):
+			writeJSON(w, http.StatusOK, map[string]any{"points": run.Points, "cancel": false}) // recorded since
+		default:
+			writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended (%s)", id, run.State), Cancel: run.State == notebook.Cancelled})
+		}
+		return
+	}
+	// One request of a run at a time: the count read, the points skipped
+	// as a retry's and the points appended are one step, so concurrent
+	// retries with the same from append once.
+	l.eventsMu.Lock()
+	defer l.eventsMu.Unlock()
 	l.mu.Lock()
-	count, final := l.count, l.final
+	count, final, st, notesTaken := l.count, l.final, l.meta.State, l.notesTaken
 	l.lastSeen = time.Now()
+	var limitErr error
+	if !final {
+		limitErr = l.checkLimitsLocked(&req)
+	}
 	l.mu.Unlock()
+	committed := l.committed()
+	if final && sameEnd(&req, st, count) {
+		// The end is not recorded yet (the notebook refused it): try now.
+		if err := l.flush(); err != nil {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, writeStatus(err), errorf("the notebook could not record the end of the run: %v; the lab keeps it in memory and records it when it can: send the same request again", err))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})
+		return
+	}
 	if final {
-		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended", id), Cancel: true})
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended", id), Cancel: true, Points: &committed})
 		return
 	}
 	if req.From > count {
 		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("points must follow the %d the lab holds (from %d)", count, req.From), Points: &count})
 		return
 	}
+	if req.NotesFrom != nil && *req.NotesFrom > notesTaken {
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("notes must follow the %d the lab holds (notes_from %d)", notesTaken, *req.NotesFrom)})
+		return
+	}
+	if limitErr != nil {
+		writeError(w, http.StatusBadRequest, limitErr)
+		return
+	}
 	skip := min(count-req.From, int64(len(req.Points))) // a retry repeats what the lab took
+	stopped := false
 	for _, p := range req.Points[skip:] {
 		pt := sim.Point{Series: p.Series, X: nanIfNull(p.X), Y: nanIfNull(p.Y)}
 		if len(p.Extra) > 0 {
@@ -752,9 +842,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				pt.Extra[k] = nanIfNull(v)
 			}
 		}
-		l.Point(pt)
+		if l.Point(pt) != nil {
+			stopped = true // the run ended meanwhile (cancelled): what it took is committed by its end
+			break
+		}
 	}
-	for _, n := range req.Notes {
+	notes := req.Notes
+	if req.NotesFrom != nil {
+		notes = notes[min(notesTaken-*req.NotesFrom, int64(len(notes))):]
+	}
+	for _, n := range notes {
 		l.Note(n)
 	}
 	if req.Progress != nil {
@@ -767,11 +864,44 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		l.Summary(m)
 	}
+	// Answer 200 only for what the notebook holds: on a write error the
+	// events stay in memory, the answer is 507 (disk full) or 500 with the
+	// count the notebook holds, and the client's retry of the same request
+	// is answered when they are written.
+	switch {
+	case stopped:
+		<-l.ended
+	case req.End != nil:
+		err := l.finish(notebook.State(req.End.State), req.End.Error)
+		l.mu.Lock()
+		unrecorded := l.dirty || l.flushed < l.count
+		committed = l.flushed
+		l.mu.Unlock()
+		if err != nil || unrecorded { // never acknowledge an end the notebook does not hold
+			status := http.StatusServiceUnavailable
+			if err != nil {
+				status = writeStatus(err)
+			}
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, status, apiError{Error: fmt.Sprintf("the notebook could not record the end of the run (%v); the lab keeps it in memory and records it when it can: send the same request again", err), Points: &committed})
+			return
+		}
+	default:
+		if err := l.flush(); err != nil {
+			committed = l.committed()
+			s.log.Warn("notebook write failed; the client is told to retry", "run", id, "err", err)
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, writeStatus(err), apiError{Error: fmt.Sprintf("the notebook could not record the points: %v; the lab keeps them in memory and records them when it can: send the same request again", err), Points: &committed})
+			return
+		}
+	}
 	l.mu.Lock()
-	count = l.count
+	count, final = l.flushed, l.final && l.meta.State == notebook.Cancelled
+	ended := l.final
 	l.mu.Unlock()
-	if req.End != nil {
-		l.finish(notebook.State(req.End.State), req.End.Error)
+	if stopped || (ended && req.End == nil) {
+		writeJSON(w, http.StatusConflict, apiError{Error: fmt.Sprintf("run %s has ended; %d points were kept", id, count), Cancel: final, Points: &count})
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})
 }

@@ -35,12 +35,20 @@
 // # Security
 //
 // The server is meant for 127.0.0.1 (the default of `lab serve`). Requests
-// whose Host is not the listening address are refused (DNS rebinding);
-// requests that change state and WebSocket upgrades must come from the
-// lab's own origin when they carry an Origin header; bodies are limited
-// (1 MiB, 8 MiB for events) and must be JSON; every parameter is validated
-// against the experiment's schema and a bad one is a 400 with the reason,
-// never a 500. A panicking handler answers 500 and the server goes on.
+// whose Host is not the listening address are refused (DNS rebinding); every
+// /api/ request from another site is refused, GET included (Origin, and
+// Sec-Fetch-Site other than same-origin or none), and so are cross-origin
+// WebSocket upgrades. Bodies are JSON of at most 1 MiB (8 MiB for events)
+// and must arrive within Options.BodyTimeout; exports are written a page of
+// points at a time, and reports past a number of points are refused, so no
+// request holds more than a bounded amount of memory. Every parameter is
+// validated against the experiment's schema, and a run whose estimated cost
+// (sim.Coster) is over Options.MaxMemory or MaxWork is refused with the
+// estimate; the runs executing at once stay within MaxMemory together. A
+// client's run is bounded in bytes (limits.go). An answer to a client's
+// events counts only points committed to the notebook. A bad request is a
+// 4xx with the reason, never a 500; a panicking handler answers 500 and the
+// server goes on.
 //
 // It does not compute anything itself (package sim runs experiments), nor
 // store (package notebook), nor hold the page (package web).

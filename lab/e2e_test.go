@@ -352,14 +352,14 @@ func nativeChain(model string, k int, d time.Duration) benchJSON {
 	return res
 }
 
-// checkChart checks that the chart holds every finite point of the run.
+// checkChart checks that the chart holds every point of the run: those a
+// log axis cannot show (exact zeros) and the non-finite ones too, at the
+// axis floor.
 func checkChart(t *testing.T, what string, chart map[string][][2]*float64, pts []sim.Point) {
 	t.Helper()
 	want := map[string]int{}
 	for _, p := range pts {
-		if !math.IsNaN(p.X) && !math.IsNaN(p.Y) && p.Y > 0 && p.X > 0 {
-			want[p.Series]++
-		}
+		want[p.Series]++
 	}
 	if len(pts) == 0 {
 		t.Fatalf("%s: no points", what)

@@ -2,14 +2,18 @@ package lab
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"maps"
 	"math"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,30 +28,60 @@ import (
 	"github.com/fp8lab/fp8lab/web"
 )
 
-// runWithPoints returns a run's record and every point it has.
-func (s *Server) runWithPoints(id string) (notebook.Run, []sim.Point, error) {
-	run, err := s.getRun(id)
-	if err != nil {
-		return notebook.Run{}, nil, err
-	}
-	pts, err := s.allPoints(id)
-	return run, pts, err
-}
+// exportPage is how many points an export or a report reads at a time:
+// an export never holds more than one page of points.
+const exportPage = 10000
 
-// allPoints returns every point of the run, from the notebook and the live
-// log.
-func (s *Server) allPoints(id string) ([]sim.Point, error) {
-	var out []sim.Point
-	for {
-		pts, err := s.points(id, int64(len(out)), 100000)
+// Limits of the exports that cannot be written as they are read (vars for
+// the tests).
+var (
+	// maxReportPoints is the most points an HTML report (of one run or
+	// several) draws: go-echarts renders the page in memory, so a report
+	// past it is refused with the reason (the JSON and CSV exports stream
+	// any number).
+	maxReportPoints int64 = 200000
+	// maxCSVColumns is the most extra-value columns of a CSV export.
+	maxCSVColumns = 1024
+)
+
+// errTooBig marks an export refused for its size (413 with the reason).
+type errTooBig struct{ msg string }
+
+func (e *errTooBig) Error() string { return e.msg }
+
+// eachPoint calls fn on the points of run id from 0 up to (not including)
+// end, a page at a time, from the live log or the notebook.
+func (s *Server) eachPoint(id string, end int64, fn func([]sim.Point) error) error {
+	for from := int64(0); from < end; {
+		pts, err := s.points(id, from, int(min(exportPage, end-from)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(pts) == 0 {
-			return out, nil
+			return nil
 		}
-		out = append(out, pts...)
+		if err := fn(pts); err != nil {
+			return err
+		}
+		from += int64(len(pts))
 	}
+	return nil
+}
+
+// reportPoints returns the points of run for a report: series, x and y
+// only, at most maxReportPoints in all with the count given as already.
+func (s *Server) reportPoints(run notebook.Run, already int64) ([]sim.Point, error) {
+	if already+run.Points > maxReportPoints {
+		return nil, &errTooBig{fmt.Sprintf("the report would draw %d points; an HTML report draws at most %d (export JSON or CSV instead, which stream any number)", already+run.Points, maxReportPoints)}
+	}
+	out := make([]sim.Point, 0, run.Points)
+	err := s.eachPoint(run.ID, run.Points, func(pts []sim.Point) error {
+		for _, p := range pts {
+			out = append(out, sim.Point{Series: p.Series, X: p.X, Y: p.Y})
+		}
+		return nil
+	})
+	return out, err
 }
 
 func exportName(run notebook.Run, ext string) string {
@@ -57,9 +91,12 @@ func exportName(run notebook.Run, ext string) string {
 // handleExport answers GET /api/runs/{id}/export?format=json|csv|html
 // [&inline=0]: the run as a file to download. JSON holds the record and
 // every point; CSV one row per point (series, x, y, then one column per
-// extra value; NaN, +Inf, -Inf spelled so); HTML a standalone report drawn
-// with go-echarts, ECharts inlined (or, with inline=0, loaded from this
-// lab's /vendor/echarts/).
+// extra value; NaN, +Inf, -Inf spelled so; text that a spreadsheet would
+// read as a formula escaped); HTML a standalone report drawn with
+// go-echarts, ECharts inlined (or, with inline=0, loaded from this lab's
+// /vendor/echarts/). JSON and CSV are written as the points are read, a
+// page at a time, so an export holds one page of points whatever the run's
+// size; the points are those the run had when the export began.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	format := r.URL.Query().Get("format")
@@ -75,36 +112,63 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	run, pts, err := s.runWithPoints(id)
+	run, err := s.getRun(id)
 	if err != nil {
 		s.writeRunError(w, id, err)
 		return
 	}
-	var buf bytes.Buffer
-	ctype := ""
-	switch format {
-	case "json":
-		ctype = "application/json; charset=utf-8"
-		err = writeExportJSON(&buf, run, pts)
-	case "csv":
-		ctype = "text/csv; charset=utf-8"
-		err = writeCSV(&buf, pts)
-	case "html":
-		ctype = "text/html; charset=utf-8"
-		err = writeReport(&buf, []reportRun{{run, pts}}, inline)
-	}
-	if err != nil {
-		s.log.Error("export", "run", id, "format", format, "err", err)
-		writeError(w, http.StatusInternalServerError, errorf("export: %v", err))
-		return
-	}
-	w.Header().Set("Content-Type", ctype)
 	disp := "attachment"
 	if format == "html" && r.URL.Query().Get("download") != "1" {
 		disp = "inline"
 	}
-	w.Header().Set("Content-Disposition", fmt.Sprintf("%s; filename=%q", disp, exportName(run, format)))
-	w.Write(buf.Bytes())
+	setDisposition := func() {
+		w.Header().Set("Content-Disposition", fmt.Sprintf("%s; filename=%q", disp, exportName(run, format)))
+	}
+	switch format {
+	case "json":
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		setDisposition()
+		err = s.writeExportJSON(w, run)
+	case "csv":
+		var extra []string
+		if extra, err = s.csvColumns(run); err != nil {
+			s.writeExportError(w, id, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		setDisposition()
+		err = s.writeCSV(w, run, extra)
+	case "html":
+		var pts []sim.Point
+		if pts, err = s.reportPoints(run, 0); err != nil {
+			s.writeExportError(w, id, err)
+			return
+		}
+		var buf bytes.Buffer
+		if err := writeReport(&buf, []reportRun{{run, pts}}, inline); err != nil {
+			s.writeExportError(w, id, err)
+			return
+		}
+		setDisposition()
+		writeHTMLReport(w, buf.Bytes())
+		return
+	}
+	if err != nil {
+		// The answer has begun: cut the connection, so that the client sees
+		// a broken download rather than a complete-looking partial file.
+		s.log.Error("export", "run", id, "format", format, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// writeExportError answers an export that could not begin.
+func (s *Server) writeExportError(w http.ResponseWriter, id string, err error) {
+	var big *errTooBig
+	if errors.As(err, &big) {
+		writeError(w, http.StatusRequestEntityTooLarge, err)
+		return
+	}
+	s.writeRunError(w, id, err)
 }
 
 func inlineParam(r *http.Request) (bool, error) {
@@ -118,16 +182,33 @@ func inlineParam(r *http.Request) (bool, error) {
 	}
 }
 
-func writeExportJSON(w io.Writer, run notebook.Run, pts []sim.Point) error {
+// writeExportJSON writes {"run": RUN, "points": [...]}, a page of points at
+// a time.
+func (s *Server) writeExportJSON(w io.Writer, run notebook.Run) error {
 	rb, err := json.Marshal(run)
 	if err != nil {
 		return err
 	}
 	b := append([]byte(`{"run":`), rb...)
-	b = append(b, `,"points":`...)
-	b = sim.AppendPointsJSON(b, pts)
-	b = append(b, "}\n"...)
-	_, err = w.Write(b)
+	b = append(b, `,"points":[`...)
+	first := true
+	err = s.eachPoint(run.ID, run.Points, func(pts []sim.Point) error {
+		for _, p := range pts {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			page := sim.AppendPointsJSON(nil, []sim.Point{p})
+			b = append(b, page[1:len(page)-1]...)
+		}
+		_, err := w.Write(b)
+		b = b[:0]
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, "]}\n"...))
 	return err
 }
 
@@ -143,37 +224,82 @@ func formatCSV(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-func writeCSV(w io.Writer, pts []sim.Point) error {
-	keys := map[string]bool{}
-	for _, p := range pts {
-		for k := range p.Extra {
-			keys[k] = true
-		}
+// csvText escapes a text cell (a series or an extra value's name) that a
+// spreadsheet program would read as a formula — one starting with =, +, -,
+// @, a tab or a carriage return — by a leading apostrophe, as OWASP's CSV
+// injection advice has it. Numbers are written by formatCSV and never
+// escaped, so "-1.5" and "-Inf" stay numbers.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
 	}
-	extra := slices.Sorted(maps.Keys(keys))
-	cw := csv.NewWriter(w)
-	cw.Write(append([]string{"series", "x", "y"}, extra...))
-	row := make([]string, 3+len(extra))
-	for _, p := range pts {
-		row[0], row[1], row[2] = p.Series, formatCSV(p.X), formatCSV(p.Y)
-		for i, k := range extra {
-			row[3+i] = ""
-			if v, ok := p.Extra[k]; ok {
-				row[3+i] = formatCSV(v)
+	return s
+}
+
+// csvColumns returns the names of the run's extra values, sorted, read a
+// page at a time; more than maxCSVColumns is an errTooBig.
+func (s *Server) csvColumns(run notebook.Run) ([]string, error) {
+	keys := map[string]bool{}
+	err := s.eachPoint(run.ID, run.Points, func(pts []sim.Point) error {
+		for _, p := range pts {
+			for k := range p.Extra {
+				keys[k] = true
 			}
 		}
-		cw.Write(row)
+		if len(keys) > maxCSVColumns {
+			return &errTooBig{fmt.Sprintf("the run's points have more than %d different extra values; a CSV export has at most %d columns (export JSON instead)", maxCSVColumns, maxCSVColumns)}
+		}
+		return nil
+	})
+	return slices.Sorted(maps.Keys(keys)), err
+}
+
+// writeCSV writes the header and one row per point, a page at a time.
+func (s *Server) writeCSV(w io.Writer, run notebook.Run, extra []string) error {
+	cw := csv.NewWriter(w)
+	head := []string{"series", "x", "y"}
+	for _, k := range extra {
+		head = append(head, csvText(k))
+	}
+	cw.Write(head)
+	row := make([]string, 3+len(extra))
+	err := s.eachPoint(run.ID, run.Points, func(pts []sim.Point) error {
+		for _, p := range pts {
+			row[0], row[1], row[2] = csvText(p.Series), formatCSV(p.X), formatCSV(p.Y)
+			for i, k := range extra {
+				row[3+i] = ""
+				if v, ok := p.Extra[k]; ok {
+					row[3+i] = formatCSV(v)
+				}
+			}
+			cw.Write(row)
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+	if err != nil {
+		return err
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
+// maxReportRuns is the most runs one report compares.
+const maxReportRuns = 20
+
 // handleReport answers GET /api/report?runs=ID,ID,…[&inline=0]: one
-// standalone HTML report overlaying the runs, for comparison.
+// standalone HTML report overlaying the runs, for comparison. A run named
+// twice is drawn once; the runs together may hold at most maxReportPoints
+// points.
 func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
-	ids := strings.Split(r.URL.Query().Get("runs"), ",")
-	if len(ids) == 0 || ids[0] == "" || len(ids) > 20 {
-		writeError(w, http.StatusBadRequest, errorf("runs: give 1 to 20 run ids, comma-separated"))
+	var ids []string
+	for _, id := range strings.Split(r.URL.Query().Get("runs"), ",") {
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 || len(ids) > maxReportRuns {
+		writeError(w, http.StatusBadRequest, errorf("runs: give 1 to %d run ids, comma-separated", maxReportRuns))
 		return
 	}
 	inline, err := inlineParam(r)
@@ -182,12 +308,19 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rr []reportRun
+	var total int64
 	for _, id := range ids {
-		run, pts, err := s.runWithPoints(id)
+		run, err := s.getRun(id)
 		if err != nil {
 			s.writeRunError(w, id, err)
 			return
 		}
+		pts, err := s.reportPoints(run, total)
+		if err != nil {
+			s.writeExportError(w, id, err)
+			return
+		}
+		total += int64(len(pts))
 		rr = append(rr, reportRun{run, pts})
 	}
 	var buf bytes.Buffer
@@ -195,8 +328,32 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, errorf("report: %v", err))
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(buf.Bytes())
+	writeHTMLReport(w, buf.Bytes())
+}
+
+// inlineScript finds the inline scripts of a report, for their hashes.
+var inlineScript = regexp.MustCompile(`(?s)<script([^>]*)>(.*?)</script>`)
+
+// writeHTMLReport answers with a report page under a Content-Security-Policy
+// that lets run only the page's own scripts, named by their SHA-256 (the
+// inlined ECharts and go-echarts' chart script) and /vendor/echarts/ of
+// this lab; nothing may frame the page, and it may load nothing from
+// elsewhere. An injected script would not run even if it got in.
+func writeHTMLReport(w http.ResponseWriter, page []byte) {
+	var hashes []string
+	for _, m := range inlineScript.FindAllSubmatch(page, -1) {
+		if bytes.Contains(m[1], []byte("src=")) {
+			continue // /vendor/echarts/: 'self'
+		}
+		sum := sha256.Sum256(m[2])
+		hashes = append(hashes, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+	}
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self' "+strings.Join(hashes, " ")+
+		"; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(page)
 }
 
 type reportRun struct {

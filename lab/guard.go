@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // pageCSP keeps the page and its worker to the lab's own origin: scripts,
@@ -38,6 +39,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isAPI {
 		h.Set("Content-Security-Policy", pageCSP)
 		h.Set("X-Frame-Options", "DENY")
+	} else {
+		// Every API request, GET included, must come from the lab's own
+		// page or from outside a browser: another site's page could
+		// otherwise make the browser fetch reports and exports (an <img>
+		// needs no CORS) and cost the lab memory and time.
+		if !sameOrigin(r) || !sameSite(r) {
+			writeError(w, http.StatusForbidden, errorf("cross-origin request refused (Origin %q, Sec-Fetch-Site %q): the API answers the lab's own page and programs outside a browser",
+				r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")))
+			return
+		}
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		h.Set("X-Frame-Options", "DENY")
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -66,6 +79,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if r.ContentLength != 0 {
+			// A body must arrive within BodyTimeout: a stalled upload does
+			// not hold its connection (and goroutine) for ever.
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+		}
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -82,6 +100,17 @@ func sameOrigin(r *http.Request) bool {
 		return false
 	}
 	return strings.EqualFold(u.Host, r.Host)
+}
+
+// sameSite reports whether a browser says the request comes from the lab's
+// own origin ("same-origin") or from the user ("none": typed, bookmarked),
+// or says nothing (not a browser, or an old one; Origin is checked too).
+func sameSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
 }
 
 // String describes the server for logs.

@@ -2,6 +2,8 @@ package lab
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -19,10 +21,12 @@ type live struct {
 	id       string
 	exp      sim.Experiment // nil for a run streamed in by a client
 	values   sim.Values
+	cost     sim.Cost // the estimate of a server run
 	external bool
 
-	flushMu sync.Mutex // one flush at a time
-	ended   chan struct{}
+	flushMu  sync.Mutex // one flush at a time
+	eventsMu sync.Mutex // one events request of a client's run at a time
+	ended    chan struct{}
 
 	mu       sync.Mutex
 	meta     notebook.Run // the record as it stands (Points = count)
@@ -39,6 +43,13 @@ type live struct {
 	stopAs   notebook.State     // state to end in when cancelled: Cancelled or Interrupted
 	lastSeen time.Time          // external runs: time of the last event
 	final    bool               // the end state is set; no more changes
+	recorded bool               // a flush committed the end state
+	closed   bool               // final and recorded (or given up): forgotten, ended closed
+
+	liveBytes  int             // bytes of encoded points in the log
+	notesTaken int64           // notes received, kept or dropped (the key of notes_from)
+	notesBytes int             // bytes of the kept notes
+	extraNames map[string]bool // names of extra values seen
 }
 
 func newLive(s *Server, meta notebook.Run) *live {
@@ -66,8 +77,18 @@ func (l *live) Point(p sim.Point) error {
 	if l.final {
 		return context.Canceled
 	}
+	enc := l.encode(p)
 	l.points = append(l.points, p)
-	l.encoded = append(l.encoded, l.encode(p))
+	l.encoded = append(l.encoded, enc)
+	l.liveBytes += len(enc)
+	for k := range p.Extra {
+		if !l.extraNames[k] {
+			if l.extraNames == nil {
+				l.extraNames = map[string]bool{}
+			}
+			l.extraNames[k] = true
+		}
+	}
 	l.count++
 	l.meta.Points = l.count
 	if !slices.Contains(l.meta.Series, p.Series) {
@@ -107,17 +128,30 @@ const (
 	maxNoteLen = 4096
 )
 
-// Note appends text to the run's notes.
+// notesDropped ends the notes of a run that wrote more than it may keep.
+var notesDropped = fmt.Sprintf("(further notes dropped: a run keeps at most %d notes, %d bytes in all)", maxNotes, maxNotesBytes)
+
+// Note appends text to the run's notes (cut to maxNoteLen bytes); past
+// maxNotes notes or maxNotesBytes bytes the rest are dropped, and the last
+// note kept says so.
 func (l *live) Note(text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.final || len(l.meta.Notes) >= maxNotes {
+	if l.final {
+		return
+	}
+	l.notesTaken++
+	if n := len(l.meta.Notes); n > 0 && l.meta.Notes[n-1] == notesDropped {
 		return
 	}
 	if len(text) > maxNoteLen {
 		text = text[:maxNoteLen] + "…"
 	}
+	if len(l.meta.Notes) >= maxNotes-1 || l.notesBytes+len(text) > maxNotesBytes-len(notesDropped) {
+		text = notesDropped
+	}
 	l.meta.Notes = append(l.meta.Notes, text)
+	l.notesBytes += len(text)
 	l.touch()
 }
 
@@ -191,7 +225,10 @@ const maxLivePoints = 1 << 17
 
 // flush commits the points and the record changed since the last flush in
 // one transaction. The user's title and note are the notebook's: a flush
-// never overwrites them.
+// never overwrites them. On an error (a full disk, a damaged notebook, even
+// a panic of the store) nothing is lost: the points and the record stay in
+// memory and the next flush writes them; the server shows the error until a
+// write succeeds.
 func (l *live) flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -203,16 +240,25 @@ func (l *live) flush() error {
 		return nil
 	}
 	meta := l.meta.Clone()
+	final := l.final // then meta holds the end state and pts the last points
 	l.dirty = false
 	l.mu.Unlock()
 
-	err := l.s.store.Append(l.id, from, pts, func(r *notebook.Run) {
-		r.State, r.Error = meta.State, meta.Error
-		r.Started, r.Ended = meta.Started, meta.Ended
-		r.Done, r.Total = meta.Done, meta.Total
-		r.Summary, r.Notes = meta.Summary, meta.Notes
-		r.QueuePos = 0
-	})
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("the notebook failed: %v", r)
+			}
+		}()
+		return l.s.store.Append(l.id, from, pts, func(r *notebook.Run) {
+			r.State, r.Error = meta.State, meta.Error
+			r.Started, r.Ended = meta.Started, meta.Ended
+			r.Done, r.Total = meta.Done, meta.Total
+			r.Summary, r.Notes = meta.Summary, meta.Notes
+			r.QueuePos = 0
+		})
+	}()
+	l.s.noteWrite(err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
@@ -220,38 +266,90 @@ func (l *live) flush() error {
 		return err
 	}
 	l.flushed = from + int64(len(pts))
-	if n := l.flushed - l.base; len(l.points) > maxLivePoints && n > 0 {
+	l.recorded = l.recorded || final
+	if n := l.flushed - l.base; (len(l.points) > maxLivePoints || l.liveBytes > maxLiveBytes) && n > 0 {
+		for _, e := range l.encoded[:n] {
+			l.liveBytes -= len(e)
+		}
 		l.points = slices.Clone(l.points[n:])
 		l.encoded = slices.Clone(l.encoded[n:])
 		l.base = l.flushed
+		if len(l.encoded) == 0 {
+			l.arena = nil // let the encoded points go
+		}
 	}
 	return nil
 }
 
-// flusher commits the run every interval until it ends.
+// committed returns how many points are in the notebook.
+func (l *live) committed() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushed
+}
+
+// flusher commits the run every interval until it has ended and its end is
+// recorded. When the end could not be recorded at once (finish), the
+// flusher keeps trying and completes the end when a write succeeds. At
+// shutdown it tries once more and then gives up (the next start marks the
+// run interrupted, with the points that were committed).
 func (l *live) flusher(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-l.ended:
 			return
+		case <-l.s.done:
+			err := l.flush()
+			if l.isFinal() {
+				if err != nil {
+					l.s.log.Error("notebook: the end of a run could not be recorded before shutdown; it will read interrupted", "run", l.id, "err", err)
+				}
+				l.complete()
+			}
+			return
 		case <-t.C:
-			if err := l.flush(); err != nil {
-				l.s.log.Warn("notebook write failed; retrying", "run", l.id, "err", err)
+			err := l.flush()
+			switch {
+			case err != nil && !failing:
+				l.s.log.Warn("notebook write failed; the run is kept in memory and written when the notebook accepts it", "run", l.id, "err", err)
+			case err == nil && failing:
+				l.s.log.Info("notebook write succeeded again", "run", l.id)
+			}
+			failing = err != nil
+			if err == nil && l.endRecorded() {
+				l.complete()
+				return
 			}
 		}
 	}
 }
 
+func (l *live) isFinal() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.final
+}
+
+// endRecorded reports whether the notebook holds the run's end state.
+func (l *live) endRecorded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recorded
+}
+
 // finish ends the run in state st (with msg as its error), commits
 // everything with the end state, wakes the viewers and forgets the run.
-// Only the first call counts.
-func (l *live) finish(st notebook.State, msg string) {
+// Only the first call counts. When the notebook cannot record the end now
+// (a full disk), finish returns the error and the run stays live, in its
+// end state, until its flusher records it.
+func (l *live) finish(st notebook.State, msg string) error {
 	l.mu.Lock()
 	if l.final {
 		l.mu.Unlock()
-		return
+		return nil
 	}
 	now := time.Now().UTC()
 	l.meta.State, l.meta.Error, l.meta.Ended = st, msg, &now
@@ -261,20 +359,44 @@ func (l *live) finish(st notebook.State, msg string) {
 	l.mu.Unlock()
 	var err error
 	for try := 0; try < 3; try++ {
-		if err = l.flush(); err == nil {
+		if err = l.flush(); err == nil && l.endRecorded() {
 			break
+		}
+		if err == nil {
+			err = errors.New("the end state was not committed") // cannot happen: final was set before this flush
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil {
-		l.s.log.Error("notebook: could not record the end of a run", "run", l.id, "state", st, "err", err)
+		select {
+		case <-l.s.done: // no flusher left to retry
+			l.s.log.Error("notebook: could not record the end of a run", "run", l.id, "state", st, "err", err)
+			l.complete()
+		default:
+			l.s.log.Error("notebook: could not record the end of a run yet; kept in memory, retried", "run", l.id, "state", st, "err", err)
+		}
+		return err
 	}
+	l.complete()
+	return nil
+}
+
+// complete forgets an ended run and closes ended (once).
+func (l *live) complete() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	st, msg, count := l.meta.State, l.meta.Error, l.count
+	l.mu.Unlock()
 	l.s.forget(l)
 	close(l.ended)
 	l.mu.Lock()
 	l.signal()
 	l.mu.Unlock()
-	l.s.log.Info("run ended", "run", l.id, "experiment", l.meta.Experiment, "state", st, "points", l.count, slog.String("error", msg))
+	l.s.log.Info("run ended", "run", l.id, "experiment", l.meta.Experiment, "state", st, "points", count, slog.String("error", msg))
 }
 
 // view is what a viewer needs to send next.

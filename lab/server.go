@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -52,11 +53,28 @@ type Options struct {
 	// the client has sent nothing for this long (default 60 s; clients send
 	// at least every 10 s).
 	ClientTimeout time.Duration
+	// MaxMemory is the most memory, by the experiments' estimates
+	// (sim.Coster), that the server runs executing at once may hold
+	// together; a run estimated above it is refused, and a queued run
+	// starts only when it fits beside the running ones (default
+	// DefaultMaxMemory).
+	MaxMemory int64
+	// MaxWork is the most work one run may be estimated to need; a run
+	// estimated above it is refused (default DefaultMaxWork).
+	MaxWork int64
+	// BodyTimeout is the longest time a request may take to send its body
+	// (default 30 s); a stalled upload is then cut off.
+	BodyTimeout time.Duration
+	// FilesDir is the folder under which server runs may write files (one
+	// folder per run, run-ID); empty: server runs may write no files.
+	FilesDir string
 	// TensorsDir is the folder of the user's tensor files for attention-file
 	// (tensors.go); empty disables the /api/tensors endpoints.
 	TensorsDir string
 	// Log receives the server's log (default slog.Default()).
 	Log *slog.Logger
+	// Slurm, when not nil, lets sweeps run as Slurm job arrays (sweep.go).
+	Slurm *SlurmOptions
 }
 
 // Server is the lab: an http.Handler over the API, the WebSocket streams
@@ -76,12 +94,44 @@ type Server struct {
 	wg      sync.WaitGroup
 
 	viewers atomic.Int64 // open streams
+	sw      *sweeper     // sweeps (sweep.go)
 
-	mu      sync.Mutex
-	lives   map[string]*live
-	queue   []*live
-	running int
-	closing bool
+	mu       sync.Mutex
+	lives    map[string]*live
+	queue    []*live
+	reserved int // queue places taken by runs being recorded (submit)
+	running  int
+	memory   int64 // estimated memory of the runs executing
+	closing  bool
+	wake     chan struct{} // wakes the janitor: a client run was registered
+
+	nbMu    sync.Mutex
+	nbErr   error     // the last notebook write failed with this; nil once one succeeds
+	nbSince time.Time // since when writes fail
+}
+
+// noteWrite records the outcome of a notebook write, for /api/info and the
+// page.
+func (s *Server) noteWrite(err error) {
+	s.nbMu.Lock()
+	defer s.nbMu.Unlock()
+	switch {
+	case err == nil:
+		s.nbErr = nil
+	case s.nbErr == nil:
+		s.nbErr, s.nbSince = err, time.Now().UTC()
+	default:
+		s.nbErr = err
+	}
+}
+
+// writeStatus is the HTTP status of a failed notebook write: 507 when the
+// disk is full, 500 otherwise.
+func writeStatus(err error) int {
+	if errors.Is(err, notebook.ErrDiskFull) {
+		return http.StatusInsufficientStorage
+	}
+	return http.StatusInternalServerError
 }
 
 // New returns a Server over opts.Store.
@@ -110,18 +160,29 @@ func New(opts Options) (*Server, error) {
 	if opts.ClientTimeout <= 0 {
 		opts.ClientTimeout = 60 * time.Second
 	}
+	if opts.MaxMemory <= 0 {
+		opts.MaxMemory = DefaultMaxMemory
+	}
+	if opts.MaxWork <= 0 {
+		opts.MaxWork = DefaultMaxWork
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
 	s := &Server{
 		opts: opts, store: opts.Store, log: opts.Log, build: sim.Build(),
-		lives: map[string]*live{}, done: make(chan struct{}),
+		lives: map[string]*live{}, done: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	s.hosts = allowedHosts(opts.Addr)
 	s.runCtx, s.stopRun = context.WithCancel(context.Background())
+	s.sw = newSweeper(s)
 	s.routes()
 	s.wg.Add(1)
 	go s.janitor()
+	s.sw.resume()
 	return s, nil
 }
 
@@ -153,9 +214,10 @@ func allowedHosts(addr string) []string {
 }
 
 // Shutdown ends the server's runs: queued and running server runs and
-// client runs are recorded as interrupted with every point they emitted,
-// viewers get the end and are disconnected. It waits for the runs to be
-// recorded until ctx ends. The HTTP server in front should be shut down
+// client runs are recorded as interrupted (cancelled when a user had
+// cancelled them) with every point they emitted, at once, without waiting
+// for their experiments to return; viewers get the end and are
+// disconnected. It then waits for the executions to return until ctx ends. The HTTP server in front should be shut down
 // first, so that no new run starts.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
@@ -172,15 +234,40 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
+	s.stopRun() // executions return promptly
+	// Every run's end is recorded now, with every point it emitted, whether
+	// or not its execution has returned yet: the record never waits for an
+	// experiment, so it is written within ctx's deadline. A run a user had
+	// cancelled is recorded cancelled.
+	var ends sync.WaitGroup
 	for _, l := range queued {
-		l.finish(notebook.Interrupted, "the lab was shut down before the run started")
+		ends.Go(func() { l.finish(notebook.Interrupted, "the lab was shut down before the run started") })
 	}
 	for _, l := range lives {
-		if l.external {
-			l.finish(notebook.Interrupted, "the lab was shut down while the client was streaming")
+		if slices.Contains(queued, l) {
+			continue
 		}
+		ends.Go(func() {
+			l.mu.Lock()
+			stopAs := l.stopAs
+			l.mu.Unlock()
+			switch {
+			case stopAs == notebook.Cancelled:
+				l.finish(notebook.Cancelled, "cancelled by a user")
+			case l.external:
+				l.finish(notebook.Interrupted, "the lab was shut down while the client was streaming")
+			default:
+				l.finish(notebook.Interrupted, "the lab was shut down during the run")
+			}
+		})
 	}
-	s.stopRun() // executions return promptly and record themselves as interrupted
+	recorded := make(chan struct{})
+	go func() { ends.Wait(); close(recorded) }()
+	select {
+	case <-recorded:
+	case <-ctx.Done():
+		return fmt.Errorf("lab: shutdown: %w (runs still being recorded)", ctx.Err())
+	}
 	close(s.done)
 	waited := make(chan struct{})
 	go func() { s.wg.Wait(); close(waited) }()
@@ -229,29 +316,46 @@ func paramsMap(v sim.Values) map[string]any {
 }
 
 // submit records a new server run of exp and queues it.
-func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, title, note, rerunOf string) (notebook.Run, error) {
+// Each of opts may complete the record before it is stored (a sweep's run).
+func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, title, note, rerunOf string, opts ...func(*notebook.Run)) (notebook.Run, error) {
+	cost, err := s.estimate(exp, values)
+	if err != nil {
+		return notebook.Run{}, err
+	}
 	s.mu.Lock()
 	switch {
 	case s.closing:
 		s.mu.Unlock()
 		return notebook.Run{}, errClosing
-	case len(s.queue) >= s.opts.MaxQueue:
+	case len(s.queue)+s.reserved >= s.opts.MaxQueue:
 		s.mu.Unlock()
 		return notebook.Run{}, errBusy
 	}
+	s.reserved++ // the place is held while the notebook records the run
 	s.mu.Unlock()
+	unreserve := func() {
+		s.mu.Lock()
+		s.reserved--
+		s.mu.Unlock()
+	}
 	meta := notebook.Run{
 		Experiment: exp.Name(), Params: paramsMap(values), Flags: values.Flags(), Seed: seed,
 		Origin: notebook.OriginServer, Registered: true,
 		Version: s.build.Version, Revision: s.build.Revision, GoVersion: s.build.GoVersion, Platform: s.build.Platform,
 		State: notebook.Queued, Title: title, Note: note, RerunOf: rerunOf,
 	}
+	for _, o := range opts {
+		o(&meta)
+	}
 	if err := s.store.Create(&meta); err != nil {
+		s.noteWrite(err)
+		unreserve()
 		return notebook.Run{}, err
 	}
 	l := newLive(s, meta)
-	l.exp, l.values = exp, values
+	l.exp, l.values, l.cost = exp, values, cost
 	s.mu.Lock()
+	s.reserved--
 	if s.closing {
 		s.mu.Unlock()
 		l.finish(notebook.Interrupted, "the lab was shut down before the run started")
@@ -266,12 +370,19 @@ func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, titl
 	return l.snapshot(), nil
 }
 
-// scheduleLocked starts queued runs while workers are free; s.mu is held.
+// scheduleLocked starts queued runs, in order, while workers are free and
+// the next run's estimated memory fits beside the running ones' within
+// Options.MaxMemory (a run alone always starts: it was admitted under the
+// limit); s.mu is held.
 func (s *Server) scheduleLocked() {
 	for s.running < s.opts.Workers && len(s.queue) > 0 && !s.closing {
 		l := s.queue[0]
+		if s.running > 0 && s.memory+l.cost.Memory > s.opts.MaxMemory {
+			break // it waits for memory; later runs wait behind it, so it is not starved
+		}
 		s.queue = slices.Delete(s.queue, 0, 1)
 		s.running++
+		s.memory += l.cost.Memory
 		ctx, cancel := context.WithCancel(s.runCtx)
 		l.mu.Lock()
 		l.cancel = cancel
@@ -295,13 +406,18 @@ func (s *Server) execute(ctx context.Context, cancel context.CancelFunc, l *live
 	defer func() {
 		s.mu.Lock()
 		s.running--
+		s.memory -= l.cost.Memory
 		s.scheduleLocked()
 		s.mu.Unlock()
 	}()
 	defer cancel()
 	l.setState(notebook.Running)
 	s.log.Info("run started", "run", l.id, "experiment", l.exp.Name(), "seed", l.meta.Seed)
-	_, err := sim.Execute(ctx, l.exp, l.values, l.meta.Seed, l)
+	files := ""
+	if s.opts.FilesDir != "" {
+		files = filepath.Join(s.opts.FilesDir, "run-"+l.id)
+	}
+	_, err := sim.Execute(sim.WithFilesDir(ctx, files), l.exp, l.values, l.meta.Seed, l)
 	st, msg := notebook.Done, ""
 	if err != nil {
 		l.mu.Lock()
@@ -351,23 +467,33 @@ func (s *Server) cancelRun(id string) bool {
 	return true
 }
 
-// janitor ends client runs whose client went silent.
+// janitor ends client runs whose client went silent: it sleeps until the
+// earliest moment a client run reaches Options.ClientTimeout without an
+// event (or until a client run is registered), so a silent client is marked
+// at the timeout, not up to a polling period later.
 func (s *Server) janitor() {
 	defer s.wg.Done()
-	t := time.NewTicker(max(s.opts.ClientTimeout/4, 10*time.Millisecond))
+	t := time.NewTimer(s.opts.ClientTimeout)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.done:
 			return
+		case <-s.wake:
 		case <-t.C:
 		}
+		now := time.Now()
+		next := now.Add(s.opts.ClientTimeout)
 		s.mu.Lock()
 		var stale []*live
 		for _, l := range s.lives {
 			l.mu.Lock()
-			if l.external && time.Since(l.lastSeen) > s.opts.ClientTimeout {
-				stale = append(stale, l)
+			if l.external && !l.final {
+				if due := l.lastSeen.Add(s.opts.ClientTimeout); !due.After(now) {
+					stale = append(stale, l)
+				} else if due.Before(next) {
+					next = due
+				}
 			}
 			l.mu.Unlock()
 		}
@@ -375,6 +501,13 @@ func (s *Server) janitor() {
 		for _, l := range stale {
 			l.finish(notebook.Interrupted, fmt.Sprintf("the client sent nothing for %v", s.opts.ClientTimeout))
 		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(time.Until(next))
 	}
 }
 
@@ -386,13 +519,26 @@ type Info struct {
 	Queued  int           `json:"queued"`
 	Viewers int64         `json:"viewers"` // open run streams
 	WASM    bool          `json:"wasm"`    // the page can run experiments in the browser
+	// NotebookError is set while writes to the notebook fail (since
+	// NotebookErrorSince): runs are kept in memory and written when a write
+	// succeeds; DiskFull says the cause is a full disk.
+	NotebookError      string     `json:"notebook_error,omitempty"`
+	NotebookErrorSince *time.Time `json:"notebook_error_since,omitempty"`
+	DiskFull           bool       `json:"disk_full,omitempty"`
 }
 
 func (s *Server) info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, err := fs.Stat(s.opts.WASM, "lab.wasm")
-	return Info{Build: s.build, Workers: s.opts.Workers, Running: s.running, Queued: len(s.queue), Viewers: s.viewers.Load(), WASM: err == nil}
+	in := Info{Build: s.build, Workers: s.opts.Workers, Running: s.running, Queued: len(s.queue), Viewers: s.viewers.Load(), WASM: err == nil}
+	s.nbMu.Lock()
+	if s.nbErr != nil {
+		since := s.nbSince
+		in.NotebookError, in.NotebookErrorSince, in.DiskFull = s.nbErr.Error(), &since, errors.Is(s.nbErr, notebook.ErrDiskFull)
+	}
+	s.nbMu.Unlock()
+	return in
 }
 
 // hostAllowed reports whether the request's Host may reach the server.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // BuildInfo names the program that computes a run, so that the lab's
@@ -26,7 +27,16 @@ type BuildInfo struct {
 	Revision  string `json:"revision,omitempty"` // VCS revision, with "+dirty" when the tree was modified
 	GoVersion string `json:"go_version"`         // runtime.Version()
 	Platform  string `json:"platform"`           // GOOS/GOARCH
+	// Program is the main package of the running program and its module,
+	// e.g. "github.com/fp8lab/fp8lab/cmd/lab" or, for a user's own program
+	// built on fp8lab, "example.com/mylab/cmd/run (example.com/mylab
+	// (devel) 1a2b3c4d5e6f)"; then Version is the fp8lab module it uses
+	// and Revision is empty (the program's revision is in Program).
+	Program string `json:"program,omitempty"`
 }
+
+// fp8labModulePath is the path of the fp8lab module.
+const fp8labModulePath = "github.com/fp8lab/fp8lab"
 
 // Set with -ldflags "-X github.com/fp8lab/fp8lab/sim.buildVersion=v0.1.0
 // -X github.com/fp8lab/fp8lab/sim.buildRevision=$(git rev-parse HEAD)";
@@ -54,6 +64,21 @@ func Build() BuildInfo {
 		}
 		if dirty && b.Revision != "" {
 			b.Revision += "+dirty"
+		}
+		b.Program = info.Path
+		if info.Main.Path != "" && info.Main.Path != fp8labModulePath {
+			// Another program built on fp8lab: its own module and
+			// revision say which program it is; fp8lab is a dependency.
+			b.Program = strings.TrimSpace(fmt.Sprintf("%s (%s %s %s)", info.Path, info.Main.Path, info.Main.Version, short(b.Revision)))
+			b.Version, b.Revision = "(unknown)", ""
+			for _, d := range info.Deps {
+				if d.Path == fp8labModulePath {
+					b.Version = d.Version
+					if d.Replace != nil {
+						b.Version += " => " + d.Replace.Path
+					}
+				}
+			}
 		}
 	}
 	if buildVersion != "" {
@@ -84,6 +109,10 @@ type LabClient struct {
 	// FlushEvery is the longest time points wait before they are sent
 	// (default 100 ms); up to 4096 points go in one request.
 	FlushEvery time.Duration
+	// Sweep, when set ("SWEEP/RUN"), registers the run as that run of a
+	// sweep of the lab (`lab run … -sweep`, as Slurm tasks do); the lab
+	// refuses it unless its parameters and seed are that run's.
+	Sweep string
 }
 
 // ErrCancelledInLab is the cause of a [LabRun]'s context when a user
@@ -133,10 +162,14 @@ func (c *LabClient) Start(ctx context.Context, exp Experiment, values Values, se
 		origin = "client"
 	}
 	b := Build()
-	body, err := json.Marshal(map[string]any{
+	req := map[string]any{
 		"experiment": exp.Name(), "params": values, "seed": seed, "origin": origin,
-		"version": b.Version, "revision": b.Revision, "go_version": b.GoVersion, "platform": b.Platform,
-	})
+		"version": b.Version, "revision": b.Revision, "go_version": b.GoVersion, "platform": clientPlatform(b),
+	}
+	if c.Sweep != "" {
+		req["sweep"] = c.Sweep
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
@@ -246,6 +279,7 @@ type LabRun struct {
 	progress  bool // progress changed since last sent
 	summary   map[string]float64
 	sent      int64 // points the lab holds
+	notesSent int64 // notes the lab holds
 	err       error // permanent failure
 	lastSent  time.Time
 	finished  bool
@@ -380,7 +414,7 @@ func (r *LabRun) flush(end *endEvent) error {
 	n := min(len(r.pending), maxBatch)
 	pts := r.pending[:n:n]
 	notes := slices.Clone(r.notes)
-	from := r.sent
+	from, notesFrom := r.sent, r.notesSent
 	var b []byte
 	b = append(b, `{"from":`...)
 	b = strconv.AppendInt(b, from, 10)
@@ -390,6 +424,7 @@ func (r *LabRun) flush(end *endEvent) error {
 		nb, _ := json.Marshal(notes)
 		b = append(b, `,"notes":`...)
 		b = append(b, nb...)
+		b = fmt.Appendf(b, `,"notes_from":%d`, notesFrom) // a retry's notes are not kept twice
 	}
 	if r.progress {
 		b = fmt.Appendf(b, `,"progress":{"done":%d,"total":%d}`, r.done, r.tot)
@@ -441,6 +476,7 @@ func (r *LabRun) flush(end *endEvent) error {
 	}
 	r.sent = from + took
 	r.notes = r.notes[len(notes):]
+	r.notesSent = notesFrom + int64(len(notes))
 	r.lastSent = time.Now()
 	r.cond.Broadcast()
 	r.mu.Unlock()
@@ -538,4 +574,30 @@ func appendFloatsJSON(b []byte, m map[string]float64) []byte {
 		b = appendJSONFloat(b, m[k])
 	}
 	return append(b, '}')
+}
+
+// short returns the first 12 characters of a revision.
+func short(rev string) string {
+	if len(rev) > 12 && !strings.HasSuffix(rev, "+dirty") {
+		return rev[:12]
+	}
+	return rev
+}
+
+// clientPlatform is the platform a client reports to the lab: GOOS/GOARCH
+// and the program, so that the run's record says which program produced
+// it (at most 200 bytes, the lab's limit).
+func clientPlatform(b BuildInfo) string {
+	p := b.Platform
+	if b.Program != "" {
+		p += " · program " + b.Program
+	}
+	if len(p) > 200 {
+		n := 197
+		for n > 0 && !utf8.RuneStart(p[n]) {
+			n--
+		}
+		p = p[:n] + "..."
+	}
+	return p
 }

@@ -36,8 +36,8 @@ var registry = struct {
 }{m: map[string]Experiment{}}
 
 // Register adds e to the registry. It panics when the name is empty or taken,
-// or when the parameter schema is invalid: these are programming errors found
-// at init.
+// when the parameter schema is invalid, or when the chart e declares (see
+// [Charter]) fails [Chart.Check]: these are programming errors found at init.
 func Register(e Experiment) {
 	name := e.Name()
 	if !validName(name) {
@@ -45,6 +45,11 @@ func Register(e Experiment) {
 	}
 	if err := CheckParams(slices.Clone(e.Params())); err != nil {
 		panic(fmt.Sprintf("sim: Register %q: %v", name, err))
+	}
+	if c, ok := e.(Charter); ok {
+		if err := c.Chart().Check(); err != nil {
+			panic(fmt.Sprintf("sim: Register %q: chart: %v", name, err))
+		}
 	}
 	registry.Lock()
 	defer registry.Unlock()

@@ -57,7 +57,8 @@ func (k Kind) String() string {
 // valid value of the kind's Go type (see [Kind]); an untyped constant such as
 // 4 or 0.5 is accepted for numeric kinds.
 type Param struct {
-	Name    string   // flag and JSON name, e.g. "K" or "kBlockN"
+	Name    string   // flag and JSON name, kebab-case ("k-block-n"); a one-letter symbol keeps its case ("K")
+	Aliases []string // former names, still accepted on input (flags, JSON, stored runs); never written
 	Doc     string   // one line for help text
 	Unit    string   // unit for display, e.g. "tokens"; may be empty
 	Kind    Kind     // type of the value
@@ -240,14 +241,7 @@ func toInt(v any) (int, error) {
 		}
 		return int(x), nil
 	case json.Number:
-		if n, err := parseInt(x.String()); err == nil {
-			return n, nil
-		}
-		f, err := strconv.ParseFloat(x.String(), 64)
-		if err != nil {
-			return 0, err
-		}
-		return toInt(f)
+		return exactInt(x.String())
 	case string:
 		return parseInt(x)
 	case float32:
@@ -259,6 +253,60 @@ func toInt(v any) (int, error) {
 		return int(x), nil
 	}
 	return 0, strconv.ErrSyntax
+}
+
+// exactInt reads a JSON number as an integer exactly, in decimal, never
+// through float64: "8", "8.0", "8e0" and "1.5e1" are integers;
+// "0.999999999999999999999" and "8.0000000000000001", which float64 rounds
+// to 1 and 8, are not. A value beyond int is strconv.ErrRange; the work is
+// linear in the text whatever its exponent.
+func exactInt(s string) (int, error) {
+	neg := strings.HasPrefix(s, "-")
+	t := strings.TrimPrefix(s, "-")
+	mant, exp := t, 0
+	if i := strings.IndexAny(t, "eE"); i >= 0 {
+		mant = t[:i]
+		es := t[i+1:]
+		e, err := strconv.Atoi(strings.TrimPrefix(es, "+"))
+		switch {
+		case err == nil:
+		case !errors.Is(err, strconv.ErrRange):
+			return 0, strconv.ErrSyntax
+		case strings.Trim(mant, "0.") == "":
+			return 0, nil // zero, whatever the exponent
+		case strings.HasPrefix(es, "-"):
+			return 0, strconv.ErrSyntax // a fraction
+		default:
+			return 0, strconv.ErrRange
+		}
+		exp = e
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := whole + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, strconv.ErrSyntax
+	}
+	exp -= len(frac)
+	digits = strings.TrimLeft(digits, "0")
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if digits == "" {
+		return 0, nil
+	}
+	if exp < 0 {
+		return 0, strconv.ErrSyntax // a fraction is left
+	}
+	if len(digits)+exp > 19 {
+		return 0, strconv.ErrRange
+	}
+	digits += strings.Repeat("0", exp)
+	if neg {
+		digits = "-" + digits
+	}
+	n, err := strconv.ParseInt(digits, 10, 0)
+	return int(n), err
 }
 
 func toFloat(v any) (float64, bool) {
@@ -385,9 +433,9 @@ func (p Param) Limits() string {
 // reservedNames may not be parameter names: the seed is not a parameter.
 var reservedNames = []string{"seed"}
 
-// CheckParams checks a parameter schema: names are non-empty identifiers
-// (letters, digits, '_' and '-', starting with a letter), unique and not
-// "seed"; kinds are known; choices are non-empty; Min ≤ Max; every default
+// CheckParams checks a parameter schema: names and aliases are non-empty
+// identifiers (letters, digits, '_' and '-', starting with a letter), unique
+// among all names and aliases and not "seed"; kinds are known; choices are non-empty; Min ≤ Max; every default
 // is a valid value. On success the defaults are normalised in place (an
 // untyped numeric constant becomes int or float64).
 func CheckParams(params []Param) error {
@@ -404,6 +452,15 @@ func CheckParams(params []Param) error {
 			return fmt.Errorf("parameter %q: declared twice", p.Name)
 		}
 		seen[p.Name] = true
+		for _, a := range p.Aliases {
+			if !validName(a) || slices.Contains(reservedNames, a) {
+				return p.errorf("invalid alias %q", a)
+			}
+			if seen[a] {
+				return p.errorf("alias %q is taken", a)
+			}
+			seen[a] = true
+		}
 		if p.Kind < KindInt || p.Kind > KindInts {
 			return p.errorf("unknown kind %v", p.Kind)
 		}
@@ -469,8 +526,9 @@ func ParseValues(params []Param, args map[string]string) (Values, error) {
 
 // ValuesFromMap validates values, name → value, against params (see
 // [Param.Convert] for the accepted types, including those encoding/json
-// decodes); parameters not given take their defaults. An unknown name is an
-// error listing the known ones. Errors are reported for names in sorted order,
+// decodes); parameters not given take their defaults. A former name (one of
+// [Param.Aliases]) is read as the parameter's name; giving both is an
+// error. An unknown name is an error listing the known ones. Errors are reported for names in sorted order,
 // so the same input always gives the same error.
 func ValuesFromMap(params []Param, in map[string]any) (Values, error) {
 	params = slices.Clone(params)
@@ -484,16 +542,20 @@ func ValuesFromMap(params []Param, in map[string]any) (Values, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		i := slices.IndexFunc(params, func(p Param) bool { return p.Name == k })
+		i := slices.IndexFunc(params, func(p Param) bool { return p.Name == k || slices.Contains(p.Aliases, k) })
 		if i < 0 {
 			return Values{}, fmt.Errorf("unknown parameter %q (known: %s)", k, strings.Join(paramNames(params), ", "))
+		}
+		name := params[i].Name
+		if v.given[name] {
+			return Values{}, fmt.Errorf("parameter %q given twice (also as %q)", name, k)
 		}
 		x, err := params[i].Convert(in[k])
 		if err != nil {
 			return Values{}, err
 		}
-		v.m[k] = x
-		v.given[k] = true
+		v.m[name] = x
+		v.given[name] = true
 	}
 	for _, p := range params {
 		if _, ok := v.m[p.Name]; !ok {

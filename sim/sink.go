@@ -292,7 +292,9 @@ func appendJSONString(b []byte, s string) []byte {
 // table: one row per x in increasing order, one column per series in order
 // of first appearance, then the notes and the summary sorted by name. A
 // series with several points at the same x gets further rows for that x.
-// Extra fields are not shown. Missing cells show "-".
+// Extra fields are not shown. Missing cells show "-". A table wider than
+// [TableWidth] columns is written as several tables, each with the x column
+// and as many series as fit (-json gives every value on one line per point).
 type TableSink struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -301,6 +303,9 @@ type TableSink struct {
 	notes   []string
 	summary map[string]float64
 }
+
+// TableWidth is the most columns a TableSink's table takes on a terminal.
+const TableWidth = 100
 
 type tableRow struct {
 	x     float64
@@ -379,7 +384,12 @@ func (s *TableSink) Close() error {
 			}
 			grid = append(grid, line)
 		}
-		writeAligned(&b, grid)
+		for i, part := range splitColumns(grid, TableWidth) {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			writeAligned(&b, part)
+		}
 	}
 	for _, n := range s.notes {
 		b.WriteString(n)
@@ -400,6 +410,43 @@ func (s *TableSink) Close() error {
 	}
 	_, err := io.WriteString(s.w, b.String())
 	return err
+}
+
+// splitColumns splits grid into grids of at most width columns when
+// aligned, each keeping the first column; a column wider than width by
+// itself gets a grid of its own.
+func splitColumns(grid [][]string, width int) [][][]string {
+	widths := make([]int, len(grid[0]))
+	for _, line := range grid {
+		for i, c := range line {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	var groups [][]int
+	var cur []int
+	used := widths[0]
+	for i := 1; i < len(widths); i++ {
+		if len(cur) > 0 && used+2+widths[i] > width {
+			groups = append(groups, cur)
+			cur, used = nil, widths[0]
+		}
+		cur = append(cur, i)
+		used += 2 + widths[i]
+	}
+	if len(cur) > 0 || len(groups) == 0 {
+		groups = append(groups, cur)
+	}
+	out := make([][][]string, len(groups))
+	for g, cols := range groups {
+		for _, line := range grid {
+			part := []string{line[0]}
+			for _, c := range cols {
+				part = append(part, line[c])
+			}
+			out[g] = append(out[g], part)
+		}
+	}
+	return out
 }
 
 // writeAligned writes grid with the first column left-aligned, the others

@@ -71,46 +71,13 @@ func main() {
 	select {}
 }
 
-// paramSchema and experimentSchema have the JSON form of the lab API's
-// schema (package lab is not built for js).
-type paramSchema struct {
-	Name    string   `json:"name"`
-	Doc     string   `json:"doc"`
-	Unit    string   `json:"unit,omitempty"`
-	Kind    string   `json:"kind"`
-	Default any      `json:"default"`
-	Min     *float64 `json:"min,omitempty"`
-	Max     *float64 `json:"max,omitempty"`
-	Choices []string `json:"choices,omitempty"`
-	Limits  string   `json:"limits,omitempty"`
-}
-
-type experimentSchema struct {
-	Name    string        `json:"name"`
-	Summary string        `json:"summary"`
-	Params  []paramSchema `json:"params"`
-}
-
+// experimentsJSON is the list of the registry's experiment schemas, in the
+// JSON form of the lab's GET /api/experiments (both come from sim.Schemas).
 func experimentsJSON() string {
-	var list []experimentSchema
-	for _, e := range sim.Experiments() {
-		params := e.Params()
-		defaults, err := sim.Defaults(params)
-		s := experimentSchema{Name: e.Name(), Summary: sim.Summary(e)}
-		for _, p := range params {
-			ps := paramSchema{Name: p.Name, Doc: p.Doc, Unit: p.Unit, Kind: p.Kind.String(), Default: p.Default, Choices: p.Choices, Limits: p.Limits()}
-			if err == nil {
-				ps.Default, _ = defaults.Get(p.Name)
-			}
-			if p.Max > p.Min && p.Kind != sim.KindChoice && p.Kind != sim.KindBool {
-				lo, hi := p.Min, p.Max
-				ps.Min, ps.Max = &lo, &hi
-			}
-			s.Params = append(s.Params, ps)
-		}
-		list = append(list, s)
+	b, err := json.Marshal(sim.Schemas())
+	if err != nil {
+		return "[]"
 	}
-	b, _ := json.Marshal(list)
 	return string(b)
 }
 

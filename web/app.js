@@ -70,7 +70,6 @@ async function api(method, path, body) {
 const fmtNum = (v) => (v === null || v === undefined) ? 'NaN'
   : (Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0)) ? v.toExponential(4) : String(+v.toPrecision(6));
 const fmtTime = (t) => t ? new Date(t).toLocaleString() : '–';
-const isCapture = (series) => series.startsWith('h200');
 const escapeHTML = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
 
 function stateBadge(state) { return el('span', { class: 'state ' + state, text: state }); }
@@ -104,6 +103,7 @@ function showExperiment(name) {
     form.replaceChildren();
     for (const p of e.params) form.append(...paramRow(p, typed && typed.params[p.name]));
     form.append(...paramRow({ name: 'seed', kind: 'seed', doc: 'seed of the run: the same seed and parameters give the same numbers', default: 1 }, typed && typed.seed));
+    $('form-source').textContent = typed ? 'the form holds what you typed last' : 'the form holds the defaults';
     hideFormError();
   }
   updateBrowserButton();
@@ -271,11 +271,14 @@ function startLocalRun(run, params, seed) {
     if (local.sending) return;
     local.sending = true;
     try {
+      // A heartbeat every 10 s while the worker is silent: the lab marks a
+      // client run that sends nothing for 60 s as interrupted.
+      if (Date.now() - (local.lastSent || 0) > 10000) local.progress = local.progress || local.lastProgress || { done: 0, total: 0 };
       while (local.points.length || local.notes.length || local.progress || local.end) {
         const batch = local.points.splice(0, 5000);
         const body = { from: local.from, points: batch };
         if (local.notes.length) body.notes = local.notes.splice(0);
-        if (local.progress) { body.progress = local.progress; local.progress = null; }
+        if (local.progress) { body.progress = local.progress; local.lastProgress = local.progress; local.progress = null; }
         const last = local.end && local.points.length === 0;
         if (last) { body.summary = local.summary || {}; body.end = local.end; }
         let ans;
@@ -288,6 +291,7 @@ function startLocalRun(run, params, seed) {
           return;
         }
         local.from = ans.points;
+        local.lastSent = Date.now();
         if (last) { lab.localRuns.delete(run.id); lab.wasm.busy = null; updateBrowserButton(); refreshRuns(); return; }
       }
     } finally {
@@ -337,58 +341,34 @@ function stopLocalRun(id, tellLab) {
 
 function newSeriesStore() { return { series: new Map(), count: 0 }; }
 
+// addPoints keeps [x, y, null, extras] per series: the chart reads the
+// standard error its experiment declares from the extras.
 function addPoints(store, points) {
   for (const p of points) {
     let s = store.series.get(p.series);
     if (!s) { s = []; store.series.set(p.series, s); }
-    s.push([p.x, p.y]);
+    s.push([p.x, p.y, null, p.extra || null]);
   }
   store.count += points.length;
 }
 
-// axisKinds says whether the data ask for log axes: positive values that
-// span two decades or more, and no negative value (for x, no zero either;
-// a zero y, an exact result on an error plot, is left out of the drawing).
-function axisKinds(stores) {
-  let xlo = Infinity, xhi = -Infinity, ylo = Infinity, yhi = -Infinity, xneg = false, yneg = false;
-  for (const store of stores) for (const pts of store.series.values()) for (const [x, y] of pts) {
-    if (x === null || y === null || !isFinite(x) || !isFinite(y)) continue;
-    if (x <= 0) xneg = true; else { xlo = Math.min(xlo, x); xhi = Math.max(xhi, x); }
-    if (y < 0) yneg = true; else if (y > 0) { ylo = Math.min(ylo, y); yhi = Math.max(yhi, y); }
-  }
-  return { x: !xneg && xhi / xlo >= 100, y: !yneg && yhi / ylo >= 100 };
+// chartOf returns the declared chart of an experiment (null: unknown here).
+function chartOf(name) {
+  const e = lab.experiments.find((x) => x.name === name);
+  return e && e.chart ? e.chart : null;
 }
 
-function chartOption(stores, labels, logX, logY) {
-  const series = [];
-  stores.forEach((store, i) => {
-    for (const [name, pts] of store.series) {
-      const data = pts.filter(([x, y]) => x !== null && y !== null && (!logX || x > 0) && (!logY || y > 0))
-        .slice().sort((a, b) => a[0] - b[0]);
-      const cap = isCapture(name);
-      series.push({
-        name: labels ? labels[i] + ' ' + name : name,
-        type: cap ? 'scatter' : 'line',
-        data,
-        symbol: cap ? 'diamond' : 'circle',
-        symbolSize: cap ? 11 : 5,
-        showSymbol: true,
-        lineStyle: labels && i > 0 ? { type: 'dashed' } : undefined,
-        animation: false,
-        large: data.length > 5000,
-      });
-    }
+// drawChart draws runs ({label, series, summary}) with the experiment's
+// declared chart on chart, its legend in legendBox and its notes in notesBox.
+function drawChart(chart, legendBox, notesBox, expName, runs, hidden, redraw) {
+  const built = fp8chart.build(chartOf(expName), runs, hidden);
+  chart.setOption(built.option, { notMerge: true });
+  fp8chart.renderLegend(legendBox, built, hidden, (key) => {
+    if (hidden.has(key)) hidden.delete(key); else hidden.add(key);
+    redraw();
   });
-  return {
-    animation: false,
-    tooltip: { trigger: 'item', formatter: (p) => `${escapeHTML(p.seriesName)}<br>x = ${fmtNum(p.value[0])}<br>y = ${fmtNum(p.value[1])}` },
-    legend: { type: 'scroll', top: 0 },
-    grid: { top: 40, left: 70, right: 30, bottom: 50 },
-    xAxis: { type: logX ? 'log' : 'value', name: 'x', scale: true, nameLocation: 'middle', nameGap: 28 },
-    yAxis: { type: logY ? 'log' : 'value', name: 'y', scale: true },
-    dataZoom: [{ type: 'inside' }],
-    series,
-  };
+  notesBox.replaceChildren(...built.notes.map((n) => el('li', { class: 'note-' + n.kind, text: n.text })));
+  return built;
 }
 
 function openRun(id) {
@@ -397,14 +377,14 @@ function openRun(id) {
   if (lab.exp) $('exp-view').hidden = false;
   $('run-view').hidden = false;
   $('run-error').hidden = true;
-  const view = { kind: 'run', id, store: newSeriesStore(), meta: null, ws: null, ended: false, drawPending: false, auto: true };
+  const view = { kind: 'run', id, store: newSeriesStore(), meta: null, ws: null, ended: false, drawPending: false, hidden: new Set(), filled: false };
   lab.view = view;
   if (!lab.chart) lab.chart = echarts.init($('chart'));
   lab.chart.resize({ width: 'auto', height: 'auto' });
   lab.chart.clear();
   $('chart').dataset.points = '0';
-  $('log-x').checked = false;
-  $('log-y').checked = false;
+  $('chart-legend').replaceChildren();
+  $('chart-notes').replaceChildren();
   connect(view);
   renderRunList();
 }
@@ -457,13 +437,10 @@ function scheduleDraw(view) {
 }
 
 function drawRun(view) {
-  if (view.auto) {
-    const k = axisKinds([view.store]);
-    $('log-x').checked = k.x;
-    $('log-y').checked = k.y;
-  }
   const t0 = performance.now();
-  lab.chart.setOption(chartOption([view.store], null, $('log-x').checked, $('log-y').checked), { notMerge: true });
+  const exp = view.meta ? view.meta.experiment : '';
+  view.built = drawChart(lab.chart, $('chart-legend'), $('chart-notes'), exp,
+    [{ label: null, series: view.store.series, summary: view.meta ? view.meta.summary : {} }], view.hidden, () => drawRun(view));
   $('chart').dataset.points = String(view.store.count);
   const t = lab.timings[view.id];
   if (t && t.firstData && !t.firstPoint) { t.firstPoint = performance.now(); t.drawMs = t.firstPoint - t0; }
@@ -481,7 +458,7 @@ function renderRunMeta(view) {
   $('cancel').hidden = !(r.state === 'running' || r.state === 'queued');
   if (r.error) { $('run-error').textContent = r.error; $('run-error').hidden = false; } else $('run-error').hidden = true;
   const rows = [
-    ['reproduce', `lab run ${r.experiment} ${r.flags || JSON.stringify(r.params)} -seed ${r.seed}`],
+    ['reproduce', reproduceLine(r)],
     ['origin', r.origin + (r.registered ? '' : ' (experiment unknown to this lab)')],
     ['fp8lab', `${r.version || '?'} ${r.revision || ''}`],
     ['built with', `${r.go_version || ''} ${r.platform || ''}`],
@@ -489,6 +466,7 @@ function renderRunMeta(view) {
     ['points', String(r.points)],
   ];
   if (r.rerun_of) rows.push(['re-run of', 'run ' + r.rerun_of]);
+  $('chart-caption').textContent = `${r.experiment}: ${reproduceLine(r)}`;
   $('run-meta').replaceChildren(...rows.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: v }))));
   const sum = Object.entries(r.summary || {}).sort(([a], [b]) => a.localeCompare(b));
   $('summary').replaceChildren(...sum.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: fmtNum(v) }))));
@@ -504,6 +482,38 @@ function renderRunMeta(view) {
   if (!lab.exp || lab.exp.name !== r.experiment) {
     if (lab.experiments.some((e) => e.name === r.experiment)) showExperiment(r.experiment);
   }
+  if (!view.filled && lab.exp && lab.exp.name === r.experiment) { view.filled = true; fillForm(r); }
+}
+
+// reproduceLine is the command that computes the run again: its flags as
+// recorded, or built from its parameters (a run streamed in by a program
+// the lab does not know gets its flags in the same form).
+function reproduceLine(r) {
+  let flags = r.flags;
+  if (!flags) {
+    flags = Object.entries(r.params || {}).map(([k, v]) => `-${k} ${Array.isArray(v) ? v.join(',') : v}`).join(' ');
+  }
+  const cmd = `lab run ${r.experiment} ${flags} -seed ${r.seed}`.replace(/\s+/g, ' ');
+  return r.registered ? cmd : cmd + '   (the experiment is not registered in this lab: run it with the program that produced it)';
+}
+
+// fillForm puts an opened run's own parameters and seed into the form, so
+// that "Run" repeats that run (former parameter names are read as theirs).
+function fillForm(r) {
+  const e = lab.experiments.find((x) => x.name === r.experiment);
+  if (!e || !r.params) return;
+  for (const p of e.params) {
+    let v = r.params[p.name];
+    if (v === undefined) for (const a of p.aliases || []) if (r.params[a] !== undefined) v = r.params[a];
+    const input = $('param-' + p.name);
+    if (!input || v === undefined) continue;
+    if (input.type === 'checkbox') input.checked = !!v;
+    else input.value = Array.isArray(v) ? v.join(',') : String(v);
+    input.classList.remove('invalid');
+  }
+  const seed = $('param-seed');
+  if (seed) seed.value = String(r.seed);
+  $('form-source').textContent = `the form holds the parameters of run #${r.id}`;
 }
 
 function showRunError(text) { $('run-error').textContent = text; $('run-error').hidden = false; }
@@ -523,8 +533,10 @@ function warmChart() {
   if (lab.chart) return;
   lab.chart = echarts.init($('chart'), null, { width: 900, height: 460 });
   const store = newSeriesStore();
-  addPoints(store, [{ series: 'warm', x: 1, y: 1 }, { series: 'warm', x: 1000, y: 1e-3 }, { series: 'h200 warm', x: 10, y: 0.1 }]);
-  lab.chart.setOption(chartOption([store], null, true, true), { notMerge: true });
+  addPoints(store, [{ series: 'warm', x: 1, y: 1 }, { series: 'warm', x: 1000, y: 1e-3 }, { series: 'h200 warm', x: 10, y: 0 }]);
+  const built = fp8chart.build({ x: { quantity: 'x', unit: '1', log: true }, y: { quantity: 'y', unit: '1', log: true }, error: 'se', styles: [{ match: 'h200*', family: 'h', measured: true }, { match: '*', family: 'w' }] },
+    [{ label: null, series: store.series, summary: {} }], new Set());
+  lab.chart.setOption(built.option, { notMerge: true });
   lab.chart.clear();
 }
 
@@ -545,28 +557,63 @@ async function openCompare(ids) {
   $('welcome').hidden = true;
   $('exp-view').hidden = true;
   $('compare-view').hidden = false;
-  const view = { kind: 'compare', ids };
+  const view = { kind: 'compare', ids, hidden: new Set() };
   lab.view = view;
-  $('compare-title').textContent = 'Comparison of runs ' + ids.join(', ');
+  $('compare-title').textContent = 'Comparison of runs ' + ids.map((id) => '#' + id).join(', ');
   $('compare-report').href = '/api/report?runs=' + ids.join(',');
   const runs = await Promise.all(ids.map((id) => api('GET', '/api/runs/' + id)));
   const stores = await Promise.all(ids.map(fetchAllPoints));
   if (lab.view !== view) return;
   if (!lab.compareChart) lab.compareChart = echarts.init($('compare-chart'));
-  const k = axisKinds(stores);
-  lab.compareChart.setOption(chartOption(stores, ids.map((id) => '#' + id), k.x, k.y), { notMerge: true });
+  const exps = [...new Set(runs.map((r) => r.experiment))];
+  const draw = () => drawChart(lab.compareChart, $('compare-legend'), $('compare-notes'), exps.length === 1 ? exps[0] : '',
+    runs.map((r, i) => ({ label: '#' + r.id, series: stores[i].series, summary: r.summary || {} })), view.hidden, draw);
+  view.built = draw();
   $('compare-chart').dataset.points = String(stores.reduce((n, s) => n + s.count, 0));
-  const head = el('tr', {}, el('th', { text: 'run' }), el('th', { text: 'experiment' }), el('th', { text: 'parameters' }), el('th', { text: 'seed' }), el('th', { text: 'origin' }), el('th', { text: 'state' }), el('th', { text: 'notes' }));
-  $('compare-table').replaceChildren(head, ...runs.map((r) => el('tr', {},
-    el('td', {}, el('a', { href: '#run/' + r.id, text: '#' + r.id })), el('td', { text: r.experiment }), el('td', { text: r.flags || '' }),
-    el('td', { text: String(r.seed) }), el('td', { text: r.origin }), el('td', {}, stateBadge(r.state)), el('td', { text: [r.title, r.note].filter(Boolean).join(' — ') }))));
+  renderCompareTable(runs);
+}
+
+// renderCompareTable shows the runs side by side: only the rows where
+// they differ (parameters, seed, origin, build, summary values), with the
+// difference of each number from the first run; the equal rows are counted.
+function renderCompareTable(runs) {
+  const rows = [];
+  const add = (group, key, vals) => rows.push({ group, key, vals });
+  add('run', 'experiment', runs.map((r) => r.experiment));
+  const pnames = [...new Set(runs.flatMap((r) => Object.keys(r.params || {})))].sort();
+  for (const k of pnames) add('parameter', k, runs.map((r) => r.params ? r.params[k] : undefined));
+  add('run', 'seed', runs.map((r) => r.seed));
+  add('run', 'origin', runs.map((r) => r.origin));
+  add('run', 'fp8lab', runs.map((r) => `${r.version || '?'} ${r.revision || ''}`.trim()));
+  add('run', 'platform', runs.map((r) => `${r.go_version || ''} ${r.platform || ''}`.trim()));
+  add('run', 'state', runs.map((r) => r.state));
+  add('run', 'points', runs.map((r) => r.points));
+  const snames = [...new Set(runs.flatMap((r) => Object.keys(r.summary || {})))].sort();
+  for (const k of snames) add('summary', k, runs.map((r) => r.summary ? r.summary[k] : undefined));
+  const same = (vals) => vals.every((v) => JSON.stringify(v) === JSON.stringify(vals[0]));
+  const differ = rows.filter((r) => !same(r.vals));
+  const equal = rows.length - differ.length;
+  const show = (v) => v === undefined ? '—' : Array.isArray(v) ? v.join(',') : typeof v === 'number' ? fmtNum(v) : String(v);
+  const diff = (v, ref) => {
+    if (typeof v !== 'number' || typeof ref !== 'number' || v === ref) return '';
+    const d = v - ref;
+    const rel = ref !== 0 ? ` (${d > 0 ? '+' : ''}${(100 * d / Math.abs(ref)).toPrecision(3)} %)` : '';
+    return ` Δ ${d > 0 ? '+' : ''}${fmtNum(d)}${rel}`;
+  };
+  const head = el('tr', {}, el('th', { text: '' }), ...runs.map((r) => el('th', {}, el('a', { href: '#run/' + r.id, text: '#' + r.id + (r.title ? ' ' + r.title : '') }))));
+  const body = differ.map((row) => el('tr', { class: 'diff-' + row.group, 'data-key': row.group + ':' + row.key },
+    el('th', { text: (row.group === 'run' ? '' : row.group + ' ') + row.key }),
+    ...row.vals.map((v, i) => el('td', {}, show(v), i > 0 ? el('span', { class: 'delta', text: diff(v, row.vals[0]) }) : null))));
+  $('compare-table').replaceChildren(head, ...body);
+  $('compare-same').textContent = differ.length === 0 ? `the runs agree in all ${equal} rows (parameters, seed, build, summary)`
+    : `${differ.length} rows differ (Δ: against the first run); ${equal} equal rows are not shown`;
 }
 
 // ---- history ---------------------------------------------------------------------
 
 async function refreshRuns() {
   try {
-    const ans = await api('GET', '/api/runs?limit=200');
+    const ans = await api('GET', '/api/runs?limit=200' + (lab.runQuery ? '&q=' + encodeURIComponent(lab.runQuery) : '')); // static/sweep.js sets runQuery
     lab.runs = ans.runs;
     renderRunList();
   } catch (e) { /* the lab is restarting: try again later */ }
@@ -596,6 +643,12 @@ async function refreshInfo() {
     const b = lab.info.build;
     $('build').textContent = `fp8lab ${b.version} ${b.revision ? b.revision.slice(0, 12) : ''}`;
     $('pool').textContent = `runs: ${lab.info.running} running, ${lab.info.queued} queued (pool of ${lab.info.workers})`;
+    const nb = $('notebook-error');
+    nb.hidden = !lab.info.notebook_error;
+    nb.textContent = lab.info.notebook_error
+      ? `${lab.info.disk_full ? 'The disk is full' : 'The notebook cannot be written'} since ${new Date(lab.info.notebook_error_since).toLocaleTimeString()}: ` +
+        'runs go on in memory and are written when the notebook accepts writes again; new runs are refused. ' + lab.info.notebook_error
+      : '';
   } catch (e) { $('pool').textContent = 'the lab is not answering'; }
 }
 
@@ -618,6 +671,14 @@ function route() {
 async function main() {
   $('run-server').addEventListener('click', runOnServer);
   $('run-browser').addEventListener('click', runInBrowser);
+  $('reset-form').addEventListener('click', () => {
+    if (!lab.exp) return;
+    delete lab.typed[lab.exp.name];
+    const e = lab.exp;
+    $('params').replaceChildren();
+    lab.exp = null;
+    showExperiment(e.name);
+  });
   $('params').addEventListener('submit', (ev) => { ev.preventDefault(); runOnServer(); });
   $('cancel').addEventListener('click', async () => {
     const v = lab.view;
@@ -657,10 +718,6 @@ async function main() {
       refreshRuns();
     } catch (err) { $('save-status').textContent = err.message; }
   });
-  for (const id of ['log-x', 'log-y']) $(id).addEventListener('change', () => {
-    const v = lab.view;
-    if (v && v.kind === 'run') { v.auto = false; drawRun(v); }
-  });
   $('only-exp').addEventListener('change', renderRunList);
   $('compare').addEventListener('click', () => { location.hash = '#compare/' + [...lab.selected].sort((a, b) => a - b).join(','); });
   window.addEventListener('hashchange', route);
@@ -694,7 +751,14 @@ lab.bench = async (model, K, millis) => {
 lab.chartSeries = () => {
   if (!lab.chart) return {};
   const out = {};
-  for (const s of lab.chart.getOption().series) out[s.name] = s.data;
+  for (const s of lab.chart.getOption().series) {
+    if (s.type === 'custom' || s.id === 'refs' || s.id === 'marks') continue;
+    if (String(s.id).startsWith('floor')) {
+      for (const d of s.data) (out[d.series] = out[d.series] || []).push([d.raw[0], d.raw[1]]);
+      continue;
+    }
+    out[s.name] = (out[s.name] || []).concat(s.data);
+  }
   return out;
 };
 

@@ -16,11 +16,11 @@ import (
 	"io/fs"
 )
 
-//go:embed index.html app.js tensors.js worker.js style.css vendor static
+//go:embed index.html app.js chart.js tensors.js worker.js style.css vendor static
 var files embed.FS
 
-// Files returns the page's files: index.html, app.js, worker.js, style.css
-// and vendor/echarts/.
+// Files returns the page's files: index.html, app.js, chart.js (the charts),
+// worker.js, style.css and vendor/echarts/.
 func Files() fs.FS { return files }
 
 // WASM returns the embedded WebAssembly build: lab.wasm and wasm_exec.js

@@ -58,12 +58,57 @@ import (
 // order); the tiles are cut into dispatches that carry m, l, acc_scale, O
 // and the tensor-core accumulator in a buffer (lavapipe's loop limit).
 func (r *Runner) SimDecode(ctx context.Context, cfg attention.Config, q, qScale []float32, kv *attention.KV) ([]float64, error) {
-	p, err := planSim(cfg, q, qScale, kv)
+	out, err := r.SimDecodeTrials(ctx, cfg, qScale, kv, []SimTrial{{Q: q}})
 	if err != nil {
 		return nil, err
 	}
-	return r.simDecode(ctx, p, q, kv)
+	return out[0], nil
 }
+
+// SimTrial is one decode of a batch that [Runner.SimDecodeTrials] runs over
+// one shared cache: its query (QHeads·HeadDim values) and the tokens its
+// cache holds in place of the shared cache's (a needle, attention sinks).
+type SimTrial struct {
+	Q      []float32
+	Tokens []SimToken
+}
+
+// SimToken replaces token Pos of KV head Head by the codes K and V
+// (HeadDim each, in the cache's format, as attention.KV.TokenCodes gives
+// them).
+type SimToken struct {
+	Pos, Head int
+	K, V      []uint16
+}
+
+// SimDecodeTrials runs len(trials) decodes at once over the shared cache kv:
+// trial i returns, bit for bit, what SimDecode (and so attention.Run) returns
+// for trials[i].Q on a copy of kv with trials[i].Tokens written in. The
+// batch is one set of dispatches with a workgroup per trial and query head,
+// so that a GPU runs the trials in parallel without a copy of the cache per
+// trial (a needle-in-a-haystack experiment: one haystack, a needle per
+// trial). Each trial replaces at most 256 tokens; cfg, qScale and kv are
+// read as SimDecode reads them.
+func (r *Runner) SimDecodeTrials(ctx context.Context, cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) ([][]float64, error) {
+	p, err := planSim(cfg, qScale, kv, trials)
+	if err != nil {
+		return nil, err
+	}
+	// Workgroups per dispatch are limited to 65535 in x: batches of trials.
+	per := max(1, 65535/p.qHeads)
+	out := make([][]float64, 0, len(trials))
+	for i := 0; i < len(trials); i += per {
+		o, err := r.simDecode(ctx, p, kv, trials[i:min(i+per, len(trials))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o...)
+	}
+	return out, nil
+}
+
+// maxSimTokens is the most tokens one trial of SimDecodeTrials replaces.
+const maxSimTokens = 256
 
 // simPlan is a validated SimDecode.
 type simPlan struct {
@@ -75,6 +120,9 @@ type simPlan struct {
 	nMax, nMin, winLo   int
 	qScale              []float32
 	scaleLog2, vDescale []float32
+	// maxTok and maxTiles: the most tokens and V tiles a trial replaces
+	// (the kernel searches them per key and per tile).
+	maxTok, maxTiles int
 }
 
 func scaleAt(s []float32, h int) float32 {
@@ -84,7 +132,7 @@ func scaleAt(s []float32, h int) float32 {
 	return s[h]
 }
 
-func planSim(cfg attention.Config, q, qScale []float32, kv *attention.KV) (*simPlan, error) {
+func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) (*simPlan, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("wgsl: SimDecode: no KV cache")
 	}
@@ -131,8 +179,33 @@ func planSim(cfg attention.Config, q, qScale []float32, kv *attention.KV) (*simP
 	if cfg.Saturation != fp8.SatFinite && cfg.Saturation != fp8.NoSat {
 		bad("unknown saturation %d", cfg.Saturation)
 	}
-	if len(q) != cfg.QHeads*cfg.HeadDim {
-		bad("%d query values: decode takes one query per query head (%d × %d)", len(q), cfg.QHeads, cfg.HeadDim)
+	if len(trials) == 0 {
+		bad("no trials")
+	}
+	maxTok, maxTiles := 0, 0
+	for i, tr := range trials {
+		if len(tr.Q) != cfg.QHeads*cfg.HeadDim {
+			bad("%d query values: decode takes one query per query head (%d × %d)", len(tr.Q), cfg.QHeads, cfg.HeadDim)
+			break
+		}
+		if len(tr.Tokens) > maxSimTokens {
+			bad("trial %d replaces %d tokens, more than %d", i, len(tr.Tokens), maxSimTokens)
+			break
+		}
+		seen := map[[2]int]bool{}
+		for _, tk := range tr.Tokens {
+			switch {
+			case tk.Pos < 0 || tk.Pos >= kv.Tokens() || tk.Head < 0 || tk.Head >= kv.Heads():
+				bad("trial %d replaces token %d of KV head %d, outside the cache's %d tokens × %d heads", i, tk.Pos, tk.Head, kv.Tokens(), kv.Heads())
+			case len(tk.K) != kv.Dim() || len(tk.V) != kv.Dim():
+				bad("trial %d token %d: %d K and %d V codes, want %d each", i, tk.Pos, len(tk.K), len(tk.V), kv.Dim())
+			case seen[[2]int{tk.Pos, tk.Head}]:
+				bad("trial %d replaces token %d of KV head %d twice", i, tk.Pos, tk.Head)
+			}
+			seen[[2]int{tk.Pos, tk.Head}] = true
+		}
+		maxTok = max(maxTok, len(tr.Tokens))
+		maxTiles = max(maxTiles, len(tr.Tokens)) // at most one tile each
 	}
 	qk, pv := cfg.QKModel, cfg.PVModel
 	if qk == "" {
@@ -183,7 +256,7 @@ func planSim(cfg attention.Config, q, qScale []float32, kv *attention.KV) (*simP
 		return nil, fmt.Errorf("wgsl: SimDecode: kBlockN %d is not a multiple of 32 in 32..%d", cfg.KBlockN, attention.MaxKBlockN)
 	}
 	p := &simPlan{cfg: cfg, e: e, d: cfg.HeadDim, kbn: cfg.KBlockN, group: group, qHeads: cfg.QHeads, kvHeads: cfg.KVHeads,
-		tokens: kv.Tokens(), qScale: qScale}
+		tokens: kv.Tokens(), qScale: qScale, maxTok: maxTok, maxTiles: maxTiles}
 	n := p.tokens
 	p.nMax = (n + p.kbn - 1) / p.kbn
 	if cfg.Window > 0 {
@@ -222,7 +295,7 @@ func (p *simPlan) consts() ([]constDecl, error) {
 			cs = append(cs, c)
 		}
 	}
-	cs = append(cs, cU32("WG", p.wg()), cU32("D", p.d), cU32("KBN", p.kbn), cU32("GROUP", p.group), cU32("PROMOTE", p.cfg.Promotion),
+	cs = append(cs, cU32("WG", p.wg()), cU32("D", p.d), cU32("KBN", p.kbn), cU32("GROUP", p.group), cU32("QHEADS", p.qHeads), cU32("PROMOTE", p.cfg.Promotion),
 		cU32("E_MBITS", spec.mbits), cI32("E_EMIN", spec.emin), cU32("E_MAX", spec.maxCode), cU32("E_OVER", spec.overCode), cU32("E_NAN", spec.nanCode))
 	for k, c := range exp2Coeffs() {
 		cs = append(cs, cU32(fmt.Sprintf("EXC%dH", k+1), int(c>>32)), cU32(fmt.Sprintf("EXC%dL", k+1), int(uint32(c))))
@@ -260,7 +333,7 @@ func (e *Emulation) instrIterations() int {
 // under loopBudget: invocation 0 runs a QK chain, the max and sum loops and
 // a PV chain per tile.
 func (p *simPlan) tilesPerDispatch() int {
-	tile := (p.d/32+p.kbn/32)*p.e.instrIterations() + 2*p.kbn + 8
+	tile := (p.d/32+p.kbn/32)*p.e.instrIterations() + 2*p.kbn + 8 + p.maxTok + p.maxTiles
 	return max(1, (loopBudget-256/p.wg()-64)/tile)
 }
 
@@ -278,41 +351,100 @@ func (p *simPlan) xtable() []uint32 {
 	return t
 }
 
-func (r *Runner) simDecode(ctx context.Context, p *simPlan, q []float32, kv *attention.KV) ([]float64, error) {
+func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, trials []SimTrial) ([][]float64, error) {
 	cs, err := p.consts()
 	if err != nil {
 		return nil, err
 	}
 	d, kbn := p.d, p.kbn
+	rows := len(trials) * p.qHeads // workgroups: trial × query head
 	// A: Q codes (host-side cast, as attention's setRow) then room for P.
 	aw := p.aWords()
-	a := make([]uint32, p.qHeads*aw)
-	for hq := 0; hq < p.qHeads; hq++ {
-		qs := scaleAt(p.qScale, hq/p.group)
-		for i := 0; i < d; i++ {
-			c := uint32(p.cfg.DType.Encode(q[hq*d+i]/qs, p.cfg.Saturation)) & 0xff
-			a[hq*aw+i/4] |= c << (8 * (i % 4))
+	a := make([]uint32, rows*aw)
+	for ti, tr := range trials {
+		for h := 0; h < p.qHeads; h++ {
+			row := ti*p.qHeads + h
+			qs := scaleAt(p.qScale, h/p.group)
+			for i := 0; i < d; i++ {
+				c := uint32(p.cfg.DType.Encode(tr.Q[h*d+i]/qs, p.cfg.Saturation)) & 0xff
+				a[row*aw+i/4] |= c << (8 * (i % 4))
+			}
 		}
 	}
-	// B: K token-major, then V dim-major over the tiles' padded token axis.
+	// B: K token-major, then V dim-major over the tiles' padded token axis,
+	// then the trials' replacements (see attnsim.wgsl).
 	n := p.tokens
 	vTokens := p.nMax * kbn
 	kWords := p.kvHeads * n * d / 4
 	vStride := vTokens / 4
-	b := make([]uint32, kWords+p.kvHeads*d*vStride)
+	cacheWords := kWords + p.kvHeads*d*vStride
+	extra := 4 * len(trials)
+	for _, tr := range trials {
+		extra += len(tr.Tokens) * (d/4 + 3 + d*kbn/4 + 3) // at most a tile per token
+	}
+	b := make([]uint32, cacheWords, cacheWords+extra)
 	for h := 0; h < p.kvHeads; h++ {
 		for t := 0; t < n; t++ {
-			kc, vc := kv.TokenCodes(t, h)
 			base := (h*n + t) * d / 4
 			for i := 0; i < d; i++ {
-				b[base+i/4] |= uint32(kc[i]&0xff) << (8 * (i % 4))
-				b[kWords+(h*d+i)*vStride+t/4] |= uint32(vc[i]&0xff) << (8 * (t % 4))
+				b[base+i/4] |= uint32(kv.KCode(t, h, i)&0xff) << (8 * (i % 4))
+				b[kWords+(h*d+i)*vStride+t/4] |= uint32(kv.VCode(t, h, i)&0xff) << (8 * (t % 4))
 			}
 		}
 	}
-	st := make([]uint32, p.qHeads*p.stWords())
-	for hq := 0; hq < p.qHeads; hq++ {
-		s := st[hq*p.stWords():]
+	meta := len(b)
+	b = b[:meta+4*len(trials)]
+	tw := kbn / 4 // words per dimension of a V tile
+	for ti, tr := range trials {
+		// Token entries (token, KV head, K row offset) with the K rows.
+		type entry struct{ pos, head, off int }
+		var toks, tiles []entry
+		for _, tk := range tr.Tokens {
+			off := len(b)
+			b = append(b, make([]uint32, d/4)...)
+			for i := 0; i < d; i++ {
+				b[off+i/4] |= uint32(tk.K[i]&0xff) << (8 * (i % 4))
+			}
+			toks = append(toks, entry{tk.Pos, tk.Head, off})
+		}
+		// One V tile per (tile, KV head) the trial touches: the cache's
+		// codes with the trial's tokens written in.
+		for _, tk := range tr.Tokens {
+			start := tk.Pos / kbn * kbn
+			k := -1
+			for x, e := range tiles {
+				if e.pos == start && e.head == tk.Head {
+					k = x
+				}
+			}
+			if k < 0 {
+				off := len(b)
+				b = append(b, make([]uint32, d*tw)...)
+				for i := 0; i < d; i++ {
+					copy(b[off+i*tw:off+(i+1)*tw], b[kWords+(tk.Head*d+i)*vStride+start/4:])
+				}
+				tiles = append(tiles, entry{start, tk.Head, off})
+				k = len(tiles) - 1
+			}
+			off, t := tiles[k].off, tk.Pos-start
+			for i := 0; i < d; i++ {
+				w := &b[off+i*tw+t/4]
+				*w = *w&^(0xff<<(8*(t%4))) | uint32(tk.V[i]&0xff)<<(8*(t%4))
+			}
+		}
+		e0 := len(b)
+		for _, e := range toks {
+			b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
+		}
+		f0 := len(b)
+		for _, e := range tiles {
+			b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
+		}
+		b[meta+4*ti], b[meta+4*ti+1], b[meta+4*ti+2], b[meta+4*ti+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
+	}
+	st := make([]uint32, rows*p.stWords())
+	for row := 0; row < rows; row++ {
+		s := st[row*p.stWords():]
 		s[0], s[1], s[2] = 0xff800000, 0, math.Float32bits(1)
 	}
 	if err := r.lock(); err != nil {
@@ -347,9 +479,9 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, q []float32, kv *att
 		if t1 == visits {
 			final = 1
 		}
-		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(p.qHeads), y: 1,
+		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(rows), y: 1,
 			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.nMax), uint32(p.nMin), uint32(p.winLo), final,
-				uint32(p.kvHeads), uint32(kWords), uint32(vStride)}})
+				uint32(p.kvHeads), uint32(kWords), uint32(vStride), uint32(meta)}})
 	}
 	if _, err := r.be.run(ctx, calls, false); err != nil {
 		return nil, err
@@ -359,11 +491,16 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, q []float32, kv *att
 		return nil, err
 	}
 	res := bytesU32(raw)
-	out := make([]float64, p.qHeads*d)
-	for hq := 0; hq < p.qHeads; hq++ {
-		for i := 0; i < d; i++ {
-			out[hq*d+i] = float64(math.Float32frombits(res[hq*p.stWords()+4+i]))
+	out := make([][]float64, len(trials))
+	for ti := range trials {
+		o := make([]float64, p.qHeads*d)
+		for h := 0; h < p.qHeads; h++ {
+			row := ti*p.qHeads + h
+			for i := 0; i < d; i++ {
+				o[h*d+i] = float64(math.Float32frombits(res[row*p.stWords()+4+i]))
+			}
 		}
+		out[ti] = o
 	}
 	return out, nil
 }

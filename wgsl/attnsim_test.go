@@ -256,12 +256,123 @@ func TestSimDecodeErrors(t *testing.T) {
 		"bad dim":  {HeadDim: 96},
 		"negative": {Promotion: -1},
 	} {
-		if _, err := planSim(cfg, q, qs, kv); err == nil {
+		if _, err := planSim(cfg, qs, kv, []SimTrial{{Q: q}}); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := planSim(attention.Config{}, q[:10], qs, kv); err == nil {
+	if _, err := planSim(attention.Config{}, qs, kv, []SimTrial{{Q: q[:10]}}); err == nil {
 		t.Error("short q: no error")
 	}
+	k0, v0 := kv.TokenCodes(0, 0)
+	for name, toks := range map[string][]SimToken{
+		"token past the end": {{Pos: kv.Tokens(), K: k0, V: v0}},
+		"negative head":      {{Pos: 1, Head: -1, K: k0, V: v0}},
+		"short K":            {{Pos: 1, K: k0[:3], V: v0}},
+		"twice":              {{Pos: 1, K: k0, V: v0}, {Pos: 1, K: k0, V: v0}},
+	} {
+		if _, err := planSim(attention.Config{}, qs, kv, []SimTrial{{Q: q, Tokens: toks}}); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := planSim(attention.Config{}, qs, kv, nil); err == nil {
+		t.Error("no trials: no error")
+	}
 	_ = accum.NaN32
+}
+
+// SimDecodeTrials equals attention.Run on a patched copy of the cache for
+// every trial: each trial with its own query and its own replaced tokens
+// (a needle anywhere, sinks at the start, two replacements in one tile,
+// none), over two KV heads with GQA, a partial last tile and a window.
+func TestSimDecodeTrials(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	for _, c := range []SimCase{
+		{Name: "gqa2 every-2", Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64, Promotion: 2}, PerHead: true},
+		{Name: "window never", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, Window: 500}},
+	} {
+		q0, qs, kv, err := SimInputs(c, 11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		n, d := kv.Tokens(), kv.Dim()
+		var trials []SimTrial
+		for i := 0; i < 6; i++ {
+			q := make([]float32, len(q0))
+			for j := range q {
+				q[j] = q0[(j+97*i)%len(q0)] * float32(1+0.1*float64(i))
+			}
+			var toks []SimToken
+			add := func(pos, head int) {
+				k, v := make([]uint16, d), make([]uint16, d)
+				for j := range k {
+					// finite codes of either sign, never NaN
+					k[j], v[j] = uint16(rng.IntN(0x7e))|uint16(rng.IntN(2))<<7, uint16(rng.IntN(0x7e))|uint16(rng.IntN(2))<<7
+				}
+				toks = append(toks, SimToken{Pos: pos, Head: head, K: k, V: v})
+			}
+			switch i {
+			case 1:
+				add(n-1, 0) // in the partial newest tile
+			case 2:
+				add(0, kv.Heads()-1)
+				add(1, kv.Heads()-1)
+				add(2, 0) // sinks, two heads
+			case 3:
+				add(rng.IntN(n), 0)
+				add(rng.IntN(n), kv.Heads()-1)
+			case 4:
+				add(130, 0)
+				add(131, 0) // one tile, two tokens
+			case 5:
+				add(rng.IntN(n), 0)
+			}
+			trials = append(trials, SimTrial{Q: q, Tokens: toks})
+		}
+		got, err := r.SimDecodeTrials(ctx, c.Cfg, qs, kv, trials)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		for i, tr := range trials {
+			patched := kv.Clone()
+			for _, tk := range tr.Tokens {
+				if err := patched.SetTokenCodes(tk.Pos, tk.Head, tk.K, tk.V); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := attention.Run(ctx, c.Cfg, tr.Q, qs, patched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unpatched, err := attention.Run(ctx, c.Cfg, tr.Q, qs, kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad, differs := 0, 0
+			for j := range want {
+				if !sameF32(float32(got[i][j]), float32(want[j])) {
+					if bad++; bad <= 3 {
+						t.Errorf("%s trial %d: O[%d] = %g, attention.Run on the patched cache %g", c.Name, i, j, got[i][j], want[j])
+					}
+				}
+				if float32(want[j]) != float32(unpatched[j]) {
+					differs++
+				}
+			}
+			// A replaced token inside the window changes O (else the check
+			// would be blind); one outside it must change nothing.
+			seen := false
+			for _, tk := range tr.Tokens {
+				seen = seen || c.Cfg.Window == 0 || tk.Pos >= n-c.Cfg.Window
+			}
+			if seen && differs == 0 {
+				t.Errorf("%s trial %d: the replaced tokens change nothing: the check is blind", c.Name, i)
+			}
+			if !seen && differs != 0 {
+				t.Errorf("%s trial %d: tokens outside the window changed %d outputs", c.Name, i, differs)
+			}
+			t.Logf("%s trial %d (%d tokens replaced): %d/%d bit-exact, %d outputs differ from the unpatched cache", c.Name, i, len(tr.Tokens), len(want)-bad, len(want), differs)
+		}
+	}
 }

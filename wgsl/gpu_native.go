@@ -54,7 +54,29 @@ func (p *platform) elapsed(ctx context.Context, g *gpu) (time.Duration, error) {
 }
 
 // wait blocks until the queue's submitted work is done.
-func (p *platform) wait(g *gpu) { g.dev.Poll(true, nil) }
+//
+// It never calls Poll with wait = true: in the wgpu-native of this binding
+// (wgpu-core 22) a waiting poll gives up after 5 s (CLEANUP_WAIT_MS) and then
+// treats the newest submission as finished anyway, returning its command
+// buffers and staging memory for reuse while the GPU may still be executing
+// them. On lavapipe, whose first dispatch of a pipeline includes the LLVM
+// compile (seconds for the decode kernels with an empty shader cache, more
+// on a loaded machine), that freed the command list under lavapipe's queue
+// thread: the segmentation faults of `make test` on a fresh machine
+// (TestWaitOutlastsPollTimeout reproduces it). A non-waiting poll reads the
+// queue's real progress, so wait polls without blocking until the queue is
+// empty: busy for the first millisecond, then with sleeps growing to 1 ms.
+func (p *platform) wait(g *gpu) {
+	start := time.Now()
+	nap := 20 * time.Microsecond
+	for !g.dev.Poll(false, nil) {
+		if time.Since(start) < time.Millisecond {
+			continue
+		}
+		time.Sleep(nap)
+		nap = min(2*nap, time.Millisecond)
+	}
+}
 
 func (p *platform) close(g *gpu) {
 	if p.qs != nil {

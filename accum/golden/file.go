@@ -53,6 +53,7 @@ const (
 	KindRecords FileKind = iota + 1 // a record file: [File.Records] is set
 	KindLong                        // a long-contraction file: [File.Long] is set
 	KindConvert                     // the conversion file: [File.Convert] is set
+	KindPeer                        // a peer-record file: [File.Peer] is set
 )
 
 // String returns "records", "long" or "convert".
@@ -64,18 +65,21 @@ func (k FileKind) String() string {
 		return "long"
 	case KindConvert:
 		return "convert"
+	case KindPeer:
+		return "peer"
 	}
 	return fmt.Sprintf("FileKind(%d)", int(k))
 }
 
-// File is one capture file of any kind: exactly one of Records, Long and
-// Convert is non-nil, as Kind says.
+// File is one capture file of any kind: exactly one of Records, Long, Convert and Peer
+// is non-nil, as Kind says.
 type File struct {
 	Path    string
 	Kind    FileKind
 	Records *RecordFile
 	Long    *LongFile
 	Convert *ConvertFile
+	Peer    *PeerFile
 }
 
 // ReadFile reads the capture file at path, choosing the parser from its first
@@ -84,22 +88,72 @@ type File struct {
 //
 // A path ending in ".gz" is decompressed first (gzip), so that large
 // captures can be kept compressed.
+//
+// A peer-record file ([PeerMagic]) is parsed as it streams in, never held
+// whole in memory (see [ParsePeer] for its limits). Any other file (after
+// decompression) larger than MaxFileBytes is refused with an error saying
+// so, whatever it is (a regular file, /dev/zero, a pipe), and so is one
+// whose first line is no capture kind: that is seen from its first bytes,
+// before the rest is read.
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
+		zr, err := gzip.NewReader(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		data, err = io.ReadAll(io.LimitReader(zr, 1<<30))
+		r = zr
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	if head, _ := br.Peek(len(PeerMagic) + 1); bytes.HasPrefix(head, []byte(PeerMagic)) {
+		p, err := ParsePeer(br, path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
+		return &File{Path: path, Kind: KindPeer, Peer: p}, nil
+	}
+	head, err := br.Peek(len(RecordsMagic) + len(LongMagic) + len(ConvertMagic))
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !knownMagic(head) {
+		first := head
+		if i := bytes.IndexByte(first, '\n'); i >= 0 {
+			first = first[:i]
+		}
+		return nil, &ParseError{Name: path, Line: 1, Msg: fmt.Sprintf("unknown kind of file: first line %q…, want %q, %q, %q or %q",
+			shorten(first), RecordsMagic, LongMagic, ConvertMagic, PeerMagic)}
+	}
+	data, err := io.ReadAll(io.LimitReader(br, int64(MaxFileBytes)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB (after decompression); a capture file is at most that", path, MaxFileBytes>>20)
 	}
 	return parseBytes(data, path)
+}
+
+// MaxFileBytes is the largest capture file [ReadFile] reads, after
+// decompression: 256 MiB, a hundred times the largest capture (a variable
+// for the tests).
+var MaxFileBytes = 256 << 20
+
+// knownMagic reports whether head starts with a capture kind's first line
+// (or with a prefix of one, when the file is that short).
+func knownMagic(head []byte) bool {
+	for _, m := range []string{RecordsMagic, LongMagic, ConvertMagic} {
+		n := min(len(head), len(m))
+		if n > 0 && string(head[:n]) == m[:n] {
+			return true
+		}
+	}
+	return false
 }
 
 func parseBytes(data []byte, name string) (*File, error) {
@@ -120,6 +174,9 @@ func parseBytes(data []byte, name string) (*File, error) {
 	case ConvertMagic:
 		f.Kind = KindConvert
 		f.Convert, err = ParseConvert(bytes.NewReader(data), name)
+	case PeerMagic:
+		f.Kind = KindPeer
+		f.Peer, err = ParsePeer(bytes.NewReader(data), name)
 	default:
 		return nil, &ParseError{Name: name, Line: 1, Msg: fmt.Sprintf("unknown kind of file: first line %q, want %q, %q or %q",
 			shorten(first), RecordsMagic, LongMagic, ConvertMagic)}
@@ -131,7 +188,8 @@ func parseBytes(data []byte, name string) (*File, error) {
 }
 
 // ReadDir reads every regular file of dir whose name ends in ".tsv" or
-// ".txt" (not descending into subfolders), in name order, with [ReadFile].
+// ".txt", gzipped or not (".tsv.gz"), not descending into subfolders, in
+// name order, with [ReadFile].
 // It stops at the first error.
 func ReadDir(dir string) ([]*File, error) {
 	entries, err := os.ReadDir(dir)
@@ -141,7 +199,8 @@ func ReadDir(dir string) ([]*File, error) {
 	var names []string
 	for _, e := range entries {
 		n := e.Name()
-		if !e.Type().IsRegular() || !(strings.HasSuffix(n, ".tsv") || strings.HasSuffix(n, ".txt")) {
+		base := strings.TrimSuffix(n, ".gz")
+		if !e.Type().IsRegular() || !(strings.HasSuffix(base, ".tsv") || strings.HasSuffix(base, ".txt")) {
 			continue
 		}
 		names = append(names, n)

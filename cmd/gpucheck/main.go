@@ -36,6 +36,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -68,6 +69,20 @@ const (
 	h200PeakGBs        = 4800
 )
 
+// Num is a float64 that encodes to JSON as a number, or as null when it
+// is not finite (a timing on a loaded CPU adapter can give NaN, which
+// encoding/json refuses).
+type Num float64
+
+// MarshalJSON writes n, or null for NaN and ±inf.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+}
+
 // Report is what gpucheck prints with -json.
 type Report struct {
 	Adapter        wgsl.AdapterInfo `json:"adapter"`
@@ -77,6 +92,8 @@ type Report struct {
 	CapturesDir    string           `json:"captures_dir"`
 	Captures       []wgsl.Check     `json:"captures"`
 	Random         []wgsl.Check     `json:"random"`
+	Formats        []wgsl.Check     `json:"formats"`
+	Scaled         []wgsl.Check     `json:"scaled"`
 	AttnDecode     []wgsl.Check     `json:"attention_decode"`
 	BitExact       bool             `json:"bit_exact"`
 	Chain          []ChainRate      `json:"chain_bench"`
@@ -100,39 +117,39 @@ type FMA struct {
 
 // ChainRate is one emulated chain benchmark.
 type ChainRate struct {
-	Model        string  `json:"model"`
-	M            int     `json:"M"`
-	N            int     `json:"N"`
-	K            int     `json:"K"`
-	ProductsPerS float64 `json:"products_per_s"`
-	TimeMS       float64 `json:"time_ms"`
-	Source       string  `json:"timing"`
-	Checked      int     `json:"checked"`
-	Equal        int     `json:"equal"`
+	Model        string `json:"model"`
+	M            int    `json:"M"`
+	N            int    `json:"N"`
+	K            int    `json:"K"`
+	ProductsPerS Num    `json:"products_per_s"`
+	TimeMS       Num    `json:"time_ms"`
+	Source       string `json:"timing"`
+	Checked      int    `json:"checked"`
+	Equal        int    `json:"equal"`
 }
 
 // Experiment is the outcome of an experiment run.
 type Experiment struct {
-	Flags   string             `json:"flags"`
-	Summary map[string]float64 `json:"summary"`
-	Points  []Point            `json:"points"`
-	Notes   []string           `json:"notes"`
+	Flags   string         `json:"flags"`
+	Summary map[string]Num `json:"summary"`
+	Points  []Point        `json:"points"`
+	Notes   []string       `json:"notes"`
 }
 
 // Point is one result point of an experiment.
 type Point struct {
-	Series string             `json:"series"`
-	X      float64            `json:"x"`
-	Y      float64            `json:"y"`
-	Extra  map[string]float64 `json:"extra,omitempty"`
+	Series string         `json:"series"`
+	X      Num            `json:"x"`
+	Y      Num            `json:"y"`
+	Extra  map[string]Num `json:"extra,omitempty"`
 }
 
 // Target is one speed target and its outcome.
 type Target struct {
-	Name   string  `json:"name"`
-	Value  float64 `json:"value"`
-	Want   string  `json:"want"`
-	Status string  `json:"status"` // "met", "missed", "not checked: …"
+	Name   string `json:"name"`
+	Value  Num    `json:"value"`
+	Want   string `json:"want"`
+	Status string `json:"status"` // "met", "missed", "not checked: …"
 }
 
 type options struct {
@@ -151,7 +168,7 @@ type options struct {
 }
 
 // steps are the parts of a run that -only selects.
-var steps = []string{"captures", "random", "attention", "chain", "accum", "decode"}
+var steps = []string{"captures", "random", "formats", "attention", "chain", "accum", "decode"}
 
 func (o options) want(step string) bool { return len(o.only) == 0 || o.only[step] }
 
@@ -285,7 +302,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		cr := ChainRate{Model: model, M: b.M, N: b.N, K: b.K, ProductsPerS: b.Rate, TimeMS: b.Time.Seconds() * 1e3,
+		cr := ChainRate{Model: model, M: b.M, N: b.N, K: b.K, ProductsPerS: Num(b.Rate), TimeMS: Num(b.Time.Seconds() * 1e3),
 			Source: b.Source, Checked: b.Checked, Equal: b.Equal}
 		rep.Chain = append(rep.Chain, cr)
 		if b.Equal != b.Checked {
@@ -318,6 +335,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		logf("random batches through the WGSL emulation, against accum:")
 		rep.BitExact = logChecks(logf, rep.Random) && rep.BitExact
+	}
+	if o.want("formats") {
+		if rep.Formats, err = r.CheckNarrow(ctx, 1, 100000); err != nil {
+			return err
+		}
+		logf("narrow-format conversions in WGSL (e4m3 … e5m2fnuz, ue8m0), against package fp8:")
+		rep.BitExact = logChecks(logf, rep.Formats) && rep.BitExact
+		n := 4096
+		if small {
+			n = 512
+		}
+		if rep.Scaled, err = r.CheckScaled(ctx, 1, n); err != nil {
+			return err
+		}
+		logf("block-scaled and FP4/FP6 steps in WGSL (tcgen05 / sm_120 f8f6f4, mxf8f6f4, mxf4, mxf4nvf4), against accum:")
+		rep.BitExact = logChecks(logf, rep.Scaled) && rep.BitExact
 	}
 
 	if o.want("attention") {
@@ -473,11 +506,23 @@ func runExperiment(ctx context.Context, e sim.Experiment, args map[string]string
 	if _, err := sim.Execute(ctx, e, vals, 1, rec); err != nil {
 		return Experiment{}, err
 	}
-	out := Experiment{Flags: vals.Flags(), Summary: rec.SummaryValues(), Notes: rec.Notes()}
+	out := Experiment{Flags: vals.Flags(), Summary: nums(rec.SummaryValues()), Notes: rec.Notes()}
 	for _, p := range rec.Points() {
-		out.Points = append(out.Points, Point{Series: p.Series, X: p.X, Y: p.Y, Extra: p.Extra})
+		out.Points = append(out.Points, Point{Series: p.Series, X: Num(p.X), Y: Num(p.Y), Extra: nums(p.Extra)})
 	}
 	return out, nil
+}
+
+// nums converts a map of values for the JSON report (nil stays nil).
+func nums(m map[string]float64) map[string]Num {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]Num, len(m))
+	for k, v := range m {
+		out[k] = Num(v)
+	}
+	return out
 }
 
 func logExperiment(logf func(string, ...any), name string, e Experiment) {
@@ -524,7 +569,7 @@ func targets(rep *Report, info wgsl.AdapterInfo, o options) []Target {
 	bw := Target{Name: fmt.Sprintf("decode FP16 bandwidth at %d tokens, GB/s", o.contexts[len(o.contexts)-1]), Value: s["fp16_bw_gbs"]}
 	if o.peakGBs > 0 {
 		bw.Want = fmt.Sprintf(">= %.0f", targetBWFraction*o.peakGBs)
-		bw.Status = status(s["fp16_bw_gbs"] >= targetBWFraction*o.peakGBs)
+		bw.Status = status(float64(s["fp16_bw_gbs"]) >= targetBWFraction*o.peakGBs)
 	} else {
 		bw.Want = "60% of peak"
 		bw.Status = "not checked: peak bandwidth unknown (-peak-gbs)"

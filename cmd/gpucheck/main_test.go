@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -48,5 +49,23 @@ func TestQuickRun(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"-only", "nothing"}, &out, &errOut); err == nil {
 		t.Error("-only nothing: no error")
+	}
+}
+
+// A timing that came out NaN or infinite (a loaded CPU adapter) is
+// reported as null in the JSON report, never an encoding error (which
+// once failed TestQuickRun under load: "json: unsupported value: NaN").
+func TestReportNonFiniteJSON(t *testing.T) {
+	rep := Report{Targets: []Target{{Name: "ratio", Value: Num(math.NaN())}},
+		Chain:    []ChainRate{{ProductsPerS: Num(math.Inf(1))}},
+		DecodeBW: Experiment{Summary: map[string]Num{"slope_ratio": Num(math.NaN()), "ok": 1.5}, Points: []Point{{X: 1, Y: Num(math.Inf(-1))}}}}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"value":null`, `"products_per_s":null`, `"slope_ratio":null`, `"ok":1.5`, `"y":null`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report JSON lacks %s: %s", want, b)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	_ "github.com/fp8lab/fp8lab/experiments"
@@ -32,8 +33,10 @@ func main() {
 const usage = `usage:
   lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-wasm DIR]
   lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]
+  lab sweep NAME [-param v1,v2 ...] [-seeds 1..20] [-executor auto|pool|slurm] [-lab URL]
   lab list experiments | models
-  lab verify [-exhaustive] FILE...`
+  lab verify [-exhaustive] DIR|FILE...
+  lab notebook check [DIR] | recover DIR NEWDIR`
 
 // dispatch runs the subcommand named by args[0].
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -45,8 +48,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdServe(ctx, args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "sweep":
+		return cmdSweep(ctx, args[1:], stdout, stderr)
 	case "verify":
 		return cmdVerify(ctx, args[1:], stdout, stderr)
+	case "notebook":
+		return cmdNotebook(ctx, args[1:], stdout, stderr)
 	case "list":
 		if len(args) == 1 || args[1] == "experiments" {
 			return cmdListExperiments(stdout)
@@ -58,6 +65,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
+	}
+	if strings.HasPrefix(args[0], "-") { // `lab -addr … -data …`: serve is the default command
+		return cmdServe(ctx, args, stdout, stderr)
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }

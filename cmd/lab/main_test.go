@@ -28,6 +28,11 @@ func (demo) Params() []sim.Param {
 	}
 }
 
+// Cost: the lab runs only experiments that estimate their cost.
+func (demo) Cost(v sim.Values) sim.Cost {
+	return sim.Cost{Memory: 1 << 20, Work: int64(len(v.Ints("contexts")) * v.Int("trials") * 1000)}
+}
+
 func (demo) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
 	sleep := time.Duration(v.Float("sleep") * float64(time.Millisecond))
@@ -71,7 +76,7 @@ func TestRunTable(t *testing.T) {
 	}
 	t.Logf("table output:\n%s", out)
 	lines := strings.Split(out, "\n")
-	if lines[0] != "demo -trials 5 -contexts 1,2 -model two-level -fused false -sleep 0 -seed 7" ||
+	if lines[0] != "lab run demo -trials 5 -contexts 1,2 -model two-level -fused false -sleep 0 -seed 7" ||
 		!strings.HasPrefix(lines[2], "x  two-level") || !strings.HasPrefix(lines[3], "1 ") ||
 		!strings.HasPrefix(lines[4], "2 ") || !strings.Contains(out, "\npoints  2\n") {
 		t.Errorf("output:\n%s", out)
@@ -130,10 +135,9 @@ func TestRunHelpAndList(t *testing.T) {
 	for _, want := range []string{
 		"usage: lab run demo",
 		"Demo experiment for the lab tests.\nSecond line.",
-		"-trials    int     default 10          [1, 1000]",
-		"-contexts  ints    default 4096,16384  [1, 131072]",
-		"context lengths (tokens)",
-		"one of single-level|two-level",
+		"  -trials int, default 10\n      trials per context; [1, 1000]\n",
+		"  -contexts ints, default 4096,16384\n      context lengths (tokens); [1, 131072]\n",
+		"one of single-level | two-level",
 		"-seed N",
 	} {
 		if !strings.Contains(out, want) {
@@ -153,5 +157,41 @@ func TestRunCancel(t *testing.T) {
 	_, _, err := lab(t, ctx, "run", "demo", "-trials", "1000", "-sleep", "50", "-quiet")
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
 		t.Errorf("err %v after %v", err, time.Since(start))
+	}
+}
+
+// TestTerminalWidth checks that `lab list experiments`, every help and the
+// table of a run with many series fit termWidth columns, and that the
+// reproduce line, wrapped, is still one shell command.
+func TestTerminalWidth(t *testing.T) {
+	check := func(what, out string) {
+		t.Helper()
+		for i, line := range strings.Split(out, "\n") {
+			if n := len([]rune(line)); n > termWidth {
+				t.Errorf("%s, line %d: %d columns: %q", what, i+1, n, line)
+			}
+		}
+	}
+	out, _, err := lab(t, context.Background(), "list", "experiments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("lab list experiments", out)
+	for _, e := range sim.Experiments() {
+		out, _, err := lab(t, context.Background(), "run", e.Name(), "-h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("lab run "+e.Name()+" -h", out)
+	}
+	w := wrapCommand("lab run needle -contexts 4096,8192,16384,32768,65536,131072 -trials 100 -series all -k-block-n 0 -head-dim 128 -candidates 64 -seed 1", 60)
+	check("wrapped command", w)
+	if got := strings.Join(strings.Fields(strings.ReplaceAll(w, "\\\n", "")), " "); got != "lab run needle -contexts 4096,8192,16384,32768,65536,131072 -trials 100 -series all -k-block-n 0 -head-dim 128 -candidates 64 -seed 1" {
+		t.Errorf("wrapped command changed: %q", got)
+	}
+	for _, line := range strings.Split(w, "\n") {
+		if strings.HasSuffix(strings.TrimSpace(line), "-k-block-n") {
+			t.Errorf("a flag was parted from its value: %q", line)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]"
 
 // runOptions are the flags of `lab run` that are not experiment parameters.
-var runOptions = []string{"seed", "json", "quiet", "lab", "h", "help"}
+var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "h", "help"}
 
 // paramFlag collects the text given for one experiment parameter; the text
 // is validated against the schema after parsing, so that errors read
@@ -76,12 +76,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		}
 		fs.Var(&paramFlag{p: p, set: given}, p.Name, p.Doc)
+		for _, a := range p.Aliases { // former names keep old reproduce lines runnable
+			old := p
+			old.Name = a
+			fs.Var(&paramFlag{p: old, set: given}, a, p.Doc)
+		}
 	}
 	withFiles := fileFlags(fs, exp)
 	seed := fs.Uint64("seed", 1, "seed of the run")
 	jsonOut := fs.Bool("json", false, "write JSON lines on stdout instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
 	labURL := fs.String("lab", "", "also stream the run into the lab at this URL")
+	sweepRef := fs.String("sweep", "", "with -lab: record the run as run N of sweep ID (ID/N), as the sweeps' Slurm tasks do")
 
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -104,7 +110,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *jsonOut {
 		out = sim.NewJSONSink(stdout)
 	} else {
-		fmt.Fprintf(stdout, "%s %s -seed %d\n\n", name, values.Flags(), *seed)
+		fmt.Fprintf(stdout, "%s\n\n", wrapCommand(fmt.Sprintf("lab run %s %s -seed %d", name, values.Flags(), *seed), termWidth))
 		out = sim.NewTableSink(stdout)
 	}
 	sink := out
@@ -112,7 +118,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		// The bar first, so that it ends its line before the table is written.
 		sink = sim.Tee(sim.NewProgressBar(stderr), out)
 	}
-	sink, runCtx, finish, err := withLab(ctx, *labURL, exp, values, *seed, sink, stderr, *quiet)
+	if *sweepRef != "" && *labURL == "" {
+		return fmt.Errorf("lab run %s: -sweep needs -lab URL", name)
+	}
+	sink, runCtx, finish, err := withLab(ctx, *labURL, *sweepRef, exp, values, *seed, sink, stderr, *quiet)
 	if err != nil {
 		return err
 	}
@@ -126,7 +135,14 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "usage: lab run %s [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]\n\n", exp.Name())
 	if doc := strings.TrimSpace(exp.Doc()); doc != "" {
-		b.WriteString(doc + "\n\n")
+		for _, line := range strings.Split(doc, "\n") {
+			if len([]rune(line)) > termWidth {
+				wrapText(&b, line, "", termWidth)
+			} else {
+				b.WriteString(line + "\n")
+			}
+		}
+		b.WriteString("\n")
 	}
 	if params := exp.Params(); len(params) > 0 {
 		b.WriteString("parameters:\n")
@@ -139,26 +155,11 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	fmt.Fprintln(tw, "  -seed N\tseed of the run (default 1); the same seed and parameters give the same numbers")
 	fmt.Fprintln(tw, "  -json\twrite JSON lines on stdout instead of a table")
 	fmt.Fprintln(tw, "  -quiet\tno progress bar on stderr")
-	fmt.Fprintln(tw, "  -lab URL\talso stream the run into the lab at URL (e.g. http://127.0.0.1:8080), kept in its notebook")
+	fmt.Fprintln(tw, "  -lab URL\talso stream the run into the lab at URL (http://127.0.0.1:8080), into its notebook")
 	tw.Flush()
 	b.WriteString("\nA bool parameter is given as -name or -name=false; a list as -name 1,2,3.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// writeParams writes one aligned line per parameter: flag, kind, default,
-// limits, doc and unit.
-func writeParams(w io.Writer, params []sim.Param) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, p := range params {
-		def := p.FormatValue(p.Default)
-		doc := p.Doc
-		if p.Unit != "" {
-			doc += " (" + p.Unit + ")"
-		}
-		fmt.Fprintf(tw, "  -%s\t%s\tdefault %s\t%s\t%s\n", p.Name, p.Kind, def, p.Limits(), doc)
-	}
-	tw.Flush()
 }
 
 // cmdListExperiments writes `lab list experiments`: every registered
@@ -174,7 +175,7 @@ func cmdListExperiments(w io.Writer) error {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "%s — %s\n", e.Name(), sim.Summary(e))
+		wrapText(&b, e.Name()+" — "+sim.Summary(e), "", termWidth)
 		writeParams(&b, e.Params())
 	}
 	_, err := io.WriteString(w, b.String())

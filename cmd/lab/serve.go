@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-const serveUsage = "usage: lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-wasm DIR]"
+const serveUsage = "usage: lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-max-memory 4GiB] [-max-work 3.6e12] [-wasm DIR]"
 
 // cmdServe runs `lab serve`: it opens the notebook in the data folder
 // (marking runs a crash left unfinished as interrupted), serves the lab on
@@ -31,7 +32,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; keep it on 127.0.0.1 unless the network is trusted")
 	data := fs.String("data", "data", "data folder holding the notebook ("+notebook.FileName+")")
 	workers := fs.Int("workers", 0, "server runs executing at once (default: the number of CPUs, at least 2)")
+	maxMemory := byteSize(labserver.DefaultMaxMemory)
+	fs.Var(&maxMemory, "max-memory", "most memory the runs executing at once may hold together, by the experiments' estimates (e.g. 4GiB, 512MiB); a run estimated above it is refused")
+	maxWork := fs.Float64("max-work", labserver.DefaultMaxWork, "most work one run may be estimated to need, in operations of about a nanosecond (3.6e12: an hour of CPU time on one core)")
 	wasmDir := fs.String("wasm", "", "serve lab.wasm and wasm_exec.js from this folder instead of the build embedded in the binary")
+	slurmOpts := slurmFlags(fs) // sweep.go
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, serveUsage)
@@ -62,7 +67,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		log.Warn("the lab listens beyond this machine: anyone who reaches it can run experiments and read the notebook", "addr", ln.Addr().String())
 	}
+	if *maxWork < 1 || *maxWork > 9e18 {
+		ln.Close()
+		return fmt.Errorf("lab serve: -max-work %g: want 1 to 9e18 operations\n%s", *maxWork, serveUsage)
+	}
 	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log,
+		MaxMemory: int64(maxMemory), MaxWork: int64(*maxWork), FilesDir: filepath.Join(*data, "files"), Slurm: slurmOpts(),
 		TensorsDir: filepath.Join(*data, "tensors")}
 	if *wasmDir != "" {
 		if _, err := os.Stat(*wasmDir + "/lab.wasm"); err != nil {
@@ -95,10 +105,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.Info("shutting down: runs in progress are recorded as interrupted")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	hs.Shutdown(sctx)
+	// The runs are recorded at once, while the HTTP server closes: a slow
+	// request (a large export) cannot use up the deadline of the runs.
+	httpDone := make(chan struct{})
+	go func() { hs.Shutdown(sctx); close(httpDone) }()
 	if serr := srv.Shutdown(sctx); serr != nil {
 		log.Error("shutdown", "err", serr)
 	}
+	<-httpDone
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -113,11 +127,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // context to run in (cancelled when a user cancels the run in the lab) and
 // the function that ends the lab's record with the run's error and returns
 // the error of the command. With an empty labURL it changes nothing.
-func withLab(ctx context.Context, labURL string, exp sim.Experiment, values sim.Values, seed uint64, sink sim.Sink, stderr io.Writer, quiet bool) (sim.Sink, context.Context, func(error) error, error) {
+func withLab(ctx context.Context, labURL, sweepRef string, exp sim.Experiment, values sim.Values, seed uint64, sink sim.Sink, stderr io.Writer, quiet bool) (sim.Sink, context.Context, func(error) error, error) {
 	if labURL == "" {
 		return sink, ctx, func(err error) error { return err }, nil
 	}
-	c := &sim.LabClient{URL: labURL, Origin: string(notebook.OriginTerminal)}
+	c := &sim.LabClient{URL: labURL, Origin: string(notebook.OriginTerminal), Sweep: sweepRef}
 	lr, err := c.Start(ctx, exp, values, seed)
 	if err != nil {
 		return nil, nil, nil, err
@@ -135,4 +149,30 @@ func withLab(ctx context.Context, labURL string, exp sim.Experiment, values sim.
 		return runErr
 	}
 	return sim.Tee(sink, lr), lr.Context(), finish, nil
+}
+
+// byteSize is a flag holding a number of bytes, written with an optional
+// unit: 4GiB, 512MiB, 1.5G, 1000000.
+type byteSize int64
+
+func (b *byteSize) String() string { return sim.Bytes(int64(*b)) }
+
+func (b *byteSize) Set(v string) error {
+	t := strings.TrimSpace(v)
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		m      float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.m
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || !(f*mult >= 1<<20) || f*mult > 1<<50 {
+		return fmt.Errorf("%q: want a size from 1MiB to 1PiB, e.g. 4GiB", v)
+	}
+	*b = byteSize(f * mult)
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -255,4 +256,49 @@ func TestRunIntoLab(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "lab:") {
 		t.Errorf("no lab: %v", err)
 	}
+}
+
+// TestServeWithoutCommand: `lab -addr … -data …` is `lab serve -addr …
+// -data …`, as the usage line shows (it used to be `unknown command
+// "-addr"`).
+func TestServeWithoutCommand(t *testing.T) {
+	_, _, err := lab(t, context.Background(), "-addr", "nope", "-data", t.TempDir())
+	if err == nil || !strings.HasPrefix(err.Error(), "lab serve: listen tcp: address nope") {
+		t.Errorf("lab -addr nope: %v, want the listen error of lab serve", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out syncBuffer
+	go func() {
+		done <- dispatch(ctx, []string{"-addr", "127.0.0.1:0", "-data", t.TempDir()}, &out, io.Discard)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "fp8lab lab on http://127.0.0.1:") {
+		if time.Now().After(deadline) {
+			t.Fatalf("lab -addr 127.0.0.1:0 -data DIR did not start: %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("lab -addr … -data …: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

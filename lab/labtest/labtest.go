@@ -5,6 +5,8 @@
 //
 //	lab-demo   n points over `series` series, y from the seed, optionally
 //	           slow (delay per point), failing or panicking at the end
+//	lab-chart  a declared chart with families, variants, a measured series,
+//	           exact zeros, a NaN, standard errors, a reference and a mark
 package labtest
 
 import (
@@ -37,6 +39,13 @@ func (Demo) Params() []sim.Param {
 		{Name: "pause", Doc: "pause before the first point", Unit: "ms", Kind: sim.KindInt, Default: 0, Min: 0, Max: 60000},
 		{Name: "end", Doc: "how the run ends", Kind: sim.KindChoice, Default: "ok", Choices: []string{"ok", "error", "panic"}},
 	}
+}
+
+// Cost estimates the run: a KiB of memory and a microsecond of work per
+// point (the lab's budget tests size runs with n).
+func (Demo) Cost(v sim.Values) sim.Cost {
+	n := int64(v.Int("n"))
+	return sim.Cost{Memory: 1<<20 + n<<10, Work: n * 1000}
 }
 
 // Run emits the points.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,10 +41,16 @@ const FileName = "notebook.db"
 // Bolt is the [Store] on a bbolt file.
 type Bolt struct {
 	db        *bolt.DB
+	path      string
+	readOnly  bool
 	recovered []string
+	damaged   []string
 
 	mu     sync.RWMutex
 	closed bool
+
+	bmu    sync.Mutex
+	broken error // set when bbolt failed on the file: no more writes
 }
 
 var _ Store = (*Bolt)(nil)
@@ -52,24 +59,139 @@ var _ Store = (*Bolt)(nil)
 // recovers from a crash: every run left queued or running is marked
 // Interrupted (see [Bolt.Recovered]). Only one process may have a notebook
 // open; Open fails after a second when another holds it.
+//
+// Open refuses a damaged file with an error wrapping [ErrDamaged] that
+// names the file and what to do, and never crashes on one: an existing file
+// that is empty or shorter than its header says, a header that does not
+// validate, a page bbolt cannot read (every page is read once, on this
+// goroutine with faults turned into errors, then bbolt's Tx.Check verifies
+// the tree and the freelist). A run whose record alone is damaged does not
+// stop Open: it is listed in state [Damaged] (see [Bolt.Damaged]).
 func Open(dir string) (*Bolt, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("notebook: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: time.Second})
+	if err := preflight(path); err != nil {
+		return nil, err
+	}
+	var db *bolt.DB
+	err := guard(func() (err error) {
+		db, err = bolt.Open(path, 0o644, &bolt.Options{Timeout: time.Second})
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("notebook %s is in use by another lab", path)
 		}
-		return nil, fmt.Errorf("notebook %s: %w", path, err)
+		if errors.Is(err, errPanic) || errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) ||
+			errors.Is(err, bolterrors.ErrVersionMismatch) || errors.Is(err, bolterrors.ErrInvalidMapping) {
+			return nil, damagedFile(path, err)
+		}
+		return nil, fmt.Errorf("notebook %s: %w", path, writeError(path, err))
 	}
-	s := &Bolt{db: db}
-	if err := s.init(); err != nil {
+	s := &Bolt{db: db, path: path}
+	if problems := s.verify(10); len(problems) > 0 {
 		db.Close()
+		return nil, damagedFile(path, errors.New(strings.Join(problems, "; ")))
+	}
+	if err := guard(s.init); err != nil {
+		db.Close()
+		switch err = writeError(path, err); {
+		case errors.Is(err, errPanic):
+			return nil, damagedFile(path, err)
+		case errors.Is(err, ErrDiskFull):
+			return nil, fmt.Errorf("%w; free space on its disk and start again", err)
+		}
 		return nil, fmt.Errorf("notebook %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// OpenReadOnly opens the notebook in dir for reading only, without crash
+// recovery and without the checks that make [Open] refuse a damaged file:
+// every method reads what it can, and a damaged page gives an error wrapping
+// [ErrDamaged] for that call only. The writing methods return [ErrReadOnly].
+// Other processes may read the file at the same time, but not a lab.
+func OpenReadOnly(dir string) (*Bolt, error) {
+	path := filepath.Join(dir, FileName)
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("notebook: %w", err)
+	}
+	if st.Size() == 0 {
+		return nil, damagedFile(path, errors.New("the file is empty (0 bytes): there is nothing to read"))
+	}
+	var db *bolt.DB
+	err = guard(func() (err error) {
+		db, err = bolt.Open(path, 0o444, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("notebook %s is in use by a lab; stop it first", path)
+		}
+		return nil, damagedFile(path, err)
+	}
+	return &Bolt{db: db, path: path, readOnly: true}, nil
+}
+
+// verify reads every page of the file once on this goroutine, where a
+// fault is an error, then (when that went through) runs bbolt's Tx.Check,
+// which reads the same pages on a goroutine of its own. It returns up to
+// max problems, and how many more there were.
+func (s *Bolt) verify(max int) []string {
+	var problems []string
+	more := 0
+	report := func(p string) {
+		if len(problems) < max {
+			problems = append(problems, p)
+		} else {
+			more++
+		}
+	}
+	err := guard(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			var touched int
+			var walk func(b *bolt.Bucket)
+			walk = func(b *bolt.Bucket) {
+				c := b.Cursor()
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					if v == nil {
+						if nb := b.Bucket(k); nb != nil {
+							walk(nb)
+						}
+						continue
+					}
+					if len(v) > 0 {
+						touched += int(v[len(v)-1]) & 1 // read the value's last page
+					}
+				}
+			}
+			c := tx.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if b := tx.Bucket(k); b != nil {
+					walk(b)
+				}
+			}
+			_ = touched
+			return nil
+		})
+	})
+	if err != nil {
+		report(fmt.Sprintf("reading the pages: %v", err))
+		return problems
+	}
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			report(err.Error())
+		}
+		return nil
+	})
+	if more > 0 {
+		problems = append(problems, fmt.Sprintf("and %d more", more))
+	}
+	return problems
 }
 
 func (s *Bolt) init() error {
@@ -93,9 +215,10 @@ func (s *Bolt) init() error {
 		runs := tx.Bucket(bucketRuns)
 		now := time.Now().UTC()
 		return runs.ForEach(func(k, v []byte) error {
-			var r Run
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("run %d: %w", binary.BigEndian.Uint64(k), err)
+			r, err := decodeRun(k, v)
+			if err != nil {
+				s.damaged = append(s.damaged, r.ID)
+				return nil
 			}
 			if r.State.Final() {
 				return nil
@@ -125,19 +248,27 @@ func (s *Bolt) init() error {
 // and marked Interrupted.
 func (s *Bolt) Recovered() []string { return slices.Clone(s.recovered) }
 
+// Damaged returns the ids of the runs whose records [Open] could not read:
+// they are listed in state Damaged, can be deleted, and keep their points.
+func (s *Bolt) Damaged() []string { return slices.Clone(s.damaged) }
+
 // Path returns the file of the notebook.
-func (s *Bolt) Path() string { return s.db.Path() }
+func (s *Bolt) Path() string { return s.path }
 
 func key(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
-// view and update run fn in a transaction unless the store is closed.
+// view and update run fn in a transaction unless the store is closed. A
+// fault or a panic of bbolt on a damaged page becomes an error wrapping
+// ErrDamaged, and the store then refuses writes (writing over a damaged
+// tree or freelist would spread the damage); reads go on. A write that
+// fails for want of space wraps ErrDiskFull.
 func (s *Bolt) view(fn func(tx *bolt.Tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
-	return s.db.View(fn)
+	return s.failed(guard(func() error { return s.db.View(fn) }))
 }
 
 func (s *Bolt) update(fn func(tx *bolt.Tx) error) error {
@@ -146,7 +277,73 @@ func (s *Bolt) update(fn func(tx *bolt.Tx) error) error {
 	if s.closed {
 		return ErrClosed
 	}
-	return s.db.Update(fn)
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	s.bmu.Lock()
+	broken := s.broken
+	s.bmu.Unlock()
+	if broken != nil {
+		return broken
+	}
+	return writeError(s.path, s.failed(guard(func() error { return s.db.Update(fn) })))
+}
+
+// failed turns a recovered panic into a damage error and marks the store
+// broken for writes.
+func (s *Bolt) failed(err error) error {
+	if !errors.Is(err, errPanic) {
+		return err
+	}
+	err = damagedFile(s.path, err)
+	if !s.readOnly {
+		s.bmu.Lock()
+		if s.broken == nil {
+			s.broken = fmt.Errorf("no more writes: %w", err)
+		}
+		s.bmu.Unlock()
+	}
+	return err
+}
+
+// Broken returns the error that stopped writes to the notebook (a page
+// bbolt could not read or write), or nil.
+func (s *Bolt) Broken() error {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	return s.broken
+}
+
+// callback runs a caller's function inside a transaction: its panic is the
+// caller's bug, not damage of the file, so it becomes a plain error (the
+// transaction rolls back) and the store stays writable.
+func callback(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("notebook: the caller's update panicked: %v", r)
+		}
+	}()
+	return f()
+}
+
+// decodeRun reads a run record. A record that does not decode gives a
+// placeholder in state Damaged, with the reason as its Error, and an error
+// wrapping ErrDamaged.
+func decodeRun(k, v []byte) (Run, error) {
+	var r Run
+	err := json.Unmarshal(v, &r)
+	if err == nil && r.ID == strconv.FormatUint(binary.BigEndian.Uint64(k), 10) && r.State.Valid() {
+		return r, nil
+	}
+	id := "?"
+	if len(k) == 8 {
+		id = strconv.FormatUint(binary.BigEndian.Uint64(k), 10)
+	}
+	if err == nil {
+		err = fmt.Errorf("the record holds id %q, state %q", r.ID, r.State)
+	}
+	err = fmt.Errorf("run %s: %w: its record (%d bytes) does not read: %v", id, ErrDamaged, len(v), err)
+	return Run{ID: id, State: Damaged, Error: err.Error() + "; its points may still be exported; delete the run to clear it"}, err
 }
 
 func getRun(tx *bolt.Tx, id string) (uint64, Run, error) {
@@ -154,15 +351,13 @@ func getRun(tx *bolt.Tx, id string) (uint64, Run, error) {
 	if err != nil {
 		return 0, Run{}, err
 	}
-	v := tx.Bucket(bucketRuns).Get(key(n))
+	k := key(n)
+	v := tx.Bucket(bucketRuns).Get(k)
 	if v == nil {
 		return 0, Run{}, ErrNotFound
 	}
-	var r Run
-	if err := json.Unmarshal(v, &r); err != nil {
-		return 0, Run{}, fmt.Errorf("run %s: %w", id, err)
-	}
-	return n, r, nil
+	r, err := decodeRun(k, v)
+	return n, r, err
 }
 
 func putRun(tx *bolt.Tx, n uint64, r *Run) error {
@@ -203,6 +398,9 @@ func (s *Bolt) Get(id string) (Run, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		var err error
 		_, r, err = getRun(tx, id)
+		if r.State == Damaged {
+			return nil // shown as damaged
+		}
 		return err
 	})
 	return r, err
@@ -214,10 +412,7 @@ func (s *Bolt) List(q Query) ([]Run, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketRuns).Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			var r Run
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("run %d: %w", binary.BigEndian.Uint64(k), err)
-			}
+			r, _ := decodeRun(k, v) // a damaged record is listed as Damaged
 			if q.Experiment != "" && r.Experiment != q.Experiment || q.State != "" && r.State != q.State {
 				continue
 			}
@@ -238,7 +433,7 @@ func (s *Bolt) Update(id string, fn func(*Run) error) error {
 		if err != nil {
 			return err
 		}
-		if err := fn(&r); err != nil {
+		if err := callback(func() error { return fn(&r) }); err != nil {
 			return err
 		}
 		r.ID = id
@@ -276,7 +471,9 @@ func (s *Bolt) Append(id string, from int64, points []sim.Point, fn func(*Run)) 
 		}
 		r.Points = from + int64(len(points))
 		if fn != nil {
-			fn(&r)
+			if err := callback(func() error { fn(&r); return nil }); err != nil {
+				return err
+			}
 			r.Points = from + int64(len(points))
 		}
 		r.ID = id
@@ -289,7 +486,9 @@ func (s *Bolt) Points(id string, from int64, limit int) ([]sim.Point, error) {
 	var out []sim.Point
 	err := s.view(func(tx *bolt.Tx) error {
 		n, r, err := getRun(tx, id)
-		if err != nil {
+		if r.State == Damaged {
+			r.Points = math.MaxInt64 // the count was in the record: read what there is
+		} else if err != nil {
 			return err
 		}
 		if from < 0 {
@@ -302,12 +501,16 @@ func (s *Bolt) Points(id string, from int64, limit int) ([]sim.Point, error) {
 		if want <= 0 {
 			return nil
 		}
-		out = make([]sim.Point, 0, want)
-		c := tx.Bucket(bucketPoints).Bucket(key(n)).Cursor()
+		pb := tx.Bucket(bucketPoints).Bucket(key(n))
+		if pb == nil {
+			return fmt.Errorf("run %s: %w: its points bucket is missing", id, ErrDamaged)
+		}
+		out = make([]sim.Point, 0, min(want, 1<<16))
+		c := pb.Cursor()
 		for k, v := c.Seek(key(uint64(from))); k != nil && int64(len(out)) < want; k, v = c.Next() {
 			p, err := decodePoint(v)
 			if err != nil {
-				return fmt.Errorf("run %s point %d: %w", id, binary.BigEndian.Uint64(k), err)
+				return fmt.Errorf("run %s point %d: %w: %w", id, binary.BigEndian.Uint64(k), ErrDamaged, err)
 			}
 			out = append(out, p)
 		}
@@ -319,8 +522,8 @@ func (s *Bolt) Points(id string, from int64, limit int) ([]sim.Point, error) {
 // Delete removes the run and its points.
 func (s *Bolt) Delete(id string) error {
 	return s.update(func(tx *bolt.Tx) error {
-		n, _, err := getRun(tx, id)
-		if err != nil {
+		n, r, err := getRun(tx, id)
+		if err != nil && r.State != Damaged {
 			return err
 		}
 		if err := tx.Bucket(bucketPoints).DeleteBucket(key(n)); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {

@@ -37,11 +37,20 @@ func samePoint(a, b sim.Point) bool {
 }
 
 func TestPointCodec(t *testing.T) {
+	negZero := math.Copysign(0, -1) // the literal -0.0 is +0 in Go
 	tests := []sim.Point{
 		{},
 		{Series: "sm90.wgmma.e4m3.f32 never", X: 131072, Y: 1.5e-3},
-		{Series: "h200 every128", X: math.Inf(1), Y: math.NaN(), Extra: map[string]float64{"p99": math.Inf(-1), "max_abs": 0.25, "": -0.0}},
-		{Series: "ünïcode ✓", X: -0.0, Y: math.SmallestNonzeroFloat64},
+		{Series: "h200 every128", X: math.Inf(1), Y: math.NaN(), Extra: map[string]float64{"p99": math.Inf(-1), "max_abs": 0.25, "": negZero}},
+		{Series: "ünïcode ✓", X: negZero, Y: math.SmallestNonzeroFloat64},
+	}
+	// The signed-zero cases test something only if they hold -0 and a lost
+	// sign makes the comparison fail.
+	if !math.Signbit(tests[3].X) || !math.Signbit(tests[2].Extra[""]) {
+		t.Fatal("the signed-zero cases hold +0")
+	}
+	if plus := (sim.Point{Series: tests[3].Series, X: 0, Y: tests[3].Y}); samePoint(plus, tests[3]) {
+		t.Fatal("samePoint does not tell -0 from +0")
 	}
 	for _, p := range tests {
 		got, err := decodePoint(encodePoint(nil, p))

@@ -21,13 +21,17 @@ const (
 	Failed      State = "failed"      // the experiment returned an error or panicked
 	Cancelled   State = "cancelled"   // cancelled by a user
 	Interrupted State = "interrupted" // cut short by a crash, a kill, a shutdown or a lost client
+	// Damaged is shown for a run whose stored record cannot be read (a
+	// damaged notebook file); it is never stored. Such a run can be listed,
+	// its points read and the run deleted; nothing else.
+	Damaged State = "damaged"
 )
 
-// Final reports whether s is an end state: Done, Failed, Cancelled or
-// Interrupted.
+// Final reports whether s is an end state: Done, Failed, Cancelled,
+// Interrupted (or Damaged).
 func (s State) Final() bool {
 	switch s {
-	case Done, Failed, Cancelled, Interrupted:
+	case Done, Failed, Cancelled, Interrupted, Damaged:
 		return true
 	}
 	return false
@@ -91,6 +95,9 @@ type Run struct {
 	Title    string     `json:"title,omitempty"` // the user's title
 	Note     string     `json:"note,omitempty"`  // the user's annotation
 	RerunOf  string     `json:"rerun_of,omitempty"`
+	Tags     []string   `json:"tags,omitempty"`           // the user's tags
+	Sweep    string     `json:"sweep,omitempty"`          // the sweep the run belongs to
+	SweepRun int        `json:"sweep_run,omitempty"`      // its number in the sweep (with Sweep)
 	QueuePos int        `json:"queue_position,omitempty"` // 1 = next to start; only while queued
 }
 
@@ -145,6 +152,7 @@ func (r Run) Clone() Run {
 	}
 	c.Series = append([]string(nil), r.Series...)
 	c.Notes = append([]string(nil), r.Notes...)
+	c.Tags = append([]string(nil), r.Tags...)
 	if r.Summary != nil {
 		c.Summary = make(Floats, len(r.Summary))
 		for k, v := range r.Summary {

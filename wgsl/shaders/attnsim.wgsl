@@ -12,16 +12,27 @@
 //   D: u32             head_dim
 //   KBN: u32           kBlockN, a multiple of 32
 //   GROUP: u32         query heads per KV head
+//   QHEADS: u32        query heads of one trial (a batch of trials runs
+//                      trials × QHEADS workgroups over one shared cache)
 //   PROMOTE: u32       0 never, 1 every tile, N every N tiles
 //   E_MBITS, E_EMIN, E_MAX, E_OVER, E_NAN: the P cast (fp8_encode)
 //   EXC1H..EXC4L: u32  ln2^k/k! as 64-bit fractions (hi, lo words)
 //
-// One workgroup runs one query head (the row): invocation j < KBN scores
+// One workgroup runs one query head of one trial (the row): invocation j < KBN scores
 // key j of the tile and computes its P; invocation 0 runs the row's serial
 // steps in key order (max, row sum); invocation i < D owns O[i]. A dispatch
 // runs the tiles [t0, t1) of the row's visiting order (newest first); the
 // row's state (m, l, acc_scale, O, O_tc) lives in ST between dispatches, so
 // that no invocation runs into lavapipe's loop limit.
+//
+// Trials: every trial has its own query and may replace a few tokens of the
+// shared cache (a needle, attention sinks) without a copy of it. Its
+// replacements are listed in B after the cache (U.ov_meta): per trial the
+// ranges [e0, e1) of its token entries (token, KV head, word offset of the
+// token's K row in B) and [f0, f1) of its tile entries (first token of a
+// tile, KV head, offset of the tile's V codes with the replacements written
+// in, laid out dim-major with KBN/4 words per dimension): e0, e1, f0, f1
+// are word offsets in B of entries of three words.
 
 struct SimParams {
     tokens: u32,   // tokens in the cache
@@ -34,6 +45,7 @@ struct SimParams {
     kv_heads: u32,
     k_words: u32,  // word offset of V in B (K codes come first)
     v_stride: u32, // words per V row (the padded token axis / 4)
+    ov_meta: u32,  // word offset in B of the trials' replacement ranges
 }
 
 @group(0) @binding(0) var<uniform> U: SimParams;
@@ -344,8 +356,14 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     for (var i = li; i < 256u; i = i + WG) {
         T[i] = tab[i];
     }
-    let hq = wid.x;
-    let kvh = hq / GROUP;
+    let hq = wid.x;                   // trial * QHEADS + query head
+    let trial = hq / QHEADS;
+    let kvh = (hq % QHEADS) / GROUP;
+    let tm = U.ov_meta + 4u * trial;
+    let e0 = B[tm];                   // the trial's replaced tokens
+    let e1 = B[tm + 1u];
+    let f0 = B[tm + 2u];              // and replaced V tiles
+    let f1 = B[tm + 3u];
     let ab = hq * A_WORDS;            // Q codes
     let pb = ab + D / 4u;             // P codes
     let sb = hq * ST_WORDS;
@@ -370,7 +388,12 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             let tok = start + li;
             var s = NEG_INF;
             if (tok < U.tokens && tok >= U.win_lo) {
-                let kb = (kvh * U.tokens + tok) * (D / 4u);
+                var kb = (kvh * U.tokens + tok) * (D / 4u);
+                for (var e = e0; e < e1; e = e + 3u) {
+                    if (B[e] == tok && B[e + 1u] == kvh) {
+                        kb = B[e + 2u];
+                    }
+                }
                 var c = 0u;
                 for (var k = 0u; k < D; k = k + 32u) {
                     c = instruction(ab, kb, k, k + 32u, c);
@@ -418,7 +441,12 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         // gemmPV with the promotion scheme.
         let alpha = W_ALPHA;
         if (li < D) {
-            let vb = U.k_words + (kvh * D + li) * U.v_stride + start / 4u;
+            var vb = U.k_words + (kvh * D + li) * U.v_stride + start / 4u;
+            for (var f = f0; f < f1; f = f + 3u) {
+                if (B[f] == start && B[f + 1u] == kvh) {
+                    vb = B[f + 2u] + li * (KBN / 4u);
+                }
+            }
             if (PROMOTE == 0u) {
                 var c = f32_mul(o, alpha);
                 for (var k = 0u; k < KBN; k = k + 32u) {

@@ -38,3 +38,21 @@ fn stream(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     }
     R[i0] = acc.x ^ acc.y ^ acc.z ^ acc.w;
 }
+
+// spin: a dispatch whose length the caller sets (tests of waiting for long
+// work): invocation i runs P.n <= 60000 xorshift32 steps from i + 1 (fewer
+// than lavapipe's loop limit) and writes the final state to R[i].
+@compute @workgroup_size(WG)
+fn spin(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    let i0 = gid.x + gid.y * nw.x * WG;
+    if (i0 >= P.stride) {
+        return;
+    }
+    var h = i0 + 1u;
+    for (var k = 0u; k < P.n; k = k + 1u) {
+        h = h ^ (h << 13u);
+        h = h ^ (h >> 17u);
+        h = h ^ (h << 5u);
+    }
+    R[i0] = h;
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package accum
+
+import "time"
+
+func threadCPU() time.Duration { return 0 }
+func lockThread()              {}
+func unlockThread()            {}

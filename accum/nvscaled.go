@@ -1,0 +1,364 @@
+package accum
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// nvInstr is an NVIDIA tensor-core instruction with operands of possibly
+// different formats and optional block scales. Its step is the T-FDPA step
+// of tensorcore-numerics.md §2 with two generalisations (MMA-Sim's ST-FDPA
+// and GST-FDPA, Xie et al. arXiv 2511.10909):
+//
+//   - ST (Group == 0): every product is a term whose exponent is
+//     E_a + E_b + E_sa + E_sb, the exponents of the two scales of its block
+//     added (scales are powers of two for ue8m0; a ue4m3 scale also brings
+//     its 4-bit significand into the product). c is a term as usual.
+//   - GST (Group == 16, FP4 k = 64): the products of each group of 16
+//     elements are summed exactly first; the group sum times the two scale
+//     significands is one term with exponent E_sa + E_sb.
+//
+// Terms are aligned to the largest exponent, truncated toward zero to F
+// fraction bits below it, summed as integers and converted once by Rho
+// (RZ to FP32, or RNE to FP16 for f16 accumulators). An instruction of
+// K > L elements is K/L chained steps.
+//
+// Zero terms: a zero product (a zero operand or a zero scale) and a zero c
+// are read with the exponent EZero, as the H200 captures show for Hopper
+// (tensorcore-numerics.md §2.4) and the newer MMA-Sim (peichenxie/MMA-Sim
+// fdpa.py) uses for every architecture; a GST group is read with EZero when
+// all its products are zero or its scale product is zero (a group whose
+// nonzero products cancel keeps its scale exponent). A zero sum is +0.
+//
+// FP4/FP6 operands (e2m1, e2m3, e3m2) are read as the e4m3 values they
+// equal (every one is a normal e4m3 number, so a subnormal e2m1 0.5 is
+// 1 × 2^-1), as the newer MMA-Sim decodes FP4.
+//
+// Specials: a NaN operand or scale, inf × 0, or +inf and -inf together give
+// the canonical NaN (0x7fffffff, 0x7fff); otherwise an infinite product or
+// c gives that infinity; a finite sum of 2^128 or more gives ±inf.
+type nvInstr struct {
+	info     InstrInfo
+	a, b, c  fp8.Format
+	scale    fp8.Format // FormatInvalid when unscaled
+	fp4Group bool       // GST: a and b are e2m1
+	fast     *scaledFast
+}
+
+// zeroRule says how a step reads zero terms: the named models use
+// zeroFixed; zeroMMASimC785 is the rule of the MMA-Sim that produced the
+// peer records (microsoft/MMA-Sim @ c78513835c8b, simulator/arithmetic.py
+// extract_significand_exponent: a zero reads exponent -126, so a zero product
+// has -126 plus its partner's exponent plus the scale exponents, a zero c
+// -126, a GST group always its scale exponents with -126 for a zero ue4m3
+// scale).
+type zeroRule uint8
+
+const (
+	zeroFixed zeroRule = iota
+	zeroMMASimC785
+)
+
+// stepRules are the rules a step is computed with.
+type stepRules struct {
+	zero zeroRule
+	// fp4Emin0 reads FP4/FP6 subnormals with their own minimum exponent
+	// (0 for e2m1: 0.5 = 0.5 × 2^0), as the shim of the peer records did
+	// (interpretation I1), instead of as e4m3 values.
+	fp4Emin0 bool
+}
+
+func isNarrow(f fp8.Format) bool {
+	return f == fp8.FormatE2M1 || f == fp8.FormatE2M3 || f == fp8.FormatE3M2
+}
+
+func mustFormat(name string) fp8.Format {
+	f, err := fp8.ParseFormat(name)
+	if err != nil {
+		panic("accum: " + err.Error())
+	}
+	return f
+}
+
+// newNV builds an NVIDIA instruction; info.A, B, C, Scale name the formats.
+func newNV(info InstrInfo) *nvInstr {
+	m := &nvInstr{info: info, a: mustFormat(info.A), b: mustFormat(info.B), c: mustFormat(info.C)}
+	if info.Scale != "" {
+		m.scale = mustFormat(info.Scale)
+	}
+	if info.Group > 0 && (m.a != fp8.FormatE2M1 || m.b != fp8.FormatE2M1 || info.Group != 16) {
+		panic(fmt.Sprintf("accum: %s: groups of %d are modelled for e2m1 operands in groups of 16 only", info.Name, info.Group))
+	}
+	m.fp4Group = info.Group > 0
+	want := fp8.FormatFP32
+	if info.Rho == RNEFP16 {
+		want = fp8.FormatFP16
+	}
+	if m.c != want || info.L < 1 || info.L > 64 || info.K%info.L != 0 || info.F < 1 || info.F > 35 {
+		panic(fmt.Sprintf("accum: %s: bad parameters %s", info.Name, info.String()))
+	}
+	if info.Kind == "" {
+		info.Kind = KindTFDPA
+		if info.Scale != "" {
+			info.Kind = KindScaled
+		}
+		m.info.Kind = info.Kind
+	}
+	m.fast = newScaledFast(m)
+	return m
+}
+
+func (m *nvInstr) Name() string    { return m.info.Name }
+func (m *nvInstr) Info() InstrInfo { return m.info }
+
+// Step runs one instruction: len(a)/L chained steps from c.
+func (m *nvInstr) Step(a, b []uint64, sa, sb []uint8, c uint64) uint64 {
+	return m.stepWith(a, b, sa, sb, c, stepRules{})
+}
+
+// PeerVariants are the rules of the MMA-Sim that produced the peer records
+// where they differ from the named model: the zero-term exponent, and for
+// FP4 operands on k = 32 instructions the exponent of the subnormal 0.5.
+func (m *nvInstr) PeerVariants() []PeerVariant {
+	v := []PeerVariant{{Reason: ReasonZeroExponent, Step: func(a, b []uint64, sa, sb []uint8, c uint64) uint64 {
+		return m.stepWith(a, b, sa, sb, c, stepRules{zero: zeroMMASimC785})
+	}}}
+	if !m.fp4Group && (isNarrow(m.a) || isNarrow(m.b)) {
+		v = append(v,
+			PeerVariant{Reason: ReasonFP4Emin, Step: func(a, b []uint64, sa, sb []uint8, c uint64) uint64 {
+				return m.stepWith(a, b, sa, sb, c, stepRules{fp4Emin0: true})
+			}},
+			PeerVariant{Reason: ReasonZeroExponent + "; " + ReasonFP4Emin, Step: func(a, b []uint64, sa, sb []uint8, c uint64) uint64 {
+				return m.stepWith(a, b, sa, sb, c, stepRules{zero: zeroMMASimC785, fp4Emin0: true})
+			}})
+	}
+	return v
+}
+
+// The documented reasons why a peer record may differ from a named model.
+const (
+	ReasonZeroExponent = "zero-term exponent: MMA-Sim c785138 reads a zero as 2^-126 (a zero product: -126 + its partner's and its scales' exponents); the H200 and the newer MMA-Sim read a fixed e_zero"
+	ReasonFP4Emin      = "e2m1 subnormal 0.5 read as 0.5 x 2^0 (shim interpretation I1 of the peer records); the newer MMA-Sim reads FP4 as e4m3 values (1 x 2^-1)"
+)
+
+// stepWith chains the steps of one instruction under the given rules.
+func (m *nvInstr) stepWith(a, b []uint64, sa, sb []uint8, c uint64, r stepRules) uint64 {
+	if len(b) != len(a) {
+		panic(fmt.Sprintf("accum: %s: %d elements of a, %d of b", m.info.Name, len(a), len(b)))
+	}
+	L := m.info.L
+	for i := 0; i < len(a) || i == 0; i += L {
+		j := min(i+L, len(a))
+		var xa, xb []uint8
+		if m.scale != fp8.FormatInvalid {
+			blk := m.info.Block
+			n := (j - i + blk - 1) / blk
+			xa, xb = sa[i/blk:i/blk+n], sb[i/blk:i/blk+n]
+		}
+		c = m.one(a[i:j], b[i:j], xa, xb, c, r)
+		if j == len(a) {
+			break
+		}
+	}
+	return c
+}
+
+// part is a decoded operand, scale or c: value (-1)^neg × m × 2^(e − frac).
+type part struct {
+	class fp8.Class
+	neg   bool
+	m     uint64
+	e     int
+	frac  int
+}
+
+func decode(f fp8.Format, code uint64, widen bool) part {
+	p := f.Decompose(uint32(code))
+	d := part{class: p.Class, neg: p.Neg, m: p.M, e: p.E, frac: f.FracBits()}
+	if widen && d.class == fp8.Finite {
+		for d.m < 1<<uint(d.frac) {
+			d.m <<= 1
+			d.e--
+		}
+	}
+	return d
+}
+
+// oldZeroExp is the exponent MMA-Sim c785138 gives a zero.
+const oldZeroExp = -126
+
+type fterm struct {
+	neg  bool
+	m    uint64
+	e    int
+	frac int
+}
+
+// one computes one step over len(a) <= L elements.
+func (m *nvInstr) one(a, b []uint64, sa, sb []uint8, c uint64, r stepRules) uint64 {
+	var terms [68]fterm
+	n := 0
+	var isNaN, posInf, negInf bool
+	zeroE := func(x part) int { // exponent of a zero operand under the rules
+		if x.class == fp8.Zero {
+			return oldZeroExp
+		}
+		return x.e
+	}
+	ezero := m.info.EZero
+	if m.fp4Group {
+		G := m.info.Group
+		for g := 0; g < len(a); g += G {
+			h := min(g+G, len(a))
+			var s4 int64 // the exact group sum in units of 1/4
+			allZero := true
+			for i := g; i < h; i++ {
+				pa, pb := decode(fp8.FormatE2M1, a[i], false), decode(fp8.FormatE2M1, b[i], false)
+				if pa.class == fp8.Zero || pb.class == fp8.Zero {
+					continue
+				}
+				allZero = false
+				v := int64(pa.m*pb.m) << uint(pa.e+pb.e)
+				if pa.neg != pb.neg {
+					v = -v
+				}
+				s4 += v
+			}
+			blk := g / m.info.Block
+			s0, s1 := decode(m.scale, uint64(sa[blk]), false), decode(m.scale, uint64(sb[blk]), false)
+			if s0.class == fp8.NaN || s1.class == fp8.NaN {
+				isNaN = true
+				continue
+			}
+			scaleZero := s0.class == fp8.Zero || s1.class == fp8.Zero
+			t := fterm{neg: s4 < 0, frac: 2 + s0.frac + s1.frac}
+			if !scaleZero {
+				t.m = uint64(abs64(s4)) * s0.m * s1.m
+			}
+			switch {
+			case r.zero == zeroMMASimC785:
+				t.e = zeroE(s0) + zeroE(s1)
+			case allZero || scaleZero:
+				t.e = ezero
+			default:
+				t.e = s0.e + s1.e
+			}
+			terms[n] = t
+			n++
+		}
+	} else {
+		for i := range a {
+			pa := decode(m.a, a[i], isNarrow(m.a) && !r.fp4Emin0)
+			pb := decode(m.b, b[i], isNarrow(m.b) && !r.fp4Emin0)
+			t := fterm{neg: pa.neg != pb.neg, m: pa.m * pb.m, e: pa.e + pb.e, frac: pa.frac + pb.frac}
+			zero := pa.class == fp8.Zero || pb.class == fp8.Zero
+			oldE := zeroE(pa) + zeroE(pb)
+			if m.scale != fp8.FormatInvalid {
+				blk := i / m.info.Block
+				s0, s1 := decode(m.scale, uint64(sa[blk]), false), decode(m.scale, uint64(sb[blk]), false)
+				if s0.class == fp8.NaN || s1.class == fp8.NaN {
+					isNaN = true
+					continue
+				}
+				if s0.class == fp8.Zero || s1.class == fp8.Zero {
+					if pa.class == fp8.Inf || pb.class == fp8.Inf {
+						isNaN = true
+						continue
+					}
+					zero = true
+				}
+				t.m *= s0.m * s1.m
+				t.frac += s0.frac + s1.frac
+				t.e += s0.e + s1.e
+				oldE += zeroE(s0) + zeroE(s1)
+			}
+			switch {
+			case pa.class == fp8.NaN || pb.class == fp8.NaN:
+				isNaN = true
+				continue
+			case pa.class == fp8.Inf || pb.class == fp8.Inf:
+				if zero {
+					isNaN = true
+				} else if t.neg {
+					negInf = true
+				} else {
+					posInf = true
+				}
+				continue
+			case zero:
+				t.m = 0
+				t.e = ezero
+				if r.zero == zeroMMASimC785 {
+					t.e = oldE
+				}
+			}
+			terms[n] = t
+			n++
+		}
+	}
+	pc := decode(m.c, c, false)
+	switch pc.class {
+	case fp8.NaN:
+		isNaN = true
+	case fp8.Inf:
+		if pc.neg {
+			negInf = true
+		} else {
+			posInf = true
+		}
+	case fp8.Zero:
+		e := ezero
+		if r.zero == zeroMMASimC785 {
+			e = oldZeroExp
+		}
+		terms[n] = fterm{e: e}
+		n++
+	default:
+		terms[n] = fterm{neg: pc.neg, m: pc.m, e: pc.e, frac: pc.frac}
+		n++
+	}
+	out := m.c
+	switch {
+	case isNaN || (posInf && negInf):
+		if out == fp8.FormatFP16 {
+			return uint64(NaN16)
+		}
+		return uint64(NaN32)
+	case posInf:
+		return uint64(out.Encode(float32(math.Inf(1)), fp8.NoSat))
+	case negInf:
+		return uint64(out.Encode(float32(math.Inf(-1)), fp8.NoSat))
+	}
+	return uint64(sumTerms(terms[:n], m.info.F, m.info.Rho))
+}
+
+// sumTerms aligns the terms to the largest exponent, truncates each toward
+// zero to F fraction bits below it, sums them as integers and converts the
+// sum with rho (+0 for a zero sum).
+func sumTerms(terms []fterm, F int, rho Rounding) uint32 {
+	emax := math.MinInt
+	for _, t := range terms {
+		emax = max(emax, t.e)
+	}
+	var s int64
+	for _, t := range terms {
+		q := int64(shiftTrunc(t.m, F-t.frac-(emax-t.e)))
+		if t.neg {
+			q = -q
+		}
+		s += q
+	}
+	if s == 0 {
+		return 0
+	}
+	return round(rho, s, emax-F)
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

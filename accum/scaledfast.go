@@ -1,0 +1,295 @@
+package accum
+
+import (
+	"math"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// scaledFast computes nvInstr steps with FP32 output (RZ-FP32) for speed,
+// exactly as nvInstr.one does with the named model's rules (zeroFixed,
+// FP4/FP6 read as e4m3 values). It uses the observation of tableStep (a
+// term truncated toward zero to F bits below e_max is
+// int64(value × 2^(F − e_max)), exact in float64 for every term here) with
+// the scale exponents folded into that power of two:
+//
+//   - ST (8-bit operands, ue8m0 scales or none): the products of a block
+//     share the factor 2^(E_sa + E_sb);
+//   - GST (FP4, groups of 16): a group sum is an integer number of quarters
+//     from a 256-entry product table, times the scale significands;
+//   - TF32: exponents come from the float32 bits.
+//
+// Any NaN or inf (operand, scale or c) leaves the fast path: the caller
+// takes the reference path, which also handles f16 outputs.
+type scaledFast struct {
+	F, ezero int32
+	kind     int // fastST, fastGST or fastTF32
+	// ST: per operand code, the exponent (expZero for zero, expSpecial for
+	// NaN/inf) and exact value.
+	expA, expB *[256]int32
+	valA, valB *[256]float64
+	// scales: exponent and significand (as float64: 1 for ue8m0) per code;
+	// sExp[c] = expSpecial for NaN, sZero[c] for a zero scale.
+	scaled bool
+	sExp   [256]int32
+	sSig   [256]float64
+	sZero  [256]bool
+	// GST: product of two e2m1 codes (a<<4 | b) in quarters, and whether
+	// both are nonzero.
+	prod4 [256]int32
+	nz    [256]uint8
+	block int
+}
+
+const (
+	fastST = iota + 1
+	fastGST
+	fastTF32
+)
+
+type codeTable struct {
+	exp [256]int32
+	val [256]float64
+}
+
+func newCodeTable(f fp8.Format) *codeTable {
+	t := new(codeTable)
+	for c := range 256 {
+		p := decode(f, uint64(c), isNarrow(f))
+		switch p.class {
+		case fp8.Zero:
+			t.exp[c] = expZero
+		case fp8.Inf, fp8.NaN:
+			t.exp[c] = expSpecial
+		default:
+			t.exp[c] = int32(p.e)
+			t.val[c] = f.Value(uint32(c))
+		}
+	}
+	return t
+}
+
+func newScaledFast(m *nvInstr) *scaledFast {
+	in := m.info
+	if in.Rho != RZFP32 {
+		return nil
+	}
+	s := &scaledFast{F: int32(in.F), ezero: int32(in.EZero), block: in.Block, scaled: m.scale != fp8.FormatInvalid}
+	if s.scaled {
+		for c := range 256 {
+			p := decode(m.scale, uint64(c), false)
+			switch p.class {
+			case fp8.NaN, fp8.Inf:
+				s.sExp[c] = expSpecial
+			case fp8.Zero:
+				s.sZero[c] = true
+			default:
+				s.sExp[c] = int32(p.e)
+				s.sSig[c] = math.Ldexp(float64(p.m), -p.frac)
+			}
+		}
+	}
+	switch {
+	case m.fp4Group:
+		s.kind = fastGST
+		for c := range 256 {
+			pa, pb := decode(fp8.FormatE2M1, uint64(c>>4), false), decode(fp8.FormatE2M1, uint64(c&15), false)
+			if pa.class == fp8.Zero || pb.class == fp8.Zero {
+				continue
+			}
+			v := int32(pa.m*pb.m) << uint(pa.e+pb.e)
+			if pa.neg != pb.neg {
+				v = -v
+			}
+			s.prod4[c], s.nz[c] = v, 1
+		}
+	case m.a == fp8.FormatTF32 && m.b == fp8.FormatTF32 && !s.scaled:
+		s.kind = fastTF32
+	case m.a.CodeBits() <= 8 && m.b.CodeBits() <= 8 && (!s.scaled || m.scale == fp8.FormatUE8M0):
+		s.kind = fastST
+		ta, tb := newCodeTable(m.a), newCodeTable(m.b)
+		s.expA, s.valA, s.expB, s.valB = &ta.exp, &ta.val, &tb.exp, &tb.val
+	default:
+		return nil
+	}
+	return s
+}
+
+// cTerm returns c's exponent as a term (ok false for NaN/inf c); zero c
+// reads e_zero.
+func (s *scaledFast) cTerm(c float32) (int32, bool) {
+	cb := math.Float32bits(c)
+	switch cexp := int32(cb >> 23 & 0xff); {
+	case cexp == 0xff:
+		return 0, false
+	case cb&0x7fffffff == 0:
+		return s.ezero, true
+	case cexp == 0:
+		return -126, true
+	default:
+		return cexp - 127, true
+	}
+}
+
+// finish converts the integer sum in units of 2^(E − F) to FP32,
+// truncating toward zero (RZ-FP32; a magnitude of 2^128 or more is ±inf, as
+// roundRZ gives it). |sum| < 2^53 for every step here, so sum × 2^(E − F)
+// is exact in float64; float32() rounds it to nearest, and a result that
+// rounded away from zero is moved one float32 ulp back toward zero.
+func (s *scaledFast) finish(sum int64, E int32) float32 {
+	if sum == 0 {
+		return 0
+	}
+	x := float64(sum) * pow2(E-s.F)
+	if x >= 0x1p128 || x <= -0x1p128 {
+		return float32(x) // ±inf
+	}
+	f := float32(x)
+	if math.Abs(float64(f)) > math.Abs(x) {
+		f = math.Float32frombits(math.Float32bits(f) - 1)
+	}
+	return f
+}
+
+func pow2(e int32) float64 { return math.Float64frombits(uint64(1023+e) << 52) }
+
+// stST is one ST step over len(a) <= 64 8-bit codes with one scale pair
+// (sa, sb ignored when unscaled).
+func (s *scaledFast) stST(a, b []uint8, sa, sb uint8, c float32) (float32, bool) {
+	b = b[:len(a)]
+	expA, expB := s.expA, s.expB
+	emax := int32(-2000)
+	for i, x := range a {
+		emax = max(emax, expA[x]+expB[b[i]])
+	}
+	var es int32
+	zeroScale := false
+	if s.scaled {
+		if s.sExp[sa] == expSpecial || s.sExp[sb] == expSpecial {
+			return 0, false
+		}
+		es = s.sExp[sa] + s.sExp[sb]
+		zeroScale = s.sZero[sa] || s.sZero[sb]
+	}
+	if emax > 1000 {
+		return 0, false
+	}
+	E, ok := s.cTerm(c)
+	if !ok {
+		return 0, false
+	}
+	if emax > -500 && !zeroScale {
+		E = max(E, emax+es)
+	}
+	if E < s.ezero && (zeroScale || hasZero(expA, expB, a, b)) {
+		E = s.ezero // a zero product (only looked for when it can matter)
+	}
+	sum := int64(float64(c) * pow2(s.F-E))
+	if !zeroScale {
+		scale := pow2(s.F - E + es)
+		valA, valB := s.valA, s.valB
+		for i, x := range a {
+			sum += int64(valA[x] * valB[b[i]] * scale)
+		}
+	}
+	return s.finish(sum, E), true
+}
+
+// hasZero reports whether some product of a and b has a zero operand.
+func hasZero(expA, expB *[256]int32, a, b []uint8) bool {
+	b = b[:len(a)]
+	for i, x := range a {
+		if expA[x]+expB[b[i]] < -500 {
+			return true
+		}
+	}
+	return false
+}
+
+// stGST is one GST step over len(a) <= 64 FP4 codes (one per byte, low
+// nibble) with len(a)/block scale pairs.
+func (s *scaledFast) stGST(a, b []uint8, sa, sb []uint8, c float32) (float32, bool) {
+	b = b[:len(a)]
+	E, ok := s.cTerm(c)
+	if !ok {
+		return 0, false
+	}
+	var gs [4]int64
+	var ge [4]int32
+	var gsig [4]float64
+	var gnz [4]bool
+	ng := 0
+	prod, nzt := &s.prod4, &s.nz
+	for g := 0; g < len(a); g += 16 {
+		h := min(g+16, len(a))
+		var sum int32
+		var nzb uint8
+		x, y := a[g:h], b[g:h]
+		y = y[:len(x)]
+		for i, ca := range x {
+			k := ca<<4 | y[i]&15
+			sum += prod[k]
+			nzb |= nzt[k]
+		}
+		nz := nzb != 0
+		blk := g / s.block
+		c0, c1 := sa[blk], sb[blk]
+		if s.sExp[c0] == expSpecial || s.sExp[c1] == expSpecial {
+			return 0, false
+		}
+		if !nz || s.sZero[c0] || s.sZero[c1] {
+			E = max(E, s.ezero)
+			gnz[ng] = false
+		} else {
+			ge[ng] = s.sExp[c0] + s.sExp[c1]
+			gsig[ng] = s.sSig[c0] * s.sSig[c1]
+			E = max(E, ge[ng])
+			gnz[ng] = true
+		}
+		gs[ng] = int64(sum)
+		ng++
+	}
+	total := int64(float64(c) * pow2(s.F-E))
+	for g := 0; g < ng; g++ {
+		if gnz[g] {
+			// value = sum/4 × sig × 2^ge: exact in float64 (≤ 21 bits).
+			total += int64(float64(gs[g]) * gsig[g] * pow2(s.F-E+ge[g]-2))
+		}
+	}
+	return s.finish(total, E), true
+}
+
+// stTF32 is one TF32 step over len(a) <= 64 float32 bit patterns (the low
+// 13 bits ignored).
+func (s *scaledFast) stTF32(a, b []uint32, c float32) (float32, bool) {
+	b = b[:len(a)]
+	emax := int32(-2000)
+	zero := false
+	for i, x := range a {
+		x &^= 0x1fff
+		y := b[i] &^ 0x1fff
+		ex, ey := int32(x>>23&0xff), int32(y>>23&0xff)
+		if ex == 0xff || ey == 0xff {
+			return 0, false
+		}
+		if x&0x7fffffff == 0 || y&0x7fffffff == 0 {
+			zero = true
+			continue
+		}
+		emax = max(emax, max(ex, 1)+max(ey, 1)-254)
+	}
+	E, ok := s.cTerm(c)
+	if !ok {
+		return 0, false
+	}
+	if zero {
+		E = max(E, s.ezero)
+	}
+	E = max(E, emax)
+	scale := pow2(s.F - E)
+	sum := int64(float64(c) * scale)
+	for i, x := range a {
+		sum += int64(float64(math.Float32frombits(x&^0x1fff)) * float64(math.Float32frombits(b[i]&^0x1fff)) * scale)
+	}
+	return s.finish(sum, E), true
+}

@@ -1,0 +1,98 @@
+package experiments
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+// TestEveryExperimentHasACost: the lab refuses runs over its budget from
+// these estimates, so every registered experiment gives one, and its
+// defaults fit a laptop (4 GiB, an hour of CPU).
+func TestEveryExperimentHasACost(t *testing.T) {
+	for _, e := range sim.Experiments() {
+		if strings.HasPrefix(e.Name(), "lab-") {
+			continue // the lab's test experiments
+		}
+		v, err := sim.Defaults(e.Params())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, ok := sim.Estimate(e, v)
+		if !ok {
+			t.Errorf("%s has no cost estimate (implement sim.Coster)", e.Name())
+			continue
+		}
+		if c.Memory <= 0 || c.Work <= 0 || c.Memory > 4<<30 || c.Work > 3600e9 {
+			t.Errorf("%s at its defaults: %v", e.Name(), c)
+		}
+		t.Logf("%-14s defaults: %v", e.Name(), c)
+	}
+}
+
+// TestCostOfTheAttacks: the runs of issue 9, item 5 (each parameter within
+// its limits, their product not) are estimated far beyond a laptop.
+func TestCostOfTheAttacks(t *testing.T) {
+	for _, tt := range []struct {
+		exp  sim.Experiment
+		args map[string]string
+		mem  int64 // at least
+		work int64 // at least
+	}{
+		// 0.55 GiB per trial before a trial was streamed; months of CPU.
+		{Contraction{}, map[string]string{"K": "4194304", "trials": "100000", "cols": "64"}, 0, 1e15},
+		// 6.2 GiB and months of CPU.
+		{Needle{}, map[string]string{"contexts": "1048576", "trials": "1000000", "head_dim": "256", "candidates": "1024"}, 4 << 30, 1e16},
+		{Scales{}, map[string]string{"tokens": "1048576", "kv_heads": "64"}, 64 << 30, 1e13},
+		{SkipSW{}, map[string]string{"acc-contexts": "1048576", "trials": "10000"}, 0, 1e15},
+		{H200Attention{}, map[string]string{"N": "1048576"}, 1 << 30, 1e12},
+	} {
+		v, err := sim.ParseValues(tt.exp.Params(), tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := sim.Estimate(tt.exp, v)
+		if c.Memory < tt.mem || c.Work < tt.work {
+			t.Errorf("%s %v: %v", tt.exp.Name(), tt.args, c)
+		}
+		t.Logf("%s %v: %v", tt.exp.Name(), tt.args, c)
+	}
+}
+
+// TestCostCalibration compares estimates with the CPU time of small runs
+// on one core (FP8LAB_COST_CALIBRATION=1; it takes a minute). The ratios
+// are reported, not asserted: they depend on the machine.
+func TestCostCalibration(t *testing.T) {
+	if os.Getenv("FP8LAB_COST_CALIBRATION") == "" {
+		t.Skip("set FP8LAB_COST_CALIBRATION=1")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, tt := range []struct {
+		exp  sim.Experiment
+		args map[string]string
+	}{
+		{Contraction{}, map[string]string{"K": "65536", "trials": "4", "captures": "off"}},
+		{Needle{}, map[string]string{"contexts": "16384", "trials": "16"}},
+		{Promotion{}, map[string]string{"context": "16384", "trials": "8"}},
+		{Scales{}, map[string]string{"tokens": "4096", "trials": "2", "outlier": "1,10"}},
+		{SkipSW{}, map[string]string{"acc-contexts": "16384", "trials": "2"}},
+		{H200Attention{}, map[string]string{"N": "4096"}},
+	} {
+		v, err := sim.ParseValues(tt.exp.Params(), tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := sim.Estimate(tt.exp, v)
+		start := time.Now()
+		if _, err := sim.Execute(context.Background(), tt.exp, v, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		t.Logf("%-14s %v: estimated %s, took %v: ratio %.2f", tt.exp.Name(), tt.args, sim.CPUTime(c.Work), took.Round(time.Millisecond), float64(c.Work)/float64(took.Nanoseconds()))
+	}
+}

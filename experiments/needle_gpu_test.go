@@ -1,0 +1,43 @@
+package experiments
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+// The GPU path of needle, promotion and scales (device gpu: the FP8 kernels in WGSL,
+// every trial of a haystack in one batch) gives the CPU path's numbers
+// exactly, with sinks (replaced tokens before the needle, baselines from
+// the weights) and without, for every series.
+func TestNeedleGPUEqualsCPU(t *testing.T) {
+	gpuTestGPU(t) // fails under CI without an adapter, skips elsewhere
+	for _, c := range []struct {
+		name string
+		exp  sim.Experiment
+		args map[string]string
+	}{
+		{"needle", Needle{}, map[string]string{"contexts": "700,3000", "trials": "10", "head_dim": "64", "haystacks": "2", "margin": "9"}},
+		{"needle sinks", Needle{}, map[string]string{"contexts": "2000", "trials": "8", "head_dim": "128", "sinks": "3", "series": "fp8-two-level"}},
+		{"promotion", Promotion{}, map[string]string{"context": "1500", "trials": "6", "head_dim": "64", "intervals": "0,1,2", "kBlockN": "64,128"}},
+		{"scales", Scales{}, map[string]string{"tokens": "600", "trials": "2", "kv-heads": "2", "q-per-kv": "2", "outlier": "1,100", "promotion": "1"}},
+	} {
+		cpu, gpu := maps.Clone(c.args), maps.Clone(c.args)
+		cpu["device"], gpu["device"] = "cpu", "gpu"
+		ra, err := attnExec(t, c.exp, 5, cpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := attnExec(t, c.exp, 5, gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := ra.SummaryValues(), rb.SummaryValues()
+		if len(a) == 0 || !maps.Equal(a, b) {
+			t.Errorf("%s: device gpu differs from cpu:\ncpu %v\ngpu %v", c.name, a, b)
+		} else {
+			t.Logf("%s: %d summary values equal on cpu and gpu", c.name, len(a))
+		}
+	}
+}

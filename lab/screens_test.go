@@ -1,0 +1,119 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/fp8lab/fp8lab/lab/notebook"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+// screenshotParams are the parameters of the runs whose charts go into
+// docs/img: the defaults, except fewer trials (or contexts) where the
+// default run costs minutes of CPU on a 2-core machine. The axes, series
+// and styles are those of the default run; the caption under each chart
+// is the run's reproduce line, so the figures say what they hold.
+var screenshotParams = map[string]map[string]any{
+	"needle":         {"trials": 20},
+	"promotion":      {"trials": 20},
+	"contraction":    {"trials": 16},
+	"h200-attention": {"N": "4096,16384,65536"},
+	"scales":         {"trials": 2},
+	"skip-sw":        {"trials": 2},
+}
+
+// TestScreenshots runs every registered experiment (the test experiment
+// aside) on the server, opens each run in the page and saves its chart (the
+// run's title, the chart, its legend and its notes) as
+// $LAB_SCREENSHOTS/NAME.png. `make lab-screenshot` sets LAB_SCREENSHOTS to
+// docs/img; without it the test is skipped: it runs every experiment at its
+// defaults, minutes of CPU.
+func TestScreenshots(t *testing.T) {
+	dir := os.Getenv("LAB_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("LAB_SCREENSHOTS is not set (make lab-screenshot sets it to docs/img)")
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", dir) // relative to the module root
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := browser(t)
+	l := newTestLab(t, Options{Workers: 1})
+	only := os.Getenv("LAB_SCREENSHOTS_ONLY") // comma-separated names, to refresh a few
+	var ids []string
+	var names []string
+	for _, e := range sim.Experiments() {
+		if e.Name() == "lab-demo" || (only != "" && !strings.Contains(","+only+",", ","+e.Name()+",")) {
+			continue
+		}
+		params := screenshotParams[e.Name()]
+		if params == nil {
+			params = map[string]any{}
+		}
+		code, body := l.do("POST", "/api/runs", map[string]any{"experiment": e.Name(), "params": params, "seed": 1})
+		if code != 201 {
+			t.Fatalf("%s: %d %s", e.Name(), code, body)
+		}
+		ids = append(ids, idOf(t, body))
+		names = append(names, e.Name())
+	}
+	for i, id := range ids {
+		deadline := time.Now().Add(20 * time.Minute)
+		for {
+			r := l.get(id)
+			if r.State != notebook.Running && r.State != notebook.Queued {
+				if r.State != notebook.Done {
+					t.Errorf("%s: run %s %s %s", names[i], id, r.State, r.Error)
+				}
+				t.Logf("%s: %s in %v, %d points", names[i], r.State, r.Ended.Sub(*r.Started).Round(time.Millisecond), r.Points)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: still %s after 20 minutes", names[i], r.State)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 1100)); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+id)); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, tctx, `document.body.dataset.ready === 'true' && lab.view && lab.view.ended && !lab.view.drawPending && +document.getElementById('chart').dataset.points > 0`, 30*time.Second)
+		eval[chromedp.Void](t, tctx, `lab.chart.resize()`)
+		time.Sleep(300 * time.Millisecond)
+		png, err := chromedp.Run(tctx, chromedp.Screenshot(chromedp.ID("chart-panel")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		path := filepath.Join(dir, names[i]+".png")
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s; chart: %s", path, eval[string](t, ctx, `JSON.stringify(lab.chart.getOption().series.map((s) => [s.type, s.name, (s.data || []).length]))`))
+	}
+}
+
+func idOf(t *testing.T, body []byte) string {
+	t.Helper()
+	var r struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.ID == "" {
+		t.Fatalf("no run id in %s: %v", body, err)
+	}
+	return r.ID
+}

@@ -1,0 +1,820 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fp8lab/fp8lab/lab/notebook"
+	"github.com/fp8lab/fp8lab/lab/runquery"
+	"github.com/fp8lab/fp8lab/lab/sweep"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+// Sweeps (see package sweep for the grid and the statistics):
+//
+//	POST /api/sweeps                   start one: {"experiment", "params", "axes": [{"name", "values"}],
+//	                                   "seeds": [1, 2] or "1..20", "executor": "auto"|"pool"|"slurm", "title", "tags"}
+//	GET  /api/sweeps                   the sweeps, newest first
+//	GET  /api/sweeps/{id}              one, with the states of its runs (and of its Slurm tasks)
+//	POST /api/sweeps/{id}/cancel       cancel: queued runs end, running ones stop, Slurm jobs get scancel
+//	GET  /api/sweeps/{id}/aggregate    ?group=a,b (default: every swept parameter) &format=json|csv
+//	PUT  /api/runs/{id}/tags           {"tags": [...]}
+//	GET  /api/runs?q=QUERY             the runs list filtered (package runquery)
+//
+// A sweep's runs are ordinary runs of the notebook with Run.Sweep set. The
+// sweep record stays "running" until every run has ended, across restarts:
+// New resumes every running sweep, and runs that did not end done (a
+// crash, a shutdown) are run again; runs that ended done are kept.
+
+// Limits of the sweep endpoints.
+const (
+	maxTags        = 32
+	maxTagLen      = 64
+	maxAggPoints   = 20_000_000 // points read for one aggregate
+	sweepPollEvery = 500 * time.Millisecond
+)
+
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9._:+-]{1,64}$`)
+
+// sweeper runs and serves the sweeps of a Server.
+type sweeper struct {
+	s     *Server
+	store notebook.SweepStore // nil: the Store keeps no sweeps
+
+	mu     sync.Mutex
+	active map[string]*runner // running sweeps
+	cache  map[string]aggCacheEntry
+	tasks  map[string]map[string]string // sweep → Slurm task → state, as last seen
+}
+
+// runner is the goroutine that executes a sweep.
+type runner struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+type aggCacheEntry struct {
+	updated time.Time
+	res     sweep.Result
+}
+
+func newSweeper(s *Server) *sweeper {
+	sw := &sweeper{s: s, active: map[string]*runner{}, cache: map[string]aggCacheEntry{}, tasks: map[string]map[string]string{}}
+	sw.store, _ = s.store.(notebook.SweepStore)
+	return sw
+}
+
+func (s *Server) sweepRoutes(m *http.ServeMux) {
+	m.HandleFunc("POST /api/sweeps", s.handleStartSweep)
+	m.HandleFunc("GET /api/sweeps", s.handleListSweeps)
+	m.HandleFunc("GET /api/sweeps/{id}", s.handleGetSweep)
+	m.HandleFunc("POST /api/sweeps/{id}/cancel", s.handleCancelSweep)
+	m.HandleFunc("GET /api/sweeps/{id}/aggregate", s.handleAggregate)
+	m.HandleFunc("PUT /api/runs/{id}/tags", s.handleTags)
+}
+
+// resume starts the runner of every sweep left running (by a restart).
+func (sw *sweeper) resume() {
+	if sw.store == nil {
+		return
+	}
+	list, err := sw.store.ListSweeps()
+	if err != nil {
+		sw.s.log.Error("sweeps: cannot list them to resume", "err", err)
+		return
+	}
+	for _, rec := range list {
+		if rec.State == notebook.Running {
+			sw.s.log.Info("resuming sweep", "sweep", rec.ID, "experiment", rec.Experiment, "executor", rec.Executor)
+			sw.launch(rec)
+		}
+	}
+}
+
+// gridOf rebuilds the grid of a stored sweep.
+func gridOf(rec notebook.Sweep) (*sweep.Grid, error) {
+	exp, err := sim.Lookup(rec.Experiment)
+	if err != nil {
+		return nil, err
+	}
+	spec := sweep.Spec{Experiment: rec.Experiment, Params: rec.Params, Seeds: rec.Seeds}
+	for _, a := range rec.Axes {
+		spec.Axes = append(spec.Axes, sweep.Axis{Name: a.Name, Values: a.Values})
+	}
+	return sweep.NewGrid(exp, spec)
+}
+
+// launch starts the runner of rec in the background.
+func (sw *sweeper) launch(rec notebook.Sweep) {
+	g, err := gridOf(rec)
+	if err != nil {
+		sw.end(rec.ID, notebook.Failed, "cannot resume: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancel(sw.s.runCtx)
+	rn := &runner{stop: cancel, done: make(chan struct{})}
+	sw.mu.Lock()
+	sw.active[rec.ID] = rn
+	sw.mu.Unlock()
+	sw.s.wg.Add(1)
+	go func() {
+		defer sw.s.wg.Done()
+		defer func() {
+			sw.mu.Lock()
+			delete(sw.active, rec.ID)
+			sw.mu.Unlock()
+			cancel()
+			close(rn.done)
+		}()
+		if rec.Executor == "slurm" {
+			sw.runSlurm(ctx, rec, g)
+		} else {
+			sw.runPool(ctx, rec, g)
+		}
+	}()
+}
+
+// end records the sweep's end state, unless it has ended already.
+func (sw *sweeper) end(id string, st notebook.State, msg string) {
+	err := sw.store.UpdateSweep(id, func(rec *notebook.Sweep) error {
+		if rec.State != notebook.Running {
+			return nil
+		}
+		now := time.Now().UTC()
+		rec.State, rec.Error, rec.Ended = st, msg, &now
+		return nil
+	})
+	if err != nil {
+		sw.s.log.Error("sweep: recording its end", "sweep", id, "err", err)
+		return
+	}
+	sw.s.log.Info("sweep ended", "sweep", id, "state", st, "error", msg)
+}
+
+// doneRuns returns which run numbers of the sweep have a run that ended
+// done, and the sweep's runs by number.
+func (sw *sweeper) doneRuns(id string) (map[int]bool, map[int]string, error) {
+	runs, err := sw.store.SweepRuns(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	done := map[int]bool{}
+	for n, rid := range runs {
+		if r, err := sw.s.getRun(rid); err == nil && r.State == notebook.Done {
+			done[n] = true
+		}
+	}
+	return done, runs, nil
+}
+
+// finish ends a sweep whose runs have all ended: done when every run is.
+func (sw *sweeper) finish(id string, total int) {
+	done, _, err := sw.doneRuns(id)
+	if err != nil {
+		sw.end(id, notebook.Failed, err.Error())
+		return
+	}
+	if len(done) == total {
+		sw.end(id, notebook.Done, "")
+		return
+	}
+	sw.end(id, notebook.Failed, fmt.Sprintf("%d of %d runs did not end done", total-len(done), total))
+}
+
+// runPool executes the sweep's missing runs in the lab's pool, keeping at
+// most twice the pool's workers of them queued or running, so that a large
+// sweep neither fills the queue nor starves other users' runs for long.
+func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Grid) {
+	done, _, err := sw.doneRuns(rec.ID)
+	if err != nil {
+		sw.end(rec.ID, notebook.Failed, err.Error())
+		return
+	}
+	window := min(2*sw.s.opts.Workers, max(sw.s.opts.MaxQueue/2, 1))
+	slots := make(chan struct{}, window)
+	exp := g.Experiment()
+	stopped := false
+	for i := 0; i < g.Len() && !stopped; i++ {
+		if done[i] {
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			stopped = true
+			continue
+		}
+		values, seed, err := g.Run(i)
+		if err != nil {
+			<-slots
+			sw.end(rec.ID, notebook.Failed, err.Error())
+			return
+		}
+		var run notebook.Run
+		for {
+			run, err = sw.s.submit(exp, values, seed, rec.Title, "", "", func(r *notebook.Run) {
+				r.Sweep, r.SweepRun, r.Tags = rec.ID, i, slices.Clone(rec.Tags)
+			})
+			if !errors.Is(err, errBusy) {
+				break
+			}
+			select { // other users filled the queue: wait for room
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if err != nil {
+			<-slots
+			stopped = true
+			if !errors.Is(err, errClosing) && ctx.Err() == nil {
+				sw.end(rec.ID, notebook.Failed, err.Error())
+				return
+			}
+			continue
+		}
+		if err := sw.store.SetSweepRun(rec.ID, i, run.ID); err != nil {
+			sw.s.log.Error("sweep: recording a run", "sweep", rec.ID, "run", run.ID, "err", err)
+		}
+		l := sw.s.liveRun(run.ID)
+		go func() {
+			if l != nil {
+				<-l.ended
+			}
+			<-slots
+		}()
+	}
+	for range window { // wait for the last runs
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() != nil || stopped {
+		return // cancelled (recorded by the canceller) or shutting down (resumed on restart)
+	}
+	sw.finish(rec.ID, g.Len())
+}
+
+// ---- HTTP
+
+// sweepRequest is the body of POST /api/sweeps.
+type sweepRequest struct {
+	Experiment string            `json:"experiment"`
+	Params     map[string]any    `json:"params"`
+	Axes       []json.RawMessage `json:"axes"`
+	Seeds      json.RawMessage   `json:"seeds"`
+	Executor   string            `json:"executor"`
+	Title      string            `json:"title"`
+	Tags       []string          `json:"tags"`
+}
+
+func parseSweepSeeds(raw json.RawMessage) ([]uint64, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return []uint64{1}, nil
+	}
+	if t[0] == '"' {
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return nil, errorf("seeds: %v", err)
+		}
+		return sweep.ParseSeeds(s)
+	}
+	var list []uint64
+	if err := json.Unmarshal(t, &list); err != nil {
+		return nil, errorf(`seeds: want a list of whole numbers or a text such as "1..20"`)
+	}
+	return list, nil
+}
+
+func checkTags(tags []string) error {
+	if len(tags) > maxTags {
+		return errorf("%d tags; at most %d", len(tags), maxTags)
+	}
+	for _, t := range tags {
+		if !tagRE.MatchString(t) {
+			return errorf("tag %q: a tag is 1 to %d letters, digits and . _ : + -", t, maxTagLen)
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleStartSweep(w http.ResponseWriter, r *http.Request) {
+	if s.sw.store == nil {
+		writeError(w, http.StatusNotImplemented, errorf("this lab's notebook keeps no sweeps"))
+		return
+	}
+	var req sweepRequest
+	if status, err := decodeBody(r, &req); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	exp, err := sim.Lookup(req.Experiment)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	seeds, err := parseSweepSeeds(req.Seeds)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := checkAnnotation(req.Title, ""); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := checkTags(req.Tags); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	spec := sweep.Spec{Experiment: req.Experiment, Params: req.Params, Seeds: seeds}
+	for i, raw := range req.Axes {
+		var a struct {
+			Name   string            `json:"name"`
+			Values []json.RawMessage `json:"values"`
+		}
+		if err := json.Unmarshal(raw, &a); err != nil {
+			writeError(w, http.StatusBadRequest, errorf("axes[%d]: want {\"name\": …, \"values\": […]}: %v", i, err))
+			return
+		}
+		ax := sweep.Axis{Name: a.Name}
+		for _, v := range a.Values {
+			var x any
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.UseNumber()
+			if err := dec.Decode(&x); err != nil {
+				writeError(w, http.StatusBadRequest, errorf("axes[%d]: %v", i, err))
+				return
+			}
+			ax.Values = append(ax.Values, x)
+		}
+		spec.Axes = append(spec.Axes, ax)
+	}
+	g, err := sweep.NewGrid(exp, spec)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	executor, err := s.chooseExecutor(req.Executor, g.Len())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, errClosing)
+		return
+	}
+	rec := notebook.Sweep{
+		Experiment: exp.Name(), Params: paramsJSON(g.Spec.Params), Seeds: g.Spec.Seeds, Runs: g.Len(),
+		Executor: executor, State: notebook.Running, Title: req.Title, Tags: req.Tags,
+	}
+	for _, a := range g.Spec.Axes {
+		rec.Axes = append(rec.Axes, notebook.SweepAxis{Name: a.Name, Values: a.Values})
+	}
+	if err := s.sw.store.CreateSweep(&rec); err != nil {
+		writeError(w, http.StatusInternalServerError, errorf("the notebook could not record the sweep: %v", err))
+		return
+	}
+	s.log.Info("sweep started", "sweep", rec.ID, "experiment", rec.Experiment, "runs", rec.Runs, "executor", executor)
+	s.sw.launch(rec)
+	w.Header().Set("Location", "/api/sweeps/"+rec.ID)
+	writeJSON(w, http.StatusCreated, rec)
+}
+
+// paramsJSON returns fixed values as JSON would decode them (json.Number
+// as float64), so that stored sweeps compare with their runs.
+func paramsJSON(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// chooseExecutor resolves "auto" (or empty): Slurm when the lab has Slurm
+// and the sweep has more runs than Slurm.MinRuns, the pool otherwise.
+func (s *Server) chooseExecutor(want string, runs int) (string, error) {
+	switch want {
+	case "", "auto":
+		if s.opts.Slurm != nil && runs > s.opts.Slurm.minRuns(s.opts.Workers) {
+			return "slurm", nil
+		}
+		return "pool", nil
+	case "pool":
+		return "pool", nil
+	case "slurm":
+		if s.opts.Slurm == nil {
+			return "", errorf("executor slurm: this lab was started without Slurm (lab serve -slurm)")
+		}
+		return "slurm", nil
+	}
+	return "", errorf("executor %q: want auto, pool or slurm", want)
+}
+
+// SweepStatus is the answer of GET /api/sweeps/{id}: the record and where
+// its runs stand.
+type SweepStatus struct {
+	notebook.Sweep
+	// States counts the sweep's runs by state; "missing" counts run numbers
+	// that have no run yet.
+	States map[string]int `json:"states"`
+	// RunIDs lists the run of each number ("" when none yet).
+	RunIDs []string `json:"run_ids"`
+	// SlurmTasks counts the Slurm array tasks by Slurm state, as squeue or
+	// sacct last showed them.
+	SlurmTasks map[string]int `json:"slurm_tasks,omitempty"`
+}
+
+func (s *Server) sweepStatus(id string) (SweepStatus, error) {
+	rec, err := s.sw.store.GetSweep(id)
+	if err != nil {
+		return SweepStatus{}, err
+	}
+	runs, err := s.sw.store.SweepRuns(id)
+	if err != nil {
+		return SweepStatus{}, err
+	}
+	st := SweepStatus{Sweep: rec, States: map[string]int{}, RunIDs: make([]string, rec.Runs)}
+	for n := 0; n < rec.Runs; n++ {
+		rid, ok := runs[n]
+		if !ok {
+			st.States["missing"]++
+			continue
+		}
+		st.RunIDs[n] = rid
+		run, err := s.getRun(rid)
+		if err != nil {
+			st.States["missing"]++
+			continue
+		}
+		st.States[string(run.State)]++
+	}
+	s.sw.mu.Lock()
+	if tasks := s.sw.tasks[id]; len(tasks) > 0 {
+		st.SlurmTasks = map[string]int{}
+		for _, state := range tasks {
+			st.SlurmTasks[state]++
+		}
+	}
+	s.sw.mu.Unlock()
+	return st, nil
+}
+
+func (s *Server) writeSweepError(w http.ResponseWriter, id string, err error) {
+	if errors.Is(err, notebook.ErrNotFound) {
+		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+		return
+	}
+	s.log.Error("notebook", "sweep", id, "err", err)
+	writeError(w, http.StatusInternalServerError, errorf("notebook: %v", err))
+}
+
+func (s *Server) handleListSweeps(w http.ResponseWriter, r *http.Request) {
+	if s.sw.store == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"sweeps": []notebook.Sweep{}})
+		return
+	}
+	list, err := s.sw.store.ListSweeps()
+	if err != nil {
+		s.writeSweepError(w, "", err)
+		return
+	}
+	if list == nil {
+		list = []notebook.Sweep{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sweeps": list})
+}
+
+func (s *Server) handleGetSweep(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if s.sw.store == nil {
+		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+		return
+	}
+	st, err := s.sweepStatus(id)
+	if err != nil {
+		s.writeSweepError(w, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) handleCancelSweep(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if s.sw.store == nil {
+		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+		return
+	}
+	rec, err := s.sw.store.GetSweep(id)
+	if err != nil {
+		s.writeSweepError(w, id, err)
+		return
+	}
+	if rec.State != notebook.Running {
+		writeError(w, http.StatusConflict, errorf("sweep %s has already ended (%s)", id, rec.State))
+		return
+	}
+	s.sw.cancel(rec)
+	st, err := s.sweepStatus(id)
+	if err != nil {
+		s.writeSweepError(w, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// cancel stops the sweep's runner, its Slurm jobs and its live runs, and
+// records it cancelled.
+func (sw *sweeper) cancel(rec notebook.Sweep) {
+	sw.end(rec.ID, notebook.Cancelled, "cancelled by a user")
+	sw.mu.Lock()
+	rn := sw.active[rec.ID]
+	sw.mu.Unlock()
+	if rn != nil { // stop the runner first, so that it starts nothing more
+		rn.stop()
+		select {
+		case <-rn.done:
+		case <-time.After(10 * time.Second):
+			sw.s.log.Error("sweep: the runner did not stop within 10 s", "sweep", rec.ID)
+		}
+	}
+	if len(rec.SlurmJobs) > 0 && sw.s.opts.Slurm != nil {
+		if err := sw.s.opts.Slurm.scancel(context.Background(), rec.SlurmJobs); err != nil {
+			sw.s.log.Error("sweep: scancel", "sweep", rec.ID, "err", err)
+		}
+	}
+	runs, _ := sw.store.SweepRuns(rec.ID)
+	for _, rid := range runs {
+		sw.s.cancelRun(rid)
+	}
+}
+
+func (s *Server) handleTags(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req struct {
+		Tags []string `json:"tags"`
+	}
+	if status, err := decodeBody(r, &req); err != nil {
+		writeError(w, status, err)
+		return
+	}
+	if req.Tags == nil {
+		writeError(w, http.StatusBadRequest, errorf(`tags: missing (give {"tags": [...]}, [] removes them all)`))
+		return
+	}
+	if err := checkTags(req.Tags); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	slices.Sort(req.Tags)
+	tags := slices.Compact(req.Tags)
+	err := s.store.Update(id, func(run *notebook.Run) error {
+		run.Tags = tags
+		return nil
+	})
+	if err != nil {
+		s.writeRunError(w, id, err)
+		return
+	}
+	if l := s.liveRun(id); l != nil {
+		l.mu.Lock()
+		l.meta.Tags = slices.Clone(tags)
+		l.ver++
+		l.signal()
+		l.mu.Unlock()
+	}
+	s.handleGetRun(w, r)
+}
+
+// runFilter returns the filter of the runs list's ?q=, nil when none.
+func runFilter(r *http.Request) (*runquery.Query, error) {
+	text := r.URL.Query().Get("q")
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	q, err := runquery.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// ---- aggregation
+
+func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if s.sw.store == nil {
+		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+		return
+	}
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "csv" {
+		writeError(w, http.StatusBadRequest, errorf("format %q: want json or csv", format))
+		return
+	}
+	rec, err := s.sw.store.GetSweep(id)
+	if err != nil {
+		s.writeSweepError(w, id, err)
+		return
+	}
+	var groupBy []string
+	if v, ok := r.URL.Query()["group"]; ok {
+		for _, n := range strings.Split(strings.Join(v, ","), ",") {
+			if n = strings.TrimSpace(n); n == "" {
+				continue
+			}
+			if !slices.ContainsFunc(rec.Axes, func(a notebook.SweepAxis) bool { return a.Name == n }) {
+				writeError(w, http.StatusBadRequest, errorf("group %q: not a swept parameter of sweep %s (%s)", n, id, axisNames(rec)))
+				return
+			}
+			if !slices.Contains(groupBy, n) {
+				groupBy = append(groupBy, n)
+			}
+		}
+	} else {
+		groupBy = axisNames(rec)
+	}
+	res, err := s.sw.aggregate(rec, groupBy)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err)
+		return
+	}
+	if format == "csv" {
+		var b bytes.Buffer
+		if err := res.WriteCSV(&b); err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="sweep-%s-aggregate.csv"`, id))
+		h.Set("Cache-Control", "no-store")
+		w.Write(b.Bytes())
+		return
+	}
+	b, err := json.Marshal(struct {
+		Sweep     notebook.Sweep `json:"sweep"`
+		Aggregate sweep.Result   `json:"aggregate"`
+	}{rec, res})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if r.URL.Query().Get("download") != "" {
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="sweep-%s-aggregate.json"`, id))
+	}
+	writeRawJSON(w, http.StatusOK, b)
+}
+
+func axisNames(rec notebook.Sweep) []string {
+	out := make([]string, len(rec.Axes))
+	for i, a := range rec.Axes {
+		out[i] = a.Name
+	}
+	return out
+}
+
+// aggregate reads the sweep's runs that ended done and aggregates them;
+// runs that did not (yet) end done are listed in Excluded. The result of
+// an ended sweep is cached.
+func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string) (sweep.Result, error) {
+	ckey := rec.ID + "\x00" + strings.Join(groupBy, ",")
+	final := rec.State != notebook.Running
+	if final {
+		sw.mu.Lock()
+		e, ok := sw.cache[ckey]
+		sw.mu.Unlock()
+		if ok && e.updated.Equal(rec.Updated) {
+			return e.res, nil
+		}
+	}
+	samples := make([]sweep.Sample, 0, rec.Runs)
+	var excluded []string
+	var total int64
+	seen := make([]bool, rec.Runs)
+	errTooMany := errorf("sweep %s: more than %d points to aggregate; export its runs instead", rec.ID, maxAggPoints)
+	err := sw.store.ReadSweep(rec.ID, func(st notebook.State) bool { return st == notebook.Done }, func(smp notebook.SweepSample) error {
+		if smp.N >= 0 && smp.N < len(seen) {
+			seen[smp.N] = true
+		}
+		switch {
+		case smp.State == "":
+			excluded = append(excluded, fmt.Sprintf("run %s: deleted", smp.ID))
+		case smp.State != notebook.Done:
+			excluded = append(excluded, fmt.Sprintf("run %s: %s", smp.ID, smp.State))
+		default:
+			if total += int64(len(smp.Points)); total > maxAggPoints {
+				return errTooMany
+			}
+			samples = append(samples, sweep.Sample{ID: smp.ID, Params: smp.Params, Summary: smp.Summary, Points: smp.Points})
+		}
+		return nil
+	})
+	if err != nil {
+		return sweep.Result{}, err
+	}
+	for n, ok := range seen {
+		if !ok {
+			excluded = append(excluded, fmt.Sprintf("run number %d: not started", n))
+		}
+	}
+	res := sweep.Aggregate(groupBy, samples)
+	res.Excluded = excluded
+	if final {
+		sw.mu.Lock()
+		sw.cache[ckey] = aggCacheEntry{updated: rec.Updated, res: res}
+		if len(sw.cache) > 64 {
+			for k := range sw.cache {
+				delete(sw.cache, k)
+				break
+			}
+		}
+		sw.mu.Unlock()
+	}
+	return res, nil
+}
+
+// ---- runs of a sweep streamed in by clients (Slurm tasks)
+
+// parseSweepRef reads "ID/N", the -sweep of `lab run`.
+func parseSweepRef(ref string) (string, int, error) {
+	id, num, ok := strings.Cut(ref, "/")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 0 {
+		return "", 0, errorf("sweep %q: want SWEEP/RUN, e.g. 3/17", ref)
+	}
+	if _, err := notebook.ParseID(id); err != nil {
+		return "", 0, errorf("sweep %q: no sweep %q", ref, id)
+	}
+	return id, n, nil
+}
+
+// checkSweepRun verifies that a client's run is run n of the sweep: the
+// sweep is running and n's parameters and seed are the run's.
+func (sw *sweeper) checkSweepRun(ref string, meta *notebook.Run) (int, error) {
+	if sw.store == nil {
+		return http.StatusBadRequest, errorf("this lab's notebook keeps no sweeps")
+	}
+	id, n, err := parseSweepRef(ref)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	rec, err := sw.store.GetSweep(id)
+	if err != nil {
+		return http.StatusNotFound, errorf("no sweep %q", id)
+	}
+	if rec.State != notebook.Running {
+		return http.StatusConflict, errorf("sweep %s has ended (%s)", id, rec.State)
+	}
+	g, err := gridOf(rec)
+	if err != nil {
+		return http.StatusConflict, err
+	}
+	values, seed, err := g.Run(n)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	names := make([]string, 0, len(meta.Params))
+	for _, p := range values.Params() {
+		names = append(names, p.Name)
+	}
+	if rec.Experiment != meta.Experiment || seed != meta.Seed || sweep.Key(names, paramsMap(values)) != sweep.Key(names, meta.Params) {
+		return http.StatusConflict, errorf("run %d of sweep %s is %s %s -seed %d, not this run", n, id, rec.Experiment, values.Flags(), seed)
+	}
+	meta.Sweep, meta.SweepRun, meta.Tags = id, n, slices.Clone(rec.Tags)
+	return 0, nil
+}
+
+// registered records a client's sweep run under its number.
+func (sw *sweeper) registered(meta notebook.Run) {
+	if meta.Sweep == "" || sw.store == nil {
+		return
+	}
+	if err := sw.store.SetSweepRun(meta.Sweep, meta.SweepRun, meta.ID); err != nil {
+		sw.s.log.Error("sweep: recording a client's run", "sweep", meta.Sweep, "run", meta.ID, "err", err)
+	}
+}

@@ -1,0 +1,88 @@
+package lab
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserSweep drives the page's sweep: the form under the experiment,
+// the sweep's view with its aggregate table, CI chart and parallel
+// coordinates, the runs list's query filter and a run's tags. It writes a
+// screenshot of the sweep's view to docs/img/sweep.png when
+// FP8LAB_SCREENSHOTS is set.
+func TestBrowserSweep(t *testing.T) {
+	ctx := browser(t)
+	l := newTestLab(t, Options{Workers: 2})
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#exp/lab-demo")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `document.body.dataset.sweeps === 'ready' && !!document.getElementById('sweep-n')`, 20*time.Second)
+	eval[chromedp.Void](t, tctx, `(() => {
+		document.getElementById('sweep-form').open = true;
+		document.getElementById('param-series').value = '1';
+		document.getElementById('sweep-n').value = '5, 10';
+		document.getElementById('sweep-seeds').value = '1..4';
+		document.getElementById('sweep-start').click();
+	})()`)
+	poll(t, tctx, `location.hash.startsWith('#sweep/') && !document.getElementById('sweep-view').hidden`, 10*time.Second)
+	poll(t, tctx, `document.getElementById('sweep-state').textContent.startsWith('done')`, 20*time.Second)
+	poll(t, tctx, `document.querySelectorAll('#sweep-table tr').length === 3`, 5*time.Second)
+	row := eval[string](t, tctx, `document.querySelectorAll('#sweep-table tr')[2].textContent`)
+	if !strings.HasPrefix(row, "n=10n410") { // group, summary n, 4 runs, mean 10
+		t.Errorf("table row %q", row)
+	}
+	poll(t, tctx, `lab.sweeps.par && lab.sweeps.par.getOption().series[0].data.length === 8`, 5*time.Second)
+	// The CI chart of the summary: 2 means, 2 intervals.
+	if n := eval[int](t, tctx, `lab.sweeps.chart.getOption().series[0].data.length`); n != 2 {
+		t.Errorf("summary chart: %d means", n)
+	}
+	// A series: mean and both bounds per group.
+	eval[chromedp.Void](t, tctx, `(() => { const s = document.getElementById('sweep-quantity'); s.value = 'series:s0'; s.dispatchEvent(new Event('change')); })()`)
+	if n := eval[int](t, tctx, `lab.sweeps.chart.getOption().series.length`); n != 6 {
+		t.Errorf("series chart: %d lines, want 2 groups × 3", n)
+	}
+	if os.Getenv("FP8LAB_SCREENSHOTS") != "" {
+		eval[chromedp.Void](t, tctx, `(() => { const s = document.getElementById('sweep-quantity'); s.value = 'summary:n'; s.dispatchEvent(new Event('change')); })()`)
+		time.Sleep(500 * time.Millisecond)
+		eval[chromedp.Void](t, tctx, `window.scrollTo(0, document.getElementById('sweep-view').offsetTop)`)
+		png, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("..", "docs", "img", "sweep.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Group by nothing: one group of 8 runs.
+	eval[chromedp.Void](t, tctx, `(() => { const b = document.querySelector('#sweep-groups input[data-axis=n]'); b.checked = false; b.dispatchEvent(new Event('change')); })()`)
+	poll(t, tctx, `document.querySelectorAll('#sweep-table tr').length === 2 && document.querySelectorAll('#sweep-table tr')[1].textContent.startsWith('all runsn8')`, 5*time.Second)
+	if href := eval[string](t, tctx, `document.getElementById('sweep-csv').getAttribute('href')`); !strings.Contains(href, "format=csv&group=") {
+		t.Errorf("csv link %q", href)
+	}
+
+	// The runs list's filter: a bad query says why; a good one filters.
+	eval[chromedp.Void](t, tctx, `(() => { const q = document.getElementById('run-query'); q.value = 'n IN (5'; q.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'})); })()`)
+	poll(t, tctx, `document.getElementById('run-query-error').textContent.includes('query: at')`, 5*time.Second)
+	eval[chromedp.Void](t, tctx, `(() => { const q = document.getElementById('run-query'); q.value = 'n = 5 AND seed IN (1, 2)'; q.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'})); })()`)
+	poll(t, tctx, `document.querySelectorAll('#run-list li').length === 2`, 5*time.Second)
+
+	// Tags of a run, then filtered by them.
+	id := eval[string](t, tctx, `document.querySelector('#run-list li').dataset.id`)
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+id)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `document.body.dataset.sweeps === 'ready' && document.getElementById('run-tags') && document.getElementById('run-tags').dataset.run === '`+id+`'`, 10*time.Second)
+	eval[chromedp.Void](t, tctx, `(() => { document.getElementById('run-tags-input').value = 'paper, best'; document.getElementById('run-tags-save').click(); })()`)
+	poll(t, tctx, `document.getElementById('run-tags-status').textContent === 'saved'`, 5*time.Second)
+	if run := l.get(id); strings.Join(run.Tags, ",") != "best,paper" {
+		t.Errorf("tags %v", run.Tags)
+	}
+}

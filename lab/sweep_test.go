@@ -1,0 +1,387 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fp8lab/fp8lab/lab/notebook"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+func (l *testLab) startSweep(body map[string]any) SweepStatus {
+	l.t.Helper()
+	status, b := l.do("POST", "/api/sweeps", body)
+	if status != http.StatusCreated {
+		l.t.Fatalf("start sweep: %d %s", status, b)
+	}
+	var st SweepStatus
+	if err := json.Unmarshal(b, &st); err != nil {
+		l.t.Fatal(err)
+	}
+	return st
+}
+
+func (l *testLab) sweepStatus(id string) SweepStatus {
+	l.t.Helper()
+	status, b := l.do("GET", "/api/sweeps/"+id, nil)
+	if status != http.StatusOK {
+		l.t.Fatalf("sweep %s: %d %s", id, status, b)
+	}
+	var st SweepStatus
+	if err := json.Unmarshal(b, &st); err != nil {
+		l.t.Fatal(err)
+	}
+	return st
+}
+
+func (l *testLab) waitSweep(id string, timeout time.Duration, ok func(SweepStatus) bool) SweepStatus {
+	l.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st := l.sweepStatus(id)
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("sweep %s: %s %v after %v", id, st.State, st.States, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func sweepEnded(st SweepStatus) bool { return st.State != notebook.Running }
+
+type aggAnswer struct {
+	Aggregate struct {
+		GroupBy  []string `json:"group_by"`
+		Summary  []string `json:"summary"`
+		Series   []string `json:"series"`
+		Excluded []string `json:"excluded"`
+		Groups   []struct {
+			Key     map[string]any `json:"key"`
+			Label   string         `json:"label"`
+			Runs    []string       `json:"runs"`
+			Summary map[string]struct {
+				N    int      `json:"n"`
+				Mean *float64 `json:"mean"`
+				SD   *float64 `json:"sd"`
+			} `json:"summary"`
+			Series map[string][]struct {
+				X    float64  `json:"x"`
+				N    int      `json:"n"`
+				Mean *float64 `json:"mean"`
+				Lo   *float64 `json:"ci95_lo"`
+				Hi   *float64 `json:"ci95_hi"`
+			} `json:"series"`
+		} `json:"groups"`
+	} `json:"aggregate"`
+}
+
+func TestSweepPoolAggregateFilter(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 2})
+	st := l.startSweep(map[string]any{
+		"experiment": "lab-demo", "params": map[string]any{"series": 1},
+		"axes":  []map[string]any{{"name": "n", "values": []any{5, 10}}, {"name": "end", "values": []any{"ok"}}},
+		"seeds": "1..3", "tags": []string{"grid"}, "executor": "auto",
+	})
+	if st.Runs != 6 || st.Executor != "pool" {
+		t.Fatalf("sweep %+v", st.Sweep)
+	}
+	st = l.waitSweep(st.ID, 20*time.Second, sweepEnded)
+	if st.State != notebook.Done || st.States["done"] != 6 {
+		t.Fatalf("sweep ended %s %v %s", st.State, st.States, st.Error)
+	}
+	run := l.get(st.RunIDs[5])
+	if run.Sweep != st.ID || run.SweepRun != 5 || run.Seed != 3 || run.Params["n"] != float64(10) || len(run.Tags) != 1 {
+		t.Errorf("run 5 of the sweep: %+v", run)
+	}
+
+	status, b := l.do("GET", "/api/sweeps/"+st.ID+"/aggregate?group=n", nil)
+	if status != http.StatusOK {
+		t.Fatalf("aggregate: %d %s", status, b)
+	}
+	var agg aggAnswer
+	if err := json.Unmarshal(b, &agg); err != nil {
+		t.Fatal(err)
+	}
+	a := agg.Aggregate
+	if len(a.Groups) != 2 || a.Groups[1].Label != "n=10" || len(a.Groups[1].Runs) != 3 || len(a.Excluded) != 0 {
+		t.Fatalf("groups: %s", b)
+	}
+	if s := a.Groups[1].Summary["n"]; s.N != 3 || *s.Mean != 10 || *s.SD != 0 {
+		t.Errorf("summary n of n=10: %+v", s)
+	}
+	// Point (s0, x=0) over seeds 1..3: the lab-demo y of each seed's first
+	// point; check the mean against the runs' own points.
+	var ys []float64
+	for _, id := range a.Groups[0].Runs {
+		for _, p := range l.points(id) {
+			if p.Series == "s0" && p.X == 0 {
+				ys = append(ys, p.Y)
+			}
+		}
+	}
+	pt := a.Groups[0].Series["s0"][0]
+	if len(ys) != 3 || pt.N != 3 || !closeTo(*pt.Mean, (ys[0]+ys[1]+ys[2])/3) || !(*pt.Lo < *pt.Mean && *pt.Mean < *pt.Hi) {
+		t.Errorf("series point %+v from %v", pt, ys)
+	}
+
+	status, b = l.do("GET", "/api/sweeps/"+st.ID+"/aggregate?format=csv&group=", nil)
+	if status != http.StatusOK || !strings.HasPrefix(string(b), "kind,name,x,n,mean,sd,se,ci95_lo,ci95_hi,nonfinite\nsummary,n,,6,7.5,") {
+		t.Errorf("csv without groups: %d %.200s", status, b)
+	}
+	for _, bad := range []string{"?group=trials", "?format=xml"} {
+		if status, b := l.do("GET", "/api/sweeps/"+st.ID+"/aggregate"+bad, nil); status != http.StatusBadRequest {
+			t.Errorf("aggregate%s: %d %s", bad, status, b)
+		}
+	}
+
+	// The runs list's query filter.
+	filtered := func(q string) []notebook.Run {
+		status, b := l.do("GET", "/api/runs?q="+urlQuery(q), nil)
+		if status != http.StatusOK {
+			t.Fatalf("q=%s: %d %s", q, status, b)
+		}
+		var out struct{ Runs []notebook.Run }
+		json.Unmarshal(b, &out)
+		return out.Runs
+	}
+	if got := filtered("sweep = " + st.ID + " AND n IN (10) AND seed >= 2"); len(got) != 2 {
+		t.Errorf("filter: %d runs", len(got))
+	}
+	if got := filtered("tag = grid OR experiment = nothing"); len(got) != 6 {
+		t.Errorf("tag filter: %d runs", len(got))
+	}
+	if status, b := l.do("GET", "/api/runs?q="+urlQuery("n IN (1"), nil); status != http.StatusBadRequest || !strings.Contains(string(b), "query: at") {
+		t.Errorf("bad query: %d %s", status, b)
+	}
+
+	// Tags.
+	status, b = l.do("PUT", "/api/runs/"+st.RunIDs[0]+"/tags", map[string]any{"tags": []string{"b", "a", "b"}})
+	if status != http.StatusOK || !strings.Contains(string(b), `"tags":["a","b"]`) {
+		t.Errorf("tags: %d %s", status, b)
+	}
+	if got := filtered("tag = a"); len(got) != 1 || got[0].ID != st.RunIDs[0] {
+		t.Errorf("tag a: %v", got)
+	}
+	for _, bad := range []any{map[string]any{"tags": []string{"has space"}}, map[string]any{}, map[string]any{"tags": make([]string, 33)}} {
+		if status, b := l.do("PUT", "/api/runs/"+st.RunIDs[0]+"/tags", bad); status != http.StatusBadRequest {
+			t.Errorf("tags %v: %d %s", bad, status, b)
+		}
+	}
+	if status, _ := l.do("PUT", "/api/runs/999/tags", map[string]any{"tags": []string{}}); status != http.StatusNotFound {
+		t.Errorf("tags of no run: %d", status)
+	}
+
+	// The list, and a cancel of an ended sweep.
+	status, b = l.do("GET", "/api/sweeps", nil)
+	if status != http.StatusOK || !strings.Contains(string(b), `"experiment":"lab-demo"`) {
+		t.Errorf("list: %d %s", status, b)
+	}
+	if status, _ := l.do("POST", "/api/sweeps/"+st.ID+"/cancel", nil); status != http.StatusConflict {
+		t.Errorf("cancel of an ended sweep: %d", status)
+	}
+}
+
+func closeTo(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
+
+func urlQuery(s string) string {
+	r := strings.NewReplacer(" ", "%20", "=", "%3D", "(", "%28", ")", "%29", ">", "%3E", "<", "%3C", ",", "%2C")
+	return r.Replace(s)
+}
+
+func TestSweepRequestChecks(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 1})
+	good := map[string]any{"experiment": "lab-demo", "axes": []map[string]any{{"name": "n", "values": []any{1, 2}}}, "seeds": []int{1}}
+	cases := []struct {
+		body   any
+		status int
+		want   string
+	}{
+		{map[string]any{"experiment": "nope"}, 400, "unknown experiment"},
+		{map[string]any{"experiment": "lab-demo", "seeds": "3..1"}, 400, "lo ≤ hi"},
+		{map[string]any{"experiment": "lab-demo", "seeds": "1..5000"}, 400, "1000"},
+		{map[string]any{"experiment": "lab-demo", "axes": []map[string]any{{"name": "n", "values": []any{0}}}}, 400, "minimum"},
+		{map[string]any{"experiment": "lab-demo", "axes": []map[string]any{{"name": "zz", "values": []any{0}}}}, 400, "no such parameter"},
+		{map[string]any{"experiment": "lab-demo", "executor": "slurm"}, 400, "without Slurm"},
+		{map[string]any{"experiment": "lab-demo", "executor": "k8s"}, 400, "auto, pool or slurm"},
+		{map[string]any{"experiment": "lab-demo", "tags": []string{"a b"}}, 400, "tag"},
+		{map[string]any{"experiment": "lab-demo", "bogus": 1}, 400, "unknown field"},
+		{[]byte(`{"experiment": "lab-demo", "axes": [{"name": "n", "values": [1, 2]}]} {}`), 400, "trailing"},
+		{[]byte(`{"experiment": "lab-demo", "axes": 3}`), 400, "request body"},
+	}
+	for i, c := range cases {
+		status, b := l.do("POST", "/api/sweeps", c.body)
+		if status != c.status || !strings.Contains(string(b), c.want) {
+			t.Errorf("case %d: %d %s, want %d with %q", i, status, b, c.status, c.want)
+		}
+	}
+	// The same origin, type and size checks as the other endpoints.
+	body, _ := json.Marshal(good)
+	req, _ := http.NewRequest("POST", l.url+"/api/sweeps", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin sweep: %v %v", resp.StatusCode, err)
+	}
+	req, _ = http.NewRequest("POST", l.url+"/api/sweeps/1/cancel", nil)
+	req.Header.Set("Origin", "http://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin cancel: %v %v", resp.StatusCode, err)
+	}
+	req, _ = http.NewRequest("POST", l.url+"/api/sweeps", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "text/plain")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain sweep: %v %v", resp.StatusCode, err)
+	}
+	big := `{"experiment": "lab-demo", "title": "` + strings.Repeat("x", maxBody) + `"}`
+	if status, _ := l.do("POST", "/api/sweeps", []byte(big)); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("huge sweep body: %d", status)
+	}
+	for _, p := range []string{"/api/sweeps/9", "/api/sweeps/x/aggregate", "/api/sweeps/9/aggregate"} {
+		if status, _ := l.do("GET", p, nil); status != http.StatusNotFound {
+			t.Errorf("%s: %d", p, status)
+		}
+	}
+	if status, _ := l.do("DELETE", "/api/sweeps/1", nil); status != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE sweep: %d", status)
+	}
+}
+
+// TestSweepClientRuns: a run streamed in with "sweep" is checked against
+// the grid, recorded under its number, and completes the sweep; the
+// cancel of the sweep reaches a live client run.
+func TestSweepClientRuns(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 1})
+	// A pool sweep of slow runs, to be cancelled.
+	st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"pause": 60000},
+		"axes": []map[string]any{{"name": "n", "values": []any{3, 4}}}, "seeds": "1..2"})
+	exp, _ := sim.Lookup("lab-demo")
+	vals, _ := sim.ValuesFromMap(exp.Params(), map[string]any{"pause": 60000, "n": 4})
+	ctx := context.Background()
+	// Run 2 is n=4 seed 1; seed 2 is refused.
+	c := &sim.LabClient{URL: l.url, Sweep: st.ID + "/2"}
+	if _, err := c.Start(ctx, exp, vals, 2); err == nil || !strings.Contains(err.Error(), "not this run") {
+		t.Errorf("wrong seed: %v", err)
+	}
+	for _, ref := range []string{"x", st.ID + "/-1", st.ID + "/9", "99/0"} {
+		c.Sweep = ref
+		if _, err := c.Start(ctx, exp, vals, 1); err == nil {
+			t.Errorf("sweep ref %q accepted", ref)
+		}
+	}
+	c.Sweep = st.ID + "/2"
+	lr, err := c.Start(ctx, exp, vals, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := l.get(lr.ID()); r.Sweep != st.ID || r.SweepRun != 2 {
+		t.Errorf("client run: sweep %q/%d", r.Sweep, r.SweepRun)
+	}
+	if got := l.sweepStatus(st.ID); got.RunIDs[2] != lr.ID() {
+		t.Errorf("run 2 of the sweep is %q, want the client's %s", got.RunIDs[2], lr.ID())
+	}
+	status, b := l.do("POST", "/api/sweeps/"+st.ID+"/cancel", nil)
+	if status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", status, b)
+	}
+	select {
+	case <-lr.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Error("the client's run was not cancelled with its sweep")
+	}
+	lr.Finish(context.Canceled)
+	end := l.waitSweep(st.ID, 5*time.Second, sweepEnded)
+	if end.State != notebook.Cancelled {
+		t.Errorf("sweep %s", end.State)
+	}
+	for _, id := range end.RunIDs {
+		if id != "" {
+			l.wait(id, 5*time.Second, ended)
+		}
+	}
+}
+
+// TestSweepResume: a lab shut down in the middle of a sweep resumes it
+// when it starts again; the runs that had ended done are not computed
+// again.
+func TestSweepResume(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*Server, *httptest.Server, *notebook.Bolt) {
+		store, err := notebook.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewUnstartedServer(nil)
+		srv, err := New(Options{Store: store, Workers: 1, Addr: ts.Listener.Addr().String(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.Config.Handler = srv
+		ts.Start()
+		return srv, ts, store
+	}
+	stop := func(srv *Server, ts *httptest.Server, store *notebook.Bolt) {
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+		store.Close()
+	}
+	srv, ts, store := open()
+	l := &testLab{t: t, srv: srv, ts: ts, store: store, url: ts.URL}
+	st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"n": 20, "delay": 2000.0},
+		"axes": []map[string]any{{"name": "series", "values": []any{1, 2}}}, "seeds": "1..3"})
+	// 6 runs of ~40 ms, one at a time: stop after the second has ended.
+	mid := l.waitSweep(st.ID, 20*time.Second, func(s SweepStatus) bool { return s.States["done"] >= 2 })
+	before := map[int]string{}
+	stop(srv, ts, store)
+
+	store2, err := notebook.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := store2.SweepRuns(st.ID)
+	for n, id := range runs {
+		if r, _ := store2.Get(id); r.State == notebook.Done {
+			before[n] = id
+		}
+	}
+	rec, _ := store2.GetSweep(st.ID)
+	store2.Close()
+	if rec.State != notebook.Running || len(before) < 2 || len(before) == 6 {
+		t.Fatalf("after the shutdown: sweep %s, %d runs done (status then %v)", rec.State, len(before), mid.States)
+	}
+
+	srv, ts, store = open()
+	l = &testLab{t: t, srv: srv, ts: ts, store: store, url: ts.URL}
+	defer stop(srv, ts, store)
+	end := l.waitSweep(st.ID, 20*time.Second, sweepEnded)
+	if end.State != notebook.Done || end.States["done"] != 6 {
+		t.Fatalf("resumed sweep: %s %v %s", end.State, end.States, end.Error)
+	}
+	for n, id := range before {
+		if end.RunIDs[n] != id {
+			t.Errorf("run %d was computed again: %s, before %s", n, end.RunIDs[n], id)
+		}
+	}
+	all, _ := store.List(notebook.Query{})
+	interrupted := 0
+	for _, r := range all {
+		if r.State == notebook.Interrupted {
+			interrupted++
+		}
+	}
+	if len(all) != 6+interrupted {
+		t.Errorf("%d runs in the notebook: 6 + %d interrupted expected", len(all), interrupted)
+	}
+}

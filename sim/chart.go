@@ -1,0 +1,233 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Charter is implemented by experiments that declare how their points are
+// drawn. The lab's page and its reports draw every run of such an
+// experiment from the declaration alone, so the same points give the same
+// chart wherever they were computed (terminal, server, browser).
+type Charter interface {
+	Chart() Chart
+}
+
+// MaxFamilies is the most colours one chart may use: the palette of the
+// page ([Palette]) has this many colour-blind-safe colours.
+const MaxFamilies = 10
+
+// Palette is the colour of each family, in the order the families first
+// appear in [Chart.Styles]: Okabe & Ito's eight colour-blind-safe colours
+// (black replaced by a dark grey), then two of Paul Tol's muted scheme.
+var Palette = []string{
+	"#0072B2", // blue
+	"#E69F00", // orange
+	"#009E73", // bluish green
+	"#D55E00", // vermillion
+	"#CC79A7", // reddish purple
+	"#56B4E9", // sky blue
+	"#3f3f3f", // dark grey
+	"#B8A000", // dark yellow (Okabe-Ito yellow darkened to read on white)
+	"#882255", // wine (Tol)
+	"#44AA99", // teal (Tol)
+}
+
+// Chart declares an experiment's chart: its axes, how its series are
+// styled, and the reference lines and published figures drawn with them.
+type Chart struct {
+	X Axis `json:"x"`
+	Y Axis `json:"y"`
+	// Y2 is a second, right-hand y axis for the series whose style has
+	// Axis 2 (another quantity in the same run); nil when there is none.
+	Y2 *Axis `json:"y2,omitempty"`
+	// Styles map series names to their look; the first matching style
+	// wins. A series no style matches gets a family of its own.
+	Styles []Style `json:"styles"`
+	// Error names the point extra holding the standard error of y ("se"):
+	// the page draws 95 % intervals (±1.96 se) from it. Empty: none.
+	Error string `json:"error,omitempty"`
+	// Refs are reference lines (chance level, a bound).
+	Refs []Ref `json:"refs,omitempty"`
+	// Marks are published figures, drawn as labelled markers.
+	Marks []Mark `json:"marks,omitempty"`
+}
+
+// Axis describes one axis: the quantity, its unit and its scale. The page
+// labels it "Quantity (Unit)".
+type Axis struct {
+	Quantity string `json:"quantity"` // e.g. "contraction length K"
+	// Unit is never empty: a dimensionless quantity names what it counts
+	// ("fraction of trials", "relative", "%").
+	Unit string `json:"unit"`
+	// Log selects a logarithmic axis; the scale is declared, never guessed
+	// from the data, so every run of the experiment is drawn alike.
+	Log bool `json:"log,omitempty"`
+	// Base is the logarithm's base: 10 (the default) or 2 (values that are
+	// powers of two, such as context lengths; ticks then read 4k, 8k, …).
+	Base int `json:"base,omitempty"`
+	// Min and Max fix the axis range (e.g. 0 and 1 for an accuracy); nil
+	// lets the page fit the data.
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+}
+
+// Range returns a copy of a with the range fixed to [lo, hi].
+func (a Axis) Range(lo, hi float64) Axis {
+	a.Min, a.Max = &lo, &hi
+	return a
+}
+
+// Label returns "Quantity (Unit)".
+func (a Axis) Label() string { return a.Quantity + " (" + a.Unit + ")" }
+
+// Style is the look of the series whose names match Match: colour by
+// Family, dash and marker by Variant, and a large marker without a line for
+// measured hardware.
+type Style struct {
+	// Match is a pattern over the series name: '*' matches any run of
+	// characters (also none); every other character matches itself.
+	Match string `json:"match"`
+	// Family is what the colour stands for (architecture, model, format).
+	Family string `json:"family"`
+	// Variant is what the dash and the marker stand for (promotion,
+	// scaling, kernel variant); empty is the plain (solid) variant.
+	Variant string `json:"variant,omitempty"`
+	// Measured marks measured hardware (the H200 captures): drawn as large
+	// diamonds, without a line.
+	Measured bool `json:"measured,omitempty"`
+	// Axis is 2 for a series drawn against [Chart.Y2]; 0 or 1 is Y.
+	Axis int `json:"axis,omitempty"`
+}
+
+// Ref is a reference line: y = Value (Axis "y") or x = Value (Axis "x"),
+// or the value of the run's summary entry Summary when it is set.
+type Ref struct {
+	Axis    string  `json:"axis"` // "x" or "y"
+	Value   float64 `json:"value,omitempty"`
+	Summary string  `json:"summary,omitempty"`
+	Label   string  `json:"label"`
+}
+
+// Mark is a published figure: a labelled marker at (X, Y), in the colour of
+// Series' family. Label says where it was published.
+type Mark struct {
+	Series string  `json:"series"`
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	Label  string  `json:"label"`
+}
+
+// MatchSeries reports whether the series name matches the pattern ('*'
+// matches any run of characters).
+func MatchSeries(pattern, name string) bool {
+	star := strings.IndexByte(pattern, '*')
+	if star < 0 {
+		return pattern == name
+	}
+	prefix := pattern[:star]
+	if !strings.HasPrefix(name, prefix) {
+		return false
+	}
+	rest := pattern[star+1:]
+	name = name[len(prefix):]
+	for i := 0; i <= len(name); i++ {
+		if MatchSeries(rest, name[i:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// StyleOf returns the style of the series and its index in c.Styles, or a
+// style of its own (family = the name) and -1 when none matches.
+func (c Chart) StyleOf(series string) (Style, int) {
+	for i, s := range c.Styles {
+		if MatchSeries(s.Match, series) {
+			return s, i
+		}
+	}
+	return Style{Match: series, Family: series}, -1
+}
+
+// Families returns the declared families in order of first appearance:
+// family i is drawn in Palette[i].
+func (c Chart) Families() []string {
+	var out []string
+	for _, s := range c.Styles {
+		if !slices.Contains(out, s.Family) {
+			out = append(out, s.Family)
+		}
+	}
+	return out
+}
+
+// Variants returns the declared variants in order of first appearance
+// (the plain variant "" first when declared): variant i gets dash i.
+func (c Chart) Variants() []string {
+	var out []string
+	for _, s := range c.Styles {
+		if !slices.Contains(out, s.Variant) {
+			out = append(out, s.Variant)
+		}
+	}
+	return out
+}
+
+// Check reports what a reader would stumble on: an axis without quantity
+// or unit, a log base other than 2 or 10, more families than [MaxFamilies],
+// a style without a pattern or family, a series on a missing Y2, a
+// reference on another axis than x or y, a non-finite mark.
+func (c Chart) Check() error {
+	var errs []error
+	axis := func(name string, a Axis) {
+		if strings.TrimSpace(a.Quantity) == "" {
+			errs = append(errs, fmt.Errorf("axis %s: no quantity", name))
+		}
+		if strings.TrimSpace(a.Unit) == "" {
+			errs = append(errs, fmt.Errorf("axis %s: no unit (a dimensionless quantity names what it counts)", name))
+		}
+		if a.Base != 0 && a.Base != 2 && a.Base != 10 {
+			errs = append(errs, fmt.Errorf("axis %s: log base %d (2 or 10)", name, a.Base))
+		}
+	}
+	axis("x", c.X)
+	axis("y", c.Y)
+	if c.Y2 != nil {
+		axis("y2", *c.Y2)
+	}
+	if len(c.Styles) == 0 {
+		errs = append(errs, errors.New("no series styles"))
+	}
+	for i, s := range c.Styles {
+		if s.Match == "" || s.Family == "" {
+			errs = append(errs, fmt.Errorf("style %d: empty pattern or family", i))
+		}
+		if s.Axis == 2 && c.Y2 == nil {
+			errs = append(errs, fmt.Errorf("style %q: on y axis 2, which is not declared", s.Match))
+		}
+		if s.Axis != 0 && s.Axis != 1 && s.Axis != 2 {
+			errs = append(errs, fmt.Errorf("style %q: axis %d (1 or 2)", s.Match, s.Axis))
+		}
+	}
+	if n := len(c.Families()); n > MaxFamilies {
+		errs = append(errs, fmt.Errorf("%d colour families, at most %d in one chart", n, MaxFamilies))
+	}
+	for _, r := range c.Refs {
+		if r.Axis != "x" && r.Axis != "y" {
+			errs = append(errs, fmt.Errorf("reference %q: axis %q (x or y)", r.Label, r.Axis))
+		}
+		if r.Label == "" {
+			errs = append(errs, errors.New("reference without a label"))
+		}
+	}
+	for _, m := range c.Marks {
+		if math.IsNaN(m.X) || math.IsInf(m.X, 0) || math.IsNaN(m.Y) || math.IsInf(m.Y, 0) || m.Label == "" {
+			errs = append(errs, fmt.Errorf("mark %q at (%v, %v): not finite or without a label", m.Label, m.X, m.Y))
+		}
+	}
+	return errors.Join(errs...)
+}

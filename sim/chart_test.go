@@ -1,0 +1,167 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestMatchSeries(t *testing.T) {
+	for _, c := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"fp32", "fp32", true},
+		{"fp32", "fp32.fma", false},
+		{"fp32*", "fp32.fma", true},
+		{"*fp8", "ITL ms: fp8", true},
+		{"*fp8", "ITL ms: fp8 skip-sw", false},
+		{"sm90.wgmma every* (kBlockN)", "sm90.wgmma every96 (kBlockN)", true},
+		{"sm90.wgmma every* (kBlockN)", "sm90.wgmma every96", false},
+		{"a*b*c", "abc", true},
+		{"a*b*c", "axxbyyc", true},
+		{"a*b*c", "axxbyy", false},
+		{"*", "", true},
+		{"", "x", false},
+	} {
+		if got := MatchSeries(c.pattern, c.name); got != c.want {
+			t.Errorf("MatchSeries(%q, %q) = %v, want %v", c.pattern, c.name, got, c.want)
+		}
+	}
+}
+
+func TestChartStyleOfAndOrder(t *testing.T) {
+	c := Chart{
+		X: Axis{Quantity: "K", Unit: "elements"}, Y: Axis{Quantity: "error", Unit: "relative"},
+		Styles: []Style{
+			{Match: "fp32.fma", Family: "fp32", Variant: "fma"},
+			{Match: "fp32*", Family: "fp32"},
+			{Match: "fp64", Family: "fp64"},
+		},
+	}
+	if s, i := c.StyleOf("fp32.fma"); i != 0 || s.Variant != "fma" {
+		t.Errorf("fp32.fma: %+v %d: the first matching style wins", s, i)
+	}
+	if s, i := c.StyleOf("fp32.x"); i != 1 || s.Family != "fp32" {
+		t.Errorf("fp32.x: %+v %d", s, i)
+	}
+	if s, i := c.StyleOf("kahan"); i != -1 || s.Family != "kahan" {
+		t.Errorf("kahan: %+v %d: an undeclared series gets a family of its own", s, i)
+	}
+	if f := c.Families(); strings.Join(f, ",") != "fp32,fp64" {
+		t.Errorf("families %q", f)
+	}
+	if v := c.Variants(); len(v) != 2 || v[0] != "fma" || v[1] != "" {
+		t.Errorf("variants %q", v)
+	}
+	if err := c.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestChartCheck(t *testing.T) {
+	ok := Axis{Quantity: "q", Unit: "u"}
+	many := make([]Style, MaxFamilies+1)
+	for i := range many {
+		many[i] = Style{Match: string(rune('a' + i)), Family: string(rune('a' + i))}
+	}
+	for _, c := range []struct {
+		chart Chart
+		want  string
+	}{
+		{Chart{X: Axis{Quantity: "q"}, Y: ok, Styles: []Style{{Match: "*", Family: "f"}}}, "axis x: no unit"},
+		{Chart{X: ok, Y: Axis{Unit: "u"}, Styles: []Style{{Match: "*", Family: "f"}}}, "axis y: no quantity"},
+		{Chart{X: ok, Y: ok}, "no series styles"},
+		{Chart{X: ok, Y: ok, Styles: many}, "11 colour families, at most 10"},
+		{Chart{X: ok, Y: ok, Styles: []Style{{Match: "*", Family: "f", Axis: 2}}}, "not declared"},
+		{Chart{X: Axis{Quantity: "q", Unit: "u", Base: 3}, Y: ok, Styles: []Style{{Match: "*", Family: "f"}}}, "log base 3"},
+		{Chart{X: ok, Y: ok, Styles: []Style{{Match: "*", Family: "f"}}, Refs: []Ref{{Axis: "z", Label: "l"}}}, `axis "z"`},
+	} {
+		err := c.chart.Check()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Check() = %v, want an error with %q", err, c.want)
+		}
+	}
+}
+
+func TestAliases(t *testing.T) {
+	params := []Param{
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Kind: KindInt, Default: 96, Min: 32, Max: 1024},
+		{Name: "trials", Kind: KindInt, Default: 1},
+	}
+	v, err := ValuesFromMap(params, map[string]any{"kBlockN": 128})
+	if err != nil || v.Int("k-block-n") != 128 || !v.Given("k-block-n") {
+		t.Fatalf("a former name is read as the parameter: %v %v", v.Map(), err)
+	}
+	if f := v.Flags(); !strings.Contains(f, "-k-block-n 128") || strings.Contains(f, "kBlockN") {
+		t.Errorf("flags %q: written with the current name only", f)
+	}
+	if _, err := ValuesFromMap(params, map[string]any{"kBlockN": 128, "k-block-n": 64}); err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("both names given: %v", err)
+	}
+	if _, err := ValuesFromMap(params, map[string]any{"kBlockN": 16}); err == nil || !strings.Contains(err.Error(), `parameter "k-block-n": 16 is below the minimum 32`) {
+		t.Errorf("a bad value under a former name: %v", err)
+	}
+	bad := []Param{{Name: "a", Aliases: []string{"b"}, Kind: KindInt, Default: 1}, {Name: "b", Kind: KindInt, Default: 1}}
+	if err := CheckParams(bad); err == nil {
+		t.Error("an alias equal to another parameter's name was accepted")
+	}
+}
+
+func TestClientPlatformNamesProgram(t *testing.T) {
+	b := Build()
+	if b.Program == "" {
+		t.Fatal("Build().Program is empty")
+	}
+	p := clientPlatform(b)
+	if !strings.Contains(p, "program "+b.Program) || !strings.HasPrefix(p, b.Platform) {
+		t.Errorf("client platform %q does not name the program %q", p, b.Program)
+	}
+	b.Program = strings.Repeat("é", 150)
+	if p := clientPlatform(b); len(p) > 200 || !strings.HasSuffix(p, "...") || !utf8.ValidString(p) {
+		t.Errorf("a long program name: %d bytes, valid UTF-8 %v", len(p), utf8.ValidString(p))
+	}
+}
+
+// TestTableSinkWidth checks that a table of many series is written as
+// several tables of at most TableWidth columns, each with the x column,
+// and that no value is lost.
+func TestTableSinkWidth(t *testing.T) {
+	var b strings.Builder
+	s := NewTableSink(&b)
+	var names []string
+	for i := range 12 {
+		names = append(names, "a rather long series name "+string(rune('A'+i)))
+	}
+	for _, n := range names {
+		for x := 1; x <= 3; x++ {
+			if err := s.Point(Point{Series: n, X: float64(x), Y: float64(x) / 3}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	tables := 0
+	for _, line := range strings.Split(out, "\n") {
+		if n := len([]rune(line)); n > TableWidth {
+			t.Errorf("line of %d columns: %q", n, line)
+		}
+		if strings.HasPrefix(line, "x ") {
+			tables++
+		}
+	}
+	if tables < 2 {
+		t.Errorf("%d tables, want several:\n%s", tables, out)
+	}
+	for _, n := range names {
+		if !strings.Contains(out, n) {
+			t.Errorf("series %q missing:\n%s", n, out)
+		}
+	}
+	if c := strings.Count(out, "0.333333"); c != len(names) {
+		t.Errorf("%d values 0.333333, want %d:\n%s", c, len(names), out)
+	}
+}

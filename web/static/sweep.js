@@ -1,0 +1,341 @@
+// fp8lab's sweeps in the page: a sweep form under the experiment's form, a
+// list of sweeps, the view of one sweep (#sweep/ID: progress, cancel, the
+// aggregate as a table, a chart of a summary or series mean with its 95 %
+// confidence interval per group, a parallel-coordinates view of the swept
+// parameters against a summary value, CSV/JSON export), the query filter of
+// the runs list and the tags of a run. It only adds to the page: app.js
+// needs one hook (lab.runQuery in refreshRuns).
+'use strict';
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const mk = (tag, attrs = {}, ...kids) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? '' : v);
+    }
+    for (const c of kids) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  };
+  async function call(method, path, body) {
+    const init = { method, headers: {} };
+    if (body !== undefined) { init.headers['Content-Type'] = 'application/json'; init.body = JSON.stringify(body); }
+    const resp = await fetch(path, init);
+    let data = null;
+    try { data = await resp.json(); } catch (e) { /* not JSON */ }
+    if (!resp.ok) throw new Error(data && data.error ? data.error : `HTTP ${resp.status}`);
+    return data;
+  }
+  const fmt = (v) => (v === null || v === undefined) ? '–'
+    : (Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0)) ? v.toExponential(3) : String(+v.toPrecision(5));
+  const lab = window.lab || {};
+  const sw = { view: null, timer: null, chart: null, par: null };
+  lab.sweeps = sw; // for the end-to-end tests
+
+  // ---- the sweep form, under the experiment's parameters -------------------
+  function currentExperiment() {
+    const name = $('exp-name') && $('exp-name').textContent;
+    return (lab.experiments || []).find((e) => e.name === name);
+  }
+  function renderForm() {
+    const box = $('sweep-form');
+    const e = currentExperiment();
+    if (!box || !e) return;
+    if (box.dataset.exp === e.name) return;
+    box.dataset.exp = e.name;
+    const rows = mk('div', { class: 'sweep-grid' });
+    for (const p of e.params) {
+      const sep = p.kind === 'ints' ? ';' : ',';
+      rows.append(mk('label', { for: 'sweep-' + p.name, text: p.name }),
+        mk('input', { type: 'text', id: 'sweep-' + p.name, 'data-param': p.name, placeholder: `values separated by '${sep}' (empty: the form's)`, spellcheck: 'false' }));
+    }
+    rows.append(mk('label', { for: 'sweep-seeds', text: 'seeds' }), mk('input', { type: 'text', id: 'sweep-seeds', value: '1..20', spellcheck: 'false' }));
+    rows.append(mk('label', { for: 'sweep-executor', text: 'executor' }),
+      mk('select', { id: 'sweep-executor' }, ...['auto', 'pool', 'slurm'].map((x) => mk('option', { value: x, text: x }))));
+    box.querySelector('.sweep-body').replaceChildren(rows,
+      mk('div', { class: 'row' }, mk('button', { type: 'button', id: 'sweep-start', class: 'primary', text: 'Start the sweep', onclick: startSweep }),
+        mk('span', { id: 'sweep-count', class: 'muted small' })),
+      mk('div', { id: 'sweep-error', role: 'alert', hidden: true }));
+  }
+  function sweepRequest() {
+    const e = currentExperiment();
+    const params = {}, axes = [];
+    for (const p of e.params) {
+      const text = ($('sweep-' + p.name).value || '').trim();
+      if (text) {
+        const vals = text.split(p.kind === 'ints' ? ';' : ',').map((s) => s.trim()).filter((s) => s !== '');
+        if (vals.length > 1) { axes.push({ name: p.name, values: vals }); continue; }
+        params[p.name] = vals[0];
+        continue;
+      }
+      const input = $('param-' + p.name); // the experiment form's value
+      if (!input) continue;
+      params[p.name] = p.kind === 'bool' ? input.checked : input.value;
+    }
+    return { experiment: e.name, params, axes, seeds: $('sweep-seeds').value.trim(), executor: $('sweep-executor').value };
+  }
+  async function startSweep() {
+    const err = $('sweep-error');
+    err.hidden = true;
+    try {
+      const rec = await call('POST', '/api/sweeps', sweepRequest());
+      location.hash = '#sweep/' + rec.id;
+      refreshList();
+    } catch (e) { err.textContent = e.message; err.hidden = false; }
+  }
+
+  // ---- the list of sweeps -----------------------------------------------------
+  async function refreshList() {
+    const ul = $('sweep-list');
+    if (!ul) return;
+    try {
+      const ans = await call('GET', '/api/sweeps');
+      ul.replaceChildren(...ans.sweeps.slice(0, 50).map((s) => mk('li', { 'data-id': s.id, class: sw.view && sw.view.id === s.id ? 'sel' : '', onclick: () => { location.hash = '#sweep/' + s.id; } },
+        mk('span', { class: 'what', text: `sweep ${s.id} ${s.experiment} · ${s.runs} runs${s.title ? ' — ' + s.title : ''}` }), mk('span', { class: 'state ' + s.state, text: s.state }))));
+    } catch (e) { /* the lab is restarting */ }
+  }
+
+  // ---- the view of one sweep ---------------------------------------------------
+  function showOnly(show) {
+    for (const id of ['welcome', 'exp-view', 'run-view', 'compare-view']) if ($(id)) $(id).hidden = show;
+    $('sweep-view').hidden = !show;
+  }
+  async function openSweep(id) {
+    clearTimeout(sw.timer);
+    showOnly(true);
+    if (!sw.view || sw.view.id !== id) sw.view = { id, group: null, agg: null };
+    await poll();
+  }
+  async function poll() {
+    const v = sw.view;
+    if (!v) return;
+    let st;
+    try { st = await call('GET', '/api/sweeps/' + v.id); } catch (e) { $('sweep-title').textContent = e.message; return; }
+    if (sw.view !== v) return;
+    v.status = st;
+    const axes = st.axes.map((a) => a.name);
+    if (v.group === null) v.group = axes.slice();
+    $('sweep-title').textContent = `Sweep ${st.id}: ${st.experiment} over ${axes.join(' × ') || 'seeds'} × ${st.seeds.length} seeds (${st.runs} runs, ${st.executor})`;
+    const s = st.states || {};
+    $('sweep-progress').max = st.runs;
+    $('sweep-progress').value = s.done || 0;
+    const tasks = st.slurm_tasks ? ' · Slurm tasks: ' + Object.entries(st.slurm_tasks).map(([k, n]) => `${n} ${k}`).join(', ') : '';
+    $('sweep-state').textContent = `${st.state} · ${s.done || 0} done, ${s.running || 0} running, ${(s.queued || 0) + (s.missing || 0)} waiting, ${(s.failed || 0) + (s.interrupted || 0) + (s.cancelled || 0)} not done${tasks}${st.error ? ' · ' + st.error : ''}`;
+    $('sweep-cancel').hidden = st.state !== 'running';
+    $('sweep-groups').replaceChildren(mk('span', { class: 'muted', text: 'group by:' }), ...axes.map((a) => {
+      const box = mk('input', { type: 'checkbox', 'data-axis': a, onchange: (ev) => {
+        v.group = axes.filter((x) => x === a ? ev.target.checked : v.group.includes(x));
+        loadAggregate();
+      } });
+      box.checked = v.group.includes(a);
+      return mk('label', {}, box, ' ' + a);
+    }));
+    await loadAggregate();
+    if (st.state === 'running') sw.timer = setTimeout(poll, 1000);
+  }
+  const groupParam = (v) => 'group=' + encodeURIComponent(v.group.join(','));
+  async function loadAggregate() {
+    const v = sw.view;
+    let ans;
+    try { ans = await call('GET', `/api/sweeps/${v.id}/aggregate?${groupParam(v)}`); } catch (e) { $('sweep-agg-error').textContent = e.message; return; }
+    if (sw.view !== v) return;
+    $('sweep-agg-error').textContent = '';
+    v.agg = ans.aggregate;
+    $('sweep-csv').href = `/api/sweeps/${v.id}/aggregate?format=csv&${groupParam(v)}`;
+    $('sweep-json').href = `/api/sweeps/${v.id}/aggregate?download=1&${groupParam(v)}`;
+    const pick = $('sweep-quantity');
+    const options = [...v.agg.summary.map((n) => 'summary:' + n), ...v.agg.series.map((n) => 'series:' + n)];
+    const keep = pick.value;
+    pick.replaceChildren(...options.map((o) => mk('option', { value: o, text: o.replace(':', ': ') })));
+    pick.value = options.includes(keep) ? keep : options[0] || '';
+    const ex = v.agg.excluded.length;
+    $('sweep-excluded').textContent = ex ? `${ex} runs not (yet) aggregated: ${v.agg.excluded.slice(0, 3).join('; ')}${ex > 3 ? '; …' : ''}` : '';
+    renderTable();
+    drawChart();
+    drawParallel();
+  }
+  function renderTable() {
+    const a = sw.view.agg;
+    const head = mk('tr', {}, ...['group', 'summary', 'n', 'mean', 'standard error', '95 % CI'].map((h) => mk('th', { text: h })));
+    const rows = [];
+    for (const g of a.groups) for (const n of a.summary) {
+      const s = g.summary[n];
+      if (!s) continue;
+      rows.push(mk('tr', {}, mk('td', { text: g.label }), mk('td', { text: n }), mk('td', { text: String(s.n) + (s.nonfinite ? ` (+${s.nonfinite} non-finite)` : '') }),
+        mk('td', { text: fmt(s.mean) }), mk('td', { text: fmt(s.se) }), mk('td', { text: `[${fmt(s.ci95_lo)}, ${fmt(s.ci95_hi)}]` })));
+    }
+    $('sweep-table').replaceChildren(head, ...rows);
+  }
+  // drawChart: a summary value per group as mean with its 95 % CI bar, or
+  // a series as mean against x per group, with dashed CI bounds.
+  function drawChart() {
+    const v = sw.view, a = v.agg;
+    if (!window.echarts || !a) return;
+    if (!sw.chart) sw.chart = echarts.init($('sweep-chart'));
+    const [kind, name] = ($('sweep-quantity').value || ':').split(/:(.*)/s);
+    const palette = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#F0E442', '#000000', '#999999', '#882255'];
+    let option;
+    if (kind === 'summary') {
+      const labels = a.groups.map((g) => g.label);
+      const stats = a.groups.map((g) => g.summary[name] || {});
+      option = {
+        title: { text: `${name}: mean and 95 % CI over seeds`, textStyle: { fontSize: 13 } },
+        tooltip: { trigger: 'item' }, grid: { left: 80, right: 30, bottom: 80 },
+        xAxis: { type: 'category', data: labels, name: v.group.join(', ') || 'all runs', nameLocation: 'middle', nameGap: 55, axisLabel: { rotate: labels.length > 6 ? 30 : 0 } },
+        yAxis: { type: 'value', name, scale: true },
+        series: [
+          { type: 'scatter', name: 'mean', data: stats.map((s) => s.mean), symbolSize: 9, itemStyle: { color: palette[0] } },
+          { type: 'custom', name: '95 % CI', data: stats.map((s, i) => [i, s.ci95_lo, s.ci95_hi]), itemStyle: { color: palette[0] },
+            renderItem: (params, api) => {
+              const lo = api.coord([api.value(0), api.value(1)]), hi = api.coord([api.value(0), api.value(2)]);
+              if (!isFinite(lo[1]) || !isFinite(hi[1])) return null;
+              const w = 8, st = { stroke: palette[0], lineWidth: 1.5 };
+              return { type: 'group', children: [
+                { type: 'line', shape: { x1: lo[0], y1: lo[1], x2: hi[0], y2: hi[1] }, style: st },
+                { type: 'line', shape: { x1: lo[0] - w, y1: lo[1], x2: lo[0] + w, y2: lo[1] }, style: st },
+                { type: 'line', shape: { x1: hi[0] - w, y1: hi[1], x2: hi[0] + w, y2: hi[1] }, style: st }] };
+            } }],
+      };
+    } else {
+      const series = [];
+      let xmin = Infinity, xmax = -Infinity;
+      a.groups.forEach((g, i) => {
+        const pts = (g.series[name] || []).filter((p) => p.x !== undefined && p.x !== null);
+        for (const p of pts) { xmin = Math.min(xmin, p.x); xmax = Math.max(xmax, p.x); }
+        const color = palette[i % palette.length];
+        series.push({ type: 'line', name: g.label, data: pts.map((p) => [p.x, p.mean]), itemStyle: { color }, symbolSize: 6 });
+        series.push({ type: 'line', name: g.label, data: pts.map((p) => [p.x, p.ci95_lo]), lineStyle: { type: 'dashed', width: 1, color }, symbol: 'none', tooltip: { show: false } });
+        series.push({ type: 'line', name: g.label, data: pts.map((p) => [p.x, p.ci95_hi]), lineStyle: { type: 'dashed', width: 1, color }, symbol: 'none', tooltip: { show: false } });
+      });
+      const logX = xmin > 0 && xmax / xmin >= 100;
+      option = {
+        title: { text: `${name}: mean over seeds (dashed: 95 % CI)`, textStyle: { fontSize: 13 } },
+        tooltip: { trigger: 'item' }, legend: { type: 'scroll', bottom: 0 }, grid: { left: 80, right: 30, bottom: 70 },
+        xAxis: { type: logX ? 'log' : 'value', name: 'x', nameLocation: 'middle', nameGap: 28, scale: true },
+        yAxis: { type: 'value', name: 'y (mean)', scale: true, axisLabel: { formatter: (x) => fmt(x) } },
+        series,
+      };
+    }
+    sw.chart.setOption(option, true);
+  }
+  // drawParallel: one line per run, the swept parameters and the chosen
+  // summary value as axes.
+  async function drawParallel() {
+    const v = sw.view, st = v.status;
+    if (!window.echarts || !st) return;
+    const [kind, name] = ($('sweep-quantity').value || ':').split(/:(.*)/s);
+    const summary = kind === 'summary' ? name : (v.agg.summary[0] || '');
+    let runs;
+    try { runs = (await call('GET', `/api/runs?limit=10000&q=${encodeURIComponent('sweep = ' + st.id + ' AND state = done')}`)).runs; } catch (e) { return; }
+    if (sw.view !== v) return;
+    if (!sw.par) sw.par = echarts.init($('sweep-parallel'));
+    const dims = st.axes.map((a, i) => {
+      const numeric = a.values.every((x) => typeof x === 'number');
+      return numeric ? { dim: i, name: a.name, type: 'value', scale: true } : { dim: i, name: a.name, type: 'category', data: a.values.map(String) };
+    });
+    dims.push({ dim: dims.length, name: 'seed (run)', type: 'value', scale: true });
+    dims.push({ dim: dims.length, name: 'summary: ' + summary, type: 'value', scale: true });
+    const data = runs.map((r) => [...st.axes.map((a) => typeof a.values[0] === 'number' ? r.params[a.name] : String(r.params[a.name])), r.seed,
+      r.summary && r.summary[summary] !== undefined ? r.summary[summary] : null]);
+    const vals = data.map((d) => d[d.length - 1]).filter((x) => x !== null);
+    sw.par.setOption({
+      title: { text: `parameters against ${summary} (${runs.length} runs)`, textStyle: { fontSize: 13 } },
+      parallelAxis: dims, parallel: { left: 60, right: 90, bottom: 30, top: 60 },
+      visualMap: vals.length ? { type: 'continuous', min: Math.min(...vals), max: Math.max(...vals), dimension: dims.length - 1, right: 0, top: 'middle', calculable: true,
+        text: [summary, ''], inRange: { color: ['#0072B2', '#E69F00'] } } : undefined,
+      series: [{ type: 'parallel', data, lineStyle: { width: 1, opacity: 0.5 } }],
+    }, true);
+  }
+
+  // ---- the runs list's filter and a run's tags --------------------------------
+  async function applyFilter(text) {
+    const err = $('run-query-error');
+    try {
+      if (text.trim()) await call('GET', '/api/runs?limit=1&q=' + encodeURIComponent(text));
+      err.textContent = '';
+      lab.runQuery = text.trim();
+      if (typeof refreshRuns === 'function') refreshRuns();
+    } catch (e) { err.textContent = e.message; }
+  }
+  async function showTags(id) {
+    const box = $('run-tags');
+    if (!box) return;
+    try {
+      const run = await call('GET', '/api/runs/' + id);
+      $('run-tags-input').value = (run.tags || []).join(', ');
+      box.dataset.run = id;
+      $('run-tags-status').textContent = run.sweep ? `run ${run.sweep_run} of sweep ${run.sweep}` : '';
+    } catch (e) { /* gone */ }
+  }
+  async function saveTags() {
+    const id = $('run-tags').dataset.run;
+    const tags = $('run-tags-input').value.split(',').map((s) => s.trim()).filter(Boolean);
+    try {
+      await call('PUT', `/api/runs/${id}/tags`, { tags });
+      $('run-tags-status').textContent = 'saved';
+      if (typeof refreshRuns === 'function') refreshRuns();
+    } catch (e) { $('run-tags-status').textContent = e.message; }
+  }
+
+  // ---- wiring -----------------------------------------------------------------
+  function build() {
+    document.head.append(mk('style', { text: `
+      #sweep-form { margin: 12px 0; } #sweep-form summary { cursor: pointer; font-weight: 600; }
+      .sweep-grid { display: grid; grid-template-columns: max-content minmax(160px, 420px); gap: 4px 12px; margin: 8px 0; align-items: center; }
+      .sweep-grid label { font-family: ui-monospace, monospace; } .sweep-grid input, .sweep-grid select { font: inherit; padding: 2px 6px; }
+      .sweep-chart { width: 100%; height: 380px; border: 1px solid #e3e6ea; border-radius: 4px; margin: 6px 0; }
+      #run-query { width: 100%; font: inherit; padding: 2px 6px; } #run-query-error, #sweep-error, #sweep-agg-error { color: #b91c1c; }
+      #sweep-list li { display: flex; gap: 6px; font-size: 13px; } #sweep-list .what { flex: 1; }` }));
+    const runsSection = $('run-list') && $('run-list').closest('section');
+    if (runsSection) {
+      runsSection.insertBefore(mk('div', { class: 'row small' },
+        mk('input', { type: 'search', id: 'run-query', placeholder: 'filter: kBlockN IN (64, 96) AND tag = paper', title: 'experiment, state, origin, tag, seed, sweep, text or any parameter; = != < <= > >= ~ IN; AND OR NOT; ( )', spellcheck: 'false',
+          onkeydown: (ev) => { if (ev.key === 'Enter') applyFilter(ev.target.value); } }),
+        mk('span', { id: 'run-query-error', class: 'small', role: 'alert' })), $('run-list'));
+      runsSection.after(mk('section', {}, mk('h2', { text: 'Sweeps' }), mk('ul', { id: 'sweep-list', class: 'list runs' })));
+    }
+    const expView = $('exp-view');
+    if (expView) expView.append(mk('details', { id: 'sweep-form' }, mk('summary', { text: 'Sweep: several values of any parameters × seeds, with statistics' }), mk('div', { class: 'sweep-body' })));
+    const actions = $('run-actions');
+    if (actions) actions.after(mk('div', { id: 'run-tags', class: 'row small' }, mk('label', { for: 'run-tags-input', text: 'tags' }),
+      mk('input', { type: 'text', id: 'run-tags-input', placeholder: 'a, b', spellcheck: 'false' }),
+      mk('button', { type: 'button', id: 'run-tags-save', text: 'Save tags', onclick: saveTags }), mk('span', { id: 'run-tags-status', class: 'muted' })));
+    $('center').append(mk('div', { id: 'sweep-view', hidden: true },
+      mk('h2', { id: 'sweep-title' }),
+      mk('div', { class: 'row' }, mk('progress', { id: 'sweep-progress', max: 1, value: 0 }), mk('span', { id: 'sweep-state', class: 'muted' }),
+        mk('button', { type: 'button', id: 'sweep-cancel', hidden: true, text: 'Cancel the sweep', onclick: async () => {
+          try { await call('POST', `/api/sweeps/${sw.view.id}/cancel`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
+          poll();
+        } })),
+      mk('div', { class: 'row small', id: 'sweep-groups' }),
+      mk('div', { class: 'row small' }, mk('label', { for: 'sweep-quantity', text: 'show' }), mk('select', { id: 'sweep-quantity', onchange: () => { drawChart(); drawParallel(); } }),
+        mk('a', { id: 'sweep-csv', download: true, text: 'aggregate CSV' }), mk('a', { id: 'sweep-json', download: true, text: 'aggregate JSON' })),
+      mk('div', { id: 'sweep-agg-error', role: 'alert', class: 'small' }),
+      mk('div', { id: 'sweep-chart', class: 'sweep-chart' }),
+      mk('div', { id: 'sweep-parallel', class: 'sweep-chart' }),
+      mk('p', { id: 'sweep-excluded', class: 'muted small' }),
+      mk('table', { id: 'sweep-table', class: 'meta' })));
+  }
+  function route() {
+    const h = location.hash.slice(1);
+    const [kind, arg] = [h.split('/')[0], h.split('/').slice(1).join('/')];
+    if (kind === 'sweep' && arg) { openSweep(arg); return; }
+    clearTimeout(sw.timer);
+    if (sw.view) { sw.view = null; $('sweep-view').hidden = true; }
+    if (kind === 'exp') setTimeout(renderForm, 0);
+    if (kind === 'run' && arg) showTags(arg);
+  }
+  function start() {
+    if (document.body.dataset.ready !== 'true' && document.body.dataset.ready !== 'error') { setTimeout(start, 50); return; }
+    build();
+    window.addEventListener('hashchange', route);
+    window.addEventListener('resize', () => { sw.chart && sw.chart.resize(); sw.par && sw.par.resize(); });
+    route();
+    refreshList();
+    setInterval(refreshList, 3000);
+    document.body.dataset.sweeps = 'ready';
+  }
+  start();
+})();
