@@ -52,7 +52,7 @@ func TestScreenshots(t *testing.T) {
 	var ids []string
 	var names []string
 	for _, e := range sim.Experiments() {
-		if e.Name() == "lab-demo" || (only != "" && !strings.Contains(","+only+",", ","+e.Name()+",")) {
+		if strings.HasPrefix(e.Name(), "lab-") || (only != "" && !strings.Contains(","+only+",", ","+e.Name()+",")) {
 			continue
 		}
 		params := screenshotParams[e.Name()]

@@ -186,7 +186,7 @@ func (sw *sweeper) runSlurm(ctx context.Context, rec notebook.Sweep, g *sweep.Gr
 				return
 			}
 		}
-		done, _, err := sw.doneRuns(rec.ID)
+		done, err := sw.doneRuns(rec.ID)
 		if err != nil {
 			sw.end(rec.ID, notebook.Failed, err.Error())
 			return

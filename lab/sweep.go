@@ -27,6 +27,7 @@ import (
 //	GET  /api/sweeps                   the sweeps, newest first
 //	GET  /api/sweeps/{id}              one, with the states of its runs (and of its Slurm tasks)
 //	POST /api/sweeps/{id}/cancel       cancel: queued runs end, running ones stop, Slurm jobs get scancel
+//	POST /api/sweeps/{id}/resume       run again what did not end done in an ended sweep (failed, cancelled)
 //	GET  /api/sweeps/{id}/aggregate    ?group=a,b (default: every swept parameter) &format=json|csv
 //	PUT  /api/runs/{id}/tags           {"tags": [...]}
 //	GET  /api/runs?q=QUERY             the runs list filtered (package runquery)
@@ -79,6 +80,7 @@ func (s *Server) sweepRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /api/sweeps", s.handleListSweeps)
 	m.HandleFunc("GET /api/sweeps/{id}", s.handleGetSweep)
 	m.HandleFunc("POST /api/sweeps/{id}/cancel", s.handleCancelSweep)
+	m.HandleFunc("POST /api/sweeps/{id}/resume", s.handleResumeSweep)
 	m.HandleFunc("GET /api/sweeps/{id}/aggregate", s.handleAggregate)
 	m.HandleFunc("PUT /api/runs/{id}/tags", s.handleTags)
 }
@@ -162,24 +164,21 @@ func (sw *sweeper) end(id string, st notebook.State, msg string) {
 }
 
 // doneRuns returns which run numbers of the sweep have a run that ended
-// done, and the sweep's runs by number.
-func (sw *sweeper) doneRuns(id string) (map[int]bool, map[int]string, error) {
-	runs, err := sw.store.SweepRuns(id)
-	if err != nil {
-		return nil, nil, err
-	}
+// done (in the notebook: a live run has not).
+func (sw *sweeper) doneRuns(id string) (map[int]bool, error) {
 	done := map[int]bool{}
-	for n, rid := range runs {
-		if r, err := sw.s.getRun(rid); err == nil && r.State == notebook.Done {
-			done[n] = true
+	err := sw.store.ReadSweep(id, nil, func(smp notebook.SweepSample) error {
+		if smp.State == notebook.Done {
+			done[smp.N] = true
 		}
-	}
-	return done, runs, nil
+		return nil
+	})
+	return done, err
 }
 
 // finish ends a sweep whose runs have all ended: done when every run is.
 func (sw *sweeper) finish(id string, total int) {
-	done, _, err := sw.doneRuns(id)
+	done, err := sw.doneRuns(id)
 	if err != nil {
 		sw.end(id, notebook.Failed, err.Error())
 		return
@@ -195,7 +194,7 @@ func (sw *sweeper) finish(id string, total int) {
 // most twice the pool's workers of them queued or running, so that a large
 // sweep neither fills the queue nor starves other users' runs for long.
 func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Grid) {
-	done, _, err := sw.doneRuns(rec.ID)
+	done, err := sw.doneRuns(rec.ID)
 	if err != nil {
 		sw.end(rec.ID, notebook.Failed, err.Error())
 		return
@@ -375,6 +374,18 @@ func (s *Server) handleStartSweep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	if executor == "pool" { // every grid point within the lab's budget (the seed does not change a cost)
+		for p := range g.Points() {
+			values, _, err := g.Run(p * len(g.Spec.Seeds))
+			if err == nil {
+				_, err = s.estimate(exp, values)
+			}
+			if err != nil {
+				writeError(w, http.StatusBadRequest, errorf("grid point %s: %v", values.Flags(), err))
+				return
+			}
+		}
+	}
 	s.mu.Lock()
 	closing := s.closing
 	s.mu.Unlock()
@@ -454,24 +465,33 @@ func (s *Server) sweepStatus(id string) (SweepStatus, error) {
 	if err != nil {
 		return SweepStatus{}, err
 	}
-	runs, err := s.sw.store.SweepRuns(id)
+	st := SweepStatus{Sweep: rec, States: map[string]int{}, RunIDs: make([]string, rec.Runs)}
+	found := 0
+	// One read of the notebook; live runs' states are the live records'
+	// (the notebook lags them by up to a flush).
+	err = s.sw.store.ReadSweep(id, nil, func(smp notebook.SweepSample) error {
+		if smp.N < 0 || smp.N >= rec.Runs {
+			return nil
+		}
+		found++
+		st.RunIDs[smp.N] = smp.ID
+		state := smp.State
+		if l := s.liveRun(smp.ID); l != nil {
+			l.mu.Lock()
+			state = l.meta.State
+			l.mu.Unlock()
+		}
+		if state == "" {
+			state = "deleted"
+		}
+		st.States[string(state)]++
+		return nil
+	})
 	if err != nil {
 		return SweepStatus{}, err
 	}
-	st := SweepStatus{Sweep: rec, States: map[string]int{}, RunIDs: make([]string, rec.Runs)}
-	for n := 0; n < rec.Runs; n++ {
-		rid, ok := runs[n]
-		if !ok {
-			st.States["missing"]++
-			continue
-		}
-		st.RunIDs[n] = rid
-		run, err := s.getRun(rid)
-		if err != nil {
-			st.States["missing"]++
-			continue
-		}
-		st.States[string(run.State)]++
+	if missing := rec.Runs - found; missing > 0 {
+		st.States["missing"] = missing
 	}
 	s.sw.mu.Lock()
 	if tasks := s.sw.tasks[id]; len(tasks) > 0 {
@@ -539,6 +559,51 @@ func (s *Server) handleCancelSweep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sw.cancel(rec)
+	st, err := s.sweepStatus(id)
+	if err != nil {
+		s.writeSweepError(w, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) handleResumeSweep(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if s.sw.store == nil {
+		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+		return
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, errClosing)
+		return
+	}
+	var rec notebook.Sweep
+	err := s.sw.store.UpdateSweep(id, func(sw *notebook.Sweep) error {
+		if sw.State == notebook.Running || sw.State == notebook.Done {
+			return errorf("sweep %s is %s: nothing to resume", id, sw.State)
+		}
+		if sw.Executor == "slurm" && s.opts.Slurm == nil {
+			return errorf("sweep %s runs on Slurm, and this lab was started without it", id)
+		}
+		sw.State, sw.Error, sw.Ended = notebook.Running, "", nil
+		sw.SlurmJobs = slices.DeleteFunc(sw.SlurmJobs, func(string) bool { return true }) // a fresh allowance of submissions
+		rec = *sw
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, notebook.ErrNotFound) {
+			s.writeSweepError(w, id, err)
+			return
+		}
+		writeError(w, http.StatusConflict, err)
+		return
+	}
+	s.log.Info("sweep resumed", "sweep", id)
+	s.sw.launch(rec)
 	st, err := s.sweepStatus(id)
 	if err != nil {
 		s.writeSweepError(w, id, err)

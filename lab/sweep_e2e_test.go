@@ -19,7 +19,7 @@ import (
 func TestBrowserSweep(t *testing.T) {
 	ctx := browser(t)
 	l := newTestLab(t, Options{Workers: 2})
-	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	tctx, cancel := context.WithTimeout(ctx, 180*time.Second)
 	defer cancel()
 	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#exp/lab-demo")); err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestBrowserSweep(t *testing.T) {
 		document.getElementById('sweep-start').click();
 	})()`)
 	poll(t, tctx, `location.hash.startsWith('#sweep/') && !document.getElementById('sweep-view').hidden`, 10*time.Second)
-	poll(t, tctx, `document.getElementById('sweep-state').textContent.startsWith('done')`, 20*time.Second)
+	poll(t, tctx, `document.getElementById('sweep-view').dataset.shown === '1:done'`, 20*time.Second)
 	poll(t, tctx, `document.querySelectorAll('#sweep-table tr').length === 3`, 5*time.Second)
 	row := eval[string](t, tctx, `document.querySelectorAll('#sweep-table tr')[2].textContent`)
 	if !strings.HasPrefix(row, "n=10n410") { // group, summary n, 4 runs, mean 10
@@ -48,18 +48,6 @@ func TestBrowserSweep(t *testing.T) {
 	eval[chromedp.Void](t, tctx, `(() => { const s = document.getElementById('sweep-quantity'); s.value = 'series:s0'; s.dispatchEvent(new Event('change')); })()`)
 	if n := eval[int](t, tctx, `lab.sweeps.chart.getOption().series.length`); n != 6 {
 		t.Errorf("series chart: %d lines, want 2 groups × 3", n)
-	}
-	if os.Getenv("FP8LAB_SCREENSHOTS") != "" {
-		eval[chromedp.Void](t, tctx, `(() => { const s = document.getElementById('sweep-quantity'); s.value = 'summary:n'; s.dispatchEvent(new Event('change')); })()`)
-		time.Sleep(500 * time.Millisecond)
-		eval[chromedp.Void](t, tctx, `window.scrollTo(0, document.getElementById('sweep-view').offsetTop)`)
-		png, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("..", "docs", "img", "sweep.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	// Group by nothing: one group of 8 runs.
 	eval[chromedp.Void](t, tctx, `(() => { const b = document.querySelector('#sweep-groups input[data-axis=n]'); b.checked = false; b.dispatchEvent(new Event('change')); })()`)
@@ -84,5 +72,40 @@ func TestBrowserSweep(t *testing.T) {
 	poll(t, tctx, `document.getElementById('run-tags-status').textContent === 'saved'`, 5*time.Second)
 	if run := l.get(id); strings.Join(run.Tags, ",") != "best,paper" {
 		t.Errorf("tags %v", run.Tags)
+	}
+	if os.Getenv("FP8LAB_SCREENSHOTS") != "" {
+		screenshotSweep(t, tctx, l)
+	}
+}
+
+// screenshotSweep runs a contraction sweep from the page (the two-level
+// wgmma series over kBlockN × 8 seeds) and writes its view to
+// docs/img/sweep.png.
+func screenshotSweep(t *testing.T, ctx context.Context, l *testLab) {
+	if err := chromedp.Do(ctx, chromedp.Navigate(l.url+"/#exp/contraction")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, `document.body.dataset.sweeps === 'ready' && !!document.getElementById('sweep-kBlockN')`, 20*time.Second)
+	eval[chromedp.Void](t, ctx, `(() => {
+		document.getElementById('sweep-form').open = true;
+		document.getElementById('param-K').value = '1024,4096,16384';
+		document.getElementById('param-trials').value = '16';
+		document.getElementById('param-series').value = 'wgmma-kblockn';
+		document.getElementById('param-captures').value = 'off';
+		document.getElementById('sweep-kBlockN').value = '32,64,128,256';
+		document.getElementById('sweep-seeds').value = '1..8';
+		document.getElementById('sweep-start').click();
+	})()`)
+	poll(t, ctx, `location.hash !== '#sweep/1' && document.getElementById('sweep-view').dataset.shown === location.hash.slice(7) + ':done'`, 120*time.Second)
+	poll(t, ctx, `document.querySelectorAll('#sweep-quantity option').length > 0`, 5*time.Second)
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.getElementById('sweep-quantity'); s.value = 'summary:wgmma-kblockn_mean_K16384'; s.dispatchEvent(new Event('change')); })()`)
+	time.Sleep(time.Second)
+	eval[chromedp.Void](t, ctx, `window.scrollTo(0, document.getElementById('sweep-view').offsetTop)`)
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "docs", "img", "sweep.png"), png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

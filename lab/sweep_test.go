@@ -236,6 +236,17 @@ func TestSweepRequestChecks(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-origin cancel: %v %v", resp.StatusCode, err)
 	}
+	req, _ = http.NewRequest("PUT", l.url+"/api/runs/1/tags", strings.NewReader(`{"tags":["a"]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin tags: %v %v", resp.StatusCode, err)
+	}
+	req, _ = http.NewRequest("GET", l.url+"/api/sweeps", nil)
+	req.Host = "evil.example:80"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Host: %v %v", resp.StatusCode, err)
+	}
 	req, _ = http.NewRequest("POST", l.url+"/api/sweeps", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "text/plain")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
@@ -244,6 +255,15 @@ func TestSweepRequestChecks(t *testing.T) {
 	big := `{"experiment": "lab-demo", "title": "` + strings.Repeat("x", maxBody) + `"}`
 	if status, _ := l.do("POST", "/api/sweeps", []byte(big)); status != http.StatusRequestEntityTooLarge {
 		t.Errorf("huge sweep body: %d", status)
+	}
+	// A grid point over the lab's budget is refused before anything runs.
+	small := newTestLab(t, Options{Workers: 1, MaxWork: 1e6})
+	status, b := small.do("POST", "/api/sweeps", map[string]any{"experiment": "lab-demo", "axes": []map[string]any{{"name": "n", "values": []any{10, 100000}}}})
+	if status != http.StatusBadRequest || !strings.Contains(string(b), "grid point -n 100000") || !strings.Contains(string(b), "budget") {
+		t.Errorf("sweep over the budget: %d %s", status, b)
+	}
+	if status, b := small.do("GET", "/api/sweeps", nil); status != http.StatusOK || !strings.Contains(string(b), `"sweeps":[]`) {
+		t.Errorf("a refused sweep was recorded: %s", b)
 	}
 	for _, p := range []string{"/api/sweeps/9", "/api/sweeps/x/aggregate", "/api/sweeps/9/aggregate"} {
 		if status, _ := l.do("GET", p, nil); status != http.StatusNotFound {
@@ -292,10 +312,20 @@ func TestSweepClientRuns(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", status, b)
 	}
-	select {
-	case <-lr.Context().Done():
-	case <-time.After(5 * time.Second):
-		t.Error("the client's run was not cancelled with its sweep")
+	// The client learns it with the answer to its next events (an idle
+	// client sends every 10 s; this one reports progress).
+	deadline := time.After(5 * time.Second)
+wait:
+	for i := int64(1); ; i++ {
+		lr.Progress(i, 1000)
+		select {
+		case <-lr.Context().Done():
+			break wait
+		case <-deadline:
+			t.Error("the client's run was not cancelled with its sweep")
+			break wait
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	lr.Finish(context.Canceled)
 	end := l.waitSweep(st.ID, 5*time.Second, sweepEnded)
@@ -306,6 +336,37 @@ func TestSweepClientRuns(t *testing.T) {
 		if id != "" {
 			l.wait(id, 5*time.Second, ended)
 		}
+	}
+	// Resumed, the cancelled runs run again (quickly now: "pause" is a
+	// fixed parameter, so resume with a sweep that has none instead).
+	if status, b := l.do("POST", "/api/sweeps/"+st.ID+"/resume", nil); status != http.StatusOK || !strings.Contains(string(b), `"state":"running"`) {
+		t.Errorf("resume: %d %s", status, b)
+	}
+	if status, _ := l.do("POST", "/api/sweeps/"+st.ID+"/resume", nil); status != http.StatusConflict {
+		t.Errorf("resume of a running sweep: %d", status)
+	}
+	l.do("POST", "/api/sweeps/"+st.ID+"/cancel", nil)
+	if status, _ := l.do("POST", "/api/sweeps/99/resume", nil); status != http.StatusNotFound {
+		t.Errorf("resume of no sweep: %d", status)
+	}
+}
+
+// TestSweepResumeFailed: a sweep whose runs failed is resumed by hand and
+// only the failed runs run again.
+func TestSweepResumeFailed(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 2})
+	st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"n": 3},
+		"axes": []map[string]any{{"name": "end", "values": []any{"ok", "error"}}}, "seeds": "1..2"})
+	end := l.waitSweep(st.ID, 10*time.Second, sweepEnded)
+	if end.State != notebook.Failed || end.States["done"] != 2 || end.States["failed"] != 2 || !strings.Contains(end.Error, "2 of 4") {
+		t.Fatalf("sweep %s %v %q", end.State, end.States, end.Error)
+	}
+	if status, b := l.do("POST", "/api/sweeps/"+st.ID+"/resume", nil); status != http.StatusOK {
+		t.Fatalf("resume: %d %s", status, b)
+	}
+	again := l.waitSweep(st.ID, 10*time.Second, sweepEnded)
+	if again.State != notebook.Failed || again.RunIDs[0] != end.RunIDs[0] || again.RunIDs[1] != end.RunIDs[1] || again.RunIDs[2] == end.RunIDs[2] {
+		t.Errorf("resumed: %s, runs %v (before %v): the done runs must stay, the failed ones run again", again.State, again.RunIDs, end.RunIDs)
 	}
 }
 

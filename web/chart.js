@@ -191,7 +191,7 @@
         const key = (multi ? r.label + ' ' : '') + n;
         legend.push({ key, name: n, run: multi ? r.label : null, family: l.family, variant: l.variant, color: l.color, dash: l.dash,
           symbol: multi && ri > 0 ? hollow(l.symbol) : l.symbol, width: multi ? (ri === 0 ? 5 : 1.8) : 2.2, opacity: multi && ri === 0 ? 0.45 : 1,
-          measured: !!l.measured, undeclared: !!l.undeclared, points: pts.length });
+          measured: !!l.measured, undeclared: !!l.undeclared, points: pts.length, right: yOf(n) === 'y2' });
         if (hidden.has(key) || hidden.has('family:' + l.family) || (multi && hidden.has('run:' + r.label))) continue;
         const ya = yOf(n);
         const data = [], bars = [];
@@ -426,7 +426,7 @@
         b.className = 'lg-item' + (hidden.has(item.key) ? ' off' : '');
         b.dataset.key = item.key;
         b.title = [item.variant && 'variant: ' + item.variant, item.measured && 'measured hardware', item.undeclared && 'not declared by the experiment', item.points !== undefined && item.points + ' points'].filter(Boolean).join(' · ');
-        b.append(legendSVG(item), document.createTextNode((item.run ? item.run + ' ' : '') + item.name));
+        b.append(legendSVG(item), document.createTextNode((item.run ? item.run + ' ' : '') + item.name + (item.right ? ' (right axis)' : '')));
         b.addEventListener('click', () => onToggle(item.key));
         g.append(b);
       }

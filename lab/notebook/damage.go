@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"syscall"
 )
 
@@ -83,9 +84,9 @@ const (
 )
 
 type metaPage struct {
-	pageSize       uint32
-	freelist, pgid uint64
-	txid           uint64
+	pageSize             uint32
+	root, freelist, pgid uint64
+	txid                 uint64
 }
 
 func readMeta(b []byte) (metaPage, error) {
@@ -104,7 +105,7 @@ func readMeta(b []byte) (metaPage, error) {
 	case e.Uint64(m[56:]) != h.Sum64():
 		return metaPage{}, errors.New("meta checksum mismatch")
 	}
-	return metaPage{pageSize: e.Uint32(m[8:]), freelist: e.Uint64(m[32:]), pgid: e.Uint64(m[40:]), txid: e.Uint64(m[48:])}, nil
+	return metaPage{pageSize: e.Uint32(m[8:]), root: e.Uint64(m[16:]), freelist: e.Uint64(m[32:]), pgid: e.Uint64(m[40:]), txid: e.Uint64(m[48:])}, nil
 }
 
 // preflight checks, before bbolt maps the file, what bbolt does not: that
@@ -164,6 +165,9 @@ func preflight(path string) error {
 	}
 	if best.freelist != ^uint64(0) && best.freelist >= best.pgid {
 		return damagedFile(path, fmt.Errorf("the header's freelist page %d is past the last page %d", best.freelist, best.pgid-1))
+	}
+	if problems := checkPages(path, best, 10); len(problems) > 0 {
+		return damagedFile(path, errors.New(strings.Join(problems, "; ")))
 	}
 	return nil
 }

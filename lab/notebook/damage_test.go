@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,7 +135,7 @@ func TestOpenDamaged(t *testing.T) {
 				ids = binary.NativeEndian.AppendUint64(ids, id)
 			}
 			patch(t, dir, int64(fl)*int64(ps)+16, ids)
-		}, "freed"},
+		}, "free and in use"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,4 +375,56 @@ func TestCallbackPanic(t *testing.T) {
 	if err := s.Append(r.ID, 0, []sim.Point{{}}, nil); err != nil {
 		t.Errorf("a write after the panics: %v", err)
 	}
+}
+
+// FuzzOpen writes arbitrary bytes as a notebook file: Open either refuses
+// it with an error or opens it, and then listing and reading every run
+// returns (errors allowed); nothing panics or faults.
+func FuzzOpen(f *testing.F) {
+	dir := f.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range 3 {
+		r := Run{Experiment: "e", State: Running}
+		s.Create(&r)
+		pts := make([]sim.Point, 200*i)
+		s.Append(r.ID, 0, pts, nil)
+	}
+	s.Close()
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add(b[:len(b)/2])
+	f.Add(b[:8192])
+	for _, off := range []int{16, 4096 + 40, 2 * 4096, 3*4096 + 20} {
+		c := slices.Clone(b)
+		c[off] ^= 0x5a
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<20 {
+			return
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, FileName), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(dir)
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		list, _ := s.List(Query{})
+		for _, r := range list {
+			s.Points(r.ID, 0, 0)
+		}
+		r := Run{Experiment: "x"}
+		if err := s.Create(&r); err == nil {
+			s.Append(r.ID, 0, []sim.Point{{Series: "s"}}, nil)
+		}
+	})
 }

@@ -4,15 +4,22 @@
 #                                recommends), starts munged when it is not running, writes
 #                                DIR/slurm.conf and starts slurmctld and slurmd on it; it prints
 #                                SLURM_CONF=DIR/slurm.conf once the node is idle.
-#   tools/slurm/setup.sh -stop DIR  stops the daemons it started (by their pid files).
+#   tools/slurm/setup.sh -stop DIR  stops the daemons it started (by their pid files; munged
+#                                only when this script started it).
 # Ports: SLURMCTLD_PORT (default 6817) and SLURMD_PORT (default 6818). Needs root.
 # Exit status 0 only when the node accepts jobs.
 set -eu
 
 if [ "${1:-}" = "-stop" ]; then
 	dir=$2
-	for p in "$dir/slurmd.pid" "$dir/slurmctld.pid"; do
-		[ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true
+	for p in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munged.pid"; do
+		[ -f "$p" ] || continue
+		pid=$(cat "$p")
+		kill "$pid" 2>/dev/null || continue
+		i=0 # wait until it has exited (or is a zombie of the caller), at most 10 s
+		while [ -d "/proc/$pid" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$pid/stat" 2>/dev/null && [ $i -lt 100 ]; do
+			i=$((i + 1)); sleep 0.1
+		done
 	done
 	exit 0
 fi
@@ -33,6 +40,7 @@ if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
 	chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge
 	chmod 400 /etc/munge/munge.key
 	munged --force
+	cp /run/munge/munged.pid "$dir/munged.pid" 2>/dev/null || true # started here: -stop stops it
 	i=0
 	until munge -n 2>/dev/null | unmunge >/dev/null 2>&1; do
 		i=$((i + 1)); [ $i -lt 50 ] || { echo "munged did not start" >&2; exit 1; }; sleep 0.1

@@ -124,6 +124,7 @@
     const tasks = st.slurm_tasks ? ' · Slurm tasks: ' + Object.entries(st.slurm_tasks).map(([k, n]) => `${n} ${k}`).join(', ') : '';
     $('sweep-state').textContent = `${st.state} · ${s.done || 0} done, ${s.running || 0} running, ${(s.queued || 0) + (s.missing || 0)} waiting, ${(s.failed || 0) + (s.interrupted || 0) + (s.cancelled || 0)} not done${tasks}${st.error ? ' · ' + st.error : ''}`;
     $('sweep-cancel').hidden = st.state !== 'running';
+    $('sweep-resume').hidden = st.state === 'running' || st.state === 'done';
     $('sweep-groups').replaceChildren(mk('span', { class: 'muted', text: 'group by:' }), ...axes.map((a) => {
       const box = mk('input', { type: 'checkbox', 'data-axis': a, onchange: (ev) => {
         v.group = axes.filter((x) => x === a ? ev.target.checked : v.group.includes(x));
@@ -133,6 +134,7 @@
       return mk('label', {}, box, ' ' + a);
     }));
     await loadAggregate();
+    $('sweep-view').dataset.shown = v.id + ':' + st.state; // the aggregate drawn is of this state (for the tests)
     if (st.state === 'running') sw.timer = setTimeout(poll, 1000);
   }
   const groupParam = (v) => 'group=' + encodeURIComponent(v.group.join(','));
@@ -175,6 +177,10 @@
     if (!window.echarts || !a) return;
     if (!sw.chart) sw.chart = echarts.init($('sweep-chart'));
     const [kind, name] = ($('sweep-quantity').value || ':').split(/:(.*)/s);
+    if (!name) {
+      sw.chart.setOption({ title: { text: 'no run of the sweep has ended done yet', textStyle: { fontSize: 13 } } }, true);
+      return;
+    }
     const palette = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#F0E442', '#000000', '#999999', '#882255'];
     let option;
     if (kind === 'summary') {
@@ -184,7 +190,7 @@
         title: { text: `${name}: mean and 95 % CI over seeds`, textStyle: { fontSize: 13 } },
         tooltip: { trigger: 'item' }, grid: { left: 80, right: 30, bottom: 80 },
         xAxis: { type: 'category', data: labels, name: v.group.join(', ') || 'all runs', nameLocation: 'middle', nameGap: 55, axisLabel: { rotate: labels.length > 6 ? 30 : 0 } },
-        yAxis: { type: 'value', name, scale: true },
+        yAxis: { type: 'value', scale: true, axisLabel: { formatter: (x) => fmt(x) } },
         series: [
           { type: 'scatter', name: 'mean', data: stats.map((s) => s.mean), symbolSize: 9, itemStyle: { color: palette[0] } },
           { type: 'custom', name: '95 % CI', data: stats.map((s, i) => [i, s.ci95_lo, s.ci95_hi]), itemStyle: { color: palette[0] },
@@ -227,6 +233,7 @@
     if (!window.echarts || !st) return;
     const [kind, name] = ($('sweep-quantity').value || ':').split(/:(.*)/s);
     const summary = kind === 'summary' ? name : (v.agg.summary[0] || '');
+    if (!summary) return;
     let runs;
     try { runs = (await call('GET', `/api/runs?limit=10000&q=${encodeURIComponent('sweep = ' + st.id + ' AND state = done')}`)).runs; } catch (e) { return; }
     if (sw.view !== v) return;
@@ -242,9 +249,10 @@
     const vals = data.map((d) => d[d.length - 1]).filter((x) => x !== null);
     sw.par.setOption({
       title: { text: `parameters against ${summary} (${runs.length} runs)`, textStyle: { fontSize: 13 } },
-      parallelAxis: dims, parallel: { left: 60, right: 90, bottom: 30, top: 60 },
-      visualMap: vals.length ? { type: 'continuous', min: Math.min(...vals), max: Math.max(...vals), dimension: dims.length - 1, right: 0, top: 'middle', calculable: true,
-        text: [summary, ''], inRange: { color: ['#0072B2', '#E69F00'] } } : undefined,
+      parallelAxis: dims.map((d) => ({ ...d, nameTextStyle: { fontSize: 11 }, axisLabel: { formatter: d.type === 'value' ? (x) => fmt(x) : undefined } })),
+      parallel: { left: 60, right: 170, bottom: 30, top: 70 },
+      visualMap: vals.length ? { type: 'continuous', min: Math.min(...vals), max: Math.max(...vals), dimension: dims.length - 1, right: 10, top: 'middle', calculable: true,
+        formatter: (x) => fmt(x), inRange: { color: ['#0072B2', '#E69F00'] } } : undefined,
       series: [{ type: 'parallel', data, lineStyle: { width: 1, opacity: 0.5 } }],
     }, true);
   }
@@ -308,10 +316,19 @@
         mk('button', { type: 'button', id: 'sweep-cancel', hidden: true, text: 'Cancel the sweep', onclick: async () => {
           try { await call('POST', `/api/sweeps/${sw.view.id}/cancel`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
           poll();
+        } }),
+        mk('button', { type: 'button', id: 'sweep-resume', hidden: true, text: 'Resume (run what did not end done)', onclick: async () => {
+          try { await call('POST', `/api/sweeps/${sw.view.id}/resume`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
+          poll();
         } })),
       mk('div', { class: 'row small', id: 'sweep-groups' }),
       mk('div', { class: 'row small' }, mk('label', { for: 'sweep-quantity', text: 'show' }), mk('select', { id: 'sweep-quantity', onchange: () => { drawChart(); drawParallel(); } }),
-        mk('a', { id: 'sweep-csv', download: true, text: 'aggregate CSV' }), mk('a', { id: 'sweep-json', download: true, text: 'aggregate JSON' })),
+        mk('a', { id: 'sweep-csv', download: true, text: 'aggregate CSV' }), mk('a', { id: 'sweep-json', download: true, text: 'aggregate JSON' }),
+        mk('button', { type: 'button', id: 'sweep-runs', text: 'its runs in the list', onclick: () => {
+          const q = 'sweep = ' + sw.view.id;
+          if ($('run-query')) $('run-query').value = q;
+          applyFilter(q);
+        } })),
       mk('div', { id: 'sweep-agg-error', role: 'alert', class: 'small' }),
       mk('div', { id: 'sweep-chart', class: 'sweep-chart' }),
       mk('div', { id: 'sweep-parallel', class: 'sweep-chart' }),
