@@ -66,11 +66,11 @@ func (e AttentionFile) WithOutDir(dir string) sim.Experiment { e.OutDir = dir; r
 
 // AttentionFileRoles are the file roles of attention-file, with their doc.
 var AttentionFileRoles = []FileRole{
-	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim] (see layout); 2-D means one head"},
-	{"k", "keys: [tokens, kv_heads, dim] or [kv_heads, tokens, dim]"},
-	{"v", "values: as k, with V's head dim (512 for MLA's 576-wide keys)"},
-	{"positions", "optional: each query's position in the sequence (integers, one per query token)"},
-	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part (PyTorch SDPA's boolean mask)"},
+	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim]; 2-D: one head"},
+	{"k", "keys: [tokens, kv heads, dim] or [kv heads, tokens, dim]"},
+	{"v", "values: as k, with V's head dim (512 for MLA)"},
+	{"positions", "optional: each query token's position in the sequence"},
+	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part"},
 }
 
 // WithFiles returns the experiment reading files (role → name).
