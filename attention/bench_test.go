@@ -52,3 +52,28 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuantizeKV is writing a cache of 128k tokens (one head,
+// head_dim 128) in each format: the cache write, which the decode
+// benchmarks leave out (the dequantizing paths store the MMA's codes once,
+// as the kernel would compute them tile by tile).
+func BenchmarkQuantizeKV(b *testing.B) {
+	const n = 128 << 10
+	p := newProblem(1, 1, n, 1, 1, 128, 0.5)
+	for _, spec := range []KVSpec{
+		{Format: KVE4M3},
+		{Format: KVE4M3, KScales: PerTokenHead, VScales: PerTokenHead, Path: PathDequantBF16},
+		{Format: KVMXFP8, Path: PathDequantBF16},
+		{Format: KVNVFP4, Scale: ScaleAmax, Path: PathDequantE4M3},
+	} {
+		b.Run(strings.ReplaceAll(spec.String(), " ", "_"), func(b *testing.B) {
+			cpu := cputime.Start()
+			for b.Loop() {
+				if _, err := QuantizeKV(p.k, p.v, KVShape{Tokens: n, Heads: 1, KDim: 128}, spec); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.Report(b, 0)
+		})
+	}
+}

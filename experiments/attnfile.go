@@ -66,11 +66,11 @@ func (e AttentionFile) WithOutDir(dir string) sim.Experiment { e.OutDir = dir; r
 
 // AttentionFileRoles are the file roles of attention-file, with their doc.
 var AttentionFileRoles = []FileRole{
-	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim] (see layout); 2-D means one head"},
-	{"k", "keys: [tokens, kv_heads, dim] or [kv_heads, tokens, dim]"},
-	{"v", "values: as k, with V's head dim (512 for MLA's 576-wide keys)"},
-	{"positions", "optional: each query's position in the sequence (integers, one per query token)"},
-	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part (PyTorch SDPA's boolean mask)"},
+	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim]; 2-D: one head"},
+	{"k", "keys: [tokens, kv heads, dim] or [kv heads, tokens, dim]"},
+	{"v", "values: as k, with V's head dim (512 for MLA)"},
+	{"positions", "optional: each query token's position in the sequence"},
+	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part"},
 }
 
 // WithFiles returns the experiment reading files (role → name).
@@ -126,19 +126,19 @@ func (AttentionFile) Params() []sim.Param {
 	return []sim.Param{
 		{Name: "layout", Doc: "axis order of the files: thd [tokens, heads, dim] or htd [heads, tokens, dim]", Kind: sim.KindChoice, Default: "thd", Choices: []string{"thd", "htd"}},
 		{Name: "format", Doc: "KV-cache format", Kind: sim.KindChoice, Default: "e4m3", Choices: formats},
-		{Name: "kScales", Doc: "K scale granularity (e4m3/e5m2)", Kind: sim.KindChoice, Default: "tensor", Choices: []string{"tensor", "head", "token-head", "channel"}},
-		{Name: "vScales", Doc: "V scale granularity (e4m3/e5m2)", Kind: sim.KindChoice, Default: "tensor", Choices: []string{"tensor", "head", "token-head"}},
+		{Name: "k-scales", Aliases: []string{"kScales"}, Doc: "K scale granularity (e4m3/e5m2)", Kind: sim.KindChoice, Default: "tensor", Choices: []string{"tensor", "head", "token-head", "channel"}},
+		{Name: "v-scales", Aliases: []string{"vScales"}, Doc: "V scale granularity (e4m3/e5m2)", Kind: sim.KindChoice, Default: "tensor", Choices: []string{"tensor", "head", "token-head"}},
 		{Name: "scale", Doc: "static scales: 1.0, amax of the cache, amax of a calibration prefix", Kind: sim.KindChoice, Default: "one", Choices: []string{"one", "amax", "prefix"}},
 		{Name: "prefix", Doc: "calibration prefix of scale=prefix", Unit: "tokens", Kind: sim.KindInt, Default: 1024, Min: 1, Max: 1 << 24},
 		{Name: "path", Doc: "how the MMA reads the cache", Kind: sim.KindChoice, Default: "direct", Choices: []string{"direct", "dequant-bf16", "dequant-e4m3"}},
 		{Name: "arch", Doc: "tensor-core arithmetic of both GEMMs", Kind: sim.KindChoice, Default: "hopper", Choices: []string{"hopper", "blackwell"}},
 		{Name: "saturation", Doc: "cast of Q, K, V to fp8: satfinite (vLLM) or nosat (PyTorch .to())", Kind: sim.KindChoice, Default: "satfinite", Choices: []string{"satfinite", "nosat"}},
 		{Name: "promotions", Doc: "P·V promotion intervals (0 never, 1 every tile, N every N tiles)", Kind: sim.KindInts, Default: []int{0, 1}, Min: 0, Max: 1 << 20},
-		{Name: "kBlockM", Doc: "query tile; 0 is FA3's", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockM},
-		{Name: "kBlockN", Doc: "KV tile; 0 is FA3's", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
+		{Name: "k-block-m", Aliases: []string{"kBlockM"}, Doc: "query tile; 0 is FA3's", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockM},
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile; 0 is FA3's", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
 		{Name: "causal", Doc: "causal mask (queries at the end, or at their positions)", Kind: sim.KindBool, Default: false},
 		{Name: "window", Doc: "sliding window; 0 none", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: 1 << 24},
-		{Name: "softmaxScale", Doc: "multiplies Q·Kᵀ; 0 is 1/sqrt(head dim)", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1e6},
+		{Name: "softmax-scale", Aliases: []string{"softmaxScale"}, Doc: "multiplies Q·Kᵀ; 0 is 1/sqrt(head dim)", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1e6},
 		{Name: "void2", Doc: "type of .npy '<V2' elements (ml_dtypes)", Kind: sim.KindChoice, Default: "bfloat16", Choices: []string{"bfloat16", "float16"}},
 	}
 }
@@ -301,10 +301,10 @@ func attnFileSpec(vals sim.Values, in *attnFileInputs) (attention.KVSpec, attent
 	if spec.Format, err = attention.ParseKVFormat(vals.String("format")); err != nil {
 		return spec, attention.Config{}, err
 	}
-	if spec.KScales, err = attention.ParseGranularity(vals.String("kScales")); err != nil {
+	if spec.KScales, err = attention.ParseGranularity(vals.String("k-scales")); err != nil {
 		return spec, attention.Config{}, err
 	}
-	if spec.VScales, err = attention.ParseGranularity(vals.String("vScales")); err != nil {
+	if spec.VScales, err = attention.ParseGranularity(vals.String("v-scales")); err != nil {
 		return spec, attention.Config{}, err
 	}
 	if spec.Scale, err = attention.ParseScaleChoice(vals.String("scale")); err != nil {
@@ -326,8 +326,8 @@ func attnFileSpec(vals sim.Values, in *attnFileInputs) (attention.KVSpec, attent
 		return spec, attention.Config{}, err
 	}
 	cfg := attention.Config{HeadDim: in.d, VDim: in.dv, KVHeads: in.kvh, QHeads: in.qh, DType: dt, Saturation: spec.Saturation,
-		QKModel: qk, PVModel: qk, KBlockM: vals.Int("kBlockM"), KBlockN: vals.Int("kBlockN"),
-		Causal: vals.Bool("causal"), Window: vals.Int("window"), SoftmaxScale: vals.Float("softmaxScale"),
+		QKModel: qk, PVModel: qk, KBlockM: vals.Int("k-block-m"), KBlockN: vals.Int("k-block-n"),
+		Causal: vals.Bool("causal"), Window: vals.Int("window"), SoftmaxScale: vals.Float("softmax-scale"),
 		Positions: in.positions, Mask: in.mask}
 	return spec, cfg, nil
 }
@@ -475,4 +475,47 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 	run.Note(fmt.Sprintf("%s; %d query tokens × %d heads over %d tokens × %d KV heads, head dim %d/%d\n%s",
 		strings.Join(files, ", "), in.mq, in.qh, in.n, in.kvh, in.d, in.dv, strings.Join(lines, "\n")))
 	return nil
+}
+
+// Chart declares attention-file's chart: the error of each query head.
+func (AttentionFile) Chart() sim.Chart {
+	return sim.Chart{
+		X: sim.Axis{Quantity: "query head", Unit: "index"},
+		Y: sim.Axis{Quantity: "relative L2 error of O vs exact float64 on the unquantized tensors", Unit: "%"},
+		Styles: []sim.Style{
+			{Match: "promotion 0", Family: "never promoted (FA3 as shipped)"},
+			{Match: "promotion 1", Family: "promoted every tile (two-level)"},
+			{Match: "promotion *", Family: "promoted every N tiles"},
+		},
+	}
+}
+
+// Cost estimates attention-file from the sizes of its files (every
+// element at least one byte, head dim at least 64): the exact and the
+// quantized references and one kernel per promotion over every query row
+// and token; K and V held as float32 and float64, the cache, Q and O.
+func (e AttentionFile) Cost(v sim.Values) sim.Cost {
+	size := func(role string) int64 {
+		name, ok := e.Files[role]
+		if !ok {
+			return 0
+		}
+		path, _, err := attnFileOpen(e.Root, name)
+		if err != nil {
+			return 0
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			return 0
+		}
+		return info.Size()
+	}
+	q, k, vv := size("q"), size("k"), size("v")
+	prom := int64(len(v.Ints("promotions")))
+	work := sim.MulSat(q, k/64+1, prom*costKernel+2*costRef)
+	work = sim.AddSat(work, sim.MulSat(k+vv, 2*costQuant))
+	mem := sim.AddSat(costBase, sim.MulSat(k+vv, 4+8+2))
+	mem = sim.AddSat(mem, sim.MulSat(q, 4+8+8*(prom+2)))
+	mem = sim.AddSat(mem, sim.MulSat(size("mask"), 2))
+	return sim.Cost{Memory: mem, Work: max(work, 1e6)} // reading and checking the files: at least a millisecond
 }

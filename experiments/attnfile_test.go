@@ -97,7 +97,7 @@ func TestAttentionFileH200Inputs(t *testing.T) {
 		}
 		prom := strings.Join(ps, ",")
 		rec, err := attnExec(t, e, 1, map[string]string{"layout": tc.layout, "format": tc.format, "saturation": "nosat",
-			"kBlockM": "64", "kBlockN": "128", "promotions": prom})
+			"k-block-m": "64", "k-block-n": "128", "promotions": prom})
 		if err != nil {
 			t.Fatal(err)
 		}

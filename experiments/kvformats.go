@@ -108,7 +108,7 @@ func (KVFormats) Params() []sim.Param {
 		{Name: "trials", Doc: "trials per context length", Kind: sim.KindInt, Default: 24, Min: 1, Max: 1000000},
 		{Name: "set", Doc: "which series: small (6) or all (16)", Kind: sim.KindChoice, Default: "small", Choices: []string{"small", "all"}},
 		{Name: "promotions", Doc: "P·V promotion intervals tried (tiles; 0 never, 1 every tile)", Kind: sim.KindInts, Default: []int{0, 1, 16}, Min: 0, Max: 1 << 20},
-		{Name: "kBlockN", Doc: "KV tile width; 0 is FA3's decode tile", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile width; 0 is FA3's decode tile", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
 	}
 	return append(p, attnNeedleParams(needleDefaultMargin)...)
 }
@@ -132,7 +132,7 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 			return fmt.Errorf("%s: %w", c.label, err)
 		}
 		r := attnNeedleRun{dtype: dt, spec: &spec, promotions: promotions,
-			cfg: attention.Config{HeadDim: t.d, DType: dt, QKModel: model, PVModel: model, KBlockN: run.Values.Int("kBlockN")}}
+			cfg: attention.Config{HeadDim: t.d, DType: dt, QKModel: model, PVModel: model, KBlockN: run.Values.Int("k-block-n")}}
 		for _, p := range promotions {
 			r.series = append(r.series, fmt.Sprintf("%s p%d", c.label, p))
 		}
@@ -221,4 +221,30 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 func kvFormatsSlug(s string) string {
 	s = strings.NewReplacer("→", "to_", "(", "", ")", "", ":", "_").Replace(s)
 	return strings.Join(strings.Fields(s), "_")
+}
+
+// Chart declares kv-formats' chart: retrieval against context, one colour
+// per stored format, the dash for the path, scales and arithmetic.
+func (KVFormats) Chart() sim.Chart {
+	var styles []sim.Style
+	for _, f := range []string{"bf16", "f16", "e4m3", "e5m2", "mxfp8", "nvfp4", "mxfp4"} {
+		styles = append(styles,
+			sim.Style{Match: f + " *tcgen05", Family: f, Variant: "Blackwell tcgen05"},
+			sim.Style{Match: f + " *→bf16", Family: f, Variant: "dequantized to bf16"},
+			sim.Style{Match: f + " *→e4m3", Family: f, Variant: "dequantized to e4m3"},
+			sim.Style{Match: f + " *", Family: f, Variant: "direct"},
+			sim.Style{Match: f, Family: f})
+	}
+	return sim.Chart{
+		X: axisContext, Y: axisAccuracy, Error: "se", Styles: styles,
+		Refs: []sim.Ref{{Axis: "y", Summary: "chance", Label: "chance (1/candidates)"}},
+	}
+}
+
+// Cost is the needle harness's over the series: one cache per series, one
+// kernel per series and promotion, the exact reference per trial.
+func (KVFormats) Cost(v sim.Values) sim.Cost {
+	cases := int64(len(kvFormatsCases(v.String("set"))))
+	prom := int64(len(v.Ints("promotions")) + 1)
+	return attnNeedleCost(v, v.Ints("contexts"), v.Int("trials"), cases, cases, cases*prom, true)
 }

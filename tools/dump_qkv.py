@@ -24,13 +24,13 @@ and then, for the last query token over the whole prompt (a decode step):
 
     lab run attention-file -layout htd -q qkv/q_last.npy -k qkv/k.npy -v qkv/v.npy
     # or every query token, causal:
-    lab run attention-file -layout htd -causal -q qkv/q.npy -k qkv/k.npy -v qkv/v.npy -kBlockM 128 -kBlockN 128
+    lab run attention-file -layout htd -causal -q qkv/q.npy -k qkv/k.npy -v qkv/v.npy -k-block-m 128 -k-block-n 128
     # from safetensors:
     lab run attention-file -layout htd -causal -q qkv/qkv.safetensors:q -k qkv/qkv.safetensors:k -v qkv/qkv.safetensors:v
 
 The softmax scale of attention-file defaults to 1/sqrt(head_dim); models
 with another scaling (Gemma's query_pre_attn_scalar, MLA's) print theirs:
-pass it as -softmaxScale. Models with sinks (gpt-oss) or sliding windows
+pass it as -softmax-scale. Models with sinks (gpt-oss) or sliding windows
 need the matching options. CI cannot download weights: this script is not
 run by the tests (written against transformers >= 4.48's
 AttentionInterface; check the printed shapes on your model).
