@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/sim"
@@ -39,5 +40,13 @@ func TestNeedleGPUEqualsCPU(t *testing.T) {
 		} else {
 			t.Logf("%s: %d summary values equal on cpu and gpu", c.name, len(a))
 		}
+	}
+}
+
+// kv-formats says plainly that it does not run on the GPU.
+func TestKVFormatsRefusesGPU(t *testing.T) {
+	_, err := attnExec(t, KVFormats{}, 1, map[string]string{"contexts": "256", "trials": "1", "device": "gpu"})
+	if err == nil || !strings.Contains(err.Error(), "CPU only") {
+		t.Errorf("kv-formats -device gpu: %v", err)
 	}
 }
