@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -124,7 +125,7 @@ func (SkipSW) Cost(v sim.Values) sim.Cost {
 		return c
 	}
 	d := int64(256) // the largest head_dim the simulator takes: an upper bound for every preset
-	if m, err := sim.LookupModel(v.String("model")); err == nil {
+	if m, err := presets.LookupModel(v.String("model")); err == nil {
 		for _, g := range m.KV {
 			if g.Window > 0 {
 				d = int64(g.HeadDim)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -30,8 +31,8 @@ func (ITL) Doc() string {
 
 ITL(L) = ITL0 + batch · (KV bytes per token · L + sliding-window KV bytes) / (η · bandwidth)
 (fp8-attention.md §4.6), with KV bytes per token = 2 · full layers · KV heads ·
-head_dim · (2 B for BF16, 1 B for FP8) from the model preset (sim.Models), the
-datasheet HBM bandwidth of the GPU preset (sim.GPUs), and an achieved-bandwidth
+head_dim · (2 B for BF16, 1 B for FP8) from the model preset (presets.Models), the
+datasheet HBM bandwidth of the GPU preset (presets.GPUs), and an achieved-bandwidth
 factor η per dtype from the efficiency parameter:
   roofline   η = 1 (no fitted number: the pure first-principles prediction);
   doc-4.4    η_BF16 = 0.90, η_FP8 = 0.83, the factors fp8-attention.md §4.4
@@ -90,7 +91,7 @@ func itlCostParams() []sim.Param {
 		{Name: "bw-measured-fp8", Doc: "the same for FP8 KV (0: the FP16 figure)", Unit: "GB/s", Kind: sim.KindFloat,
 			Default: 0.0, Min: 0, Max: 100000},
 		{Name: "bw-gpu", Doc: "the GPU bw-measured was measured on", Kind: sim.KindChoice,
-			Default: "h200", Choices: sim.GPUIDs()},
+			Default: "h200", Choices: presets.GPUIDs()},
 		{Name: "fp8-overhead", Doc: "fixed FP8 cost per step (-1: the published intercept gap of this GPU and model, 0 where none)", Unit: "ms", Kind: sim.KindFloat,
 			Default: -1.0, Min: -1, Max: 1000},
 		{Name: "weights-eff", Doc: "achieved-bandwidth factor of the weight read in ITL0", Kind: sim.KindFloat,
@@ -103,8 +104,8 @@ func itlCostParams() []sim.Param {
 // Params returns the parameter schema.
 func (ITL) Params() []sim.Param {
 	return append([]sim.Param{
-		{Name: "gpu", Doc: "GPU preset", Kind: sim.KindChoice, Default: "h100-sxm", Choices: sim.GPUIDs()},
-		{Name: "model", Doc: "model preset", Kind: sim.KindChoice, Default: "llama-3.1-8b", Choices: sim.ModelIDs()},
+		{Name: "gpu", Doc: "GPU preset", Kind: sim.KindChoice, Default: "h100-sxm", Choices: presets.GPUIDs()},
+		{Name: "model", Doc: "model preset", Kind: sim.KindChoice, Default: "llama-3.1-8b", Choices: presets.ModelIDs()},
 	}, itlCostParams()...)
 }
 
@@ -191,7 +192,7 @@ func itlSettingsFrom(v sim.Values) (itlSettings, error) {
 		if bw8 <= 0 {
 			bw8 = bw
 		}
-		g, err := sim.LookupGPU(v.String("bw-gpu"))
+		g, err := presets.LookupGPU(v.String("bw-gpu"))
 		if err != nil {
 			return s, err
 		}
@@ -199,13 +200,13 @@ func itlSettingsFrom(v sim.Values) (itlSettings, error) {
 			name string
 			gbs  float64
 		}{{"bw-measured", bw}, {"bw-measured-fp8", bw8}} {
-			if x.gbs*sim.GB > 1.05*g.Bandwidth {
-				return s, fmt.Errorf("parameter %q: %g GB/s is above the %s's datasheet %g GB/s", x.name, x.gbs, g.Name, g.Bandwidth/sim.GB)
+			if x.gbs*presets.GB > 1.05*g.Bandwidth {
+				return s, fmt.Errorf("parameter %q: %g GB/s is above the %s's datasheet %g GB/s", x.name, x.gbs, g.Name, g.Bandwidth/presets.GB)
 			}
 		}
-		s.etaBF16, s.etaFP8 = bw*sim.GB/g.Bandwidth, bw8*sim.GB/g.Bandwidth
+		s.etaBF16, s.etaFP8 = bw*presets.GB/g.Bandwidth, bw8*presets.GB/g.Bandwidth
 		s.source = fmt.Sprintf("measured: η_BF16 = %g / %g GB/s = %.3f, η_FP8 = %g / %g GB/s = %.3f (decode-bw on the %s, applied to the chosen GPU)",
-			bw, g.Bandwidth/sim.GB, s.etaBF16, bw8, g.Bandwidth/sim.GB, s.etaFP8, g.Name)
+			bw, g.Bandwidth/presets.GB, s.etaBF16, bw8, g.Bandwidth/presets.GB, s.etaFP8, g.Name)
 	default:
 		return s, fmt.Errorf(`parameter "efficiency": unknown value %q`, s.efficiency)
 	}
@@ -214,8 +215,8 @@ func itlSettingsFrom(v sim.Values) (itlSettings, error) {
 
 // itlCost is the cost model of one GPU and model.
 type itlCost struct {
-	gpu   sim.GPU
-	model sim.Model
+	gpu   presets.GPU
+	model presets.Model
 	itlSettings
 	pub    itlPublished
 	hasPub bool
@@ -223,11 +224,11 @@ type itlCost struct {
 
 // newITLCost combines the presets and the settings.
 func newITLCost(gpuID, modelID string, s itlSettings) (itlCost, error) {
-	g, err := sim.LookupGPU(gpuID)
+	g, err := presets.LookupGPU(gpuID)
 	if err != nil {
 		return itlCost{}, err
 	}
-	m, err := sim.LookupModel(modelID)
+	m, err := presets.LookupModel(modelID)
 	if err != nil {
 		return itlCost{}, err
 	}
@@ -479,7 +480,7 @@ func (ITL) Run(ctx context.Context, run *sim.Run) error {
 	}
 
 	run.Note(fmt.Sprintf("itl: %s on %s (%g TB/s), KV %g B/token BF16, %g B/token FP8; efficiency %s",
-		c.model.Name, c.gpu.Name, c.gpu.Bandwidth/sim.TB, c.model.KVBytesPerToken(2), c.model.KVBytesPerToken(1), s.source))
+		c.model.Name, c.gpu.Name, c.gpu.Bandwidth/presets.TB, c.model.KVBytesPerToken(2), c.model.KVBytesPerToken(1), s.source))
 	if c.model.WeightBytes == 0 {
 		run.Note("itl: the preset has no weight bytes (" + c.model.Name + "): ITL0 is launch-ms plus the FP8 overhead only")
 	}
@@ -520,7 +521,7 @@ func itlSummary(c itlCost, bf16, fp8 itlLayout) map[string]float64 {
 		"fp8_overhead_ms":         c.overheadOf(fp8),
 		"eta_bf16":                c.etaBF16,
 		"eta_fp8":                 c.etaFP8,
-		"bandwidth_tbs":           c.gpu.Bandwidth / sim.TB,
+		"bandwidth_tbs":           c.gpu.Bandwidth / presets.TB,
 		"kv_bytes_per_token_bf16": c.model.KVBytesPerToken(2),
 		"kv_bytes_per_token_fp8":  c.model.KVBytesPerToken(1),
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -52,7 +53,7 @@ quantized cache, i.e. the arithmetic alone) and cosine.`
 // skipswModels are the model presets with sliding-window layers.
 func skipswModels() []string {
 	var ids []string
-	for _, m := range sim.Models() {
+	for _, m := range presets.Models() {
 		if m.HasSlidingWindow() {
 			ids = append(ids, m.ID)
 		}
@@ -63,7 +64,7 @@ func skipswModels() []string {
 // Params returns the parameter schema.
 func (SkipSW) Params() []sim.Param {
 	return append([]sim.Param{
-		{Name: "gpu", Doc: "GPU preset", Kind: sim.KindChoice, Default: "h100-sxm", Choices: sim.GPUIDs()},
+		{Name: "gpu", Doc: "GPU preset", Kind: sim.KindChoice, Default: "h100-sxm", Choices: presets.GPUIDs()},
 		{Name: "model", Doc: "model preset with sliding-window layers", Kind: sim.KindChoice, Default: "gpt-oss-20b", Choices: skipswModels()},
 		{Name: "accuracy", Doc: "run the attention simulator for the accuracy part", Kind: sim.KindBool, Default: true},
 		{Name: "acc-contexts", Doc: "context lengths of the accuracy runs", Unit: "tokens", Kind: sim.KindInts,
@@ -164,9 +165,9 @@ type skipswResult struct {
 
 // skipswAccuracy runs the simulator on sliding and full layers of the
 // model's shape and emits their errors against float64 attention.
-func skipswAccuracy(ctx context.Context, run *sim.Run, m sim.Model, summary map[string]float64) error {
+func skipswAccuracy(ctx context.Context, run *sim.Run, m presets.Model, summary map[string]float64) error {
 	v := run.Values
-	var sw, full sim.LayerGroup
+	var sw, full presets.LayerGroup
 	for _, g := range m.KV {
 		if g.Window > 0 && sw.Layers == 0 {
 			sw = g

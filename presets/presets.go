@@ -1,4 +1,7 @@
-package sim
+// Package presets holds the hardware and model presets of the decode cost
+// model (experiments itl and skip-sw): GPU datasheet figures and LLM
+// shapes, each with its source in ../shared/docs/fp8-attention.md §4.
+package presets
 
 import (
 	"fmt"
