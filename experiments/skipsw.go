@@ -142,7 +142,7 @@ func (e SkipSW) Run(ctx context.Context, run *sim.Run) error {
 			return err
 		}
 	} else {
-		run.Note("skip-sw: accuracy part not run (-accuracy false)")
+		run.Note("skip-sw: accuracy part not run (-accuracy=false)")
 	}
 	run.Summary(summary)
 	return nil

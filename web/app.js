@@ -491,7 +491,7 @@ function renderRunMeta(view) {
 function reproduceLine(r) {
   let flags = r.flags;
   if (!flags) {
-    flags = Object.entries(r.params || {}).map(([k, v]) => `-${k} ${Array.isArray(v) ? v.join(',') : v}`).join(' ');
+    flags = Object.entries(r.params || {}).map(([k, v]) => typeof v === 'boolean' ? `-${k}=${v}` : `-${k} ${Array.isArray(v) ? v.join(',') : v}`).join(' ');
   }
   const cmd = `lab run ${r.experiment} ${flags} -seed ${r.seed}`.replace(/\s+/g, ' ');
   return r.registered ? cmd : cmd + '   (the experiment is not registered in this lab: run it with the program that produced it)';

@@ -76,7 +76,7 @@ func TestRunTable(t *testing.T) {
 	}
 	t.Logf("table output:\n%s", out)
 	lines := strings.Split(out, "\n")
-	if lines[0] != "lab run demo -trials 5 -contexts 1,2 -model two-level -fused false -sleep 0 -seed 7" ||
+	if lines[0] != "lab run demo -trials 5 -contexts 1,2 -model two-level -fused=false -sleep 0 -seed 7" ||
 		!strings.HasPrefix(lines[2], "x  two-level") || !strings.HasPrefix(lines[3], "1 ") ||
 		!strings.HasPrefix(lines[4], "2 ") || !strings.Contains(out, "\npoints  2\n") {
 		t.Errorf("output:\n%s", out)

@@ -52,6 +52,10 @@ func (ChartDemo) Chart() sim.Chart {
 }
 
 // Run emits the points.
+// Cost: a few points, no memory to speak of (the lab runs only
+// experiments that estimate their cost).
+func (ChartDemo) Cost(v sim.Values) sim.Cost { return sim.Cost{Memory: 1 << 20, Work: 1e6} }
+
 func (ChartDemo) Run(ctx context.Context, run *sim.Run) error {
 	n, scale := run.Values.Int("points"), run.Values.Float("scale")
 	for k := range n {
