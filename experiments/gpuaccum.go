@@ -149,6 +149,7 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 	run.Note(fmt.Sprintf("gpu-accum: adapter %s", info))
 	ks, trials := run.Values.Ints("K"), run.Values.Int("trials")
 
+	// Study 1: does the GPU fuse a*b+c?
 	rep, err := r.ProbeFMA(ctx)
 	if err != nil {
 		return err
@@ -165,133 +166,20 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 	}
 	run.AddTotal(planned)
 
-	baselines := make([]accum.Model, len(gpuAccumBaselines))
-	for i, n := range gpuAccumBaselines {
-		baselines[i] = accum.MustLookup(n)
-	}
-	mismatches, compared := 0, 0
-	seqEq := make([]int, len(baselines))
-	pairEq, pairN, seqN := 0, 0, 0
+	// Studies 2 and 3, per contraction length: the WGSL emulation against
+	// the Go models, and the GPU's own f32 loops against the baselines.
+	tally := newGPUAccumTally()
 	for _, k := range ks {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		type trial struct {
-			a, b           []uint16
-			ref            float64
-			goOut, baseOut []float32
-		}
-		res, err := sim.Trials(ctx, run, fmt.Sprintf("gpu-accum K=%d", k), trials, func(_ int, rng *rand.Rand) trial {
-			a, b := gpuAccumPV(rng, k)
-			t := trial{a: a, b: b, ref: accum.ExactDot(fp8.FormatE4M3, a, b, 0)}
-			for _, m := range gpuAccumModels {
-				t.goOut = append(t.goOut, accum.Chain(accum.MustLookup(m.model), a, b, 0, m.promote))
-			}
-			for _, m := range baselines {
-				t.baseOut = append(t.baseOut, m.Dot(a, b, 0))
-			}
-			run.Advance(int64(k) - 1)
-			return t
-		})
-		if err != nil {
+		if err := tally.contraction(ctx, run, r, k, trials); err != nil {
 			return err
 		}
-		in := wgsl.ChainInput{K: k, A: make([]uint8, 0, trials*k), B: make([]uint8, 0, trials*k), C: make([]float32, trials)}
-		x, y := make([]float32, 0, trials*k), make([]float32, 0, trials*k)
-		for _, t := range res {
-			for i := range t.a {
-				in.A, in.B = append(in.A, uint8(t.a[i])), append(in.B, uint8(t.b[i]))
-				x, y = append(x, fp8.E4M3(t.a[i]).Float32()), append(y, fp8.E4M3(t.b[i]).Float32())
-			}
-		}
-		emit := func(series string, out []float32, extra map[string]float64) error {
-			rel := make([]float64, trials)
-			for i, t := range res {
-				rel[i] = gpuRel(out[i], t.ref)
-			}
-			med, mean, mx := gpuStats(rel)
-			e := map[string]float64{"mean": mean, "max": mx}
-			for key, val := range extra {
-				e[key] = val
-			}
-			return run.Emit(sim.Point{Series: series, X: float64(k), Y: med, Extra: e})
-		}
-		for mi, m := range gpuAccumModels {
-			got, err := r.Chain(ctx, m.model, in, m.promote)
-			if err != nil {
-				return err
-			}
-			bad := 0
-			for i, t := range res {
-				if !gpuSame(got[i], t.goOut[mi]) {
-					bad++
-				}
-			}
-			mismatches += bad
-			compared += trials
-			if err := emit(m.label, got, map[string]float64{"wgsl_mismatches": float64(bad)}); err != nil {
-				return err
-			}
-		}
-		seq, err := r.NativeDot(ctx, wgsl.Sequential, x, y, make([]float32, trials), k)
-		if err != nil {
-			return err
-		}
-		for i, t := range res {
-			for bi := range baselines {
-				if gpuSame(seq[i], t.baseOut[bi]) {
-					seqEq[bi]++
-				}
-			}
-		}
-		seqN += trials
-		if err := emit("gpu f32 sequential", seq, nil); err != nil {
-			return err
-		}
-		if bits.OnesCount(uint(k)) == 1 {
-			pw, err := r.NativeDot(ctx, wgsl.Pairwise, x, y, make([]float32, trials), k)
-			if err != nil {
-				return err
-			}
-			pi := slices.Index(gpuAccumBaselines, "pairwise")
-			for i, t := range res {
-				if gpuSame(pw[i], t.baseOut[pi]) {
-					pairEq++
-				}
-			}
-			pairN += trials
-			if err := emit("gpu f32 pairwise", pw, nil); err != nil {
-				return err
-			}
-		}
-		for bi, name := range gpuAccumBaselines {
-			if name == "exact" {
-				continue
-			}
-			out := make([]float32, trials)
-			for i, t := range res {
-				out[i] = t.baseOut[bi]
-			}
-			if err := emit("go "+name, out, nil); err != nil {
-				return err
-			}
-		}
 	}
-	summary["wgsl_mismatches"] = float64(mismatches)
-	summary["wgsl_compared"] = float64(compared)
-	var matched []string
-	for bi, name := range gpuAccumBaselines {
-		f := float64(seqEq[bi]) / float64(max(seqN, 1))
-		summary["seq_eq_"+name] = f
-		if seqEq[bi] == seqN && seqN > 0 {
-			matched = append(matched, name)
-		}
-	}
-	if pairN > 0 {
-		summary["pairwise_eq_pairwise"] = float64(pairEq) / float64(pairN)
-	}
+	matched := tally.summarize(summary)
 
-	// FP32 inputs: fused and unfused chains differ.
+	// Study 4: FP32 inputs, where fused and unfused chains differ.
 	fusedEq, unfusedEq, n, err := gpuFP32Inputs(ctx, r, run.Seed)
 	if err != nil {
 		return err
@@ -299,7 +187,8 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 	summary["fp32in_seq_eq_fused"] = float64(fusedEq) / float64(n)
 	summary["fp32in_seq_eq_unfused"] = float64(unfusedEq) / float64(n)
 
-	// The attention simulator's decode path in WGSL against attention.Run.
+	// Study 5: the attention simulator's decode path in WGSL against
+	// attention.Run.
 	attn, err := r.CheckSimDecode(ctx, run.Seed, 1024)
 	if err != nil {
 		return err
@@ -312,11 +201,159 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 	summary["attn_decode_equal"] = float64(attnEq)
 	run.Summary(summary)
 	run.Note(fmt.Sprintf("gpu-accum: attention decode (the FA3 simulator's decode path in WGSL, %d configurations up to 1024 tokens): %d/%d outputs bit-exact with attention.Run", len(attn), attnEq, attnN))
+	tally.notes(run, matched, fusedEq, unfusedEq, n)
+	return nil
+}
 
-	if mismatches == 0 {
-		run.Note(fmt.Sprintf("gpu-accum: WGSL emulation equal to the Go models on all %d dot products", compared))
+// gpuAccumTally counts, over the contraction lengths, what the WGSL
+// emulation and the GPU's own loops agreed with.
+type gpuAccumTally struct {
+	baselines            []accum.Model
+	mismatches, compared int
+	seqEq                []int // per baseline: sequential GPU loop equal
+	seqN                 int
+	pairEq, pairN        int
+}
+
+func newGPUAccumTally() *gpuAccumTally {
+	t := &gpuAccumTally{baselines: make([]accum.Model, len(gpuAccumBaselines)), seqEq: make([]int, len(gpuAccumBaselines))}
+	for i, n := range gpuAccumBaselines {
+		t.baselines[i] = accum.MustLookup(n)
+	}
+	return t
+}
+
+// contraction runs trials dot products of length k: through the Go models
+// and their WGSL emulation (one series each, relative errors against the
+// exact dot product), and through the GPU's own sequential and pairwise
+// f32 loops, compared with the IEEE baselines.
+func (ta *gpuAccumTally) contraction(ctx context.Context, run *sim.Run, r *wgsl.Runner, k, trials int) error {
+	type trial struct {
+		a, b           []uint16
+		ref            float64
+		goOut, baseOut []float32
+	}
+	res, err := sim.Trials(ctx, run, fmt.Sprintf("gpu-accum K=%d", k), trials, func(_ int, rng *rand.Rand) trial {
+		a, b := gpuAccumPV(rng, k)
+		t := trial{a: a, b: b, ref: accum.ExactDot(fp8.FormatE4M3, a, b, 0)}
+		for _, m := range gpuAccumModels {
+			t.goOut = append(t.goOut, accum.Chain(accum.MustLookup(m.model), a, b, 0, m.promote))
+		}
+		for _, m := range ta.baselines {
+			t.baseOut = append(t.baseOut, m.Dot(a, b, 0))
+		}
+		run.Advance(int64(k) - 1)
+		return t
+	})
+	if err != nil {
+		return err
+	}
+	in := wgsl.ChainInput{K: k, A: make([]uint8, 0, trials*k), B: make([]uint8, 0, trials*k), C: make([]float32, trials)}
+	x, y := make([]float32, 0, trials*k), make([]float32, 0, trials*k)
+	for _, t := range res {
+		for i := range t.a {
+			in.A, in.B = append(in.A, uint8(t.a[i])), append(in.B, uint8(t.b[i]))
+			x, y = append(x, fp8.E4M3(t.a[i]).Float32()), append(y, fp8.E4M3(t.b[i]).Float32())
+		}
+	}
+	emit := func(series string, out []float32, extra map[string]float64) error {
+		rel := make([]float64, trials)
+		for i, t := range res {
+			rel[i] = gpuRel(out[i], t.ref)
+		}
+		med, mean, mx := gpuStats(rel)
+		e := map[string]float64{"mean": mean, "max": mx}
+		for key, val := range extra {
+			e[key] = val
+		}
+		return run.Emit(sim.Point{Series: series, X: float64(k), Y: med, Extra: e})
+	}
+	for mi, m := range gpuAccumModels {
+		got, err := r.Chain(ctx, m.model, in, m.promote)
+		if err != nil {
+			return err
+		}
+		bad := 0
+		for i, t := range res {
+			if !gpuSame(got[i], t.goOut[mi]) {
+				bad++
+			}
+		}
+		ta.mismatches += bad
+		ta.compared += trials
+		if err := emit(m.label, got, map[string]float64{"wgsl_mismatches": float64(bad)}); err != nil {
+			return err
+		}
+	}
+	seq, err := r.NativeDot(ctx, wgsl.Sequential, x, y, make([]float32, trials), k)
+	if err != nil {
+		return err
+	}
+	for i, t := range res {
+		for bi := range ta.baselines {
+			if gpuSame(seq[i], t.baseOut[bi]) {
+				ta.seqEq[bi]++
+			}
+		}
+	}
+	ta.seqN += trials
+	if err := emit("gpu f32 sequential", seq, nil); err != nil {
+		return err
+	}
+	if bits.OnesCount(uint(k)) == 1 {
+		pw, err := r.NativeDot(ctx, wgsl.Pairwise, x, y, make([]float32, trials), k)
+		if err != nil {
+			return err
+		}
+		pi := slices.Index(gpuAccumBaselines, "pairwise")
+		for i, t := range res {
+			if gpuSame(pw[i], t.baseOut[pi]) {
+				ta.pairEq++
+			}
+		}
+		ta.pairN += trials
+		if err := emit("gpu f32 pairwise", pw, nil); err != nil {
+			return err
+		}
+	}
+	for bi, name := range gpuAccumBaselines {
+		if name == "exact" {
+			continue
+		}
+		out := make([]float32, trials)
+		for i, t := range res {
+			out[i] = t.baseOut[bi]
+		}
+		if err := emit("go "+name, out, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// summarize writes the tallies into summary and returns the baselines the
+// sequential GPU loop equalled on every dot product.
+func (ta *gpuAccumTally) summarize(summary map[string]float64) (matched []string) {
+	summary["wgsl_mismatches"] = float64(ta.mismatches)
+	summary["wgsl_compared"] = float64(ta.compared)
+	for bi, name := range gpuAccumBaselines {
+		summary["seq_eq_"+name] = float64(ta.seqEq[bi]) / float64(max(ta.seqN, 1))
+		if ta.seqEq[bi] == ta.seqN && ta.seqN > 0 {
+			matched = append(matched, name)
+		}
+	}
+	if ta.pairN > 0 {
+		summary["pairwise_eq_pairwise"] = float64(ta.pairEq) / float64(ta.pairN)
+	}
+	return matched
+}
+
+// notes says in words what the studies found.
+func (ta *gpuAccumTally) notes(run *sim.Run, matched []string, fusedEq, unfusedEq, n int) {
+	if ta.mismatches == 0 {
+		run.Note(fmt.Sprintf("gpu-accum: WGSL emulation equal to the Go models on all %d dot products", ta.compared))
 	} else {
-		run.Note(fmt.Sprintf("gpu-accum: WGSL emulation differs from the Go models on %d of %d dot products", mismatches, compared))
+		run.Note(fmt.Sprintf("gpu-accum: WGSL emulation differs from the Go models on %d of %d dot products", ta.mismatches, ta.compared))
 	}
 	fp32Verdict := "neither a fused nor an unfused Go chain"
 	switch {
@@ -326,8 +363,7 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 		fp32Verdict = "unfused f32 chains (fp32) bit for bit"
 	}
 	run.Note(fmt.Sprintf("gpu-accum: the GPU's sequential f32 loop equals on e4m3 inputs: %s (of %s); on FP32 inputs: %s (%d/%d fused, %d/%d unfused); pairwise tree equals accum pairwise on %d/%d",
-		strings.Join(matched, ", "), strings.Join(gpuAccumBaselines, ", "), fp32Verdict, fusedEq, n, unfusedEq, n, pairEq, pairN))
-	return nil
+		strings.Join(matched, ", "), strings.Join(gpuAccumBaselines, ", "), fp32Verdict, fusedEq, n, unfusedEq, n, ta.pairEq, ta.pairN))
 }
 
 func gpuBool(b bool) float64 {
