@@ -50,182 +50,223 @@ type LongOutput struct {
 // columns of B exactly once, and at least one d line, each (I, J) at most once
 // and after its row and column.
 func ParseLong(r io.Reader, name string) (*LongFile, error) {
-	l := newLines(r, name)
-	if err := l.magic(LongMagic); err != nil {
+	p := &longParser{l: newLines(r, name)}
+	if err := p.l.magic(LongMagic); err != nil {
 		return nil, err
 	}
-	f := &LongFile{Path: name, A: make([][]uint8, LongRows), B: make([][]uint8, LongRows)}
-	var modelLine, kLine, pLine int
-	var rowLine [2][LongRows]int
-	var outLine [LongRows][LongRows]int
-	for l.next() {
-		line := l.text
-		if len(line) > 0 && line[0] == '#' {
-			n := noteText(line)
-			key, val, ok := strings.Cut(n, ":")
-			if !ok || key != hdrModel {
-				f.Notes = append(f.Notes, n)
-				continue
-			}
-			if modelLine != 0 {
-				return nil, l.errf("duplicate # model: header (first on line %d)", modelLine)
-			}
-			modelLine = l.line
-			if f.Model = strings.TrimSpace(val); f.Model == "" {
-				return nil, l.errf("empty # model: header")
-			}
-			continue
-		}
-		if len(line) == 0 {
-			return nil, l.errf("empty line")
-		}
-		fields := bytes.Split(line, []byte{' '})
-		kw := string(fields[0])
-		switch kw {
-		case "K", "pscale":
-			if len(fields) != 2 {
-				return nil, l.errf("%s line has %d fields, want 2", kw, len(fields))
-			}
-			first := &kLine
-			if kw == "pscale" {
-				first = &pLine
-			}
-			if *first != 0 {
-				return nil, l.errf("duplicate %s line (first on line %d)", kw, *first)
-			}
-			*first = l.line
-			if kw == "K" {
-				k, ok := decimal(fields[1])
-				if !ok || k < 1 || k > maxK {
-					return nil, l.errf("bad K %q, want an integer in 1..%d", shorten(fields[1]), maxK)
-				}
-				f.K = k
-			} else {
-				p, err := strconv.ParseFloat(string(fields[1]), 64)
-				if err != nil || !finite(p) || p <= 0 {
-					return nil, l.errf("bad pscale %q, want a finite positive number", shorten(fields[1]))
-				}
-				f.PScale = p
-			}
-			continue
-		case "a", "b", "d":
-		default:
-			return nil, l.errf("unknown kind of line %q (want #, K, pscale, a, b or d)", shorten(fields[0]))
-		}
-		if modelLine == 0 || kLine == 0 || pLine == 0 {
-			var m []string
-			if modelLine == 0 {
-				m = append(m, "# model:")
-			}
-			if kLine == 0 {
-				m = append(m, "K")
-			}
-			if pLine == 0 {
-				m = append(m, "pscale")
-			}
-			return nil, l.errf("%s line before the required headers (missing %s)", kw, strings.Join(m, ", "))
-		}
-		if kw == "a" || kw == "b" {
-			if len(fields) != 3 {
-				return nil, l.errf("%s line has %d fields, want 3 (%s INDEX CODES)", kw, len(fields), kw)
-			}
-			ab := 0
-			rows := f.A
-			if kw == "b" {
-				ab, rows = 1, f.B
-			}
-			i, err := longIndex(l, kw, fields[1])
-			if err != nil {
-				return nil, err
-			}
-			if rowLine[ab][i] != 0 {
-				return nil, l.errf("duplicate %s %d (first on line %d)", kw, i, rowLine[ab][i])
-			}
-			rowLine[ab][i] = l.line
-			hex := fields[2]
-			if len(hex) != 2*f.K {
-				return nil, l.errf("%s %d has %d hex digits, want %d (K = %d e4m3 codes)", kw, i, len(hex), 2*f.K, f.K)
-			}
-			row := make([]uint8, f.K)
-			for k := range row {
-				hi, lo := hexVal[hex[2*k]], hexVal[hex[2*k+1]]
-				if hi == 0xff || lo == 0xff {
-					return nil, l.errf("%s %d: bad hex at code %d: %q", kw, i, k, hex[2*k:2*k+2])
-				}
-				row[k] = hi<<4 | lo
-			}
-			rows[i] = row
-			continue
-		}
-		// d I J every32=X every128=X cublas_fast=X cublas=X ref=F
-		if len(fields) != 8 {
-			return nil, l.errf("d line has %d fields, want 8 (d I J every32= every128= cublas_fast= cublas= ref=)", len(fields))
-		}
-		o := LongOutput{Line: l.line}
-		var err error
-		if o.I, err = longIndex(l, "d row", fields[1]); err != nil {
+	p.f = &LongFile{Path: name, A: make([][]uint8, LongRows), B: make([][]uint8, LongRows)}
+	for p.l.next() {
+		if err := p.line(p.l.text); err != nil {
 			return nil, err
 		}
-		if o.J, err = longIndex(l, "d column", fields[2]); err != nil {
-			return nil, err
-		}
-		if rowLine[0][o.I] == 0 {
-			return nil, l.errf("d %d %d: row a %d not given before", o.I, o.J, o.I)
-		}
-		if rowLine[1][o.J] == 0 {
-			return nil, l.errf("d %d %d: column b %d not given before", o.I, o.J, o.J)
-		}
-		if outLine[o.I][o.J] != 0 {
-			return nil, l.errf("duplicate d %d %d (first on line %d)", o.I, o.J, outLine[o.I][o.J])
-		}
-		outLine[o.I][o.J] = l.line
-		var vals [4]uint32
-		for x, key := range longKeys {
-			fld := fields[3+x]
-			if !bytes.HasPrefix(fld, []byte(key)) {
-				return nil, l.errf("d field %d is %q, want %s...", 4+x, shorten(fld), key)
-			}
-			v := fld[len(key):]
-			if x == 4 {
-				ref, err := strconv.ParseFloat(string(v), 64)
-				if err != nil || !finite(ref) {
-					return nil, l.errf("bad ref %q, want a finite number", shorten(v))
-				}
-				o.Ref = ref
-				break
-			}
-			var ok bool
-			if vals[x], ok = hex32(v); !ok {
-				return nil, l.errf("%s%q is not 8 hex digits", key, shorten(v))
-			}
-		}
-		o.Every32, o.Every128, o.CublasFast, o.Cublas = vals[0], vals[1], vals[2], vals[3]
-		f.Outputs = append(f.Outputs, o)
 	}
-	if err := l.finish(); err != nil {
+	if err := p.l.finish(); err != nil {
 		return nil, err
 	}
+	return p.end()
+}
+
+// longParser is the state of ParseLong: the file so far and the line on
+// which each header, row and output was given (0: not yet).
+type longParser struct {
+	l                       *lines
+	f                       *LongFile
+	modelLine, kLine, pLine int
+	rowLine                 [2][LongRows]int
+	outLine                 [LongRows][LongRows]int
+}
+
+// line parses one line of the file.
+func (p *longParser) line(line []byte) error {
+	l := p.l
+	if len(line) > 0 && line[0] == '#' {
+		return p.header(noteText(line))
+	}
+	if len(line) == 0 {
+		return l.errf("empty line")
+	}
+	fields := bytes.Split(line, []byte{' '})
+	kw := string(fields[0])
+	switch kw {
+	case "K", "pscale":
+		return p.scalar(kw, fields)
+	case "a", "b", "d":
+	default:
+		return l.errf("unknown kind of line %q (want #, K, pscale, a, b or d)", shorten(fields[0]))
+	}
+	if p.modelLine == 0 || p.kLine == 0 || p.pLine == 0 {
+		var m []string
+		if p.modelLine == 0 {
+			m = append(m, "# model:")
+		}
+		if p.kLine == 0 {
+			m = append(m, "K")
+		}
+		if p.pLine == 0 {
+			m = append(m, "pscale")
+		}
+		return l.errf("%s line before the required headers (missing %s)", kw, strings.Join(m, ", "))
+	}
+	if kw == "a" || kw == "b" {
+		return p.row(kw, fields)
+	}
+	return p.output(fields)
+}
+
+// header reads a # line: the model header, or a note.
+func (p *longParser) header(n string) error {
+	key, val, ok := strings.Cut(n, ":")
+	if !ok || key != hdrModel {
+		p.f.Notes = append(p.f.Notes, n)
+		return nil
+	}
+	if p.modelLine != 0 {
+		return p.l.errf("duplicate # model: header (first on line %d)", p.modelLine)
+	}
+	p.modelLine = p.l.line
+	if p.f.Model = strings.TrimSpace(val); p.f.Model == "" {
+		return p.l.errf("empty # model: header")
+	}
+	return nil
+}
+
+// scalar reads a K or pscale line.
+func (p *longParser) scalar(kw string, fields [][]byte) error {
+	l := p.l
+	if len(fields) != 2 {
+		return l.errf("%s line has %d fields, want 2", kw, len(fields))
+	}
+	first := &p.kLine
+	if kw == "pscale" {
+		first = &p.pLine
+	}
+	if *first != 0 {
+		return l.errf("duplicate %s line (first on line %d)", kw, *first)
+	}
+	*first = l.line
+	if kw == "K" {
+		k, ok := decimal(fields[1])
+		if !ok || k < 1 || k > maxK {
+			return l.errf("bad K %q, want an integer in 1..%d", shorten(fields[1]), maxK)
+		}
+		p.f.K = k
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(fields[1]), 64)
+	if err != nil || !finite(v) || v <= 0 {
+		return l.errf("bad pscale %q, want a finite positive number", shorten(fields[1]))
+	}
+	p.f.PScale = v
+	return nil
+}
+
+// row reads an a or b line: INDEX and K e4m3 codes in hex.
+func (p *longParser) row(kw string, fields [][]byte) error {
+	l, f := p.l, p.f
+	if len(fields) != 3 {
+		return l.errf("%s line has %d fields, want 3 (%s INDEX CODES)", kw, len(fields), kw)
+	}
+	ab := 0
+	rows := f.A
+	if kw == "b" {
+		ab, rows = 1, f.B
+	}
+	i, err := longIndex(l, kw, fields[1])
+	if err != nil {
+		return err
+	}
+	if p.rowLine[ab][i] != 0 {
+		return l.errf("duplicate %s %d (first on line %d)", kw, i, p.rowLine[ab][i])
+	}
+	p.rowLine[ab][i] = l.line
+	hex := fields[2]
+	if len(hex) != 2*f.K {
+		return l.errf("%s %d has %d hex digits, want %d (K = %d e4m3 codes)", kw, i, len(hex), 2*f.K, f.K)
+	}
+	row := make([]uint8, f.K)
+	for k := range row {
+		hi, lo := hexVal[hex[2*k]], hexVal[hex[2*k+1]]
+		if hi == 0xff || lo == 0xff {
+			return l.errf("%s %d: bad hex at code %d: %q", kw, i, k, hex[2*k:2*k+2])
+		}
+		row[k] = hi<<4 | lo
+	}
+	rows[i] = row
+	return nil
+}
+
+// output reads a d line: d I J every32=X every128=X cublas_fast=X cublas=X ref=F.
+func (p *longParser) output(fields [][]byte) error {
+	l := p.l
+	if len(fields) != 8 {
+		return l.errf("d line has %d fields, want 8 (d I J every32= every128= cublas_fast= cublas= ref=)", len(fields))
+	}
+	o := LongOutput{Line: l.line}
+	var err error
+	if o.I, err = longIndex(l, "d row", fields[1]); err != nil {
+		return err
+	}
+	if o.J, err = longIndex(l, "d column", fields[2]); err != nil {
+		return err
+	}
+	if p.rowLine[0][o.I] == 0 {
+		return l.errf("d %d %d: row a %d not given before", o.I, o.J, o.I)
+	}
+	if p.rowLine[1][o.J] == 0 {
+		return l.errf("d %d %d: column b %d not given before", o.I, o.J, o.J)
+	}
+	if p.outLine[o.I][o.J] != 0 {
+		return l.errf("duplicate d %d %d (first on line %d)", o.I, o.J, p.outLine[o.I][o.J])
+	}
+	p.outLine[o.I][o.J] = l.line
+	var vals [4]uint32
+	for x, key := range longKeys {
+		fld := fields[3+x]
+		if !bytes.HasPrefix(fld, []byte(key)) {
+			return l.errf("d field %d is %q, want %s...", 4+x, shorten(fld), key)
+		}
+		v := fld[len(key):]
+		if x == 4 {
+			ref, err := strconv.ParseFloat(string(v), 64)
+			if err != nil || !finite(ref) {
+				return l.errf("bad ref %q, want a finite number", shorten(v))
+			}
+			o.Ref = ref
+			break
+		}
+		var ok bool
+		if vals[x], ok = hex32(v); !ok {
+			return l.errf("%s%q is not 8 hex digits", key, shorten(v))
+		}
+	}
+	o.Every32, o.Every128, o.CublasFast, o.Cublas = vals[0], vals[1], vals[2], vals[3]
+	p.f.Outputs = append(p.f.Outputs, o)
+	return nil
+}
+
+// end checks that nothing required is missing and returns the file.
+func (p *longParser) end() (*LongFile, error) {
+	l := p.l
 	end := l.lastLine()
-	if modelLine == 0 {
+	switch {
+	case p.modelLine == 0:
 		return nil, l.errAt(end, "missing required header # model:")
-	}
-	if kLine == 0 {
+	case p.kLine == 0:
 		return nil, l.errAt(end, "missing K line")
-	}
-	if pLine == 0 {
+	case p.pLine == 0:
 		return nil, l.errAt(end, "missing pscale line")
 	}
 	for ab, kw := range []string{"a", "b"} {
 		for i := range LongRows {
-			if rowLine[ab][i] == 0 {
+			if p.rowLine[ab][i] == 0 {
 				return nil, l.errAt(end, "missing %s %d line", kw, i)
 			}
 		}
 	}
-	if len(f.Outputs) == 0 {
+	if len(p.f.Outputs) == 0 {
 		return nil, l.errAt(end, "no d lines")
 	}
-	return f, nil
+	return p.f, nil
 }
 
 func longIndex(l *lines, what string, b []byte) (int, error) {
