@@ -188,6 +188,60 @@ func parseInts(s string) ([]int, error) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	logf := func(format string, a ...any) {
+		if !o.jsonOut {
+			fmt.Fprintf(stdout, format+"\n", a...)
+		} else {
+			fmt.Fprintf(stderr, format+"\n", a...)
+		}
+	}
+	r, err := wgsl.Open(ctx, wgsl.Options{Adapter: o.adapter})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info := r.Info()
+	c := &checker{r: r, o: o, logf: logf, info: info,
+		rep: &Report{Adapter: info, TimingSource: info.TimingSource(), BitExact: true}, small: o.quick || !info.Hardware}
+	c.o.defaults(c.small, info)
+	for _, step := range []func(context.Context) error{c.probes, c.benchmarks, c.bitExactness, c.gpuAccum} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	rep := c.rep
+	rep.Targets = targets(rep, info, c.o)
+	logf("targets:")
+	missed := false
+	for _, t := range rep.Targets {
+		logf("  %-44s %12.4g  want %-14s %s", t.Name, t.Value, t.Want, t.Status)
+		missed = missed || t.Status == "missed"
+	}
+	rep.Elapsed = time.Since(start).Seconds()
+	logf("bit-exact: %v; elapsed %.1f s", rep.BitExact, rep.Elapsed)
+	if o.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	}
+	switch {
+	case !rep.BitExact:
+		return errors.New("bit-exactness checks failed")
+	case o.strict && missed:
+		return errors.New("speed targets missed")
+	}
+	return nil
+}
+
+// parseOptions reads gpucheck's flags.
+func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("gpucheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
@@ -209,61 +263,58 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&only, "only", "", "run only these steps (comma-separated: "+strings.Join(steps, ", ")+"); the adapter, loop and FMA probes always run")
 	fs.Float64Var(&o.peakGBs, "peak-gbs", 0, "peak memory bandwidth in GB/s for the bandwidth target (default 4800 when the adapter is an H200, else not checked)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if !slices.Contains(wgsl.DecodeMaths, o.math) {
-		return fmt.Errorf("-math %q: not one of %s (f16: the bundled WGSL compiler has no f16, see wgsl.MathF16)", o.math, strings.Join(wgsl.DecodeMaths, ", "))
+		return o, fmt.Errorf("-math %q: not one of %s (f16: the bundled WGSL compiler has no f16, see wgsl.MathF16)", o.math, strings.Join(wgsl.DecodeMaths, ", "))
 	}
 	var err error
 	if o.contexts, err = parseInts(contexts); err != nil {
-		return fmt.Errorf("-contexts: %v", err)
+		return o, fmt.Errorf("-contexts: %v", err)
 	}
 	if o.accumK, err = parseInts(accumK); err != nil {
-		return fmt.Errorf("-accum-k: %v", err)
+		return o, fmt.Errorf("-accum-k: %v", err)
 	}
 	if only != "" {
 		o.only = map[string]bool{}
 		for _, st := range strings.Split(only, ",") {
 			st = strings.TrimSpace(st)
 			if !slices.Contains(steps, st) {
-				return fmt.Errorf("-only: unknown step %q (steps: %s)", st, strings.Join(steps, ", "))
+				return o, fmt.Errorf("-only: unknown step %q (steps: %s)", st, strings.Join(steps, ", "))
 			}
 			o.only[st] = true
 		}
 	}
-	start := time.Now()
-	logf := func(format string, a ...any) {
-		if !o.jsonOut {
-			fmt.Fprintf(stdout, format+"\n", a...)
-		} else {
-			fmt.Fprintf(stderr, format+"\n", a...)
-		}
-	}
+	return o, nil
+}
 
-	r, err := wgsl.Open(ctx, wgsl.Options{Adapter: o.adapter})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	info := r.Info()
-	rep := &Report{Adapter: info, TimingSource: info.TimingSource()}
-	small := o.quick || !info.Hardware
-	o.defaults(small, info)
+// checker runs gpucheck's steps on one adapter and fills the report.
+type checker struct {
+	r     *wgsl.Runner
+	o     options
+	rep   *Report
+	info  wgsl.AdapterInfo
+	small bool
+	logf  func(string, ...any)
+}
+
+// probes describes the adapter and runs the loop-limit and FMA probes.
+func (c *checker) probes(ctx context.Context) error {
+	r, rep, logf, info := c.r, c.rep, c.logf, c.info
 	logf("adapter: %s", info)
 	logf("  hardware GPU: %v; timing by %s; shader-f16: %v; limits: max buffer %d, storage binding %d, workgroup memory %d",
 		info.Hardware, info.TimingSource(), info.ShaderF16, info.MaxBuffer, info.MaxStorageBinding, info.MaxWorkgroupStorage)
 	for _, other := range info.Others {
 		logf("  also present: %s", other)
 	}
-
+	var err error
 	if rep.LoopIterations, err = r.LoopIterations(ctx, 200000); err != nil {
 		return err
 	}
 	logf("loop limit: a loop of 200000 iterations ran %d (the kernels split long loops across dispatches either way)", rep.LoopIterations)
-
 	fma, err := r.ProbeFMA(ctx)
 	if err != nil {
 		return err
@@ -271,15 +322,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rep.FMA = FMA{Verdict: fma.Verdict(), Contracts: fma.Contracts(), FMABuiltinFused: fma.FMAIsFused(), Vectors: fma.Vectors,
 		MulAddFused: fma.MulAddFused, MulAddUnfused: fma.MulAddUnfused, FMABuiltinMatch: fma.FMAFused, FMABuiltinUnfuse: fma.FMAUnfused}
 	logf("fma: %s", rep.FMA.Verdict)
+	return nil
+}
 
-	// Benchmarks first, on a GPU kept busy: after seconds of CPU-side
-	// checks an idle GPU ran the first benchmark at half speed.
-	rep.BitExact = true
+// benchmarks runs decode-bw and the chain benchmarks first, on a GPU kept
+// busy: after seconds of CPU-side checks an idle GPU ran the first
+// benchmark at half speed.
+func (c *checker) benchmarks(ctx context.Context) error {
+	r, rep, logf, o, info := c.r, c.rep, c.logf, c.o, c.info
 	if o.want("chain") || o.want("decode") {
 		if bw, _, err := r.ReadBandwidth(ctx, min(uint64(1<<30), info.MaxStorageBinding), 4096, 30); err == nil {
 			logf("warm-up: streaming read at %.1f GB/s", bw/1e9)
 		}
 	}
+	var err error
 	if o.want("decode") {
 		dbArgs := map[string]string{"contexts": ints(o.contexts), "reps": strconv.Itoa(o.reps), "math": o.math}
 		if o.batch > 0 {
@@ -291,13 +347,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		logExperiment(logf, "decode-bw", rep.DecodeBW)
 	}
-
-	// Chain throughput.
-	var benchModels []string
-	if o.want("chain") {
-		benchModels = []string{"sm90.wgmma.e4m3.f32", "sm90.mma.sync.e4m3.f32", "sm100.tcgen05.f8f6f4.f32"}
+	if !o.want("chain") {
+		return nil
 	}
-	for _, model := range benchModels {
+	for _, model := range []string{"sm90.wgmma.e4m3.f32", "sm90.mma.sync.e4m3.f32", "sm100.tcgen05.f8f6f4.f32"} {
 		b, err := r.BenchChain(ctx, model, o.benchM, o.benchN, o.benchK, o.reps, 64)
 		if err != nil {
 			return err
@@ -311,8 +364,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logf("chain bench %s: %d×%d outputs, K=%d: %.3g FP8 products/s (%.3f ms, %s); %d/%d sampled outputs equal to accum",
 			model, b.M, b.N, b.K, b.Rate, cr.TimeMS, b.Source, b.Equal, b.Checked)
 	}
+	return nil
+}
 
-	// Bit-exactness.
+// bitExactness runs the checks against the captures, the Go models and
+// package fp8: captures, random batches, narrow formats and block-scaled
+// steps, the attention decode.
+func (c *checker) bitExactness(ctx context.Context) error {
+	r, rep, logf, o, small := c.r, c.rep, c.logf, c.o, c.small
+	var err error
 	rep.CapturesDir = findCaptures(o.captures)
 	if !o.want("captures") {
 		logf("captures: skipped (-only)")
@@ -352,7 +412,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logf("block-scaled and FP4/FP6 steps in WGSL (tcgen05 / sm_120 f8f6f4, mxf8f6f4, mxf4, mxf4nvf4), against accum:")
 		rep.BitExact = logChecks(logf, rep.Scaled) && rep.BitExact
 	}
-
 	if o.want("attention") {
 		maxTokens := 131072
 		if small {
@@ -370,39 +429,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logf("attention decode: %d/%d bit-exact", eq, n)
 		rep.BitExact = ok && rep.BitExact
 	}
+	return nil
+}
 
-	// The GPU's own accumulation.
-	if o.want("accum") {
-		rep.GPUAccum, err = runExperiment(ctx, experiments.GPUAccum{Runner: r}, map[string]string{"K": ints(o.accumK), "trials": strconv.Itoa(o.trials)})
-		if err != nil {
-			return err
-		}
-		logExperiment(logf, "gpu-accum", rep.GPUAccum)
-		if rep.GPUAccum.Summary["wgsl_mismatches"] != 0 {
-			rep.BitExact = false
-		}
+// gpuAccum runs the gpu-accum experiment: the GPU's own accumulation.
+func (c *checker) gpuAccum(ctx context.Context) error {
+	if !c.o.want("accum") {
+		return nil
 	}
-	rep.Targets = targets(rep, info, o)
-	logf("targets:")
-	missed := false
-	for _, t := range rep.Targets {
-		logf("  %-44s %12.4g  want %-14s %s", t.Name, t.Value, t.Want, t.Status)
-		missed = missed || t.Status == "missed"
+	var err error
+	c.rep.GPUAccum, err = runExperiment(ctx, experiments.GPUAccum{Runner: c.r}, map[string]string{"K": ints(c.o.accumK), "trials": strconv.Itoa(c.o.trials)})
+	if err != nil {
+		return err
 	}
-	rep.Elapsed = time.Since(start).Seconds()
-	logf("bit-exact: %v; elapsed %.1f s", rep.BitExact, rep.Elapsed)
-	if o.jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	}
-	switch {
-	case !rep.BitExact:
-		return errors.New("bit-exactness checks failed")
-	case o.strict && missed:
-		return errors.New("speed targets missed")
+	logExperiment(c.logf, "gpu-accum", c.rep.GPUAccum)
+	if c.rep.GPUAccum.Summary["wgsl_mismatches"] != 0 {
+		c.rep.BitExact = false
 	}
 	return nil
 }
