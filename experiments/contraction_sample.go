@@ -1,0 +1,307 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// The sampling library of the contraction experiment: rows of a softmax-like
+// P (or other distributions) as e4m3 codes, drawn exactly from their
+// distributions (alias tables, the P row's tail by binomials).
+
+// contractionPVRows is the number of rows the captures drew their one pscale
+// over (tc_probe.py: 64 rows of P, pscale = 448 / max of all of them).
+const contractionPVRows = 64
+
+// contractionGen draws the inputs of one trial. Codes are drawn directly from
+// the distribution of the e4m3 cast of the continuous value (round to
+// nearest even, SatFinite), by Walker's alias method over the 256 codes: the
+// same distribution as drawing the float and casting it, at a fraction of the
+// cost (the boundaries between codes are the midpoints of neighbouring
+// values; ties have probability zero).
+type contractionGen struct {
+	dist  string
+	sigma float64
+	a, b  *contractionAlias // samplers of a (nil for pv: see pvRow) and of b
+}
+
+// newContractionGen prepares the samplers of a distribution.
+func newContractionGen(dist string, sigma float64) (*contractionGen, error) {
+	g := &contractionGen{dist: dist, sigma: sigma}
+	normal := func(mu float64) *contractionAlias {
+		return newContractionAlias(contractionCodeMass(func(lo, hi float64) float64 { return contractionNormalMass(lo-mu, hi-mu) }))
+	}
+	uniform := newContractionAlias(contractionCodeMass(func(lo, hi float64) float64 {
+		return max(0, min(hi, 1)-max(lo, 0))
+	}))
+	switch dist {
+	case "pv":
+		g.b = normal(0)
+	case "pv-biased":
+		g.b = normal(0.5)
+	case "normal":
+		g.a, g.b = normal(0), normal(0)
+	case "uniform-positive":
+		g.a, g.b = uniform, uniform
+	default:
+		return nil, fmt.Errorf("parameter \"dist\": unknown distribution %q", dist)
+	}
+	return g, nil
+}
+
+// draw returns one row a of k codes and cols columns b of k codes each.
+func (g *contractionGen) draw(rng *rand.Rand, k, cols int) (a []uint16, b [][]uint16) {
+	a = g.row(context.Background(), rng, k)
+	b = make([][]uint16, cols)
+	for j := range b {
+		b[j] = make([]uint16, k)
+		g.column(rng, b[j])
+	}
+	return a, b
+}
+
+// row draws the row a of k codes, the first draw of a trial. It returns
+// nil once ctx is cancelled, looking every 65536 elements.
+func (g *contractionGen) row(ctx context.Context, rng *rand.Rand, k int) []uint16 {
+	a := make([]uint16, k)
+	if g.a != nil {
+		for i := range a {
+			if i%65536 == 0 && ctx.Err() != nil {
+				return nil
+			}
+			a[i] = g.a.draw(rng)
+		}
+	} else if !g.pvRow(ctx, rng, a) {
+		return nil
+	}
+	return a
+}
+
+// column fills b with one column of codes, drawn after the row and the
+// columns before it.
+func (g *contractionGen) column(rng *rand.Rand, b []uint16) {
+	for i := range b {
+		b[i] = g.b.draw(rng)
+	}
+}
+
+// pvRow fills a with one row of P scaled into e4m3 as
+// shared/golden/h200/capture/tc_probe.py does: logits z ~ N(0, sigma²),
+// P = softmax(z), a = e4m3(min(P · pscale, 448)) with pscale = 448 / max P over
+// 64 rows. The row itself is drawn in full; of the other 63 rows only their
+// largest P matters, drawn by [contractionPVLogMaxP].
+//
+// It returns false, with a unfinished, once ctx is cancelled (it looks every
+// 65536 elements).
+func (g *contractionGen) pvRow(ctx context.Context, rng *rand.Rand, a []uint16) bool {
+	e := make([]float64, len(a))
+	zmax := math.Inf(-1)
+	for i := range e {
+		if i%65536 == 0 && ctx.Err() != nil {
+			return false
+		}
+		e[i] = rng.NormFloat64()
+		zmax = max(zmax, e[i])
+	}
+	den := 0.0
+	for i := range e {
+		e[i] = math.Exp(g.sigma * (e[i] - zmax)) // P_i · den, in (0, 1]
+		den += e[i]
+	}
+	logMax := -math.Log(den) // log of the row's largest P
+	for range contractionPVRows - 1 {
+		if ctx.Err() != nil {
+			return false
+		}
+		logMax = max(logMax, contractionPVLogMaxP(rng, len(a), g.sigma))
+	}
+	scale := 448 * math.Exp(-math.Log(den)-logMax) // pscale / den
+	for i := range a {
+		a[i] = uint16(fp8.EncodeE4M3(float32(min(e[i]*scale, 448)), fp8.SatFinite))
+	}
+	return true
+}
+
+// contractionPVTail is the expected number of logits of a row that
+// [contractionPVLogMaxP] draws one by one.
+const contractionPVTail = 32
+
+// contractionPVLogMaxP draws log(max_i P_i) for a softmax row P of k logits
+// sigma·z_i, z_i ~ N(0,1): that is −log Σ_i exp(sigma·(z_i − max z)).
+//
+// Short rows are drawn in full. Otherwise the logits above the threshold t
+// with P(z > t) = 32/k are drawn exactly: their number is binomial, each one
+// from the normal's upper tail by inversion; the sum over the k − n logits
+// below t, a sum of many bounded terms, is drawn from the normal law with its
+// exact conditional mean and variance (E[e^(s·z) | z < t] =
+// e^(s²/2)·Φ(t − s)/Φ(t)). Its error is the central-limit remainder of a sum
+// whose relative spread is a few percent at k = 1024 and shrinks as 1/√k.
+func contractionPVLogMaxP(rng *rand.Rand, k int, sigma float64) float64 {
+	full := func() float64 {
+		z := make([]float64, k)
+		zmax := math.Inf(-1)
+		for i := range z {
+			z[i] = rng.NormFloat64()
+			zmax = max(zmax, z[i])
+		}
+		sum := 0.0
+		for _, x := range z {
+			sum += math.Exp(sigma * (x - zmax))
+		}
+		return -math.Log(sum)
+	}
+	if k <= 4*contractionPVTail {
+		return full()
+	}
+	q := float64(contractionPVTail) / float64(k)
+	n := contractionBinomial(rng, k, q)
+	if n == 0 {
+		return full() // probability e^-32
+	}
+	t := math.Sqrt2 * math.Erfcinv(2*q)
+	tail := make([]float64, n)
+	zmax := math.Inf(-1)
+	for i := range tail {
+		u := 1 - rng.Float64() // (0, 1]
+		tail[i] = math.Sqrt2 * math.Erfcinv(2*q*u)
+		zmax = max(zmax, tail[i])
+	}
+	sum := 0.0
+	for _, x := range tail {
+		sum += math.Exp(sigma * (x - zmax))
+	}
+	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+	nb := float64(k - n)
+	m1 := math.Exp(sigma*sigma/2-sigma*zmax) * phi(t-sigma) / (1 - q)
+	m2 := math.Exp(2*sigma*sigma-2*sigma*zmax) * phi(t-2*sigma) / (1 - q)
+	bulk := nb*m1 + math.Sqrt(nb*max(0, m2-m1*m1))*rng.NormFloat64()
+	return -math.Log(sum + max(bulk, 0))
+}
+
+// contractionBinomial draws from Binomial(n, p) by inversion (for a small
+// mean n·p: the loop runs about n·p times).
+func contractionBinomial(rng *rand.Rand, n int, p float64) int {
+	u := rng.Float64()
+	pmf := math.Exp(float64(n) * math.Log1p(-p))
+	cdf := pmf
+	j := 0
+	for u >= cdf && j < n {
+		pmf *= float64(n-j) / float64(j+1) * p / (1 - p)
+		j++
+		cdf += pmf
+	}
+	return j
+}
+
+// contractionMaxNormal draws the maximum of n independent N(0,1) values by
+// inversion: Φ⁻¹(U^(1/n)) = √2 · erfcinv(2 · (1 − U^(1/n))), with
+// 1 − U^(1/n) = −expm1(log(U)/n) computed without cancellation.
+func contractionMaxNormal(rng *rand.Rand, n int) float64 {
+	if n <= 0 {
+		return math.Inf(-1)
+	}
+	u := 1 - rng.Float64() // (0, 1]
+	q := -math.Expm1(math.Log(u) / float64(n))
+	if q <= 0 {
+		return math.Inf(-1) // u == 1
+	}
+	return math.Sqrt2 * math.Erfcinv(2*q)
+}
+
+// contractionNormalMass returns P(lo ≤ Z < hi) for Z ~ N(0,1), through the
+// complementary error function on the side that keeps relative precision in
+// the tails.
+func contractionNormalMass(lo, hi float64) float64 {
+	if hi <= lo {
+		return 0
+	}
+	if lo >= 0 {
+		return 0.5 * (math.Erfc(lo/math.Sqrt2) - math.Erfc(hi/math.Sqrt2))
+	}
+	if hi <= 0 {
+		return 0.5 * (math.Erfc(-hi/math.Sqrt2) - math.Erfc(-lo/math.Sqrt2))
+	}
+	return 1 - 0.5*math.Erfc(hi/math.Sqrt2) - 0.5*math.Erfc(-lo/math.Sqrt2)
+}
+
+// contractionCodeMass returns, for every e4m3 code, the probability that a
+// value drawn with interval masses mass(lo, hi) = P(lo ≤ X < hi) casts to it
+// (round to nearest even, SatFinite): a finite code's interval runs between
+// the midpoints to its neighbours, the largest magnitude's to infinity;
+// negative values below the first midpoint give −0 (0x80), as the cast does.
+// NaN codes get 0.
+func contractionCodeMass(mass func(lo, hi float64) float64) *[256]float64 {
+	var p [256]float64
+	top := int(fp8.E4M3Max)
+	val := func(c int) float64 { return float64(fp8.E4M3(c).Float32()) }
+	for c := 0; c <= top; c++ {
+		lo, hi := 0.0, math.Inf(1)
+		if c > 0 {
+			lo = (val(c-1) + val(c)) / 2
+		}
+		if c < top {
+			hi = (val(c) + val(c+1)) / 2
+		}
+		p[c] = mass(lo, hi)
+		p[c|0x80] = mass(-hi, -lo)
+	}
+	return &p
+}
+
+// contractionAlias samples codes by Walker's alias method: one 64-bit draw,
+// its top 8 bits a column, its low 56 bits compared with the column's
+// threshold.
+type contractionAlias struct {
+	thr   [256]uint64
+	alias [256]uint8
+}
+
+// newContractionAlias builds the sampler of the (unnormalised) probabilities
+// p by Vose's algorithm.
+func newContractionAlias(p *[256]float64) *contractionAlias {
+	const one = 1 << 56
+	var s contractionAlias
+	total := 0.0
+	for _, x := range p {
+		total += x
+	}
+	var q [256]float64
+	var small, large []int
+	for i, x := range p {
+		q[i] = x / total * 256
+		if q[i] < 1 {
+			small = append(small, i)
+		} else {
+			large = append(large, i)
+		}
+	}
+	for len(small) > 0 && len(large) > 0 {
+		l, g := small[len(small)-1], large[len(large)-1]
+		small = small[:len(small)-1]
+		s.thr[l] = uint64(q[l] * one)
+		s.alias[l] = uint8(g)
+		q[g] -= 1 - q[l]
+		if q[g] < 1 {
+			large = large[:len(large)-1]
+			small = append(small, g)
+		}
+	}
+	for _, i := range append(small, large...) { // leftovers are 1 up to rounding
+		s.thr[i], s.alias[i] = one, uint8(i)
+	}
+	return &s
+}
+
+// draw returns one code.
+func (s *contractionAlias) draw(rng *rand.Rand) uint16 {
+	u := rng.Uint64()
+	i := u >> 56
+	if u&(1<<56-1) < s.thr[i] {
+		return uint16(i)
+	}
+	return uint16(s.alias[i])
+}
