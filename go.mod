@@ -6,7 +6,6 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cogentcore/webgpu v0.23.0
-	github.com/go-echarts/go-echarts/v2 v2.6.7
 	github.com/gorilla/websocket v1.5.3
 	github.com/x448/float16 v0.8.4
 	go.etcd.io/bbolt v1.5.0

@@ -247,7 +247,7 @@ func TestExports(t *testing.T) {
 	for _, q := range []string{"/api/runs/" + run.ID + "/export?format=html", "/api/report?runs=" + run.ID + "," + run.ID, "/api/runs/" + run.ID + "/export?format=html&inline=0"} {
 		status, b = l.do("GET", q, nil)
 		html := string(b)
-		if status != 200 || !strings.Contains(html, "goecharts_report") {
+		if status != 200 || !strings.Contains(html, `id="report-data"`) || !strings.Contains(html, "window.fp8chart") {
 			t.Errorf("%s: %d", q, status)
 		}
 		if strings.Contains(html, "<script>alert(1)") || !strings.Contains(html, "&lt;script&gt;alert(1)") {
@@ -260,14 +260,14 @@ func TestExports(t *testing.T) {
 		if inline != strings.Contains(html, "Apache Software Foundation") || inline == strings.Contains(html, `src="/vendor/echarts/echarts.min.js"`) {
 			t.Errorf("%s: ECharts inlined %v?", q, inline)
 		}
-		if !strings.Contains(html, `"symbol":"diamond"`) || !strings.Contains(html, "lab run lab-demo -n 20") {
-			t.Errorf("%s: no capture markers or no reproduction line", q)
+		if !strings.Contains(html, `["h200 demo",[[`) || !strings.Contains(html, "lab run lab-demo -n 20") {
+			t.Errorf("%s: no capture series or no reproduction line", q)
 		}
 	}
 }
 
 // TestReportInjection: a client's run may name its series anything; the
-// report, which go-echarts writes into a script without escaping '<', must
+// report, which carries the points as JSON inside a script element, must
 // not let a name end the script.
 func TestReportInjection(t *testing.T) {
 	l := newTestLab(t, Options{})

@@ -163,3 +163,38 @@ func TestBrowserCharts(t *testing.T) {
 		t.Errorf("overlays not distinguishable (width, marker per run): %s", widths)
 	}
 }
+
+// TestBrowserReport: an HTML report draws its chart with the page's chart
+// code (chart.js) under the report's CSP: the declared axes, every point
+// (the exact zeros and the NaN at the floor, counted in the notes), the
+// same as the page shows for the run. (The report once drew with go-echarts:
+// axes "x" and "y", log scales guessed from the data, zeros dropped.)
+func TestBrowserReport(t *testing.T) {
+	ctx := browser(t)
+	l := newTestLab(t, Options{})
+	run := l.wait(l.start("lab-chart", map[string]any{"points": 5, "scale": 2}, 1).ID, 10*time.Second, ended)
+	if run.State != notebook.Done {
+		t.Fatalf("run %s", run.State)
+	}
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/api/runs/"+run.ID+"/export?format=html")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `!!document.body && !!document.body.dataset.drawn`, 20*time.Second)
+	if got, want := eval[string](t, tctx, `document.body.dataset.drawn`), fmt.Sprint(len(l.points(run.ID))); got != want {
+		t.Errorf("report drew %s points, the run has %s", got, want)
+	}
+	if got := eval[string](t, tctx, `(() => { const o = echarts.getInstanceByDom(document.getElementById('report-chart')).getOption(); return JSON.stringify([o.xAxis[0].name, o.yAxis[0].name, o.yAxis[0].type]); })()`); got != `["size (elements)","error (relative)","log"]` {
+		t.Errorf("report axes: %s", got)
+	}
+	notes := eval[string](t, tctx, `document.getElementById('report-notes').textContent`)
+	for _, want := range []string{"5 exact zeros", "1 non-finite value", "drawn as ▽ at the axis floor"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("report notes lack %q: %s", want, notes)
+		}
+	}
+	if n := eval[int](t, tctx, `document.querySelectorAll('#report-legend button').length`); n < 2 {
+		t.Errorf("report legend has %d entries", n)
+	}
+}

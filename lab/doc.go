@@ -1,7 +1,7 @@
 // Package lab is fp8lab's lab server: a JSON HTTP API over the registry of
 // experiments and the notebook of runs, a bounded pool that executes runs,
 // a WebSocket stream per run, exports (JSON, CSV, a standalone HTML report
-// drawn with go-echarts), and the page of package web.
+// drawn by the page's chart code, web/chart.js), and the page of package web.
 //
 // # Runs
 //

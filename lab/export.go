@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"html/template"
 	"io"
 	"maps"
@@ -15,13 +16,9 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/go-echarts/go-echarts/v2/charts"
-	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
@@ -336,7 +333,7 @@ var inlineScript = regexp.MustCompile(`(?s)<script([^>]*)>(.*?)</script>`)
 
 // writeHTMLReport answers with a report page under a Content-Security-Policy
 // that lets run only the page's own scripts, named by their SHA-256 (the
-// inlined ECharts and go-echarts' chart script) and /vendor/echarts/ of
+// inlined ECharts, chart.js and the drawing script) and /vendor/echarts/ of
 // this lab; nothing may frame the page, and it may load nothing from
 // elsewhere. An injected script would not run even if it got in.
 func writeHTMLReport(w http.ResponseWriter, page []byte) {
@@ -361,24 +358,41 @@ type reportRun struct {
 	points []sim.Point
 }
 
-// chartText makes text safe inside go-echarts' page: it writes the option
-// JSON into a script without escaping '<' (SetEscapeHTML(false)), so a
-// series name holding "</script>" (a client's run can name its series
-// anything) would end the script. Angle brackets become look-alikes.
-var chartText = strings.NewReplacer("<", "‹", ">", "›").Replace
-
 // IsCapture reports whether a series holds hardware captures (its name
 // starts with "h200"): drawn as markers, not lines.
 func IsCapture(series string) bool { return strings.HasPrefix(series, "h200") }
 
-// wantLog reports whether an axis should be logarithmic: no negative value
-// (neg) and positive values from lo to hi spanning two decades or more.
-// Zeros (an exact result on an error plot) are then left out of the chart.
-func wantLog(neg bool, lo, hi float64) bool { return !neg && lo > 0 && hi/lo >= 100 }
+// reportNum is a JSON number, or null where JSON has none (NaN, ±inf): the
+// chart draws those at the axis floor and counts them, as the page does.
+type reportNum float64
 
-// writeReport renders runs as one standalone HTML page: a go-echarts line
-// chart of every series of every run (capture series as markers; log axes
-// where the values span decades) above a table of each run's record.
+func (n reportNum) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+}
+
+// reportSeries is one series of a report's chart data, as the page keeps
+// it: [name, [[x, y, null, extras], …]].
+type reportData struct {
+	Title string          `json:"title"`
+	Chart *sim.Chart      `json:"chart"`
+	Runs  []reportRunData `json:"runs"`
+}
+
+type reportRunData struct {
+	Label   *string              `json:"label"`
+	Summary map[string]reportNum `json:"summary"`
+	Series  [][2]any             `json:"series"`
+}
+
+// writeReport renders runs as one standalone HTML page: the chart drawn by
+// the page's own chart code (web/chart.js: the experiment's declared axes,
+// scales, styles, error bars, references and published marks, zeros and
+// non-finite values at the axis floor; the same points give the same chart
+// as in the page), its legend and notes, above a table of each run's record.
 func writeReport(w io.Writer, runs []reportRun, inline bool) error {
 	title := "fp8lab run " + runs[0].run.ID + " — " + runs[0].run.Experiment
 	if len(runs) > 1 {
@@ -388,106 +402,110 @@ func writeReport(w io.Writer, runs []reportRun, inline bool) error {
 		}
 		title = "fp8lab comparison of runs " + strings.Join(ids, ", ")
 	}
-	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	xneg, yneg := false, false
-	finite := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-	for _, r := range runs {
-		for _, p := range r.points {
-			if !finite(p.X) || !finite(p.Y) {
-				continue
-			}
-			if xneg = xneg || p.X <= 0; p.X > 0 { // no zero on a log x either
-				xlo, xhi = min(xlo, p.X), max(xhi, p.X)
-			}
-			if yneg = yneg || p.Y < 0; p.Y > 0 {
-				ylo, yhi = min(ylo, p.Y), max(yhi, p.Y)
-			}
+	d := reportData{Title: title}
+	exp := runs[0].run.Experiment
+	for _, r := range runs[1:] {
+		if r.run.Experiment != exp {
+			exp = "" // runs of several experiments: the generic chart
 		}
 	}
-	xType, yType := "value", "value"
-	if wantLog(xneg, xlo, xhi) {
-		xType = "log"
-	}
-	if wantLog(yneg, ylo, yhi) {
-		yType = "log"
-	}
-
-	line := charts.NewLine()
-	line.SetGlobalOptions(
-		charts.WithInitializationOpts(opts.Initialization{PageTitle: chartText(title), Width: "1100px", Height: "560px", ChartID: "report", AssetsHost: "/vendor/echarts/"}),
-		charts.WithAnimation(false),
-		charts.WithTitleOpts(opts.Title{Title: chartText(title)}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "30px"}),
-		charts.WithGridOpts(opts.Grid{Top: "90px", Left: "80px", Right: "40px"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: xType, Name: "x", Scale: opts.Bool(true)}),
-		charts.WithYAxisOpts(opts.YAxis{Type: yType, Name: "y", Scale: opts.Bool(true)}),
-		charts.WithDataZoomOpts(opts.DataZoom{Type: "inside"}),
-	)
-	line.ClearPresetJSAssets()
-	if inline {
-		js := strings.ReplaceAll(string(web.EChartsJS()), "</script", `<\/script`)
-		line.AddCustomizedHeaders("<script>" + js + "</script>")
-	} else {
-		line.AddCustomizedJSAssets("/vendor/echarts/echarts.min.js")
+	if e, err := sim.Lookup(exp); err == nil && exp != "" {
+		if c, ok := e.(sim.Charter); ok {
+			ch := c.Chart()
+			d.Chart = &ch
+		}
 	}
 	for _, r := range runs {
-		bySeries := map[string][]sim.Point{}
-		for _, p := range r.points {
-			bySeries[p.Series] = append(bySeries[p.Series], p)
+		rd := reportRunData{Summary: map[string]reportNum{}}
+		if len(runs) > 1 {
+			label := "#" + r.run.ID
+			rd.Label = &label
 		}
+		for k, v := range r.run.Summary {
+			rd.Summary[k] = reportNum(v)
+		}
+		bySeries := map[string][][4]any{}
 		order := slices.Clone(r.run.Series)
-		for name := range bySeries {
-			if !slices.Contains(order, name) {
-				order = append(order, name)
+		for _, p := range r.points {
+			if _, ok := bySeries[p.Series]; !ok && !slices.Contains(order, p.Series) {
+				order = append(order, p.Series)
 			}
+			var extra map[string]reportNum
+			if len(p.Extra) > 0 {
+				extra = make(map[string]reportNum, len(p.Extra))
+				for k, v := range p.Extra {
+					extra[k] = reportNum(v)
+				}
+			}
+			bySeries[p.Series] = append(bySeries[p.Series], [4]any{reportNum(p.X), reportNum(p.Y), nil, extra})
 		}
 		for _, name := range order {
-			pts := bySeries[name]
-			sort.SliceStable(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
-			data := make([]opts.LineData, 0, len(pts))
-			for _, p := range pts {
-				if !finite(p.X) || !finite(p.Y) || (xType == "log" && p.X <= 0) || (yType == "log" && p.Y <= 0) {
-					continue
-				}
-				data = append(data, opts.LineData{Value: []float64{p.X, p.Y}})
+			if pts, ok := bySeries[name]; ok {
+				rd.Series = append(rd.Series, [2]any{name, pts})
 			}
-			label := name
-			if len(runs) > 1 {
-				label = "#" + r.run.ID + " " + name
-			}
-			so := []charts.SeriesOpts{charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 5})}
-			if IsCapture(name) {
-				so = []charts.SeriesOpts{
-					charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "diamond", SymbolSize: 11}),
-					charts.WithLineStyleOpts(opts.LineStyle{Opacity: opts.Float(0)}),
-				}
-			}
-			line.AddSeries(chartText(label), data, so...)
 		}
+		d.Runs = append(d.Runs, rd)
 	}
-	var chart bytes.Buffer
-	if err := line.Render(&chart); err != nil {
+	data, err := json.Marshal(d) // escapes <, > and &: safe inside a script element
+	if err != nil {
 		return err
 	}
 	var meta bytes.Buffer
-	if err := reportTemplate.Execute(&meta, reportData(runs)); err != nil {
+	if err := reportTemplate.Execute(&meta, reportRows(runs)); err != nil {
 		return err
 	}
-	html := chart.String()
-	head := strings.LastIndex(html, "</head>") // the inlined ECharts is in the head
-	body := strings.Index(html[max(head, 0):], "<body>")
-	end := strings.LastIndex(html, "</body>")
-	if head < 0 || body < 0 || end < 0 {
-		return fmt.Errorf("go-echarts output has no head or body")
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>")
+	b.WriteString(html.EscapeString(title))
+	b.WriteString("</title>\n" + reportStyle + "\n")
+	if inline {
+		b.WriteString("<script>" + strings.ReplaceAll(string(web.EChartsJS()), "</script", `<\/script`) + "</script>\n")
+	} else {
+		b.WriteString(`<script src="/vendor/echarts/echarts.min.js"></script>` + "\n")
 	}
-	body += head + len("<body>")
-	_, err := io.WriteString(w, html[:body]+"\n"+reportStyle+html[body:end]+meta.String()+html[end:])
+	b.WriteString("<script>" + strings.ReplaceAll(string(web.ChartJS()), "</script", `<\/script`) + "</script>\n")
+	b.WriteString("</head><body>\n<h1>" + html.EscapeString(title) + "</h1>\n")
+	b.WriteString(`<div id="report-chart" class="report-chart"></div><div id="report-legend" class="legend"></div><ul id="report-notes" class="notes"></ul>` + "\n")
+	b.WriteString(`<script type="application/json" id="report-data">`)
+	b.Write(data)
+	b.WriteString("</script>\n<script>" + reportDraw + "</script>\n")
+	b.WriteString(meta.String())
+	b.WriteString("</body></html>\n")
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 
+// reportDraw draws the report's chart from its data with chart.js, as the
+// page draws a run (legend toggles included).
+const reportDraw = `(function () {
+  const d = JSON.parse(document.getElementById('report-data').textContent);
+  const runs = d.runs.map((r) => ({ label: r.label, summary: r.summary || {}, series: new Map(r.series || []) }));
+  const chart = echarts.init(document.getElementById('report-chart'));
+  const hidden = new Set();
+  const draw = () => {
+    const built = fp8chart.build(d.chart, runs, hidden);
+    chart.setOption(built.option, { notMerge: true });
+    fp8chart.renderLegend(document.getElementById('report-legend'), built, hidden, (key) => {
+      if (hidden.has(key)) hidden.delete(key); else hidden.add(key);
+      draw();
+    });
+    const notes = document.getElementById('report-notes');
+    notes.replaceChildren(...built.notes.map((n) => { const li = document.createElement('li'); li.textContent = n.text; return li; }));
+    document.body.dataset.drawn = String(runs.reduce((n, r) => n + [...r.series.values()].reduce((m, s) => m + s.length, 0), 0));
+  };
+  draw();
+})();`
+
 const reportStyle = `<style>
 body { font: 14px system-ui, sans-serif; margin: 0 24px 24px; color: #222; }
+.report-chart { width: 1100px; height: 560px; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 24px; max-width: 1100px; }
+.lg-group { display: flex; flex-direction: column; align-items: flex-start; }
+.legend button { border: 0; background: none; font: inherit; cursor: pointer; padding: 1px 2px; display: flex; align-items: center; gap: 4px; }
+.legend button.off { opacity: 0.35; }
+.lg-family { font-weight: 600; }
+.lg-swatch { display: inline-block; width: 10px; height: 10px; }
+ul.notes { color: #444; max-width: 1100px; }
 table.meta { border-collapse: collapse; margin: 12px 0 24px; }
 table.meta td, table.meta th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 table.meta th { background: #f5f5f5; font-weight: 600; }
@@ -504,7 +522,7 @@ type reportSection struct {
 	Note    string
 }
 
-func reportData(runs []reportRun) []reportSection {
+func reportRows(runs []reportRun) []reportSection {
 	var out []reportSection
 	for _, r := range runs {
 		run := r.run

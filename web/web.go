@@ -41,3 +41,13 @@ func EChartsJS() []byte {
 	}
 	return b
 }
+
+// ChartJS returns chart.js, the page's chart code, for reports that draw
+// their chart as the page does.
+func ChartJS() []byte {
+	b, err := files.ReadFile("chart.js")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	return b
+}
