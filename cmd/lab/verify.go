@@ -38,40 +38,27 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return errors.New("verify: no capture files given")
 	}
-	failed, total := 0, 0
-	var deviated int64
+	var t verifyTally
+	opt := golden.Options{Exhaustive: *exhaustive, MaxMismatches: *show}
 	for _, path := range fs.Args() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		opt := golden.Options{Exhaustive: *exhaustive, MaxMismatches: *show}
-		if n, bad, dev, handled, err := verifyPath(ctx, path, opt, stdout); handled || err != nil {
+		if handled, err := verifyPath(ctx, path, opt, stdout, &t); handled || err != nil {
 			if err != nil {
 				return err
 			}
-			total += n
-			failed += bad
-			deviated += dev
 			continue
 		}
-		total++
 		f, err := golden.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		start := time.Now()
-		rep, err := golden.Verify(ctx, f, golden.Options{Exhaustive: *exhaustive, MaxMismatches: *show})
-		if err != nil {
+		if err := t.verifyFile(ctx, f, opt, stdout); err != nil {
 			return err
 		}
-		printReport(stdout, rep, time.Since(start))
-		if !rep.OK() {
-			failed++
-		}
-		for _, c := range rep.Checks {
-			deviated += c.Deviated
-		}
 	}
+	failed, total, deviated := t.failed, t.n, t.deviated
 	if failed > 0 {
 		fmt.Fprintf(stdout, "FAIL: %d of %d files have outputs that differ\n", failed, total)
 		return errVerify
