@@ -121,18 +121,11 @@ func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
 	if emax > 1000 {
 		return 0, false
 	}
-	cb := math.Float32bits(c)
-	switch cexp := int32(cb >> 23 & 0xff); {
-	case cexp == 0xff:
+	ce, ok := cExponent(c, s.ezero)
+	if !ok {
 		return 0, false
-	case cb&0x7fffffff == 0:
-		// c is a zero term, read with exponent e_zero (§2.4).
-		emax = max(emax, s.ezero)
-	case cexp == 0:
-		emax = max(emax, -126)
-	default:
-		emax = max(emax, cexp-127)
 	}
+	emax = max(emax, ce)
 	// A zero product is read with exponent e_zero too; but e_zero (-131 or
 	// lower for every model) only matters when every term is below it, and
 	// a nonzero FP32 c reads at least -126: so whenever a product is zero
@@ -158,4 +151,21 @@ func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
 		v |= 0x80000000
 	}
 	return math.Float32frombits(v), true
+}
+
+// cExponent is the exponent at which an FP32 accumulator c enters a step:
+// its own (a subnormal reads -126), e_zero for a zero c (§2.4); ok is false
+// for NaN and inf, which the reference path handles.
+func cExponent(c float32, ezero int32) (e int32, ok bool) {
+	cb := math.Float32bits(c)
+	switch cexp := int32(cb >> 23 & 0xff); {
+	case cexp == 0xff:
+		return 0, false
+	case cb&0x7fffffff == 0:
+		return ezero, true
+	case cexp == 0:
+		return -126, true
+	default:
+		return cexp - 127, true
+	}
 }

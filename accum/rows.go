@@ -124,17 +124,11 @@ func (s *tableStep) products(expA []int32, valA []float64, b []uint16, p []float
 // operations in the same order.
 func (s *tableStep) finish(emaxP int32, p []float64, c float32) (float32, bool) {
 	emax := emaxP
-	cb := math.Float32bits(c)
-	switch cexp := int32(cb >> 23 & 0xff); {
-	case cexp == 0xff:
+	ce, ok := cExponent(c, s.ezero)
+	if !ok {
 		return 0, false
-	case cb&0x7fffffff == 0:
-		emax = max(emax, s.ezero)
-	case cexp == 0:
-		emax = max(emax, -126)
-	default:
-		emax = max(emax, cexp-127)
 	}
+	emax = max(emax, ce)
 	scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
 	var s0, s1, s2, s3 int64
 	i := 0
@@ -218,17 +212,11 @@ func (s *tableStep) stepPrepared(expA []int32, valA []float64, b []uint16, c flo
 	if emax > 1000 {
 		return 0, false
 	}
-	cb := math.Float32bits(c)
-	switch cexp := int32(cb >> 23 & 0xff); {
-	case cexp == 0xff:
+	ce, ok := cExponent(c, s.ezero)
+	if !ok {
 		return 0, false
-	case cb&0x7fffffff == 0:
-		emax = max(emax, s.ezero)
-	case cexp == 0:
-		emax = max(emax, -126)
-	default:
-		emax = max(emax, cexp-127)
 	}
+	emax = max(emax, ce)
 	scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
 	val := s.val
 	var s0, s1, s2, s3 int64

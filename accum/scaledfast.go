@@ -117,19 +117,7 @@ func newScaledFast(m *nvInstr) *scaledFast {
 
 // cTerm returns c's exponent as a term (ok false for NaN/inf c); zero c
 // reads e_zero.
-func (s *scaledFast) cTerm(c float32) (int32, bool) {
-	cb := math.Float32bits(c)
-	switch cexp := int32(cb >> 23 & 0xff); {
-	case cexp == 0xff:
-		return 0, false
-	case cb&0x7fffffff == 0:
-		return s.ezero, true
-	case cexp == 0:
-		return -126, true
-	default:
-		return cexp - 127, true
-	}
-}
+func (s *scaledFast) cTerm(c float32) (int32, bool) { return cExponent(c, s.ezero) }
 
 // finish converts the integer sum in units of 2^(E − F) to FP32,
 // truncating toward zero (RZ-FP32; a magnitude of 2^128 or more is ±inf, as

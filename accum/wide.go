@@ -178,15 +178,11 @@ func (s *wideStep) step(a, b []uint32, c float32) (float32, bool) {
 		// Exponent fields: a subnormal (field 0) reads as -126.
 		emax = max(emax, max(ex, 1)+max(ey, 1)-254)
 	}
-	cb := math.Float32bits(c)
-	switch cexp := int32(cb >> 23 & 0xff); {
-	case cexp == 0xff:
+	ce, ok := cExponent(c, s.ezero)
+	if !ok {
 		return 0, false
-	case cb&0x7fffffff == 0:
-		emax = max(emax, s.ezero)
-	default:
-		emax = max(emax, max(cexp, 1)-127)
 	}
+	emax = max(emax, ce)
 	scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
 	sum := int64(float64(c) * scale)
 	for i, x := range a {
