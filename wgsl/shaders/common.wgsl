@@ -124,6 +124,26 @@ fn fp8_decode(code: u32, ebits: u32, mbits: u32, ieee: bool) -> u32 {
     return sign | ((e - bias + 127u) << 23u) | (m << (23u - mbits));
 }
 
+// rne_code rounds m × 2^(e−23) (bit 23 of m set) to nearest, ties to even,
+// in units of 2^(max(e, emin) − mbits) and returns the magnitude code: the
+// exponent field and the fraction in one sum (a carry out of the fraction
+// increments the exponent; at te == emin a fraction below 2^mbits is a
+// subnormal). Codes above the format's largest are the caller's overflow.
+fn rne_code(m: u32, e: i32, mbits: u32, emin: i32) -> u32 {
+    let te = max(e, emin);
+    let shift = u32(23 - i32(mbits) + (te - e)); // at least 20 for the formats here
+    var q = 0u;
+    if (shift < 32u) {
+        q = m >> shift;
+        let rem = m & ((1u << shift) - 1u);
+        let half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (q & 1u) == 1u)) {
+            q = q + 1u;
+        }
+    }
+    return (u32(te - emin) << mbits) + q;
+}
+
 // fp8_encode converts float32 bits to an 8-bit code with MBITS fraction bits
 // and minimum normal exponent EMIN, rounding to nearest with ties to even: a
 // port of package fp8's encode, step for step. maxCode is the largest finite
@@ -148,19 +168,7 @@ fn fp8_encode(bits: u32, mbits: u32, emin: i32, maxCode: u32, overCode: u32, nan
     if (e > 17) {
         return sign | over;
     }
-    let m = (abs & 0x7fffffu) | 0x800000u;
-    let te = max(e, emin);
-    let shift = u32(23 - i32(mbits) + (te - e));
-    var q = 0u;
-    if (shift < 32u) {
-        q = m >> shift;
-        let rem = m & ((1u << shift) - 1u);
-        let half = 1u << (shift - 1u);
-        if (rem > half || (rem == half && (q & 1u) == 1u)) {
-            q = q + 1u;
-        }
-    }
-    let code = (u32(te - emin) << mbits) + q;
+    let code = rne_code((abs & 0x7fffffu) | 0x800000u, e, mbits, emin);
     if (code > maxCode) {
         return sign | over;
     }

@@ -40,18 +40,7 @@ fn n_round(sign: u32, m: u32, e: i32, sat: bool) -> u32 {
     if (e > EMAX) {
         return sign | over(sat);
     }
-    let te = max(e, EMIN);
-    let shift = u32(23 - i32(MBITS) + (te - e));
-    var q = 0u;
-    if (shift < 32u) {
-        q = m >> shift;
-        let rem = m & ((1u << shift) - 1u);
-        let half = 1u << (shift - 1u);
-        if (rem > half || (rem == half && (q & 1u) == 1u)) {
-            q = q + 1u;
-        }
-    }
-    let code = (u32(te - EMIN) << MBITS) + q;
+    let code = rne_code(m, e, MBITS, EMIN); // common.wgsl
     if (code > MAXCODE) {
         return sign | over(sat);
     }
