@@ -391,9 +391,6 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 	if n <= t.sinks {
 		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
 	}
-	if t.gpu != nil {
-		return attnNeedleContextGPU(ctx, run, key, t, n, trials, haystacks, runs, withErr)
-	}
 	var out []attnNeedleOutcome
 	for _, r := range runs {
 		for _, s := range r.series {
@@ -410,9 +407,15 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		if err != nil {
 			return nil, err
 		}
-		res, err := sim.Trials(ctx, run, fmt.Sprintf("%s/%d", key, hs), count, func(_ int, rng *rand.Rand) attnNeedleTrialResult {
-			return t.trial(ctx, h, n, rng, runs, withErr)
-		})
+		var res []attnNeedleTrialResult
+		tkey := fmt.Sprintf("%s/%d", key, hs)
+		if t.gpu != nil {
+			res, err = t.trialsGPU(ctx, run, tkey, h, n, count, runs, withErr)
+		} else {
+			res, err = sim.Trials(ctx, run, tkey, count, func(_ int, rng *rand.Rand) attnNeedleTrialResult {
+				return t.trial(ctx, h, n, rng, runs, withErr)
+			})
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
