@@ -362,20 +362,8 @@ type reportRun struct {
 // starts with "h200"): drawn as markers, not lines.
 func IsCapture(series string) bool { return strings.HasPrefix(series, "h200") }
 
-// reportNum is a JSON number, or null where JSON has none (NaN, ±inf): the
-// chart draws those at the axis floor and counts them, as the page does.
-type reportNum float64
-
-func (n reportNum) MarshalJSON() ([]byte, error) {
-	f := float64(n)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
-}
-
-// reportSeries is one series of a report's chart data, as the page keeps
-// it: [name, [[x, y, null, extras], …]].
+// reportData is a report's chart data; each run's series as the page
+// keeps them: [name, [[x, y, null, extras], …]].
 type reportData struct {
 	Title string          `json:"title"`
 	Chart *sim.Chart      `json:"chart"`
@@ -383,9 +371,9 @@ type reportData struct {
 }
 
 type reportRunData struct {
-	Label   *string              `json:"label"`
-	Summary map[string]reportNum `json:"summary"`
-	Series  [][2]any             `json:"series"`
+	Label   *string         `json:"label"`
+	Summary notebook.Floats `json:"summary"`
+	Series  [][2]any        `json:"series"`
 }
 
 // writeReport renders runs as one standalone HTML page: the chart drawn by
@@ -416,13 +404,10 @@ func writeReport(w io.Writer, runs []reportRun, inline bool) error {
 		}
 	}
 	for _, r := range runs {
-		rd := reportRunData{Summary: map[string]reportNum{}}
+		rd := reportRunData{Summary: r.run.Summary}
 		if len(runs) > 1 {
 			label := "#" + r.run.ID
 			rd.Label = &label
-		}
-		for k, v := range r.run.Summary {
-			rd.Summary[k] = reportNum(v)
 		}
 		bySeries := map[string][][4]any{}
 		order := slices.Clone(r.run.Series)
@@ -430,14 +415,11 @@ func writeReport(w io.Writer, runs []reportRun, inline bool) error {
 			if _, ok := bySeries[p.Series]; !ok && !slices.Contains(order, p.Series) {
 				order = append(order, p.Series)
 			}
-			var extra map[string]reportNum
+			var extra notebook.Floats
 			if len(p.Extra) > 0 {
-				extra = make(map[string]reportNum, len(p.Extra))
-				for k, v := range p.Extra {
-					extra[k] = reportNum(v)
-				}
+				extra = p.Extra
 			}
-			bySeries[p.Series] = append(bySeries[p.Series], [4]any{reportNum(p.X), reportNum(p.Y), nil, extra})
+			bySeries[p.Series] = append(bySeries[p.Series], [4]any{sim.JSONFloat(p.X), sim.JSONFloat(p.Y), nil, extra})
 		}
 		for _, name := range order {
 			if pts, ok := bySeries[name]; ok {

@@ -257,6 +257,13 @@ func (s *JSONSink) Close() error {
 	return s.write(b)
 }
 
+// JSONFloat is a float64 whose JSON form is a number, or null where JSON
+// has none (NaN, ±inf), as the sinks write values.
+type JSONFloat float64
+
+// MarshalJSON writes f, or null for NaN and ±inf.
+func (f JSONFloat) MarshalJSON() ([]byte, error) { return appendJSONFloat(nil, float64(f)), nil }
+
 func appendJSONFloat(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, "null"...)

@@ -36,7 +36,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -69,19 +68,9 @@ const (
 	h200PeakGBs        = 4800
 )
 
-// Num is a float64 that encodes to JSON as a number, or as null when it
-// is not finite (a timing on a loaded CPU adapter can give NaN, which
-// encoding/json refuses).
-type Num float64
-
-// MarshalJSON writes n, or null for NaN and ±inf.
-func (n Num) MarshalJSON() ([]byte, error) {
-	f := float64(n)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
-}
+// Num is a number of the JSON report: null when it is not finite (a timing
+// on a loaded CPU adapter can give NaN, which encoding/json refuses).
+type Num = sim.JSONFloat
 
 // Report is what gpucheck prints with -json.
 type Report struct {
