@@ -132,6 +132,72 @@ func scaleAt(s []float32, h int) float32 {
 	return s[h]
 }
 
+// SimDecodeSupports reports whether SimDecode runs the configuration cfg,
+// whatever the cache: nil, or an error naming every limit cfg passes (the
+// limits of SimDecode's doc). HeadDim, KVHeads and DType must be set (they
+// are not taken from a cache here); empty models are the dtype's sm90
+// wgmma model. A cache of that head_dim, heads and dtype, with per-tensor
+// or per-head scales, is then accepted too.
+func SimDecodeSupports(cfg attention.Config) error {
+	if cfg.QHeads == 0 {
+		cfg.QHeads = cfg.KVHeads
+	}
+	var errs []string
+	simConfig(cfg, func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) })
+	if len(errs) > 0 {
+		return fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// simConfig checks what SimDecode needs of cfg alone, calling bad for each
+// limit passed, and returns the emulation of its model (nil when bad was
+// called for it).
+func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulation {
+	if cfg.HeadDim != 64 && cfg.HeadDim != 128 && cfg.HeadDim != 256 {
+		bad("head_dim %d is not one of 64, 128, 256", cfg.HeadDim)
+	}
+	if cfg.KVHeads < 1 || cfg.QHeads < 1 || cfg.QHeads%cfg.KVHeads != 0 {
+		bad("%d query heads is not a positive multiple of %d KV heads", cfg.QHeads, cfg.KVHeads)
+	}
+	dtypeOK := cfg.DType == fp8.FormatE4M3 || cfg.DType == fp8.FormatE5M2
+	if !dtypeOK {
+		bad("dtype %s: the WGSL simulator reads e4m3 or e5m2", cfg.DType)
+	}
+	if cfg.Float64 {
+		bad("Float64 mode is not run on the GPU")
+	}
+	if cfg.Promotion < 0 {
+		bad("promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", cfg.Promotion)
+	}
+	if cfg.Window < 0 {
+		bad("window %d is negative", cfg.Window)
+	}
+	if cfg.Saturation != fp8.SatFinite && cfg.Saturation != fp8.NoSat {
+		bad("unknown saturation %d", cfg.Saturation)
+	}
+	qk, pv := cfg.QKModel, cfg.PVModel
+	if qk == "" {
+		qk = attention.DefaultModel(cfg.DType)
+	}
+	if pv == "" {
+		pv = attention.DefaultModel(cfg.DType)
+	}
+	switch em, err := LookupEmulation(qk); {
+	case qk != pv:
+		bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
+	case err != nil:
+		if dtypeOK || qk != "" {
+			bad("%v", err)
+		}
+	case em.In != cfg.DType:
+		bad("model %s reads %s, the dtype is %s", qk, em.In, cfg.DType)
+	default:
+		return em
+	}
+	return nil
+}
+
 func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) (*simPlan, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("wgsl: SimDecode: no KV cache")
@@ -150,34 +216,15 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 	}
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	switch {
-	case cfg.HeadDim != 64 && cfg.HeadDim != 128 && cfg.HeadDim != 256:
-		bad("head_dim %d is not one of 64, 128, 256", cfg.HeadDim)
-	case kv.Dim() != cfg.HeadDim:
+	e := simConfig(cfg, bad)
+	if kv.Dim() != cfg.HeadDim {
 		bad("the cache has head_dim %d, the config %d", kv.Dim(), cfg.HeadDim)
 	}
 	if kv.Heads() != cfg.KVHeads {
 		bad("the cache has %d KV heads, the config %d", kv.Heads(), cfg.KVHeads)
 	}
-	if cfg.KVHeads < 1 || cfg.QHeads < 1 || cfg.QHeads%cfg.KVHeads != 0 {
-		bad("%d query heads is not a positive multiple of %d KV heads", cfg.QHeads, cfg.KVHeads)
-	}
-	if cfg.DType != fp8.FormatE4M3 && cfg.DType != fp8.FormatE5M2 {
-		bad("dtype %s: the WGSL simulator reads e4m3 or e5m2", cfg.DType)
-	} else if kv.Format() != cfg.DType {
+	if kv.Format() != cfg.DType {
 		bad("the cache holds %s codes, the config's dtype is %s", kv.Format(), cfg.DType)
-	}
-	if cfg.Float64 {
-		bad("Float64 mode is not run on the GPU")
-	}
-	if cfg.Promotion < 0 {
-		bad("promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", cfg.Promotion)
-	}
-	if cfg.Window < 0 {
-		bad("window %d is negative", cfg.Window)
-	}
-	if cfg.Saturation != fp8.SatFinite && cfg.Saturation != fp8.NoSat {
-		bad("unknown saturation %d", cfg.Saturation)
 	}
 	if len(trials) == 0 {
 		bad("no trials")
@@ -206,23 +253,6 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 		}
 		maxTok = max(maxTok, len(tr.Tokens))
 		maxTiles = max(maxTiles, len(tr.Tokens)) // at most one tile each
-	}
-	qk, pv := cfg.QKModel, cfg.PVModel
-	if qk == "" {
-		qk = attention.DefaultModel(cfg.DType)
-	}
-	if pv == "" {
-		pv = attention.DefaultModel(cfg.DType)
-	}
-	var e *Emulation
-	if qk != pv {
-		bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
-	} else if em, err := LookupEmulation(qk); err != nil {
-		bad("%v", err)
-	} else if em.In != cfg.DType {
-		bad("model %s reads %s, the dtype is %s", qk, em.In, cfg.DType)
-	} else {
-		e = em
 	}
 	if qScale == nil {
 		qScale = []float32{1}

@@ -5,11 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/fp8"
 )
 
 func f32bits(x float32) uint32 { return math.Float32bits(x) }
@@ -373,6 +375,44 @@ func TestSimDecodeTrials(t *testing.T) {
 				t.Errorf("%s trial %d: tokens outside the window changed %d outputs", c.Name, i, differs)
 			}
 			t.Logf("%s trial %d (%d tokens replaced): %d/%d bit-exact, %d outputs differ from the unpatched cache", c.Name, i, len(tr.Tokens), len(want)-bad, len(want), differs)
+		}
+	}
+}
+
+// SimDecodeSupports accepts what SimDecode runs and names each limit of
+// what it does not, without a cache.
+func TestSimDecodeSupports(t *testing.T) {
+	e4 := attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: fp8.FormatE4M3}
+	for _, tc := range []struct {
+		name string
+		cfg  attention.Config
+		want []string // substrings of the error; none: supported
+	}{
+		{"e4m3 sm90", e4, nil},
+		{"e5m2 sm90", attention.Config{HeadDim: 64, KVHeads: 1, DType: fp8.FormatE5M2}, nil},
+		{"e4m3 tcgen05", attention.Config{HeadDim: 256, KVHeads: 1, DType: fp8.FormatE4M3,
+			QKModel: "sm100.tcgen05.f8f6f4.f32", PVModel: "sm100.tcgen05.f8f6f4.f32"}, nil},
+		{"bf16", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatBF16}, []string{"dtype bf16"}},
+		{"head_dim 192 and float64", attention.Config{HeadDim: 192, KVHeads: 1, DType: fp8.FormatE4M3, Float64: true},
+			[]string{"head_dim 192", "Float64"}},
+		{"models differ", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, PVModel: "fp32"}, []string{"differ"}},
+		{"group", attention.Config{HeadDim: 128, KVHeads: 3, QHeads: 4, DType: fp8.FormatE4M3}, []string{"multiple of 3"}},
+	} {
+		err := SimDecodeSupports(tc.cfg)
+		if len(tc.want) == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not name %q", tc.name, err, w)
+			}
 		}
 	}
 }
