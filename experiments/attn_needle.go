@@ -226,7 +226,7 @@ type attnNeedleTrialResult struct {
 // series. With withErr it also compares each O with the exact attention on
 // the same quantized inputs.
 func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
-	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, withErr)
+	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, withErr, nil)
 }
 
 // attnNeedleDraw is what one trial draws: its query, the needle's position,
@@ -291,11 +291,11 @@ func restore(kv *attention.KV, saved map[int][2][]uint16) {
 
 // trialDrawn runs the drawn trial dr over the haystack h: every run, every
 // series. With withErr it also compares each O with the exact attention on
-// the same quantized inputs.
-func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
+// the same quantized inputs, or, with t.exactErr, with exact (the trial's
+// t.exact; nil: computed here).
+func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool, exact []float64) attnNeedleTrialResult {
 	var res attnNeedleTrialResult
-	var exact []float64
-	if t.exactErr {
+	if t.exactErr && exact == nil {
 		exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
 	}
 	// Runs of one cache share it, the baseline and the reference.

@@ -84,6 +84,9 @@ func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 		}
 		runs = append(runs, r)
 	}
+	if note := t.deviceNote(runs); note != "" {
+		run.Note(note)
+	}
 	run.AddTotal(int64(trials))
 	out, err := attnNeedleContext(ctx, run, fmt.Sprintf("promotion/%d", n), t, n, trials, run.Values.Int("haystacks"), runs, true)
 	if err != nil {
