@@ -23,8 +23,9 @@ import (
 // attention.Run reads it, limited to what the WGSL kernel runs: an FP8
 // dtype (e4m3 or e5m2, the cache's), one emulated tensor-core model for
 // both GEMMs ([Emulations]; empty means the dtype's sm90 wgmma model),
-// head_dim 64, 128 or 256, any GQA group, per-tensor or per-KV-head
-// scales, promotion never (0), every tile (1) or every N tiles, kBlockN a
+// head_dim 64, 128 or 256 (V's too), any GQA group, per-tensor or per-KV-head
+// scales, no sinks, mask or query position other than the last (causal
+// then masks nothing), promotion never (0), every tile (1) or every N tiles, kBlockN a
 // multiple of 32 up to 256 (0: FA3's default), sliding window, and not
 // cfg.Float64. The query's cast to the dtype (q / q_descale, the
 // quantization before the kernel) is done on the host with package fp8.
@@ -176,6 +177,19 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulati
 	if cfg.Saturation != fp8.SatFinite && cfg.Saturation != fp8.NoSat {
 		bad("unknown saturation %d", cfg.Saturation)
 	}
+	// What the kernel does not read must not be set: it would be ignored.
+	if len(cfg.Sinks) > 0 {
+		bad("attention sinks are not in the WGSL simulator")
+	}
+	if cfg.Mask != nil {
+		bad("a mask is not in the WGSL simulator")
+	}
+	if cfg.VDim != 0 && cfg.VDim != cfg.HeadDim {
+		bad("V head dim %d differs from head_dim %d (MLA): not in the WGSL simulator", cfg.VDim, cfg.HeadDim)
+	}
+	if len(cfg.Positions) > 1 {
+		bad("%d query positions: decode is one query at the last position", len(cfg.Positions))
+	}
 	qk, pv := cfg.QKModel, cfg.PVModel
 	if qk == "" {
 		qk = attention.DefaultModel(cfg.DType)
@@ -217,6 +231,9 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	e := simConfig(cfg, bad)
+	if len(cfg.Positions) == 1 && cfg.Positions[0] != kv.Tokens()-1 {
+		bad("query position %d: decode is the query at the last position, %d", cfg.Positions[0], kv.Tokens()-1)
+	}
 	if kv.Dim() != cfg.HeadDim {
 		bad("the cache has head_dim %d, the config %d", kv.Dim(), cfg.HeadDim)
 	}
