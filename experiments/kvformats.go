@@ -154,6 +154,9 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	if note := t.deviceNote(runs); note != "" {
 		run.Note(note)
 	}
+	if t.stats != "synthetic" || t.kBand > 0 {
+		run.Note(t.statsNote())
+	}
 	run.AddTotal(int64(len(contexts) * trials))
 	summary := map[string]float64{}
 	acc := map[string]map[int]float64{} // series label → context → accuracy

@@ -21,6 +21,7 @@ func TestNeedleGPUEqualsCPU(t *testing.T) {
 	}{
 		{"needle", Needle{}, map[string]string{"contexts": "700,3000", "trials": "10", "head_dim": "64", "haystacks": "2", "margin": "9"}},
 		{"needle sinks", Needle{}, map[string]string{"contexts": "2000", "trials": "8", "head_dim": "128", "sinks": "3", "series": "fp8-two-level"}},
+		{"needle llama31-8b stats", Needle{}, map[string]string{"contexts": "900", "trials": "4", "head_dim": "64", "stats": "llama31-8b", "series": "fp8-two-level"}},
 		{"promotion", Promotion{}, map[string]string{"context": "1500", "trials": "6", "head_dim": "64", "intervals": "0,1,2", "kBlockN": "64,128"}},
 		{"kv-formats", KVFormats{}, map[string]string{"contexts": "700,2100", "trials": "4", "set": "all", "promotions": "0,1,4", "head_dim": "64", "sinks": "1"}},
 		{"scales", Scales{}, map[string]string{"tokens": "600", "trials": "2", "kv-heads": "2", "q-per-kv": "2", "outlier": "1,100", "promotion": "1"}},
