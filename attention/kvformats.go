@@ -480,26 +480,40 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 			for _, y := range blk {
 				a = max(a, abs32(y))
 			}
-			var s float32
-			if q.f == KVNVFP4 {
-				s = float32(fp8.FormatUE4M3.Value(q.ue4m3.encode(fp8.FormatUE4M3, a/6/q.tensor)))
-			} else {
-				s = mxScale(a, elem)
-			}
+			s, _ := q.blockScale(a)
 			div := s * q.tensor
 			for j, y := range blk {
-				var c uint32
-				switch {
-				case div == 0:
-				case elem == fp8.FormatE4M3:
-					c = uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
-				default:
-					c = q.e2m1.encode(elem, y/div)
-				}
-				put(lo+j, c, s)
+				put(lo+j, q.elemCode(y, div), s)
 			}
 		}
 	}
+}
+
+// blockScale returns the block scale of a block of a block format whose
+// largest magnitude is a, and its code: NVFP4 s = ue4m3(a / 6 / tensor)
+// (RNE, saturating at 448; code in ue4m3), MX s = mxScale(a) (code in
+// ue8m0, its exponent + 127).
+func (q *tokenQuant) blockScale(a float32) (float32, uint8) {
+	if q.f == KVNVFP4 {
+		c := q.ue4m3.encode(fp8.FormatUE4M3, a/6/q.tensor)
+		return float32(fp8.FormatUE4M3.Value(c)), uint8(c)
+	}
+	s := mxScale(a, q.f.Elem())
+	_, e := math.Frexp(float64(s)) // s = 0.5 × 2^e
+	return s, uint8(e - 1 + 127)
+}
+
+// elemCode is the element code of y in a block whose divisor (block scale
+// × tensor scale, a float32 product) is div: RNE, saturating (e4m3: 448,
+// e2m1: 6); 0 when div is 0.
+func (q *tokenQuant) elemCode(y, div float32) uint32 {
+	switch {
+	case div == 0:
+		return 0
+	case q.f.Elem() == fp8.FormatE4M3:
+		return uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
+	}
+	return q.e2m1.encode(fp8.FormatE2M1, y/div)
 }
 
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
