@@ -117,6 +117,9 @@ type plan struct {
 	group  int // query heads per KV head
 	decode bool
 	qk, pv accum.Model
+	// bqk and bpv are the block-scaled instructions of a block-scaled
+	// cache (qk and pv are then nil).
+	bqk, bpv accum.Instruction
 }
 
 // DefaultModel returns the name of the Hopper wgmma model reading format f,
@@ -219,7 +222,13 @@ var baselines sync.Map
 
 // resolve validates c for mq queries over n tokens and fills in defaults.
 // Every error names the limit it breaks.
-func (c Config) resolve(mq, n int) (*plan, error) {
+func (c Config) resolve(mq, n int) (*plan, error) { return c.resolveWith(mq, n, nil) }
+
+// resolveWith is resolve for a cache whose block-scaled side is bs (nil
+// for the other paths): the dtype is then the cache's element format (e4m3
+// or e2m1), the models block-scaled instructions (lookupBlockInstr), and
+// the default kBlockN FA3's fp8 one rounded up to the instruction's K.
+func (c Config) resolveWith(mq, n int, bs *blockCache) (*plan, error) {
 	p := &plan{Config: c, mq: mq, n: n}
 	if p.KVHeads == 0 {
 		p.KVHeads = 1
@@ -256,8 +265,12 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 	} else {
 		p.group = p.QHeads / p.KVHeads
 	}
-	switch p.DType {
-	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16:
+	switch {
+	case bs != nil:
+		if p.DType != bs.elem {
+			bad("a block-scaled %s cache holds %s codes, the config's dtype is %s", bs.f, bs.elem, p.DType)
+		}
+	case p.DType == fp8.FormatE4M3, p.DType == fp8.FormatE5M2, p.DType == fp8.FormatBF16, p.DType == fp8.FormatFP16:
 	default:
 		bad("dtype %s is not one of e4m3, e5m2, bf16, f16", p.DType)
 	}
@@ -297,15 +310,34 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 		bad("softmax scale %g must be positive and finite", p.SoftmaxScale)
 	}
 	var err error
-	if p.qk, err = lookupModel("QK", p.QKModel, p.DType); err != nil {
-		bad("%v", err)
-	}
-	if p.pv, err = lookupModel("PV", p.PVModel, p.DType); err != nil {
-		bad("%v", err)
+	k, pvName := 1, ""
+	if bs != nil {
+		if p.bqk, err = lookupBlockInstr("QK", p.QKModel, bs); err != nil {
+			bad("%v", err)
+		}
+		if p.bpv, err = lookupBlockInstr("PV", p.PVModel, bs); err != nil {
+			bad("%v", err)
+		} else {
+			k, pvName = p.bpv.Info().K, p.bpv.Name()
+		}
+	} else {
+		if p.qk, err = lookupModel("QK", p.QKModel, p.DType); err != nil {
+			bad("%v", err)
+		}
+		if p.pv, err = lookupModel("PV", p.PVModel, p.DType); err != nil {
+			bad("%v", err)
+		} else {
+			k, pvName = max(p.pv.Info().K, 1), p.pv.Name()
+		}
 	}
 	if len(errs) == 0 {
 		p.decode = IsDecode(p.HeadDim, p.Window, mq, p.group)
-		m, nb := DefaultTiles(p.HeadDim, p.DType, p.decode, p.Window > 0, p.Promotion > 0)
+		dt := p.DType
+		if bs != nil {
+			dt = fp8.FormatE4M3
+		}
+		m, nb := DefaultTiles(p.HeadDim, dt, p.decode, p.Window > 0, p.Promotion > 0)
+		nb = (nb + k - 1) / k * k
 		if p.KBlockM == 0 {
 			p.KBlockM = m
 		}
@@ -315,11 +347,10 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 		if p.KBlockM < 1 || p.KBlockM > MaxKBlockM {
 			bad("kBlockM %d is outside 1..%d", p.KBlockM, MaxKBlockM)
 		}
-		k := max(p.pv.Info().K, 1)
 		if p.KBlockN < 1 || p.KBlockN > MaxKBlockN {
 			bad("kBlockN %d is outside 1..%d", p.KBlockN, MaxKBlockN)
 		} else if p.KBlockN%k != 0 {
-			bad("kBlockN %d is not a multiple of %s's instruction width K = %d", p.KBlockN, p.pv.Name(), k)
+			bad("kBlockN %d is not a multiple of %s's instruction width K = %d", p.KBlockN, pvName, k)
 		}
 	}
 	if len(errs) > 0 {

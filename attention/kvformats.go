@@ -179,9 +179,14 @@ const (
 	// this path's (code × block scale, then × tensor scale, one rounding
 	// to e4m3) is the simplest one consistent with it.
 	PathDequantE4M3
-	// PathBlockScaled would feed block-scaled codes to tcgen05
-	// kind::mxf8f6f4 / kind::mxf4nvf4 directly. Not modelled yet:
-	// QuantizeKV refuses it.
+	// PathBlockScaled: the MMA reads the block-scaled codes and their
+	// scales natively: Blackwell tcgen05.mma kind::mxf8f6f4 (MXFP8),
+	// kind::mxf4 (MXFP4), kind::mxf4nvf4 with ue4m3 scales (NVFP4), FP32
+	// accumulator in tensor memory, as SageAttention3 computes attention
+	// (Zhang et al. 2025, arXiv 2505.11594). K keeps its blocks along
+	// head_dim; V is stored with its blocks along tokens (per channel, 32 or
+	// 16 consecutive tokens), the layout P·V needs; Q and P are quantized
+	// per block in the kernel. See blockscaled.go for every choice.
 	PathBlockScaled
 )
 
@@ -265,14 +270,16 @@ func (s KVSpec) Check(shape KVShape) error {
 	switch s.Path {
 	case PathDirect:
 		if f.Block() > 0 {
-			return fmt.Errorf("attention: a %s cache needs block-scaled MMA (not modelled yet) or a dequantizing path (dequant-bf16, dequant-e4m3)", f)
+			return fmt.Errorf("attention: a %s cache needs block-scaled MMA (block-scaled) or a dequantizing path (dequant-bf16, dequant-e4m3)", f)
 		}
 		if f.Scaled() && (s.KScales > PerHead || s.VScales > PerHead) {
 			return fmt.Errorf("attention: %s/%s scales cannot be applied outside an fp8 MMA (FA3 takes per-tensor or per-head descales): use dequant-bf16", s.KScales, s.VScales)
 		}
 	case PathDequantBF16, PathDequantE4M3:
 	case PathBlockScaled:
-		return fmt.Errorf("attention: block-scaled MMA (tcgen05 kind::mxf8f6f4/mxf4nvf4) is not modelled yet: use dequant-bf16 or dequant-e4m3")
+		if f.Block() == 0 {
+			return fmt.Errorf("attention: block-scaled MMA (tcgen05 kind::mxf8f6f4/mxf4/mxf4nvf4) reads mxfp8, nvfp4 or mxfp4 caches; a %s cache has no block scales (use direct, dequant-bf16 or dequant-e4m3)", f)
+		}
 	default:
 		return fmt.Errorf("attention: unknown path %d", s.Path)
 	}
@@ -334,6 +341,9 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 	}
 	if err := spec.Check(shape); err != nil {
 		return nil, err
+	}
+	if spec.Path == PathBlockScaled {
+		return quantizeBlockScaled(k, v, shape, spec), nil
 	}
 	dt := spec.DType()
 	sat := spec.Saturation

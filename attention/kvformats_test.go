@@ -173,7 +173,7 @@ func TestQuantizeKVRefusals(t *testing.T) {
 	}{
 		{KVSpec{Format: KVE4M3, KScales: PerChannel}, "cannot be applied outside an fp8 MMA"},
 		{KVSpec{Format: KVNVFP4}, "block-scaled MMA"},
-		{KVSpec{Format: KVMXFP8, Path: PathBlockScaled}, "not modelled yet"},
+		{KVSpec{Format: KVE4M3, Path: PathBlockScaled}, "a e4m3 cache has no block scales"},
 		{KVSpec{Format: KVE4M3, VScales: PerChannel, Path: PathDequantBF16}, "V takes tensor, head or token-head"},
 		{KVSpec{Format: KVE4M3, Scale: ScalePrefix, PrefixTokens: 65}, "calibration prefix of 65 tokens"},
 		{KVSpec{}, "KV format invalid"},
