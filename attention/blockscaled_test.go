@@ -23,6 +23,13 @@ func nearestCodeBrute(f fp8.Format, x float64) uint64 {
 	}
 	best, bestC := math.Inf(1), uint64(0)
 	vals := bruteValues(f)
+	top := 0.0
+	for _, v := range vals {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			top = max(top, v)
+		}
+	}
+	a = min(a, top) // saturate (and keep |x| − v exact for huge x)
 	for c := uint64(0); c < 1<<f.CodeBits(); c++ {
 		if f.Signed() && c&uint64(f.SignBit()) != 0 {
 			continue
@@ -540,4 +547,56 @@ func TestBlockScaledCancel(t *testing.T) {
 	if el := time.Since(start); el > time.Second {
 		t.Errorf("the run stopped %v after its start, 20 ms deadline", el)
 	}
+}
+
+// TilesFor gives the tiles Run uses on a block-scaled cache: FA3's fp8
+// kBlockN rounded up to the instruction's K.
+func TestBlockScaledTiles(t *testing.T) {
+	p := newProblem(1, 1, 64, 1, 1, 128, 0)
+	for _, tc := range []struct {
+		f      KVFormat
+		bm, bn int
+	}{{KVMXFP8, 64, 96}, {KVNVFP4, 64, 128}, {KVMXFP4, 64, 128}} {
+		kv, err := QuantizeKV(p.k, p.v, KVShape{Tokens: 64, Heads: 1, KDim: 128}, KVSpec{Format: tc.f, Path: PathBlockScaled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bm, bn, err := Config{}.TilesFor(1, kv)
+		if err != nil || bm != tc.bm || bn != tc.bn {
+			t.Errorf("%s: tiles %d×%d (%v), want %d×%d", tc.f, bm, bn, err, tc.bm, tc.bn)
+		}
+	}
+}
+
+// quantBlock (the kernel's and the cache's block quantizer) equals the
+// brute-force quantization of blockQuantBrute on any finite block.
+func FuzzBlockQuant(f *testing.F) {
+	f.Add(float32(1), float32(-2.5), float32(448), float32(0), float32(1e-3), uint8(0))
+	f.Add(float32(0), float32(0), float32(0), float32(0), float32(0), uint8(1))
+	f.Add(float32(6), float32(5), float32(-7), float32(1e30), float32(-1e-30), uint8(2))
+	f.Fuzz(func(t *testing.T, a, b, c, d, e float32, which uint8) {
+		format := []KVFormat{KVMXFP8, KVNVFP4, KVMXFP4}[which%3]
+		n := format.Block()
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = []float32{a, b, c, d, e}[i%5] * float32(1+i%3)
+		}
+		for _, y := range x {
+			if math.IsNaN(float64(y)) || math.IsInf(float64(y), 0) {
+				return
+			}
+		}
+		q := newBlockQuant(format)
+		got := make([]uint8, n)
+		s := q.quantBlock(x, got, 1)
+		want, ws := blockQuantBrute(format, x, 1)
+		if s != ws {
+			t.Fatalf("%s %v: scale code %#x, want %#x", format, x, s, ws)
+		}
+		for i := range want {
+			if uint64(got[i]) != want[i] {
+				t.Fatalf("%s %v: code %d is %#x, want %#x", format, x, i, got[i], want[i])
+			}
+		}
+	})
 }

@@ -37,7 +37,9 @@ type Config struct {
 	KVHeads, QHeads int
 	// DType is the format of Q, K, V and P: fp8.FormatE4M3, FormatE5M2,
 	// FormatBF16 or FormatFP16 (FA3 needs one dtype for all four; P is
-	// cast to it). The zero value means e4m3.
+	// cast to it). The zero value means e4m3 (for Run, the cache's format).
+	// A block-scaled cache (PathBlockScaled) takes its element format:
+	// e4m3 for mxfp8, e2m1 for nvfp4 and mxfp4.
 	DType fp8.Format
 	// Saturation applies to the casts of Q, K and V to an fp8 DType:
 	// fp8.SatFinite (the zero value) is vLLM's cache write and query
@@ -48,7 +50,10 @@ type Config struct {
 	// name accum.Lookup knows, or an IEEE baseline such as "fp32" or
 	// "exact" for any DType). Empty means the Hopper wgmma model of DType:
 	// sm90.wgmma.e4m3.f32, sm90.wgmma.e5m2.f32, sm90.wgmma.bf16.f32 or
-	// sm90.wgmma.f16.f32. A tensor-core model must read DType.
+	// sm90.wgmma.f16.f32. A tensor-core model must read DType. For a
+	// block-scaled cache both name accum Instructions reading the cache's
+	// element and scale formats and block (empty: BlockScaledModel of the
+	// format); Hopper models are refused (wgmma has no block-scaled kind).
 	QKModel, PVModel string
 	// KBlockM and KBlockN are the tile sizes (queries × tokens). Zero picks
 	// FA3's table (DefaultTiles): decode tiles when FA3's use_one_mma_wg
@@ -401,6 +406,32 @@ func scaleOf(s []float32, h int) float32 {
 // explicit Positions gives the same outputs.
 func (c Config) Tiles(mq, n int) (kBlockM, kBlockN int, err error) {
 	p, err := c.resolve(mq, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	return p.KBlockM, p.KBlockN, nil
+}
+
+// TilesFor is Tiles for a run of c with mq queries over the cache kv, its
+// shapes and dtype defaulting to the cache's as Run's do (a block-scaled
+// cache's instruction width included).
+func (c Config) TilesFor(mq int, kv *KV) (kBlockM, kBlockN int, err error) {
+	if kv == nil {
+		return 0, 0, fmt.Errorf("attention: no KV cache")
+	}
+	if c.HeadDim == 0 {
+		c.HeadDim = kv.dim
+	}
+	if c.VDim == 0 {
+		c.VDim = kv.vdim
+	}
+	if c.KVHeads == 0 {
+		c.KVHeads = kv.heads
+	}
+	if c.DType == fp8.FormatInvalid {
+		c.DType = kv.format
+	}
+	p, err := c.resolveWith(mq, kv.tokens, kv.bs)
 	if err != nil {
 		return 0, 0, err
 	}
