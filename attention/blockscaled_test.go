@@ -526,8 +526,8 @@ func TestBlockScaledNaN(t *testing.T) {
 
 // A block-scaled run stops soon after its context is cancelled.
 func TestBlockScaledCancel(t *testing.T) {
-	const n, d = 64 << 10, 128
-	p := newProblem(3, 4, n, 1, 1, d, 0)
+	const n, d = 32 << 10, 128
+	p := newProblem(3, 8, n, 1, 1, d, 0)
 	kv, err := QuantizeKV(p.k, p.v, KVShape{Tokens: n, Heads: 1, KDim: d}, KVSpec{Format: KVNVFP4, Path: PathBlockScaled})
 	if err != nil {
 		t.Fatal(err)
