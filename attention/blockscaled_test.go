@@ -600,3 +600,60 @@ func FuzzBlockQuant(f *testing.F) {
 		}
 	})
 }
+
+// SaveToken, SetToken, RestoreToken gives back the cache saved, block
+// scales included (and the codes of any other cache).
+func TestSaveRestoreToken(t *testing.T) {
+	const n, d = 100, 64
+	p := newProblem(4, 1, n, 2, 2, d, 0.5)
+	sh := KVShape{Tokens: n, Heads: 2, KDim: d}
+	for _, spec := range []KVSpec{{Format: KVMXFP8, Path: PathBlockScaled}, {Format: KVNVFP4, Scale: ScaleAmax, Path: PathBlockScaled},
+		{Format: KVMXFP4, Path: PathBlockScaled}, {Format: KVE4M3}, {Format: KVNVFP4, Path: PathDequantBF16}} {
+		kv, err := QuantizeKV(p.k, p.v, sh, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig := kv.Clone()
+		var saved []TokenState
+		for _, tok := range []int{0, 37, 38, 99} {
+			s, err := kv.SaveToken(tok, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			saved = append(saved, s)
+			big := make([]float32, d)
+			for i := range big {
+				big[i] = 50 * float32(i%3-1)
+			}
+			if err := kv.SetToken(tok, 1, big, big); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if kv.KCode(37, 1, 1) == orig.KCode(37, 1, 1) && kv.VCode(36, 1, 0) == orig.VCode(36, 1, 0) {
+			t.Fatalf("%s: SetToken changed nothing", spec)
+		}
+		for i := len(saved) - 1; i >= 0; i-- {
+			if err := kv.RestoreToken(saved[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for tok := 0; tok < n; tok++ {
+			for h := 0; h < 2; h++ {
+				for x := 0; x < d; x++ {
+					if kv.KCode(tok, h, x) != orig.KCode(tok, h, x) || kv.VCode(tok, h, x) != orig.VCode(tok, h, x) {
+						t.Fatalf("%s: token %d head %d channel %d not restored", spec, tok, h, x)
+					}
+				}
+			}
+		}
+		if kv.bs != nil && !equalBlock(kv.bs, orig.bs) {
+			t.Errorf("%s: block scales not restored", spec)
+		}
+		if _, err := kv.SaveToken(n, 0); err == nil {
+			t.Errorf("%s: SaveToken accepted token %d of %d", spec, n, n)
+		}
+		if err := kv.RestoreToken(TokenState{}); err == nil {
+			t.Errorf("%s: RestoreToken accepted an empty state", spec)
+		}
+	}
+}
