@@ -292,8 +292,9 @@ func (k *kernel) newBlockRow() *blockRow {
 }
 
 // setQueryBlock quantizes one query (q, HeadDim values) divided by its
-// descale qs per block along head_dim.
-func (k *kernel) setQueryBlock(r *row, q []float32, qs float32) {
+// descale qs per block along head_dim; with exact (Float64 mode) it also
+// fills the codes' exact values.
+func (k *kernel) setQueryBlock(r *row, q []float32, qs float32, exact bool) {
 	br, bs := r.b, k.kv.bs
 	b := bs.block
 	for d, x := range q {
@@ -302,7 +303,7 @@ func (k *kernel) setQueryBlock(r *row, q []float32, qs float32) {
 	for lo := 0; lo < len(q); lo += b {
 		br.qs[lo/b] = k.bq.quantBlock(br.qf[lo:lo+b], br.q8[lo:], 1)
 	}
-	if k.Float64 {
+	if exact {
 		val, sv := valueTable(bs.elem), scaleValues(bs.scale)
 		for d, c := range br.q8 {
 			br.q64[d] = val[c] * sv[br.qs[d/b]]
@@ -423,13 +424,10 @@ func (k *kernel) gemmPVBlock64(r *row, t tile) {
 func (k *kernel) dequantizedQueryBlock(q []float32) []float64 {
 	out := make([]float64, len(q))
 	r := &row{b: k.newBlockRow()}
-	f64 := k.Float64
-	k.Float64 = true // setQueryBlock fills q64
-	defer func() { k.Float64 = f64 }()
 	for base := 0; base < len(q); base += k.HeadDim {
 		h := (base / k.HeadDim % k.QHeads) / k.group
 		s := scaleOf(k.qScale, h)
-		k.setQueryBlock(r, q[base:base+k.HeadDim], s)
+		k.setQueryBlock(r, q[base:base+k.HeadDim], s, true)
 		for d, x := range r.b.q64 {
 			out[base+d] = x * float64(s)
 		}

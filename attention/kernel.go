@@ -217,7 +217,7 @@ func (k *kernel) setRow(r *row, i, hq int, q []float32) {
 	qs := scaleOf(k.qScale, r.kvh)
 	base := (i*k.QHeads + hq) * k.HeadDim
 	if k.kv.bs != nil {
-		k.setQueryBlock(r, q[base:base+k.HeadDim], qs)
+		k.setQueryBlock(r, q[base:base+k.HeadDim], qs, k.Float64)
 	} else {
 		for d := range r.q {
 			r.q[d] = quantize(q[base+d], qs, k.DType, k.Saturation)
