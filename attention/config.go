@@ -342,7 +342,9 @@ func (c Config) resolveWith(mq, n int, bs *blockCache) (*plan, error) {
 			dt = fp8.FormatE4M3
 		}
 		m, nb := DefaultTiles(p.HeadDim, dt, p.decode, p.Window > 0, p.Promotion > 0)
-		nb = (nb + k - 1) / k * k
+		if bs != nil {
+			nb = (nb + k - 1) / k * k
+		}
 		if p.KBlockM == 0 {
 			p.KBlockM = m
 		}
