@@ -236,6 +236,9 @@ func TestBlockScaledBitExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !kv.BlockScaled() {
+			t.Fatalf("%s: BlockScaled() is false", f)
+		}
 		kT, vT := float32(1), float32(1)
 		if f == KVNVFP4 {
 			var ka, va float32
@@ -614,6 +617,9 @@ func TestSaveRestoreToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		orig := kv.Clone()
+		if kv.BlockScaled() != (spec.Path == PathBlockScaled) || orig.BlockScaled() != kv.BlockScaled() {
+			t.Fatalf("%s: BlockScaled() is %v", spec, kv.BlockScaled())
+		}
 		var saved []TokenState
 		for _, tok := range []int{0, 37, 38, 99} {
 			s, err := kv.SaveToken(tok, 1)

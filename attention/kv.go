@@ -200,6 +200,12 @@ func (c *KV) Dim() int { return c.dim }
 // VDim is the head dimension of V (Dim but for MLA).
 func (c *KV) VDim() int { return c.vdim }
 
+// BlockScaled reports whether the cache is a block-scaled one
+// (PathBlockScaled): its codes (KCode, VCode, TokenCodes) stand for code ×
+// a block scale that they do not carry, so a consumer of codes that does
+// not read the block scales must refuse it.
+func (c *KV) BlockScaled() bool { return c.bs != nil }
+
 // Format is the format of the codes.
 func (c *KV) Format() fp8.Format { return c.format }
 
