@@ -14,6 +14,9 @@ type TokenState struct {
 	vraw []float32
 }
 
+// Token returns the position of the saved token.
+func (s TokenState) Token() int { return s.t }
+
 // SaveToken returns the state of token t of KV head h. Unlike TokenCodes it
 // also restores a block-scaled cache, whose V scales span blocks of tokens.
 func (c *KV) SaveToken(t, h int) (TokenState, error) {
