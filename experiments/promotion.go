@@ -38,7 +38,10 @@ promotions (N·B; the context length for never), y = retrieval accuracy; extra:
 interval (tiles, 0 = never), relerr (mean relative L2 error of O against the
 exact attention on the same quantized inputs), se. Series bf16: the bf16
 kernel at x = context. Published (RULER niah_multikey_2, Llama-3.1-8B, 128k):
-every tile 0.89, every 4 0.88, every 64 0.856, never 0.13.`
+every tile 0.89, every 4 0.88, every 64 0.856 (vllm-project/flash-attention
+#122); bf16 0.912 and never 0.13 (vLLM blog 2026-04-22, Fig. 1, scale 1.0).
+-stats llama31-8b draws the haystack with published Llama-3-8B statistics
+(docs/real-stats.md).`
 }
 
 // Params returns the parameter schema.
