@@ -421,6 +421,17 @@ func (c Config) TilesFor(mq int, kv *KV) (kBlockM, kBlockN int, err error) {
 	if kv == nil {
 		return 0, 0, fmt.Errorf("attention: no KV cache")
 	}
+	c = c.fromCache(kv)
+	p, err := c.resolveWith(mq, kv.tokens, kv.bs)
+	if err != nil {
+		return 0, 0, err
+	}
+	return p.KBlockM, p.KBlockN, nil
+}
+
+// fromCache fills the shapes and dtype c leaves unset with kv's: head
+// dims, KV heads (query heads default to them) and the code format.
+func (c Config) fromCache(kv *KV) Config {
 	if c.HeadDim == 0 {
 		c.HeadDim = kv.dim
 	}
@@ -430,14 +441,13 @@ func (c Config) TilesFor(mq int, kv *KV) (kBlockM, kBlockN int, err error) {
 	if c.KVHeads == 0 {
 		c.KVHeads = kv.heads
 	}
+	if c.QHeads == 0 {
+		c.QHeads = c.KVHeads
+	}
 	if c.DType == fp8.FormatInvalid {
 		c.DType = kv.format
 	}
-	p, err := c.resolveWith(mq, kv.tokens, kv.bs)
-	if err != nil {
-		return 0, 0, err
-	}
-	return p.KBlockM, p.KBlockN, nil
+	return c
 }
 
 // ModelFor returns the name of the accum model of arch ("hopper": wgmma,

@@ -90,22 +90,7 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 	if kv == nil {
 		return nil, fmt.Errorf("attention: no KV cache")
 	}
-	// Unset shapes and dtype are the cache's.
-	if cfg.HeadDim == 0 {
-		cfg.HeadDim = kv.dim
-	}
-	if cfg.VDim == 0 {
-		cfg.VDim = kv.vdim
-	}
-	if cfg.KVHeads == 0 {
-		cfg.KVHeads = kv.heads
-	}
-	if cfg.QHeads == 0 {
-		cfg.QHeads = cfg.KVHeads
-	}
-	if cfg.DType == fp8.FormatInvalid {
-		cfg.DType = kv.format
-	}
+	cfg = cfg.fromCache(kv) // unset shapes and dtype are the cache's
 	row := cfg.QHeads * cfg.HeadDim
 	if row <= 0 || len(q) == 0 || len(q)%row != 0 {
 		return nil, fmt.Errorf("attention: %d query values is not a positive multiple of %d query heads × head_dim %d", len(q), cfg.QHeads, cfg.HeadDim)

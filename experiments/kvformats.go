@@ -127,14 +127,11 @@ func (KVFormats) Params() []sim.Param {
 func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
 	t.exactErr = true
-	g, err := openDevice(ctx, run.Values)
+	done, err := t.useDevice(ctx, run.Values)
 	if err != nil {
 		return err
 	}
-	if g != nil {
-		defer g.Close()
-		t.gpu = g
-	}
+	defer done()
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
 	promotions := slices.Clone(run.Values.Ints("promotions"))
 	if !slices.Contains(promotions, 0) {

@@ -206,6 +206,17 @@ func (t attnNeedle) replaced(kv *attention.KV, dr attnNeedleDraw) []wgsl.SimToke
 	return toks
 }
 
+// useDevice opens the GPU into t.gpu when the run's device is gpu; the
+// caller defers the returned function, which closes it.
+func (t *attnNeedle) useDevice(ctx context.Context, v sim.Values) (func(), error) {
+	g, err := openDevice(ctx, v)
+	if err != nil || g == nil {
+		return func() {}, err
+	}
+	t.gpu = g
+	return func() { g.Close() }, nil
+}
+
 // openDevice opens the GPU for a run whose device parameter is gpu (nil,
 // nil for cpu); the caller closes it.
 func openDevice(ctx context.Context, v sim.Values) (*wgsl.Runner, error) {

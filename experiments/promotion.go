@@ -59,14 +59,11 @@ func (Promotion) Params() []sim.Param {
 // Run runs the trials at the context length.
 func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
-	g, err := openDevice(ctx, run.Values)
+	done, err := t.useDevice(ctx, run.Values)
 	if err != nil {
 		return err
 	}
-	if g != nil {
-		defer g.Close()
-		t.gpu = g
-	}
+	defer done()
 	n, trials := run.Values.Int("context"), run.Values.Int("trials")
 	intervals, blocks := run.Values.Ints("intervals"), run.Values.Ints("k-block-n")
 	for _, b := range blocks {
