@@ -27,6 +27,7 @@ var screenshotParams = map[string]map[string]any{
 	"h200-attention": {"N": "4096,16384,65536"},
 	"scales":         {"trials": 2},
 	"skip-sw":        {"trials": 2},
+	"kv-formats":     {"set": "all", "contexts": []int{4096, 16384, 32768}, "trials": 12},
 }
 
 // TestScreenshots runs every registered experiment (the test experiment
