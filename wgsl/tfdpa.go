@@ -355,16 +355,25 @@ type chainResult struct {
 // rows (in.A and in.B then hold those rows). With timed, the K loop's
 // dispatches are timed.
 func (r *Runner) chain(ctx context.Context, e *Emulation, in ChainInput, promote, gemmN int, timed bool) (chainResult, error) {
-	if err := r.lock(); err != nil {
-		return chainResult{}, err
-	}
-	defer r.mu.Unlock()
 	n := len(in.C)
 	rowsA, rowsB := n, n
 	if gemmN > 0 {
 		rowsA, rowsB = n/gemmN, gemmN
 	}
 	rowWords := (in.K + 3) / 4
+	return r.chainPacked(ctx, e, packRows(in.A, rowsA, in.K, rowWords), packRows(in.B, rowsB, in.K, rowWords), rowWords, in.K, in.C, promote, gemmN, timed)
+}
+
+// chainPacked is chain over rows already packed into words of the
+// emulation's codes (rowWords words a row): the 16-bit step's tests pack 2
+// codes a word.
+func (r *Runner) chainPacked(ctx context.Context, e *Emulation, pa, pb []byte, rowWords, K int, C []float32, promote, gemmN int, timed bool) (chainResult, error) {
+	if err := r.lock(); err != nil {
+		return chainResult{}, err
+	}
+	defer r.mu.Unlock()
+	n := len(C)
+	in := ChainInput{K: K, C: C}
 	tab := make([]byte, 4*256)
 	for i, t := range e.table {
 		binary.LittleEndian.PutUint32(tab[4*i:], t)
@@ -374,12 +383,12 @@ func (r *Runner) chain(ctx context.Context, e *Emulation, in ChainInput, promote
 		return chainResult{}, err
 	}
 	defer r.be.free(tb)
-	ab, err := r.be.upload("tfdpa.A", packRows(in.A, rowsA, in.K, rowWords))
+	ab, err := r.be.upload("tfdpa.A", pa)
 	if err != nil {
 		return chainResult{}, err
 	}
 	defer r.be.free(ab)
-	bb, err := r.be.upload("tfdpa.B", packRows(in.B, rowsB, in.K, rowWords))
+	bb, err := r.be.upload("tfdpa.B", pb)
 	if err != nil {
 		return chainResult{}, err
 	}

@@ -1,0 +1,364 @@
+package wgsl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/fp8lab/fp8lab/accum"
+	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// The 16-bit models SimDecode runs, and 16-bit models it refuses.
+var (
+	sim16Models    = []string{"sm90.wgmma.bf16.f32", "sm90.wgmma.f16.f32", "sm100.tcgen05.f16.f32", "sm100.mma.sync.bf16.f32", "sm80.mma.sync.bf16.f32", "sm80.mma.sync.f16.f32"}
+	sim16Refused   = []string{"sm90.mma.sync.f16.f16", "sm70.mma.f16.f32", "sm80.mma.sync.f16.f16"}
+	code16Kinds    = []string{"any", "finite", "normal", "tiny", "large", "bottom", "zeros"}
+	code16Specials = map[string]bool{"any": true}
+)
+
+// code16 draws a code of the 16-bit format f (bf16 or f16) of one kind:
+// any pattern (inf and NaN included), any finite code, normal(0,1)
+// rounded, tiny (subnormals and the lowest binades), large (the top
+// binades), big (bf16 2^30..2^50, f16 2^8..2^15: products far from 1 that
+// stay below FP32's overflow), bottom (exponents whose products lie around 2^EZERO = 2^-133
+// for bf16; f16 products never get there), ±0.
+func code16(rng *rand.Rand, f fp8.Format, kind string) uint16 {
+	mb := f.FracBits()
+	emask := 1<<(15-mb) - 1
+	sign := uint16(rng.IntN(2)) << 15
+	frac := uint16(rng.IntN(1 << mb))
+	field := func(e int) uint16 { return sign | uint16(e)<<mb | frac }
+	switch kind {
+	case "any":
+		return uint16(rng.Uint32())
+	case "finite":
+		return field(rng.IntN(emask))
+	case "normal":
+		return uint16(f.Encode(float32(rng.NormFloat64()), fp8.SatFinite))
+	case "tiny":
+		return field(rng.IntN(4))
+	case "large":
+		return field(emask - 1 - rng.IntN(6))
+	case "big":
+		if f == fp8.FormatBF16 {
+			return field(127 + 30 + rng.IntN(21))
+		}
+		return field(15 + 8 + rng.IntN(8))
+	case "bottom":
+		if f == fp8.FormatBF16 {
+			return field(127 - 60 - rng.IntN(16)) // 2^-60 .. 2^-75: products 2^-120 .. 2^-150
+		}
+		return field(rng.IntN(3))
+	}
+	return sign
+}
+
+// The 16-bit T-FDPA step (tfdpa_step16, run through the chain kernel with
+// 2 codes a word) equals accum's model bit for bit on every kind of code,
+// alone and mixed with normal ones, c of every kind, promotion never and
+// every 32.
+func TestStep16(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	total := 0
+	for _, model := range sim16Models {
+		e, err := simEmulation(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := accum.MustLookup(model)
+		f := m.Info().In
+		for _, kind := range code16Kinds {
+			for _, mixed := range []bool{false, true} {
+				for _, K := range []int{32, 128} {
+					for _, promote := range []int{0, 32} {
+						rng := rand.New(rand.NewPCG(uint64(K+promote), uint64(len(model)+len(kind))))
+						n := 200
+						a, b := make([]uint16, n*K), make([]uint16, n*K)
+						for i := range a {
+							ka, kb := kind, kind
+							if mixed && rng.IntN(2) == 0 {
+								ka = "normal"
+							}
+							if mixed && rng.IntN(2) == 0 {
+								kb = "normal"
+							}
+							a[i], b[i] = code16(rng, f, ka), code16(rng, f, kb)
+						}
+						c := make([]float32, n)
+						for i := range c {
+							c[i] = randomC(rng)
+						}
+						rw := K / 2
+						pack := func(x []uint16) []byte {
+							w := make([]uint32, n*rw)
+							for i, v := range x {
+								w[i/2] |= uint32(v) << (16 * (i % 2))
+							}
+							return u32Bytes(w)
+						}
+						res, err := r.chainPacked(ctx, e, pack(a), pack(b), rw, K, c, promote, 0, false)
+						if err != nil {
+							t.Fatal(err)
+						}
+						bad := 0
+						for i := range c {
+							want := accum.Chain(m, a[i*K:(i+1)*K], b[i*K:(i+1)*K], c[i], promote)
+							if !sameF32(res.out[i], want) {
+								if bad++; bad <= 3 {
+									t.Errorf("%s %s mixed=%v K=%d promote=%d row %d: got %#08x, accum %#08x (c %#08x)", model, kind, mixed, K, promote, i,
+										math.Float32bits(res.out[i]), math.Float32bits(want), math.Float32bits(c[i]))
+								}
+							}
+						}
+						total += n
+					}
+				}
+			}
+		}
+		t.Logf("%s: every kind of code equal to accum", model)
+	}
+	t.Logf("%d 16-bit dot products compared", total)
+}
+
+// Models the 16-bit step cannot run are refused by SimDecodeSupports with
+// the reason, and the chain kernel refuses every 16-bit model.
+func TestSim16Refused(t *testing.T) {
+	for _, model := range sim16Refused {
+		m := accum.MustLookup(model)
+		cfg := attention.Config{HeadDim: 128, KVHeads: 1, DType: m.Info().In, QKModel: model, PVModel: model}
+		if err := SimDecodeSupports(cfg); err == nil {
+			t.Errorf("%s: SimDecode accepts it", model)
+		} else {
+			t.Logf("%s: %v", model, err)
+		}
+	}
+	for _, model := range sim16Models {
+		if _, err := LookupEmulation(model); err == nil || !strings.Contains(err.Error(), "16-bit") {
+			t.Errorf("%s: the chain kernel's LookupEmulation gives %v", model, err)
+		}
+		for _, n := range Emulations() {
+			if n == model {
+				t.Errorf("Emulations lists %s", model)
+			}
+		}
+	}
+}
+
+// setCodes16 overwrites every token of kv with codes of the given kinds,
+// drawn with weights: kinds[i] with probability weights[i].
+func setCodes16(t *testing.T, kv *attention.KV, rng *rand.Rand, kinds []string, weights []float64) {
+	t.Helper()
+	draw := func() uint16 {
+		x := rng.Float64()
+		for i, w := range weights {
+			if x < w {
+				return code16(rng, kv.Format(), kinds[i])
+			}
+			x -= w
+		}
+		return code16(rng, kv.Format(), "normal")
+	}
+	k, v := make([]uint16, kv.Dim()), make([]uint16, kv.Dim())
+	for tok := 0; tok < kv.Tokens(); tok++ {
+		for h := 0; h < kv.Heads(); h++ {
+			for i := range k {
+				k[i], v[i] = draw(), draw()
+			}
+			if err := kv.SetTokenCodes(tok, h, k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// SimDecode equals attention.Run on bf16 and f16 caches at the edges of
+// the formats: codes from the subnormals to the top binades (scores that
+// overflow to inf, products below 2^-133 that EZERO truncates away),
+// queries that round to subnormals or overflow the dtype, and inf and NaN
+// in K and V; contexts that cross dispatch boundaries.
+func TestSimDecode16Edges(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	type edgeCase struct {
+		name    string
+		c       SimCase
+		kinds   []string
+		weights []float64
+		specs   bool // a few inf and NaN codes
+	}
+	var cases []edgeCase
+	for _, f := range []fp8.Format{fp8.FormatBF16, fp8.FormatFP16} {
+		cases = append(cases,
+			edgeCase{f.String() + " extreme exponents", SimCase{Tokens: 1500, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64, Promotion: 2, DType: f}},
+				[]string{"tiny", "bottom", "big", "zeros"}, []float64{0.1, 0.15, 0.05, 0.1}, false},
+			edgeCase{f.String() + " inf and NaN", SimCase{Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 2, KBlockN: 96, Promotion: 1, DType: f}},
+				[]string{"tiny", "zeros"}, []float64{0.1, 0.1}, true},
+		)
+	}
+	cases = append(cases, edgeCase{"bf16 long, several dispatches", SimCase{Tokens: 12000, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 2, KBlockN: 128, DType: fp8.FormatBF16}},
+		[]string{"tiny", "bottom", "zeros"}, []float64{0.05, 0.05, 0.05}, false})
+	for ci, ec := range cases {
+		q, qs, kv, err := SimInputs(ec.c, 300+uint64(ci))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(ci), 99))
+		setCodes16(t, kv, rng, ec.kinds, ec.weights)
+		// Queries: some elements tiny (below the dtype's subnormals, or
+		// rounding to them), some large; the last query head has one
+		// element of 1e6 (f16: beyond 65504, cast to inf: a NaN row).
+		for i := range q {
+			switch rng.IntN(10) {
+			case 0:
+				q[i] *= float32(math.Ldexp(1, -60-rng.IntN(100)))
+			case 1:
+				q[i] *= float32(math.Ldexp(1, 2+rng.IntN(6)))
+			}
+		}
+		if !ec.specs {
+			q[len(q)-1] = 1e6
+		}
+		if ec.specs {
+			// head 0 meets K = +inf at dim 3 with a negative query: a score
+			// of -inf, a row that stays finite.
+			q[3] = -1 - float32(math.Abs(float64(q[3])))
+			f := kv.Format()
+			inf := uint16(f.MaxCode()) + 1
+			nan := inf | 1<<(f.FracBits()-1)
+			for _, s := range []struct {
+				tok, head, dim int
+				k, val         bool
+				code           uint16
+			}{
+				{5, 0, 3, true, false, inf},            // K +inf: S = ±inf or NaN
+				{300, 1, 7, true, false, inf | 0x8000}, // K -inf
+				{400, 0, 9, false, true, nan},          // V NaN: one O element NaN
+				{600, 1, 11, false, true, inf},         // V +inf
+				{650, 1, 12, false, true, inf | 0x8000},
+			} {
+				k, v := kv.TokenCodes(s.tok, s.head)
+				if s.k {
+					k[s.dim] = s.code
+				} else {
+					v[s.dim] = s.code
+				}
+				if err := kv.SetTokenCodes(s.tok, s.head, k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		p, err := planSim(ec.c.Cfg, qs, kv, []SimTrial{{Q: q}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dispatches := (p.nMax - p.nMin + p.tilesPerDispatch() - 1) / p.tilesPerDispatch()
+		got, err := r.SimDecode(ctx, ec.c.Cfg, q, qs, kv)
+		if err != nil {
+			t.Fatalf("%s: %v", ec.name, err)
+		}
+		want, err := attention.Run(ctx, ec.c.Cfg, q, qs, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad, nan, inf, zero := 0, 0, 0, 0
+		for j := range got {
+			w := float32(want[j])
+			switch {
+			case w != w:
+				nan++
+			case math.IsInf(float64(w), 0):
+				inf++
+			case w == 0:
+				zero++
+			}
+			if !sameF32(float32(got[j]), w) {
+				if bad++; bad <= 3 {
+					t.Errorf("%s: O[%d] = %g (%#08x), attention.Run %g (%#08x)", ec.name, j, got[j], f32bits(float32(got[j])), want[j], f32bits(w))
+				}
+			}
+		}
+		finite := len(got) - nan - inf
+		if finite == 0 || (ec.specs && nan == 0) {
+			t.Errorf("%s: %d finite, %d NaN outputs: the case does not test what it says", ec.name, finite, nan)
+		}
+		if ec.c.Tokens > 10000 && dispatches < 2 {
+			t.Errorf("%s: one dispatch: the case does not cross a dispatch boundary", ec.name)
+		}
+		t.Logf("%s, %d tokens, %d dispatches: %d/%d bit-exact (%d NaN, %d inf, %d zero)", ec.name, ec.c.Tokens, dispatches, len(got)-bad, len(got), nan, inf, zero)
+	}
+}
+
+// A 16-bit cache with per-head scales and GQA through SimDecodeTrials:
+// replaced tokens of 16-bit codes (2 a word on the GPU) at the start, the
+// end and inside a tile.
+func TestSimDecodeTrials16(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	for _, f := range []fp8.Format{fp8.FormatBF16, fp8.FormatFP16} {
+		c := SimCase{Name: f.String(), Tokens: 900, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64, Promotion: 3, DType: f}, PerHead: true}
+		q0, qs, kv, err := SimInputs(c, 21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(8, 9))
+		n, d := kv.Tokens(), kv.Dim()
+		var trials []SimTrial
+		for i := 0; i < 4; i++ {
+			q := make([]float32, len(q0))
+			for j := range q {
+				q[j] = q0[(j+31*i)%len(q0)]
+			}
+			var toks []SimToken
+			for _, pos := range [][]int{nil, {0, 1}, {n - 1}, {200, 201, 202}}[i] {
+				k, v := make([]uint16, d), make([]uint16, d)
+				for j := range k {
+					k[j] = uint16(f.Encode(float32(rng.NormFloat64()*300), fp8.SatFinite))
+					v[j] = uint16(f.Encode(float32(rng.NormFloat64()*300), fp8.SatFinite))
+				}
+				toks = append(toks, SimToken{Pos: pos, Head: (pos + i) % 2, K: k, V: v})
+			}
+			trials = append(trials, SimTrial{Q: q, Tokens: toks})
+		}
+		got, err := r.SimDecodeTrials(ctx, c.Cfg, qs, kv, trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tr := range trials {
+			patched := kv.Clone()
+			for _, tk := range tr.Tokens {
+				if err := patched.SetTokenCodes(tk.Pos, tk.Head, tk.K, tk.V); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := attention.Run(ctx, c.Cfg, tr.Q, qs, patched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := attention.Run(ctx, c.Cfg, tr.Q, qs, kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad, differs := 0, 0
+			for j := range want {
+				if !sameF32(float32(got[i][j]), float32(want[j])) {
+					if bad++; bad <= 3 {
+						t.Errorf("%s trial %d: O[%d] = %g, attention.Run on the patched cache %g", c.Name, i, j, got[i][j], want[j])
+					}
+				}
+				if float32(want[j]) != float32(plain[j]) {
+					differs++
+				}
+			}
+			if len(tr.Tokens) > 0 && differs == 0 {
+				t.Errorf("%s trial %d: the replaced tokens change nothing: the check is blind", c.Name, i)
+			}
+			t.Log(fmt.Sprintf("%s trial %d (%d tokens replaced): %d/%d bit-exact, %d differ from the unpatched cache", c.Name, i, len(tr.Tokens), len(want)-bad, len(want), differs))
+		}
+	}
+}
