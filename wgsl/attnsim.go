@@ -172,6 +172,9 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulati
 	default:
 		bad("dtype %s: the WGSL simulator reads e4m3, e5m2, bf16 or f16", cfg.DType)
 	}
+	if cfg.VDim != 0 && cfg.VDim != cfg.HeadDim {
+		bad("V head_dim %d differs from head_dim %d: the WGSL simulator runs V as wide as K", cfg.VDim, cfg.HeadDim)
+	}
 	if cfg.Float64 {
 		bad("Float64 mode is not run on the GPU")
 	}
@@ -227,6 +230,9 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 	e := simConfig(cfg, bad)
 	if kv.Dim() != cfg.HeadDim {
 		bad("the cache has head_dim %d, the config %d", kv.Dim(), cfg.HeadDim)
+	}
+	if kv.VDim() != kv.Dim() {
+		bad("the cache's V head_dim %d differs from its K head_dim %d: the WGSL simulator runs V as wide as K", kv.VDim(), kv.Dim())
 	}
 	if kv.Heads() != cfg.KVHeads {
 		bad("the cache has %d KV heads, the config %d", kv.Heads(), cfg.KVHeads)

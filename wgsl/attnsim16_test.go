@@ -292,3 +292,73 @@ func TestSimDecode16Edges(t *testing.T) {
 		t.Logf("%s, %d tokens, %d dispatches: %d/%d bit-exact (%d NaN, %d inf, %d zero)", ec.name, ec.c.Tokens, dispatches, len(got)-bad, len(got), nan, inf, zero)
 	}
 }
+
+// The KV-format experiments' caches from attention.QuantizeKV: bf16 and f16
+// stored directly, and e4m3 (per-channel K, per-token-head V), MXFP8 and
+// NVFP4 dequantized to bf16 (vLLM's Triton path: the MMA reads bf16 K, V,
+// Q and P) run through SimDecode bit for bit with attention.RunPromotions
+// (promotion never and every 3 tiles).
+func TestSimDecodeQuantizedKV(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	const tokens, heads, d = 700, 2, 128
+	rng := rand.New(rand.NewPCG(31, 41))
+	k, v := make([]float32, tokens*heads*d), make([]float32, tokens*heads*d)
+	for i := range k {
+		k[i] = float32(rng.NormFloat64() * (1 + 3*float64(i%d%7))) // channels of different ranges
+		v[i] = float32(rng.NormFloat64() + 0.2)
+	}
+	q := make([]float32, 4*d)
+	for i := range q {
+		q[i] = float32(rng.NormFloat64() * 2)
+	}
+	for _, spec := range []attention.KVSpec{
+		{Format: attention.KVBF16},
+		{Format: attention.KVFP16},
+		{Format: attention.KVE4M3, KScales: attention.PerChannel, VScales: attention.PerTokenHead, Scale: attention.ScaleAmax, Path: attention.PathDequantBF16, Saturation: fp8.SatFinite},
+		{Format: attention.KVMXFP8, Path: attention.PathDequantBF16},
+		{Format: attention.KVNVFP4, Scale: attention.ScaleAmax, Path: attention.PathDequantBF16},
+	} {
+		kv, err := attention.QuantizeKV(k, v, attention.KVShape{Tokens: tokens, Heads: heads, KDim: d}, spec)
+		if err != nil {
+			t.Fatalf("%v: %v", spec, err)
+		}
+		cfg := attention.Config{HeadDim: d, KVHeads: heads, QHeads: 4, DType: spec.DType()}
+		if err := SimDecodeSupports(cfg); err != nil {
+			t.Fatalf("%v: %v", spec, err)
+		}
+		promotions := []int{0, 3}
+		want, err := attention.RunPromotions(ctx, cfg, promotions, q, nil, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, pr := range promotions {
+			c := cfg
+			c.Promotion = pr
+			got, err := r.SimDecode(ctx, c, q, nil, kv)
+			if err != nil {
+				t.Fatalf("%v: %v", spec, err)
+			}
+			bad := 0
+			for j := range got {
+				if !sameF32(float32(got[j]), float32(want[i][j])) {
+					if bad++; bad <= 3 {
+						t.Errorf("%v promotion %d: O[%d] = %g, attention.RunPromotions %g", spec, pr, j, got[j], want[i][j])
+					}
+				}
+			}
+			t.Logf("%v, promotion %d: %d/%d bit-exact", spec, pr, len(got)-bad, len(got))
+		}
+	}
+	// A V narrower than K (attention runs it; the WGSL simulator does not).
+	kv, err := attention.QuantizeKV(k, v[:tokens*heads*64], attention.KVShape{Tokens: tokens, Heads: heads, KDim: d, VDim: 64}, attention.KVSpec{Format: attention.KVBF16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SimDecode(ctx, attention.Config{HeadDim: d, KVHeads: heads, QHeads: 4}, q, nil, kv); err == nil || !strings.Contains(err.Error(), "V head_dim 64") {
+		t.Errorf("a cache with V head_dim 64 under K head_dim 128: %v", err)
+	}
+	if err := SimDecodeSupports(attention.Config{HeadDim: d, VDim: 64, KVHeads: 1, DType: fp8.FormatBF16}); err == nil {
+		t.Error("SimDecodeSupports accepts VDim 64 under head_dim 128")
+	}
+}
