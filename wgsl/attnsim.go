@@ -569,7 +569,8 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 }
 
 // simOp runs one of attnsim.wgsl's scalar functions on pairs (x, y) of
-// float32 bit patterns: 0 f32_mul, 1 f32_div, 2 f32_exp2 (of x).
+// float32 bit patterns: 0 f32_mul, 1 f32_div, 2 f32_exp2 (of x), 3
+// half_encode (of x, to bf16 for y = 0, else to f16).
 func (r *Runner) simOp(ctx context.Context, op int, pairs []uint32) ([]uint32, error) {
 	n := len(pairs) / 2
 	if n == 0 {

@@ -362,3 +362,48 @@ func TestSimDecodeQuantizedKV(t *testing.T) {
 		t.Error("SimDecodeSupports accepts VDim 64 under head_dim 128")
 	}
 }
+
+// half_encode, the P cast of 16-bit caches, equals fp8.Format.Encode for
+// bf16 and f16 on every float32 edge, ±2 ulps around every rounding
+// boundary of both formats (midpoints between neighbouring codes, the
+// overflow threshold, the subnormal range) and on 2^20 random patterns.
+func TestHalfEncode(t *testing.T) {
+	r := testGPU(t)
+	rng := rand.New(rand.NewPCG(12, 13))
+	for fi, f := range []fp8.Format{fp8.FormatBF16, fp8.FormatFP16} {
+		xs := edgeF32()
+		// Midpoints between neighbouring finite codes (and the one past the
+		// largest), each ±2 float32 ulps.
+		for c := uint32(0); c <= f.MaxCode(); c += 1 + uint32(rng.IntN(3)) {
+			lo, hi := f.Value(c), f.Value(c+1)
+			if c == f.MaxCode() {
+				hi = 2*lo - f.Value(c-1)
+			}
+			mid := math.Float32bits(float32((lo + hi) / 2))
+			for d := -2; d <= 2; d++ {
+				b := uint32(int(mid) + d)
+				xs = append(xs, b, b|0x80000000)
+			}
+		}
+		for i := 0; i < 1<<20; i++ {
+			xs = append(xs, rng.Uint32())
+		}
+		pairs := make([]uint32, 2*len(xs))
+		for i, x := range xs {
+			pairs[2*i], pairs[2*i+1] = x, uint32(fi)
+		}
+		got, err := r.simOp(context.Background(), 3, pairs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for i, x := range xs {
+			if w := f.Encode(math.Float32frombits(x), fp8.SatFinite); got[i] != w {
+				if bad++; bad <= 5 {
+					t.Errorf("%v: half_encode(%#08x) = %#04x, fp8 %#04x", f, x, got[i], w)
+				}
+			}
+		}
+		t.Logf("%v: %d/%d equal to fp8.Format.Encode", f, len(xs)-bad, len(xs))
+	}
+}

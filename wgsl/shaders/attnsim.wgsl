@@ -512,7 +512,8 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
 
 // ops applies one of the scalar functions above to the pairs in B, for the
 // tests: U.t0 selects f32_mul (0), f32_div (1), f32_exp2 (2, of the first
-// word), U.tokens is the number of pairs and U.win_lo the invocations per
+// word), half_encode (3: of the first word to bf16 if the second is 0, else
+// to f16), U.tokens is the number of pairs and U.win_lo the invocations per
 // row of the grid.
 @compute @workgroup_size(64)
 fn ops(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -530,8 +531,15 @@ fn ops(@builtin(global_invocation_id) gid: vec3<u32>) {
         case 1u: {
             r = f32_div(x, y);
         }
-        default: {
+        case 2u: {
             r = f32_exp2(x);
+        }
+        default: {
+            if (y == 0u) {
+                r = half_encode(x, 7u, -126, 0x7f80u);
+            } else {
+                r = half_encode(x, 10u, -14, 0x7c00u);
+            }
         }
     }
     ST[i] = r;
