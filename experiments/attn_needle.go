@@ -25,6 +25,15 @@ import (
 //   - Sinks (optional), the first tokens: key with logit sinkLogit, value
 //     sinkValue in every element (real attention sinks draw much weight and
 //     carry small values).
+//   - K band (optional, kBand > 0): every key (haystack, needle, sinks)
+//     carries a fixed offset ±kBandMean in kBand channels, the last
+//     kBand/2 channels of each half of the head (RoPE's low-frequency
+//     dimensions), a sign per channel: the outlier channels real keys
+//     share across tokens (KVQuant App. G: whole channels of one sign;
+//     Jin et al. 2025: massive values in the low-frequency dimensions of
+//     Q and K). The offset shifts every logit of a trial by the same
+//     q·offset/√d, so it leaves exact attention unchanged; it matters
+//     through the cache's scales and rounding.
 //   - Retrieval: the code c_m with the largest ⟨O − B, c_m⟩, where B is what
 //     O would be without the code, under exact arithmetic: Σ_j w_j·mean(v_j)
 //     with the exact softmax weights w of the series' own quantized inputs
@@ -46,6 +55,9 @@ type attnNeedle struct {
 	amp                  float64
 	sinks                int
 	sinkLogit, sinkValue float64
+	kBand                int
+	kBandMean            float64
+	stats                string // the statistics profile (attnStatsProfiles), for the notes
 	// gpu, when set, runs the FP8 kernels (device gpu).
 	gpu *wgsl.Runner
 	// exactErr makes the errors of withErr those against exact float64
@@ -111,6 +123,10 @@ func attnNeedleParams(margin float64) []sim.Param {
 		{Name: "sinks", Doc: "attention-sink tokens at the start of the context", Kind: sim.KindInt, Default: 0, Min: 0, Max: 64},
 		{Name: "sink-logit", Aliases: []string{"sink_logit"}, Doc: "logit of each sink token", Unit: "nats", Kind: sim.KindFloat, Default: 10.0, Min: -10, Max: 40},
 		{Name: "sink-value", Aliases: []string{"sink_value"}, Doc: "value of every element of a sink token", Kind: sim.KindFloat, Default: 0.0, Min: -100, Max: 100},
+		{Name: "k-band", Aliases: []string{"k_band"}, Doc: "K outlier band: channels (the last k-band/2 of each half of the head, RoPE's low frequencies) whose every key carries a fixed offset of k-band-mean, a sign per channel", Unit: "channels", Kind: sim.KindInt, Default: 0, Min: 0, Max: 576},
+		{Name: "k-band-mean", Aliases: []string{"k_band_mean"}, Doc: "magnitude of the K band's offset", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1000},
+		{Name: "stats", Doc: "statistics of the haystack: synthetic (the parameters as given) or llama31-8b (score-std, value-std, sinks, sink-logit, sink-value, k-band and k-band-mean from published measurements of Llama-3/3.1-8B, docs/real-stats.md; margin, value-mean and amp stay as given: nothing published fixes them)",
+			Kind: sim.KindChoice, Default: "synthetic", Choices: attnStatsNames()},
 		{Name: "haystacks", Doc: "independent haystacks per context length, shared by the trials in turn", Kind: sim.KindInt, Default: 1, Min: 1, Max: 100000},
 		deviceParam(),
 	}
@@ -120,9 +136,38 @@ func attnNeedleParams(margin float64) []sim.Param {
 func attnNeedleFromValues(v sim.Values) attnNeedle {
 	d := 128
 	fmt.Sscan(v.String("head-dim"), &d)
-	return attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score-std"),
+	t := attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score-std"),
 		valueMean: v.Float("value-mean"), valueStd: v.Float("value-std"), amp: v.Float("amp"),
-		sinks: v.Int("sinks"), sinkLogit: v.Float("sink-logit"), sinkValue: v.Float("sink-value")}
+		sinks: v.Int("sinks"), sinkLogit: v.Float("sink-logit"), sinkValue: v.Float("sink-value"),
+		kBand: v.Int("k-band"), kBandMean: v.Float("k-band-mean"), stats: v.String("stats")}
+	if p, ok := attnStatsProfiles[t.stats]; ok && p.apply != nil {
+		p.apply(&t)
+	}
+	t.kBand = min(t.kBand, t.d)
+	return t
+}
+
+// bandOffset returns the K band's offset of every channel (nil without a
+// band): ±kBandMean on the last kBand/2 channels of each half of the head
+// (kBand odd: one more in the second half), signs from a fixed generator,
+// the same for every haystack and trial.
+func (t attnNeedle) bandOffset() []float32 {
+	if t.kBand <= 0 || t.kBandMean == 0 {
+		return nil
+	}
+	off := make([]float32, t.d)
+	rng := rand.New(rand.NewPCG(0x6b62616e64, 1)) // "kband"
+	half := t.d / 2
+	lo := t.kBand / 2
+	for c := 0; c < t.d; c++ {
+		sign := float32(1 - 2*int(rng.Uint32()&1))
+		inFirst := c < half && c >= half-lo
+		inSecond := c >= half && c >= t.d-(t.kBand-lo)
+		if inFirst || inSecond {
+			off[c] = sign * float32(t.kBandMean)
+		}
+	}
+	return off
 }
 
 // attnNeedleRun is one simulated kernel of a trial: a dtype, a Config, and
@@ -185,12 +230,16 @@ func (h *attnHaystack) giveBack(f string, kv *attention.KV) {
 // elements.
 func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []attnNeedleRun) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
+	band := t.bandOffset()
 	for i := range k {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		k[i] = float32(t.scoreStd * rng.NormFloat64())
 		v[i] = float32(t.valueMean + float64(t.valueStd*rng.NormFloat64())) // float64(): never an FMA
+		if band != nil {
+			k[i] += band[i%t.d]
+		}
 	}
 	h := &attnHaystack{k: k, v: v, base: map[string]*attention.KV{}, free: map[string]chan *attention.KV{}}
 	for _, r := range runs {
@@ -226,7 +275,7 @@ type attnNeedleTrialResult struct {
 // series. With withErr it also compares each O with the exact attention on
 // the same quantized inputs.
 func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
-	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, withErr)
+	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, withErr, nil)
 }
 
 // attnNeedleDraw is what one trial draws: its query, the needle's position,
@@ -262,6 +311,12 @@ func (t attnNeedle) draw(n int, rng *rand.Rand) attnNeedleDraw {
 		sinkK[i] = float32(t.sinkLogit * unit * float64(q[i]))
 		sinkV[i] = float32(t.sinkValue)
 	}
+	if band := t.bandOffset(); band != nil {
+		for i := range q {
+			needleK[i] += band[i]
+			sinkK[i] += band[i]
+		}
+	}
 	return attnNeedleDraw{q: q, codes: codes, pos: pos, truth: truth, needleK: needleK, needleV: needleV, sinkK: sinkK, sinkV: sinkV}
 }
 
@@ -291,11 +346,11 @@ func restore(kv *attention.KV, saved map[int][2][]uint16) {
 
 // trialDrawn runs the drawn trial dr over the haystack h: every run, every
 // series. With withErr it also compares each O with the exact attention on
-// the same quantized inputs.
-func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
+// the same quantized inputs, or, with t.exactErr, with exact (the trial's
+// t.exact; nil: computed here).
+func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool, exact []float64) attnNeedleTrialResult {
 	var res attnNeedleTrialResult
-	var exact []float64
-	if t.exactErr {
+	if t.exactErr && exact == nil {
 		exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
 	}
 	// Runs of one cache share it, the baseline and the reference.

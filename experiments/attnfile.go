@@ -14,6 +14,7 @@ import (
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/tensorfile"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 func init() { sim.Register(AttentionFile{}) }
@@ -109,7 +110,9 @@ The cache is stored in format (with k/v scale granularities, the scale
 choice and the saturation), fed to the MMA by path (direct, dequant-bf16,
 dequant-e4m3) with the arithmetic of arch (hopper wgmma or blackwell
 tcgen05), P·V promoted as each of promotions says (0 never, 1 every tile,
-N every N tiles). Every input must be finite.
+N every N tiles). Every input must be finite. device gpu runs the kernels
+through WebGPU (bit for bit with cpu) for a decode (one query token) whose
+MMA reads e4m3 or e5m2 with head_dim 64, 128 or 256 and no mask.
 
 y: relative L2 error (%) of O of each query head (x) against exact float64
 attention on the unquantized tensors, one series per promotion; extra
@@ -140,6 +143,9 @@ func (AttentionFile) Params() []sim.Param {
 		{Name: "window", Doc: "sliding window; 0 none", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: 1 << 24},
 		{Name: "softmax-scale", Aliases: []string{"softmaxScale"}, Doc: "multiplies Q·Kᵀ; 0 is 1/sqrt(head dim)", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1e6},
 		{Name: "void2", Doc: "type of .npy '<V2' elements (ml_dtypes)", Kind: sim.KindChoice, Default: "bfloat16", Choices: []string{"bfloat16", "float16"}},
+		{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
+			Doc: "where the kernel runs: cpu (package attention) or gpu (wgsl.SimDecode, bit for bit: a decode, one query token, " +
+				"whose MMA reads e4m3/e5m2 with head_dim 64/128/256, no mask; the references stay on the CPU)"},
 	}
 }
 
@@ -371,6 +377,12 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 	if res.quantRef, err = attention.ReferenceQuantized(ctx, cfg, in.q, nil, kv); err != nil {
 		return nil, err
 	}
+	if vals.String("device") == deviceGPU {
+		if res.out, err = attnFileGPU(ctx, run, cfg, promotions, in, kv); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
 	blocks := (in.mq + bm - 1) / bm
 	row := in.qh * in.d
 	rows, err := sim.Trials(ctx, run, "attention-file", blocks, func(b int, _ *rand.Rand) attnRows {
@@ -395,6 +407,35 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 		}
 	}
 	return res, nil
+}
+
+// attnFileGPU runs the kernel of each promotion on the GPU
+// (wgsl.SimDecode): a decode, one query token, in a configuration the WGSL
+// simulator runs, else an error naming what it does not run.
+func attnFileGPU(ctx context.Context, run *sim.Run, cfg attention.Config, promotions []int, in *attnFileInputs, kv *attention.KV) ([][]float64, error) {
+	if in.mq != 1 {
+		return nil, fmt.Errorf("device gpu runs a decode: one query token, the q file %s has %d (use device cpu)", in.names["q"], in.mq)
+	}
+	if in.positions == nil {
+		cfg.Positions = nil // the last position, SimDecode's
+	}
+	if err := wgsl.SimDecodeSupports(cfg); err != nil {
+		return nil, fmt.Errorf("device gpu: %w (use device cpu)", err)
+	}
+	g, err := openDevice(ctx, run.Values)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	run.Note(fmt.Sprintf("device gpu: the kernels ran on %s (the references on the CPU)", g.Info().Name))
+	out := make([][]float64, len(promotions))
+	for a, p := range promotions {
+		cfg.Promotion = p
+		if out[a], err = g.SimDecode(ctx, cfg, in.q, nil, kv); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func f64s(x []float32) []float64 {

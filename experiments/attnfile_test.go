@@ -1,10 +1,13 @@
 package experiments
 
 import (
+	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,5 +200,85 @@ func TestAttentionFileErrors(t *testing.T) {
 	}
 	if _, err := (AttentionFile{}).WithFiles(map[string]string{"x": "a"}); err == nil {
 		t.Error("unknown role accepted")
+	}
+}
+
+// attention-file with device gpu gives the CPU's O bit for bit (a decode
+// with GQA over a cache in several KV formats and paths, every promotion),
+// and names what it does not run.
+func TestAttentionFileGPUEqualsCPU(t *testing.T) {
+	gpuTestGPU(t)
+	dir := t.TempDir()
+	const n, kvh, qh, d = 300, 2, 4, 64
+	rng := rand.New(rand.NewPCG(3, 4))
+	draw := func(count int, mean float64) []float32 {
+		x := make([]float32, count)
+		for i := range x {
+			x[i] = float32(mean + rng.NormFloat64())
+		}
+		return x
+	}
+	write := func(name string, shape []int, x []float32) string {
+		p := filepath.Join(dir, name)
+		if err := tensorfile.WriteNPY(p, shape, x); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	files := map[string]string{
+		"q": write("q.npy", []int{1, qh, d}, draw(qh*d, 0)),
+		"k": write("k.npy", []int{n, kvh, d}, draw(n*kvh*d, 0)),
+		"v": write("v.npy", []int{n, kvh, d}, draw(n*kvh*d, 0.5)),
+	}
+	for _, args := range []map[string]string{
+		{"format": "e4m3"},
+		{"format": "e4m3", "k-scales": "head", "v-scales": "head", "scale": "amax", "window": "200"},
+		{"format": "nvfp4", "scale": "amax", "path": "dequant-e4m3"},
+		{"format": "mxfp8", "path": "dequant-e4m3", "arch": "blackwell", "k-block-n": "64"},
+		{"format": "e5m2", "causal": "true"},
+	} {
+		args["promotions"] = "0,1,4"
+		var outs [2]string
+		for i, dev := range []string{"cpu", "gpu"} {
+			outs[i] = t.TempDir()
+			e, err := AttentionFile{OutDir: outs[i]}.WithFiles(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := maps.Clone(args)
+			a["device"] = dev
+			if _, err := attnExec(t, e, 1, a); err != nil {
+				t.Fatalf("%v: %v", a, err)
+			}
+		}
+		for _, p := range []string{"0", "1", "4"} {
+			var o [2]*tensorfile.Tensor
+			for i := range o {
+				var err error
+				if o[i], err = tensorfile.ReadFile(filepath.Join(outs[i], "o_promotion"+p+".npy"), "", tensorfile.Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(o[0].Data) != qh*d || !slices.EqualFunc(o[0].Data, o[1].Data, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+				t.Errorf("%v promotion %s: gpu O differs from cpu O", args, p)
+			}
+		}
+	}
+	two := map[string]string{"q": write("q2.npy", []int{2, qh, d}, draw(2*qh*d, 0)), "k": files["k"], "v": files["v"]}
+	for _, c := range []struct {
+		files map[string]string
+		args  map[string]string
+		want  string
+	}{
+		{two, map[string]string{"device": "gpu"}, "one query token"},
+		{files, map[string]string{"device": "gpu", "format": "mxfp4", "path": "dequant-bf16", "k-block-n": "48"}, "SimDecode"},
+	} {
+		e, err := AttentionFile{}.WithFiles(c.files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := attnExec(t, e, 1, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/fp8lab/fp8lab/attention"
-	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/wgsl"
 )
@@ -19,22 +19,24 @@ const (
 
 func deviceParam() sim.Param {
 	return sim.Param{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
-		Doc: "where the FP8 kernels run: cpu (package attention) or gpu (the same arithmetic in WGSL through WebGPU, " +
-			"bit for bit, all trials of a haystack at once; bf16 series, baselines with sinks and references stay on the CPU)"}
+		Doc: "where the kernels run: cpu (package attention) or gpu (the same arithmetic in WGSL through WebGPU, " +
+			"bit for bit, all trials of a haystack at once) for every series the WGSL simulator runs (e4m3/e5m2 MMA, head_dim 64/128/256); " +
+			"the other series, baselines with sinks and references stay on the CPU, and the run's notes say which series ran where"}
 }
 
 // gpuTrialBatch is the most trials of one haystack sent to the GPU at once
 // (memory: a patched V tile of head_dim × kBlockN bytes per trial).
 const gpuTrialBatch = 4096
 
-// trialsGPU runs the count trials of haystack h (key tkey) with the FP8
-// runs on the GPU (device gpu) and returns what sim.Trials over t.trial
-// returns on the CPU: the trials draw exactly what they draw there (the
-// same generators), the FP8 kernels run through wgsl.SimDecodeTrials, one
-// batch per run and promotion interval, over the shared haystack with each
-// trial's needle and sinks as replaced tokens, and everything else (bf16
-// runs, the baselines with sinks, the references of withErr) runs on the
-// CPU as before. The outcomes equal the CPU path's, bit for bit
+// trialsGPU runs the count trials of haystack h (key tkey) with the runs
+// the WGSL simulator runs on the GPU (device gpu) and returns what
+// sim.Trials over t.trial returns on the CPU: the trials draw exactly what
+// they draw there (the same generators), those kernels run through
+// wgsl.SimDecodeTrials, one batch per run and promotion interval, over the
+// shared haystack (one cache per KV format) with each trial's needle and
+// sinks as replaced tokens, and everything else (runs SimDecodeSupports
+// refuses, the baselines with sinks, the references of withErr) runs on
+// the CPU as before. The outcomes equal the CPU path's, bit for bit
 // (TestNeedleGPUEqualsCPU).
 func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h *attnHaystack, n, count int, runs []attnNeedleRun, withErr bool) ([]attnNeedleTrialResult, error) {
 	g := t.gpu
@@ -42,11 +44,10 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 	for _, r := range runs {
 		nSeries += len(r.series)
 	}
-	// The GPU runs the FP8 caches of one scale per tensor (attention.NewKV's);
-	// the KV formats of kv-formats (r.spec) stay on the CPU.
-	onGPU := func(r attnNeedleRun) bool {
-		return r.spec == nil && (r.dtype == fp8.FormatE4M3 || r.dtype == fp8.FormatE5M2)
-	}
+	// A run goes to the GPU when the WGSL simulator runs its configuration
+	// (wgsl.SimDecodeSupports: e4m3/e5m2 MMA, head_dim 64/128/256, ...);
+	// the others stay on the CPU.
+	onGPU := func(r attnNeedleRun) bool { return wgsl.SimDecodeSupports(t.gpuConfig(r)) == nil }
 	draws := make([]attnNeedleDraw, count)
 	for i := range draws {
 		draws[i] = t.draw(n, sim.TrialRand(run.Seed, tkey, i))
@@ -58,53 +59,53 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 		hit[i] = make([]bool, nSeries)
 		errs[i] = make([]float64, nSeries)
 	}
-	// The CPU part, trial by trial on every core: runs not on the GPU,
-	// and the baselines and references the GPU runs need.
-	type cpuPart struct {
-		base []float64
-		ref  []float64
-		res  attnNeedleTrialResult
-	}
-	gpuCache := "" // one FP8 cache in the needle experiments
+	// The caches the GPU runs read (runs with one cache share it, and its
+	// baseline and reference), and the runs that stay on the CPU.
+	var gpuCaches []string
+	gpuCfg := map[string]attention.Config{}
+	var cpuRuns []attnNeedleRun
 	for _, r := range runs {
-		if onGPU(r) {
-			gpuCache = r.cache()
+		if !onGPU(r) {
+			cpuRuns = append(cpuRuns, r)
+			continue
 		}
+		if _, ok := gpuCfg[r.cache()]; !ok {
+			gpuCaches = append(gpuCaches, r.cache())
+			gpuCfg[r.cache()] = r.cfg
+		}
+	}
+	// The CPU part, trial by trial on every core: the runs not on the GPU,
+	// and per GPU cache the baseline and the reference of its runs.
+	type cpuPart struct {
+		base, ref map[string][]float64
+		res       attnNeedleTrialResult
 	}
 	parts, err := sim.Trials(ctx, run, tkey, count, func(i int, _ *rand.Rand) cpuPart {
-		var p cpuPart
+		p := cpuPart{base: map[string][]float64{}, ref: map[string][]float64{}}
 		dr := draws[i]
-		var cpuRuns []attnNeedleRun
-		for _, r := range runs {
-			if !onGPU(r) {
-				cpuRuns = append(cpuRuns, r)
-			}
+		var exact []float64 // computed once for the CPU and the GPU runs
+		if withErr && t.exactErr {
+			exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
 		}
 		if len(cpuRuns) > 0 {
-			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, withErr)
+			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, withErr, exact)
 		}
-		if gpuCache != "" {
-			kv := h.borrow(gpuCache)
+		for _, name := range gpuCaches {
+			kv := h.borrow(name)
 			saved := t.patch(kv, dr)
-			var cfg attention.Config
-			for _, r := range runs {
-				if onGPU(r) {
-					cfg = r.cfg
-				}
-			}
-			var err error
-			if p.base, err = t.baseline(ctx, cfg, dr.q, kv); err == nil && withErr {
-				if t.exactErr {
-					p.ref = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
-				} else {
-					p.ref, err = attention.ReferenceQuantized(ctx, cfg, dr.q, nil, kv)
-				}
+			cfg := gpuCfg[name]
+			base, err := t.baseline(ctx, cfg, dr.q, kv)
+			ref := exact
+			if err == nil && withErr && ref == nil {
+				ref, err = attention.ReferenceQuantized(ctx, cfg, dr.q, nil, kv)
 			}
 			restore(kv, saved)
-			h.giveBack(gpuCache, kv)
+			h.giveBack(name, kv)
 			if err != nil {
 				p.res.e = err
+				break
 			}
+			p.base[name], p.ref[name] = base, ref
 		}
 		return p
 	})
@@ -139,9 +140,9 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 			s += len(r.series)
 			continue
 		}
-		kv := h.base[r.cache()]
-		cfg := r.cfg
-		cfg.HeadDim, cfg.KVHeads, cfg.QHeads = t.d, 1, 1
+		name := r.cache()
+		kv := h.base[name]
+		cfg := t.gpuConfig(r)
 		if cfg.KBlockN == 0 {
 			// The tiles attention.RunPromotions picks from the run's
 			// own promotion, the same for every interval it runs.
@@ -161,9 +162,9 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 				}
 				for j, o := range outs {
 					i := lo + j
-					hit[i][s+pi] = attnRetrieveFrom(o, parts[i].base, draws[i].codes, t.d) == draws[i].truth
+					hit[i][s+pi] = attnRetrieveFrom(o, parts[i].base[name], draws[i].codes, t.d) == draws[i].truth
 					if withErr {
-						errs[i][s+pi] = attention.Compare(o, parts[i].ref).RelL2
+						errs[i][s+pi] = attention.Compare(o, parts[i].ref[name]).RelL2
 					}
 				}
 			}
@@ -175,6 +176,14 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 		res[i] = attnNeedleTrialResult{hit: hit[i], err: errs[i]}
 	}
 	return res, nil
+}
+
+// gpuConfig is run r's configuration as the GPU reads it: one KV head and
+// one query head of head_dim t.d, the run's dtype.
+func (t attnNeedle) gpuConfig(r attnNeedleRun) attention.Config {
+	cfg := r.cfg
+	cfg.HeadDim, cfg.KVHeads, cfg.QHeads, cfg.DType = t.d, 1, 1, r.dtype
+	return cfg
 }
 
 // replaced returns the tokens trial dr writes into kv (sinks, needle) as
@@ -201,4 +210,29 @@ func openDevice(ctx context.Context, v sim.Values) (*wgsl.Runner, error) {
 		return nil, fmt.Errorf("device gpu: %w", err)
 	}
 	return g, nil
+}
+
+// deviceNote says, for a run on the GPU, which series ran there and which
+// stayed on the CPU and why ("" on the CPU).
+func (t attnNeedle) deviceNote(runs []attnNeedleRun) string {
+	if t.gpu == nil {
+		return ""
+	}
+	var on, off []string
+	for _, r := range runs {
+		label := strings.Join(r.series, ", ")
+		if err := wgsl.SimDecodeSupports(t.gpuConfig(r)); err != nil {
+			off = append(off, fmt.Sprintf("%s (%v)", label, err))
+		} else {
+			on = append(on, label)
+		}
+	}
+	note := fmt.Sprintf("device gpu: %d of %d kernels on the GPU (%s)", len(on), len(runs), t.gpu.Info().Name)
+	if len(on) > 0 {
+		note += ": " + strings.Join(on, "; ")
+	}
+	if len(off) > 0 {
+		note += "\non the CPU: " + strings.Join(off, "; ")
+	}
+	return note
 }

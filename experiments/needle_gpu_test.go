@@ -8,7 +8,7 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-// The GPU path of needle, promotion and scales (device gpu: the FP8 kernels in WGSL,
+// The GPU path of needle, promotion, kv-formats and scales (device gpu: the FP8 kernels in WGSL,
 // every trial of a haystack in one batch) gives the CPU path's numbers
 // exactly, with sinks (replaced tokens before the needle, baselines from
 // the weights) and without, for every series.
@@ -21,7 +21,9 @@ func TestNeedleGPUEqualsCPU(t *testing.T) {
 	}{
 		{"needle", Needle{}, map[string]string{"contexts": "700,3000", "trials": "10", "head_dim": "64", "haystacks": "2", "margin": "9"}},
 		{"needle sinks", Needle{}, map[string]string{"contexts": "2000", "trials": "8", "head_dim": "128", "sinks": "3", "series": "fp8-two-level"}},
+		{"needle llama31-8b stats", Needle{}, map[string]string{"contexts": "900", "trials": "4", "head_dim": "64", "stats": "llama31-8b", "series": "fp8-two-level"}},
 		{"promotion", Promotion{}, map[string]string{"context": "1500", "trials": "6", "head_dim": "64", "intervals": "0,1,2", "kBlockN": "64,128"}},
+		{"kv-formats", KVFormats{}, map[string]string{"contexts": "700,2100", "trials": "4", "set": "all", "promotions": "0,1,4", "head_dim": "64", "sinks": "1"}},
 		{"scales", Scales{}, map[string]string{"tokens": "600", "trials": "2", "kv-heads": "2", "q-per-kv": "2", "outlier": "1,100", "promotion": "1"}},
 	} {
 		cpu, gpu := maps.Clone(c.args), maps.Clone(c.args)
@@ -43,10 +45,19 @@ func TestNeedleGPUEqualsCPU(t *testing.T) {
 	}
 }
 
-// kv-formats says plainly that it does not run on the GPU.
-func TestKVFormatsRefusesGPU(t *testing.T) {
-	_, err := attnExec(t, KVFormats{}, 1, map[string]string{"contexts": "256", "trials": "1", "device": "gpu"})
-	if err == nil || !strings.Contains(err.Error(), "CPU only") {
-		t.Errorf("kv-formats -device gpu: %v", err)
+// kv-formats on the GPU runs there every series the WGSL simulator runs
+// (the e4m3/e5m2 MMAs: direct, dequantized to e4m3, tcgen05) and says which
+// stayed on the CPU.
+func TestKVFormatsGPUNote(t *testing.T) {
+	gpuTestGPU(t)
+	r, err := attnExec(t, KVFormats{}, 1, map[string]string{"contexts": "256", "trials": "1", "set": "all", "promotions": "0", "device": "gpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(r.Notes(), "\n")
+	for _, want := range []string{"kernels on the GPU", "nvfp4 amax →e4m3 tcgen05 p0", "on the CPU: bf16 p0"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes do not say %q:\n%s", want, notes)
+		}
 	}
 }

@@ -26,9 +26,10 @@ import (
 // of 16 or 32 elements, steps of 8 or 16 products, F <= 25, RZ-FP32 such
 // as sm90.wgmma.bf16.f32, sm90.wgmma.f16.f32, sm100.tcgen05.f16.f32,
 // sm100.mma.sync.bf16.f32 and sm80.mma.sync.bf16.f32; empty means the
-// dtype's sm90 wgmma model),
-// head_dim 64, 128 or 256, any GQA group, per-tensor or per-KV-head
-// scales, promotion never (0), every tile (1) or every N tiles, kBlockN a
+// dtype's sm90 wgmma model), head_dim 64, 128 or 256 (V's too), any GQA
+// group, per-tensor or per-KV-head scales, no sinks, mask or query
+// position other than the last (causal then masks nothing), promotion
+// never (0), every tile (1) or every N tiles, kBlockN a
 // multiple of 32 up to 256 (0: FA3's default), sliding window, and not
 // cfg.Float64. The query's cast to the dtype (q / q_descale, the
 // quantization before the kernel) is done on the host with package fp8.
@@ -172,9 +173,6 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulati
 	default:
 		bad("dtype %s: the WGSL simulator reads e4m3, e5m2, bf16 or f16", cfg.DType)
 	}
-	if cfg.VDim != 0 && cfg.VDim != cfg.HeadDim {
-		bad("V head_dim %d differs from head_dim %d: the WGSL simulator runs V as wide as K", cfg.VDim, cfg.HeadDim)
-	}
 	if cfg.Float64 {
 		bad("Float64 mode is not run on the GPU")
 	}
@@ -186,6 +184,19 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulati
 	}
 	if cfg.Saturation != fp8.SatFinite && cfg.Saturation != fp8.NoSat {
 		bad("unknown saturation %d", cfg.Saturation)
+	}
+	// What the kernel does not read must not be set: it would be ignored.
+	if len(cfg.Sinks) > 0 {
+		bad("attention sinks are not in the WGSL simulator")
+	}
+	if cfg.Mask != nil {
+		bad("a mask is not in the WGSL simulator")
+	}
+	if cfg.VDim != 0 && cfg.VDim != cfg.HeadDim {
+		bad("V head dim %d differs from head_dim %d (MLA): not in the WGSL simulator", cfg.VDim, cfg.HeadDim)
+	}
+	if len(cfg.Positions) > 1 {
+		bad("%d query positions: decode is one query at the last position", len(cfg.Positions))
 	}
 	qk, pv := cfg.QKModel, cfg.PVModel
 	if qk == "" {
@@ -228,6 +239,9 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	e := simConfig(cfg, bad)
+	if len(cfg.Positions) == 1 && cfg.Positions[0] != kv.Tokens()-1 {
+		bad("query position %d: decode is the query at the last position, %d", cfg.Positions[0], kv.Tokens()-1)
+	}
 	if kv.Dim() != cfg.HeadDim {
 		bad("the cache has head_dim %d, the config %d", kv.Dim(), cfg.HeadDim)
 	}

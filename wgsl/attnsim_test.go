@@ -414,6 +414,9 @@ func TestSimDecodeSupports(t *testing.T) {
 		{"tf32", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatTF32}, []string{"dtype tf32"}},
 		{"head_dim 192 and float64", attention.Config{HeadDim: 192, KVHeads: 1, DType: fp8.FormatE4M3, Float64: true},
 			[]string{"head_dim 192", "Float64"}},
+		{"sinks, mask, MLA, positions", attention.Config{HeadDim: 128, VDim: 64, KVHeads: 1, DType: fp8.FormatE4M3,
+			Sinks: []float64{1}, Mask: []bool{true}, Positions: []int{3, 4}}, []string{"sinks", "mask", "V head dim 64", "2 query positions"}},
+		{"causal decode", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, Causal: true, Positions: []int{9}}, nil},
 		{"models differ", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, PVModel: "fp32"}, []string{"differ"}},
 		{"group", attention.Config{HeadDim: 128, KVHeads: 3, QHeads: 4, DType: fp8.FormatE4M3}, []string{"multiple of 3"}},
 	} {
