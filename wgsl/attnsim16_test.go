@@ -191,17 +191,31 @@ func TestSimDecode16Edges(t *testing.T) {
 		weights []float64
 		specs   bool // a few inf and NaN codes
 	}
+	// The configurations of SimCases' 16-bit rows, so that no new shader
+	// variant is compiled (about a second each on lavapipe).
 	var cases []edgeCase
-	for _, f := range []fp8.Format{fp8.FormatBF16, fp8.FormatFP16} {
-		cases = append(cases,
-			edgeCase{f.String() + " extreme exponents", SimCase{Tokens: 1500, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64, Promotion: 2, DType: f}},
-				[]string{"tiny", "bottom", "big", "zeros"}, []float64{0.1, 0.15, 0.05, 0.1}, false},
-			edgeCase{f.String() + " inf and NaN", SimCase{Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 2, KBlockN: 96, Promotion: 1, DType: f}},
-				[]string{"tiny", "zeros"}, []float64{0.1, 0.1}, true},
-		)
+	for _, c := range SimCases(8192) {
+		if c.Cfg.DType.CodeBits() != 16 {
+			continue
+		}
+		c.PerHead = false
+		ext := c
+		ext.Tokens = 1500
+		cases = append(cases, edgeCase{c.Name + ": extreme exponents", ext, []string{"tiny", "bottom", "big", "zeros"}, []float64{0.1, 0.15, 0.05, 0.1}, false})
+		if c.Cfg.HeadDim == 128 {
+			sp := c
+			sp.Tokens = 700
+			cases = append(cases, edgeCase{c.Name + ": inf and NaN", sp, []string{"tiny", "zeros"}, []float64{0.1, 0.1}, true})
+		}
+		if c.Cfg.HeadDim == 128 && c.Cfg.DType == fp8.FormatBF16 {
+			long := c
+			long.Tokens = 12000
+			cases = append(cases, edgeCase{c.Name + ": long, several dispatches", long, []string{"tiny", "bottom", "zeros"}, []float64{0.05, 0.05, 0.05}, false})
+		}
 	}
-	cases = append(cases, edgeCase{"bf16 long, several dispatches", SimCase{Tokens: 12000, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 2, KBlockN: 128, DType: fp8.FormatBF16}},
-		[]string{"tiny", "bottom", "zeros"}, []float64{0.05, 0.05, 0.05}, false})
+	if len(cases) != 7 {
+		t.Fatalf("%d edge cases from SimCases' 16-bit rows, want 7", len(cases))
+	}
 	for ci, ec := range cases {
 		q, qs, kv, err := SimInputs(ec.c, 300+uint64(ci))
 		if err != nil {
@@ -297,7 +311,7 @@ func TestSimDecode16Edges(t *testing.T) {
 // stored directly, and e4m3 (per-channel K, per-token-head V), MXFP8 and
 // NVFP4 dequantized to bf16 (vLLM's Triton path: the MMA reads bf16 K, V,
 // Q and P) run through SimDecode bit for bit with attention.RunPromotions
-// (promotion never and every 3 tiles).
+// (in the configurations of SimCases' hd128 rows).
 func TestSimDecodeQuantizedKV(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
@@ -308,7 +322,7 @@ func TestSimDecodeQuantizedKV(t *testing.T) {
 		k[i] = float32(rng.NormFloat64() * (1 + 3*float64(i%d%7))) // channels of different ranges
 		v[i] = float32(rng.NormFloat64() + 0.2)
 	}
-	q := make([]float32, 4*d)
+	q := make([]float32, 8*d)
 	for i := range q {
 		q[i] = float32(rng.NormFloat64() * 2)
 	}
@@ -323,11 +337,17 @@ func TestSimDecodeQuantizedKV(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", spec, err)
 		}
-		cfg := attention.Config{HeadDim: d, KVHeads: heads, QHeads: 4, DType: spec.DType()}
+		// SimCases' hd128 configuration of the dtype: no new shader variant.
+		var cfg attention.Config
+		for _, c := range SimCases(8192) {
+			if c.Cfg.DType == spec.DType() && c.Cfg.HeadDim == d {
+				cfg = c.Cfg
+			}
+		}
 		if err := SimDecodeSupports(cfg); err != nil {
 			t.Fatalf("%v: %v", spec, err)
 		}
-		promotions := []int{0, 3}
+		promotions := []int{cfg.Promotion}
 		want, err := attention.RunPromotions(ctx, cfg, promotions, q, nil, kv)
 		if err != nil {
 			t.Fatal(err)
@@ -355,7 +375,7 @@ func TestSimDecodeQuantizedKV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.SimDecode(ctx, attention.Config{HeadDim: d, KVHeads: heads, QHeads: 4}, q, nil, kv); err == nil || !strings.Contains(err.Error(), "V head_dim 64") {
+	if _, err := r.SimDecode(ctx, attention.Config{HeadDim: d, KVHeads: heads, QHeads: 8}, q, nil, kv); err == nil || !strings.Contains(err.Error(), "V head_dim 64") {
 		t.Errorf("a cache with V head_dim 64 under K head_dim 128: %v", err)
 	}
 	if err := SimDecodeSupports(attention.Config{HeadDim: d, VDim: 64, KVHeads: 1, DType: fp8.FormatBF16}); err == nil {

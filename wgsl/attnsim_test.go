@@ -224,7 +224,7 @@ func TestSimDecodeSmall(t *testing.T) {
 	for _, c := range []SimCase{
 		{Name: "one token", Tokens: 1, Cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 2, KBlockN: 32, Promotion: 2}},
 		{Name: "mma.sync", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 4, QKModel: "sm90.mma.sync.e4m3.f32", PVModel: "sm90.mma.sync.e4m3.f32", Promotion: 3}, PerHead: true},
-		{Name: "bf16 one token", Tokens: 1, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, KBlockN: 32, DType: fp8.FormatBF16}},
+		{Name: "bf16 one token", Tokens: 1, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}},
 		{Name: "bf16 sm80 8-product steps", Tokens: 500, Cfg: attention.Config{HeadDim: 256, KVHeads: 1, QHeads: 2, DType: fp8.FormatBF16,
 			QKModel: "sm80.mma.sync.bf16.f32", PVModel: "sm80.mma.sync.bf16.f32", Promotion: 1}, PerHead: true},
 	} {
@@ -297,8 +297,9 @@ func TestSimDecodeTrials(t *testing.T) {
 	for _, c := range []SimCase{
 		{Name: "gqa2 every-2", Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64, Promotion: 2}, PerHead: true},
 		{Name: "window never", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, Window: 500}},
-		{Name: "bf16 gqa2 every-3 per-head", Tokens: 900, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64, Promotion: 3, DType: fp8.FormatBF16}, PerHead: true},
-		{Name: "f16 window every-tile", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 4, Window: 450, Promotion: 1, DType: fp8.FormatFP16}},
+		// SimCases' bf16 hd64 and f16 hd128 shaders (no new variant to compile)
+		{Name: "bf16 gqa4 never window 900", Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, DType: fp8.FormatBF16, Window: 900}, PerHead: true},
+		{Name: "f16 gqa4 every-tile kbn96 window 450", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Window: 450, Promotion: 1, DType: fp8.FormatFP16}},
 	} {
 		q0, qs, kv, err := SimInputs(c, 11)
 		if err != nil {
