@@ -4,10 +4,12 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/accum"
+	"github.com/fp8lab/fp8lab/accum/golden"
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 )
@@ -425,5 +427,63 @@ func TestHalfEncode(t *testing.T) {
 			}
 		}
 		t.Logf("%v: %d/%d equal to fp8.Format.Encode", f, len(xs)-bad, len(xs))
+	}
+}
+
+// The 16-bit step against the hardware: every H200 capture file of a
+// 16-bit model that SimDecode runs (sm90.wgmma.bf16.f32: all codes, narrow
+// and normal inputs, signed zeros) through tfdpa_step16, compared with the
+// H200's d and with accum.
+func TestGoldenRecords16(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	total := 0
+	for _, f := range readCaptures(t) {
+		if f.Kind != golden.KindRecords {
+			continue
+		}
+		rf := f.Records
+		e, err := simEmulation(rf.Model)
+		if err != nil || e.Bits != 16 {
+			continue
+		}
+		name := filepath.Base(rf.Path)
+		if rf.Kind != golden.StepWithC || rf.L%2 != 0 || rf.L > 32 || 32%e.L != 0 || rf.L%e.L != 0 {
+			t.Fatalf("%s: %v records of %d elements: not a 16-bit step with c this test runs", name, rf.Kind, rf.L)
+		}
+		n, rw := len(rf.Records), rf.L/2
+		wa, wb := make([]uint32, n*rw), make([]uint32, n*rw)
+		c := make([]float32, n)
+		for i, rec := range rf.Records {
+			for k := range rec.A {
+				wa[i*rw+k/2] |= uint32(rec.A[k]) << (16 * (k % 2))
+				wb[i*rw+k/2] |= uint32(rec.B[k]) << (16 * (k % 2))
+			}
+			c[i] = math.Float32frombits(rec.C)
+		}
+		res, err := r.chainPacked(ctx, e, u32Bytes(wa), u32Bytes(wb), rw, rf.L, c, 0, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := accum.MustLookup(rf.Model)
+		eqHW, eqModel := 0, 0
+		for i, rec := range rf.Records {
+			if math.Float32bits(res.out[i]) == rec.D {
+				eqHW++
+			} else if n-eqHW < 4 {
+				t.Errorf("%s line %d: GPU %#08x, H200 %#08x", name, rec.Line, math.Float32bits(res.out[i]), rec.D)
+			}
+			if sameF32(res.out[i], m.Dot(rec.A, rec.B, c[i])) {
+				eqModel++
+			}
+		}
+		if eqHW != n || eqModel != n {
+			t.Errorf("%s: %d/%d equal to the H200, %d/%d to accum", name, eqHW, n, eqModel, n)
+		}
+		t.Logf("%s (%s): %d/%d equal to the H200, %d/%d to accum", name, rf.Model, eqHW, n, eqModel, n)
+		total += n
+	}
+	if total == 0 {
+		t.Fatal("no capture file of a 16-bit model SimDecode runs")
 	}
 }
