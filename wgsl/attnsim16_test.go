@@ -448,32 +448,20 @@ func TestGoldenRecords16(t *testing.T) {
 			continue
 		}
 		name := filepath.Base(rf.Path)
-		if rf.Kind != golden.StepWithC || rf.L%2 != 0 || rf.L > 32 || 32%e.L != 0 || rf.L%e.L != 0 {
-			t.Fatalf("%s: %v records of %d elements: not a 16-bit step with c this test runs", name, rf.Kind, rf.L)
-		}
-		n, rw := len(rf.Records), rf.L/2
-		wa, wb := make([]uint32, n*rw), make([]uint32, n*rw)
-		c := make([]float32, n)
-		for i, rec := range rf.Records {
-			for k := range rec.A {
-				wa[i*rw+k/2] |= uint32(rec.A[k]) << (16 * (k % 2))
-				wb[i*rw+k/2] |= uint32(rec.B[k]) << (16 * (k % 2))
-			}
-			c[i] = math.Float32frombits(rec.C)
-		}
-		res, err := r.chainPacked(ctx, e, u32Bytes(wa), u32Bytes(wb), rw, rf.L, c, 0, 0, false)
+		n := len(rf.Records)
+		got, err := r.records16(ctx, e, rf)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := accum.MustLookup(rf.Model)
 		eqHW, eqModel := 0, 0
 		for i, rec := range rf.Records {
-			if math.Float32bits(res.out[i]) == rec.D {
+			if math.Float32bits(got[i]) == rec.D {
 				eqHW++
 			} else if n-eqHW < 4 {
-				t.Errorf("%s line %d: GPU %#08x, H200 %#08x", name, rec.Line, math.Float32bits(res.out[i]), rec.D)
+				t.Errorf("%s line %d: GPU %#08x, H200 %#08x", name, rec.Line, math.Float32bits(got[i]), rec.D)
 			}
-			if sameF32(res.out[i], m.Dot(rec.A, rec.B, c[i])) {
+			if sameF32(got[i], m.Dot(rec.A, rec.B, math.Float32frombits(rec.C))) {
 				eqModel++
 			}
 		}
