@@ -37,7 +37,9 @@ type Config struct {
 	KVHeads, QHeads int
 	// DType is the format of Q, K, V and P: fp8.FormatE4M3, FormatE5M2,
 	// FormatBF16 or FormatFP16 (FA3 needs one dtype for all four; P is
-	// cast to it). The zero value means e4m3.
+	// cast to it). The zero value means e4m3 (for Run, the cache's format).
+	// A block-scaled cache (PathBlockScaled) takes its element format:
+	// e4m3 for mxfp8, e2m1 for nvfp4 and mxfp4.
 	DType fp8.Format
 	// Saturation applies to the casts of Q, K and V to an fp8 DType:
 	// fp8.SatFinite (the zero value) is vLLM's cache write and query
@@ -48,7 +50,10 @@ type Config struct {
 	// name accum.Lookup knows, or an IEEE baseline such as "fp32" or
 	// "exact" for any DType). Empty means the Hopper wgmma model of DType:
 	// sm90.wgmma.e4m3.f32, sm90.wgmma.e5m2.f32, sm90.wgmma.bf16.f32 or
-	// sm90.wgmma.f16.f32. A tensor-core model must read DType.
+	// sm90.wgmma.f16.f32. A tensor-core model must read DType. For a
+	// block-scaled cache both name accum Instructions reading the cache's
+	// element and scale formats and block (empty: BlockScaledModel of the
+	// format); Hopper models are refused (wgmma has no block-scaled kind).
 	QKModel, PVModel string
 	// KBlockM and KBlockN are the tile sizes (queries × tokens). Zero picks
 	// FA3's table (DefaultTiles): decode tiles when FA3's use_one_mma_wg
@@ -117,6 +122,9 @@ type plan struct {
 	group  int // query heads per KV head
 	decode bool
 	qk, pv accum.Model
+	// bqk and bpv are the block-scaled instructions of a block-scaled
+	// cache (qk and pv are then nil).
+	bqk, bpv accum.Instruction
 }
 
 // DefaultModel returns the name of the Hopper wgmma model reading format f,
@@ -219,7 +227,13 @@ var baselines sync.Map
 
 // resolve validates c for mq queries over n tokens and fills in defaults.
 // Every error names the limit it breaks.
-func (c Config) resolve(mq, n int) (*plan, error) {
+func (c Config) resolve(mq, n int) (*plan, error) { return c.resolveWith(mq, n, nil) }
+
+// resolveWith is resolve for a cache whose block-scaled side is bs (nil
+// for the other paths): the dtype is then the cache's element format (e4m3
+// or e2m1), the models block-scaled instructions (lookupBlockInstr), and
+// the default kBlockN FA3's fp8 one rounded up to the instruction's K.
+func (c Config) resolveWith(mq, n int, bs *blockCache) (*plan, error) {
 	p := &plan{Config: c, mq: mq, n: n}
 	if p.KVHeads == 0 {
 		p.KVHeads = 1
@@ -256,8 +270,12 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 	} else {
 		p.group = p.QHeads / p.KVHeads
 	}
-	switch p.DType {
-	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16:
+	switch {
+	case bs != nil:
+		if p.DType != bs.elem {
+			bad("a block-scaled %s cache holds %s codes, the config's dtype is %s", bs.f, bs.elem, p.DType)
+		}
+	case p.DType == fp8.FormatE4M3, p.DType == fp8.FormatE5M2, p.DType == fp8.FormatBF16, p.DType == fp8.FormatFP16:
 	default:
 		bad("dtype %s is not one of e4m3, e5m2, bf16, f16", p.DType)
 	}
@@ -297,15 +315,36 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 		bad("softmax scale %g must be positive and finite", p.SoftmaxScale)
 	}
 	var err error
-	if p.qk, err = lookupModel("QK", p.QKModel, p.DType); err != nil {
-		bad("%v", err)
-	}
-	if p.pv, err = lookupModel("PV", p.PVModel, p.DType); err != nil {
-		bad("%v", err)
+	k, pvName := 1, ""
+	if bs != nil {
+		if p.bqk, err = lookupBlockInstr("QK", p.QKModel, bs); err != nil {
+			bad("%v", err)
+		}
+		if p.bpv, err = lookupBlockInstr("PV", p.PVModel, bs); err != nil {
+			bad("%v", err)
+		} else {
+			k, pvName = p.bpv.Info().K, p.bpv.Name()
+		}
+	} else {
+		if p.qk, err = lookupModel("QK", p.QKModel, p.DType); err != nil {
+			bad("%v", err)
+		}
+		if p.pv, err = lookupModel("PV", p.PVModel, p.DType); err != nil {
+			bad("%v", err)
+		} else {
+			k, pvName = max(p.pv.Info().K, 1), p.pv.Name()
+		}
 	}
 	if len(errs) == 0 {
 		p.decode = IsDecode(p.HeadDim, p.Window, mq, p.group)
-		m, nb := DefaultTiles(p.HeadDim, p.DType, p.decode, p.Window > 0, p.Promotion > 0)
+		dt := p.DType
+		if bs != nil {
+			dt = fp8.FormatE4M3
+		}
+		m, nb := DefaultTiles(p.HeadDim, dt, p.decode, p.Window > 0, p.Promotion > 0)
+		if bs != nil {
+			nb = (nb + k - 1) / k * k
+		}
 		if p.KBlockM == 0 {
 			p.KBlockM = m
 		}
@@ -315,11 +354,10 @@ func (c Config) resolve(mq, n int) (*plan, error) {
 		if p.KBlockM < 1 || p.KBlockM > MaxKBlockM {
 			bad("kBlockM %d is outside 1..%d", p.KBlockM, MaxKBlockM)
 		}
-		k := max(p.pv.Info().K, 1)
 		if p.KBlockN < 1 || p.KBlockN > MaxKBlockN {
 			bad("kBlockN %d is outside 1..%d", p.KBlockN, MaxKBlockN)
 		} else if p.KBlockN%k != 0 {
-			bad("kBlockN %d is not a multiple of %s's instruction width K = %d", p.KBlockN, p.pv.Name(), k)
+			bad("kBlockN %d is not a multiple of %s's instruction width K = %d", p.KBlockN, pvName, k)
 		}
 	}
 	if len(errs) > 0 {
@@ -374,6 +412,42 @@ func (c Config) Tiles(mq, n int) (kBlockM, kBlockN int, err error) {
 		return 0, 0, err
 	}
 	return p.KBlockM, p.KBlockN, nil
+}
+
+// TilesFor is Tiles for a run of c with mq queries over the cache kv, its
+// shapes and dtype defaulting to the cache's as Run's do (a block-scaled
+// cache's instruction width included).
+func (c Config) TilesFor(mq int, kv *KV) (kBlockM, kBlockN int, err error) {
+	if kv == nil {
+		return 0, 0, fmt.Errorf("attention: no KV cache")
+	}
+	c = c.fromCache(kv)
+	p, err := c.resolveWith(mq, kv.tokens, kv.bs)
+	if err != nil {
+		return 0, 0, err
+	}
+	return p.KBlockM, p.KBlockN, nil
+}
+
+// fromCache fills the shapes and dtype c leaves unset with kv's: head
+// dims, KV heads (query heads default to them) and the code format.
+func (c Config) fromCache(kv *KV) Config {
+	if c.HeadDim == 0 {
+		c.HeadDim = kv.dim
+	}
+	if c.VDim == 0 {
+		c.VDim = kv.vdim
+	}
+	if c.KVHeads == 0 {
+		c.KVHeads = kv.heads
+	}
+	if c.QHeads == 0 {
+		c.QHeads = c.KVHeads
+	}
+	if c.DType == fp8.FormatInvalid {
+		c.DType = kv.format
+	}
+	return c
 }
 
 // ModelFor returns the name of the accum model of arch ("hopper": wgmma,

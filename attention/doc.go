@@ -28,6 +28,12 @@
 // ([DefaultTiles]); sliding window; decode (one query) and causal prefill
 // (the last Mq tokens); [Compare] gives relative L2, max abs and cosine.
 //
+// KV formats ([QuantizeKV], [KVSpec]): bf16/f16, e4m3/e5m2 with scales of a
+// granularity, and the block formats MXFP8, NVFP4 and MXFP4, fed to the MMA
+// directly, dequantized to bf16 or e4m3, or read natively by Blackwell's
+// block-scaled tcgen05 kinds ([PathBlockScaled], blockscaled.go: Q and P
+// block-quantized in the kernel, V stored with its blocks along tokens).
+//
 // Arithmetic. Everything that is FP32 in the kernel is float32 here, each
 // operation rounded to nearest even, never fused (explicit conversions
 // prevent FMA contraction). exp2 is computed as float64 math.Exp2 rounded

@@ -80,33 +80,22 @@ type kernel struct {
 	qScale     []float32 // q_descale: one, or one per KV head
 	val        []float64 // value of every code of the dtype (Float64 mode)
 	vpad       []uint16  // V of a tile that reaches past the padded cache, zero filled
+	// Block-scaled caches (kv.bs != nil): the quantizer of Q and P (the
+	// cache's format, tensor scale 1) and the padded V tile.
+	bq           *tokenQuant
+	vpad8, vspad []uint8
 }
 
 func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kernel, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("attention: no KV cache")
 	}
-	// Unset shapes and dtype are the cache's.
-	if cfg.HeadDim == 0 {
-		cfg.HeadDim = kv.dim
-	}
-	if cfg.VDim == 0 {
-		cfg.VDim = kv.vdim
-	}
-	if cfg.KVHeads == 0 {
-		cfg.KVHeads = kv.heads
-	}
-	if cfg.QHeads == 0 {
-		cfg.QHeads = cfg.KVHeads
-	}
-	if cfg.DType == fp8.FormatInvalid {
-		cfg.DType = kv.format
-	}
+	cfg = cfg.fromCache(kv) // unset shapes and dtype are the cache's
 	row := cfg.QHeads * cfg.HeadDim
 	if row <= 0 || len(q) == 0 || len(q)%row != 0 {
 		return nil, fmt.Errorf("attention: %d query values is not a positive multiple of %d query heads × head_dim %d", len(q), cfg.QHeads, cfg.HeadDim)
 	}
-	p, err := cfg.resolve(len(q)/row, kv.tokens)
+	p, err := cfg.resolveWith(len(q)/row, kv.tokens, kv.bs)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +122,9 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 		return nil, err
 	}
 	k := &kernel{plan: p, kv: kv, promotions: slices.Clone(promotions), qScale: slices.Clone(qScale)}
+	if kv.bs != nil {
+		k.bq = newBlockQuant(kv.bs.f)
+	}
 	// The host passes softmax_scale·log2(e) computed in double and
 	// rounded once to float; the kernel multiplies by the descales in FP32.
 	base := float32(p.SoftmaxScale * math.Log2E)
@@ -166,6 +158,7 @@ type row struct {
 	// Float64 mode.
 	m64, mUse64, alpha64, l64 float64
 	s64, p64                  []float64
+	b                         *blockRow // block-scaled caches
 }
 
 // pvAcc is one P·V accumulation scheme of a row.
@@ -192,6 +185,9 @@ func (k *kernel) newRow() *row {
 	if k.Float64 {
 		r.s64, r.p64 = make([]float64, bn), make([]float64, bn)
 	}
+	if k.kv.bs != nil {
+		r.b = k.newBlockRow()
+	}
 	return r
 }
 
@@ -205,8 +201,12 @@ func (k *kernel) setRow(r *row, i, hq int, q []float32) {
 	r.kvh, r.hq = hq/k.group, hq
 	qs := scaleOf(k.qScale, r.kvh)
 	base := (i*k.QHeads + hq) * k.HeadDim
-	for d := range r.q {
-		r.q[d] = quantize(q[base+d], qs, k.DType, k.Saturation)
+	if k.kv.bs != nil {
+		k.setQueryBlock(r, q[base:base+k.HeadDim], qs, k.Float64)
+	} else {
+		for d := range r.q {
+			r.q[d] = quantize(q[base+d], qs, k.DType, k.Saturation)
+		}
 	}
 	r.i, r.pos = i, k.position(i)
 	mb := i / k.KBlockM
@@ -280,6 +280,10 @@ func (k *kernel) initRow(r *row) {
 // chain over head_dim from +0, times scale_log2 (one FP32 multiply). Keys
 // past the end of the cache are left to the mask.
 func (k *kernel) gemmQK(r *row, t tile) {
+	if k.kv.bs != nil {
+		k.gemmQKBlock(r, t)
+		return
+	}
 	kv := k.kv
 	sl := k.scaleLog2[r.kvh]
 	if !k.Float64 {
@@ -376,6 +380,10 @@ func (k *kernel) castP(r *row) {
 	if k.Float64 {
 		return
 	}
+	if k.kv.bs != nil {
+		k.castPBlock(r)
+		return
+	}
 	for j, p := range r.p {
 		r.pc[j] = uint16(k.DType.Encode(p, fp8.SatFinite))
 	}
@@ -391,8 +399,12 @@ func (k *kernel) castP(r *row) {
 // Every chain covers the whole tile, kBlockN/K instructions.
 func (k *kernel) gemmPV(r *row, t tile) {
 	kv, d := k.kv, k.VDim
+	if kv.bs != nil && k.Float64 {
+		k.gemmPVBlock64(r, t)
+		return
+	}
 	vt, stride, off := kv.vt[r.kvh*d*kv.stride:], kv.stride, t.start
-	if t.start+k.KBlockN > kv.stride {
+	if kv.bs == nil && t.start+k.KBlockN > kv.stride {
 		vt, stride, off = k.padTile(r.kvh, t), k.KBlockN, 0
 	}
 	if k.Float64 {
@@ -432,7 +444,11 @@ func (k *kernel) gemmPV(r *row, t tile) {
 			cs, outs = append(cs, acc.c), append(outs, acc.tc)
 		}
 	}
-	accum.DotRowsMulti(k.pv, r.pc, vt[off:], stride, cs, outs)
+	if kv.bs != nil {
+		k.pvBlock(r, t, cs, outs)
+	} else {
+		accum.DotRowsMulti(k.pv, r.pc, vt[off:], stride, cs, outs)
+	}
 	for a := range r.acc {
 		acc := &r.acc[a]
 		switch {

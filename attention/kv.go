@@ -27,6 +27,7 @@ type KV struct {
 	k                  []uint16    // [head][token][dim]
 	vt                 []uint16    // [head][vdim][stride]
 	kq, vq             *tokenQuant // how QuantizeKV stores a token (nil: NewKV's cast with the descales)
+	bs                 *blockCache // PathBlockScaled: the codes and scales the block-scaled MMA reads
 }
 
 // padTokens is the granularity of the padded token axis of V: the largest
@@ -107,6 +108,10 @@ func quantize(x, scale float32, f fp8.Format, sat fp8.Saturation) uint16 {
 }
 
 func (c *KV) setToken(t, h int, k, v []float32) {
+	if c.bs != nil {
+		c.bs.setToken(c, t, h, k, v)
+		return
+	}
 	if c.kq != nil {
 		c.kq.quantize(k, h, c.k[(h*c.tokens+t)*c.dim:][:c.dim], 1)
 		c.vq.quantize(v, h, c.vt[h*c.vdim*c.stride+t:], c.stride)
@@ -152,8 +157,13 @@ func (c *KV) TokenCodes(t, h int) (k, v []uint16) {
 }
 
 // SetTokenCodes stores codes (of the cache's format, dim each) as token t of
-// KV head h, for example to restore what TokenCodes returned.
+// KV head h, for example to restore what TokenCodes returned. A
+// block-scaled cache refuses it: its V scales span blocks of tokens, so
+// codes alone cannot restore a token (use SetToken or Clone).
 func (c *KV) SetTokenCodes(t, h int, k, v []uint16) error {
+	if c.bs != nil {
+		return fmt.Errorf("attention: SetTokenCodes on a block-scaled cache: V's scales span blocks of %d tokens, so codes alone cannot restore a token (use SetToken or Clone)", c.bs.block)
+	}
 	if t < 0 || t >= c.tokens || h < 0 || h >= c.heads {
 		return fmt.Errorf("attention: token %d of head %d is outside the cache (%d tokens, %d heads)", t, h, c.tokens, c.heads)
 	}
@@ -172,6 +182,9 @@ func (c *KV) Clone() *KV {
 	d := *c
 	d.kScale, d.vScale = slices.Clone(c.kScale), slices.Clone(c.vScale)
 	d.k, d.vt = slices.Clone(c.k), slices.Clone(c.vt)
+	if c.bs != nil {
+		d.bs = c.bs.clone()
+	}
 	return &d
 }
 
@@ -186,6 +199,12 @@ func (c *KV) Dim() int { return c.dim }
 
 // VDim is the head dimension of V (Dim but for MLA).
 func (c *KV) VDim() int { return c.vdim }
+
+// BlockScaled reports whether the cache is a block-scaled one
+// (PathBlockScaled): its codes (KCode, VCode, TokenCodes) stand for code ×
+// a block scale that they do not carry, so a consumer of codes that does
+// not read the block scales must refuse it.
+func (c *KV) BlockScaled() bool { return c.bs != nil }
 
 // Format is the format of the codes.
 func (c *KV) Format() fp8.Format { return c.format }
@@ -204,10 +223,24 @@ func (c *KV) VCode(t, h, d int) uint16 { return c.vt[(h*c.vdim+d)*c.stride+t] }
 
 // Dequantize returns the values the cache stands for, code value × descale
 // (exact in float64), laid out [tokens][heads][dim] and
-// [tokens][heads][vdim]. NaN codes give NaN.
+// [tokens][heads][vdim]. NaN codes give NaN. For a block-scaled cache the
+// value is code × block scale × tensor scale (NaN for a NaN scale).
 func (c *KV) Dequantize() (k, v []float64) {
 	k = make([]float64, c.tokens*c.heads*c.dim)
 	v = make([]float64, c.tokens*c.heads*c.vdim)
+	if c.bs != nil {
+		for t := 0; t < c.tokens; t++ {
+			for h := 0; h < c.heads; h++ {
+				for d := 0; d < c.dim; d++ {
+					k[(t*c.heads+h)*c.dim+d] = c.bs.kValue(c, t, h, d)
+				}
+				for d := 0; d < c.vdim; d++ {
+					v[(t*c.heads+h)*c.vdim+d] = c.bs.vValue(c, t, h, d)
+				}
+			}
+		}
+		return k, v
+	}
 	val := valueTable(c.format)
 	for t := 0; t < c.tokens; t++ {
 		for h := 0; h < c.heads; h++ {

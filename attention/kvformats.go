@@ -179,9 +179,14 @@ const (
 	// this path's (code × block scale, then × tensor scale, one rounding
 	// to e4m3) is the simplest one consistent with it.
 	PathDequantE4M3
-	// PathBlockScaled would feed block-scaled codes to tcgen05
-	// kind::mxf8f6f4 / kind::mxf4nvf4 directly. Not modelled yet:
-	// QuantizeKV refuses it.
+	// PathBlockScaled: the MMA reads the block-scaled codes and their
+	// scales natively: Blackwell tcgen05.mma kind::mxf8f6f4 (MXFP8),
+	// kind::mxf4 (MXFP4), kind::mxf4nvf4 with ue4m3 scales (NVFP4), FP32
+	// accumulator in tensor memory, as SageAttention3 computes attention
+	// (Zhang et al. 2025, arXiv 2505.11594). K keeps its blocks along
+	// head_dim; V is stored with its blocks along tokens (per channel, 32 or
+	// 16 consecutive tokens), the layout P·V needs; Q and P are quantized
+	// per block in the kernel. See blockscaled.go for every choice.
 	PathBlockScaled
 )
 
@@ -265,14 +270,16 @@ func (s KVSpec) Check(shape KVShape) error {
 	switch s.Path {
 	case PathDirect:
 		if f.Block() > 0 {
-			return fmt.Errorf("attention: a %s cache needs block-scaled MMA (not modelled yet) or a dequantizing path (dequant-bf16, dequant-e4m3)", f)
+			return fmt.Errorf("attention: a %s cache needs block-scaled MMA (block-scaled) or a dequantizing path (dequant-bf16, dequant-e4m3)", f)
 		}
 		if f.Scaled() && (s.KScales > PerHead || s.VScales > PerHead) {
 			return fmt.Errorf("attention: %s/%s scales cannot be applied outside an fp8 MMA (FA3 takes per-tensor or per-head descales): use dequant-bf16", s.KScales, s.VScales)
 		}
 	case PathDequantBF16, PathDequantE4M3:
 	case PathBlockScaled:
-		return fmt.Errorf("attention: block-scaled MMA (tcgen05 kind::mxf8f6f4/mxf4nvf4) is not modelled yet: use dequant-bf16 or dequant-e4m3")
+		if f.Block() == 0 {
+			return fmt.Errorf("attention: block-scaled MMA (tcgen05 kind::mxf8f6f4/mxf4/mxf4nvf4) reads mxfp8, nvfp4 or mxfp4 caches; a %s cache has no block scales (use direct, dequant-bf16 or dequant-e4m3)", f)
+		}
 	default:
 		return fmt.Errorf("attention: unknown path %d", s.Path)
 	}
@@ -334,6 +341,9 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 	}
 	if err := spec.Check(shape); err != nil {
 		return nil, err
+	}
+	if spec.Path == PathBlockScaled {
+		return quantizeBlockScaled(k, v, shape, spec), nil
 	}
 	dt := spec.DType()
 	sat := spec.Saturation
@@ -480,26 +490,40 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 			for _, y := range blk {
 				a = max(a, abs32(y))
 			}
-			var s float32
-			if q.f == KVNVFP4 {
-				s = float32(fp8.FormatUE4M3.Value(q.ue4m3.encode(fp8.FormatUE4M3, a/6/q.tensor)))
-			} else {
-				s = mxScale(a, elem)
-			}
+			s, _ := q.blockScale(a)
 			div := s * q.tensor
 			for j, y := range blk {
-				var c uint32
-				switch {
-				case div == 0:
-				case elem == fp8.FormatE4M3:
-					c = uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
-				default:
-					c = q.e2m1.encode(elem, y/div)
-				}
-				put(lo+j, c, s)
+				put(lo+j, q.elemCode(y, div), s)
 			}
 		}
 	}
+}
+
+// blockScale returns the block scale of a block of a block format whose
+// largest magnitude is a, and its code: NVFP4 s = ue4m3(a / 6 / tensor)
+// (RNE, saturating at 448; code in ue4m3), MX s = mxScale(a) (code in
+// ue8m0, its exponent + 127).
+func (q *tokenQuant) blockScale(a float32) (float32, uint8) {
+	if q.f == KVNVFP4 {
+		c := q.ue4m3.encode(fp8.FormatUE4M3, a/6/q.tensor)
+		return float32(fp8.FormatUE4M3.Value(c)), uint8(c)
+	}
+	s := mxScale(a, q.f.Elem())
+	_, e := math.Frexp(float64(s)) // s = 0.5 × 2^e
+	return s, uint8(e - 1 + 127)
+}
+
+// elemCode is the element code of y in a block whose divisor (block scale
+// × tensor scale, a float32 product) is div: RNE, saturating (e4m3: 448,
+// e2m1: 6); 0 when div is 0.
+func (q *tokenQuant) elemCode(y, div float32) uint32 {
+	switch {
+	case div == 0:
+		return 0
+	case q.f.Elem() == fp8.FormatE4M3:
+		return uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
+	}
+	return q.e2m1.encode(fp8.FormatE2M1, y/div)
 }
 
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }

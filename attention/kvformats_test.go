@@ -173,7 +173,7 @@ func TestQuantizeKVRefusals(t *testing.T) {
 	}{
 		{KVSpec{Format: KVE4M3, KScales: PerChannel}, "cannot be applied outside an fp8 MMA"},
 		{KVSpec{Format: KVNVFP4}, "block-scaled MMA"},
-		{KVSpec{Format: KVMXFP8, Path: PathBlockScaled}, "not modelled yet"},
+		{KVSpec{Format: KVE4M3, Path: PathBlockScaled}, "a e4m3 cache has no block scales"},
 		{KVSpec{Format: KVE4M3, VScales: PerChannel, Path: PathDequantBF16}, "V takes tensor, head or token-head"},
 		{KVSpec{Format: KVE4M3, Scale: ScalePrefix, PrefixTokens: 65}, "calibration prefix of 65 tokens"},
 		{KVSpec{}, "KV format invalid"},
@@ -210,7 +210,8 @@ func TestShapesAndSinks(t *testing.T) {
 					x[j] = float32(r.NormFloat64())
 				}
 			}
-			for _, spec := range []KVSpec{{Format: KVE4M3}, {Format: KVNVFP4, Scale: ScaleAmax, Path: PathDequantBF16}} {
+			for _, spec := range []KVSpec{{Format: KVE4M3}, {Format: KVNVFP4, Scale: ScaleAmax, Path: PathDequantBF16},
+				{Format: KVMXFP8, Path: PathBlockScaled}, {Format: KVNVFP4, Scale: ScaleAmax, Path: PathBlockScaled}} {
 				kv, err := QuantizeKV(k, v, KVShape{Tokens: tc.n, Heads: tc.kvh, KDim: tc.d, VDim: tc.dv}, spec)
 				if err != nil {
 					t.Fatal(err)
@@ -238,7 +239,15 @@ func TestShapesAndSinks(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if d := relDiff(o, ref); !(d < 0.03) {
+				// An FP4 P (block-scaled nvfp4) rounds each weight by up to
+				// 1/6 of its block's scale: about 9% of these mean-zero
+				// outputs (O is a small average of V), against < 3% for e4m3
+				// and mxfp8 P.
+				tol := 0.03
+				if spec.Path == PathBlockScaled && spec.Format.Elem() == fp8.FormatE2M1 {
+					tol = 0.15
+				}
+				if d := relDiff(o, ref); !(d < tol) {
 					t.Errorf("%s: kernel vs reference %g", spec, d)
 				}
 				if len(tc.cfg.Sinks) > 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/fp8lab/fp8lab/fp8"
 )
 
 // Reference returns exact-as-float64 attention: for every query row,
@@ -22,6 +24,10 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 	if cfg.QHeads == 0 {
 		cfg.QHeads = cfg.KVHeads
 	}
+	// The dtype, models and tiles play no part: the defaults are resolved
+	// instead, so that the config of any path (a block-scaled cache's e2m1
+	// dtype and instructions included) gives its reference.
+	cfg.DType, cfg.QKModel, cfg.PVModel, cfg.KBlockM, cfg.KBlockN = fp8.FormatInvalid, "", "", 0, 0
 	p, err := cfg.resolve(mq, n)
 	if err != nil {
 		return nil, err
@@ -143,10 +149,16 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 					w[j] = math.Inf(-1)
 					continue
 				}
-				key := kv.k[(h*n+j)*d:][:d]
 				var dot float64
-				for x, c := range key {
-					dot += qr[x] * (val[c] * ks)
+				if kv.bs != nil {
+					for x, qx := range qr {
+						dot += qx * kv.bs.kValue(kv, j, h, x)
+					}
+				} else {
+					key := kv.k[(h*n+j)*d:][:d]
+					for x, c := range key {
+						dot += qr[x] * (val[c] * ks)
+					}
 				}
 				w[j] = k.SoftmaxScale * dot
 				m = max(m, w[j])
@@ -172,6 +184,9 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 
 // dequantizedQuery returns the values of the query codes times q_descale.
 func (k *kernel) dequantizedQuery(q []float32) []float64 {
+	if k.kv.bs != nil {
+		return k.dequantizedQueryBlock(q)
+	}
 	val := valueTable(k.DType)
 	out := make([]float64, len(q))
 	for i := range q {

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -320,16 +321,20 @@ func (t attnNeedle) draw(n int, rng *rand.Rand) attnNeedleDraw {
 	return attnNeedleDraw{q: q, codes: codes, pos: pos, truth: truth, needleK: needleK, needleV: needleV, sinkK: sinkK, sinkV: sinkV}
 }
 
-// patch writes the trial's sinks and needle into kv and returns the codes
-// they replaced, to restore with restore.
-func (t attnNeedle) patch(kv *attention.KV, dr attnNeedleDraw) map[int][2][]uint16 {
-	saved := map[int][2][]uint16{}
+// patch writes the trial's sinks and needle into kv and returns what they
+// replaced, to put back with restore (attention.KV.SaveToken: a
+// block-scaled cache's V scales span blocks of tokens).
+func (t attnNeedle) patch(kv *attention.KV, dr attnNeedleDraw) []attention.TokenState {
+	var saved []attention.TokenState
 	set := func(tok int, k, v []float32) {
-		sk, sv := kv.TokenCodes(tok, 0)
-		saved[tok] = [2][]uint16{sk, sv}
-		if err := kv.SetToken(tok, 0, k, v); err != nil {
+		st, err := kv.SaveToken(tok, 0)
+		if err == nil {
+			err = kv.SetToken(tok, 0, k, v)
+		}
+		if err != nil {
 			panic(err) // positions are inside the cache by construction
 		}
+		saved = append(saved, st)
 	}
 	for s := 0; s < t.sinks; s++ {
 		set(s, dr.sinkK, dr.sinkV)
@@ -338,10 +343,14 @@ func (t attnNeedle) patch(kv *attention.KV, dr attnNeedleDraw) map[int][2][]uint
 	return saved
 }
 
-func restore(kv *attention.KV, saved map[int][2][]uint16) {
-	for tok, c := range saved {
-		_ = kv.SetTokenCodes(tok, 0, c[0], c[1])
+// restore puts back what patch saved, newest first.
+func restore(kv *attention.KV, saved []attention.TokenState) error {
+	for i := len(saved) - 1; i >= 0; i-- {
+		if err := kv.RestoreToken(saved[i]); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // trialDrawn runs the drawn trial dr over the haystack h: every run, every
@@ -363,8 +372,11 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 		kv := h.borrow(f)
 		saved := t.patch(kv, dr)
 		err := t.score(ctx, kv, dr.q, dr.codes, dr.truth, runs[i:j], withErr, exact, &res)
-		restore(kv, saved)
-		h.giveBack(f, kv)
+		if rerr := restore(kv, saved); rerr != nil {
+			err = errors.Join(err, rerr) // the copy is dropped, not given back
+		} else {
+			h.giveBack(f, kv)
+		}
 		if err != nil {
 			res.e = err
 			return res

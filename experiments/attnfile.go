@@ -108,7 +108,8 @@ unless positions are given.
 
 The cache is stored in format (with k/v scale granularities, the scale
 choice and the saturation), fed to the MMA by path (direct, dequant-bf16,
-dequant-e4m3) with the arithmetic of arch (hopper wgmma or blackwell
+dequant-e4m3, or block-scaled: mxfp8/nvfp4/mxfp4 read natively by tcgen05
+kind::mxf8f6f4/mxf4/mxf4nvf4, blackwell only) with the arithmetic of arch (hopper wgmma or blackwell
 tcgen05), P·V promoted as each of promotions says (0 never, 1 every tile,
 N every N tiles). Every input must be finite. device gpu runs the kernels
 through WebGPU (bit for bit with cpu) for a decode (one query token) whose
@@ -133,7 +134,7 @@ func (AttentionFile) Params() []sim.Param {
 		{Name: "v-scales", Aliases: []string{"vScales"}, Doc: "V scale granularity (e4m3/e5m2)", Kind: sim.KindChoice, Default: "tensor", Choices: []string{"tensor", "head", "token-head"}},
 		{Name: "scale", Doc: "static scales: 1.0, amax of the cache, amax of a calibration prefix", Kind: sim.KindChoice, Default: "one", Choices: []string{"one", "amax", "prefix"}},
 		{Name: "prefix", Doc: "calibration prefix of scale=prefix", Unit: "tokens", Kind: sim.KindInt, Default: 1024, Min: 1, Max: 1 << 24},
-		{Name: "path", Doc: "how the MMA reads the cache", Kind: sim.KindChoice, Default: "direct", Choices: []string{"direct", "dequant-bf16", "dequant-e4m3"}},
+		{Name: "path", Doc: "how the MMA reads the cache", Kind: sim.KindChoice, Default: "direct", Choices: []string{"direct", "dequant-bf16", "dequant-e4m3", "block-scaled"}},
 		{Name: "arch", Doc: "tensor-core arithmetic of both GEMMs", Kind: sim.KindChoice, Default: "hopper", Choices: []string{"hopper", "blackwell"}},
 		{Name: "saturation", Doc: "cast of Q, K, V to fp8: satfinite (vLLM) or nosat (PyTorch .to())", Kind: sim.KindChoice, Default: "satfinite", Choices: []string{"satfinite", "nosat"}},
 		{Name: "promotions", Doc: "P·V promotion intervals (0 never, 1 every tile, N every N tiles)", Kind: sim.KindInts, Default: []int{0, 1}, Min: 0, Max: 1 << 20},
@@ -327,12 +328,12 @@ func attnFileSpec(vals sim.Values, in *attnFileInputs) (attention.KVSpec, attent
 		return spec, attention.Config{}, err
 	}
 	dt := spec.DType()
-	qk, err := attention.ModelFor(vals.String("arch"), dt)
+	qk, pv, err := spec.Models(vals.String("arch"))
 	if err != nil {
 		return spec, attention.Config{}, err
 	}
 	cfg := attention.Config{HeadDim: in.d, VDim: in.dv, KVHeads: in.kvh, QHeads: in.qh, DType: dt, Saturation: spec.Saturation,
-		QKModel: qk, PVModel: qk, KBlockM: vals.Int("k-block-m"), KBlockN: vals.Int("k-block-n"),
+		QKModel: qk, PVModel: pv, KBlockM: vals.Int("k-block-m"), KBlockN: vals.Int("k-block-n"),
 		Causal: vals.Bool("causal"), Window: vals.Int("window"), SoftmaxScale: vals.Float("softmax-scale"),
 		Positions: in.positions, Mask: in.mask}
 	return spec, cfg, nil
@@ -354,7 +355,11 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 	}
 	promotions := vals.Ints("promotions")
 	cfg.Promotion = promotions[0]
-	bm, bn, err := cfg.Tiles(in.mq, in.n)
+	kv, err := attention.QuantizeKV(in.k, in.v, attention.KVShape{Tokens: in.n, Heads: in.kvh, KDim: in.d, VDim: in.dv}, spec)
+	if err != nil {
+		return nil, err
+	}
+	bm, bn, err := cfg.TilesFor(in.mq, kv)
 	if err != nil {
 		return nil, err
 	}
@@ -364,10 +369,6 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 		for i := range cfg.Positions {
 			cfg.Positions[i] = in.n - in.mq + i
 		}
-	}
-	kv, err := attention.QuantizeKV(in.k, in.v, attention.KVShape{Tokens: in.n, Heads: in.kvh, KDim: in.d, VDim: in.dv}, spec)
-	if err != nil {
-		return nil, err
 	}
 	res := &attnFileResult{}
 	q64, k64, v64 := f64s(in.q), f64s(in.k), f64s(in.v)

@@ -39,8 +39,10 @@ arithmetic (see the set parameter):
   hopper        sm90 wgmma models; blackwell: sm100 tcgen05 (FP32 in
                 tensor memory)
 
-Native block-scaled MMA (tcgen05 kind::mxf8f6f4 / mxf4nvf4 reading the
-cache's codes and scales) is not modelled yet.
+  native        tcgen05 kind::mxf8f6f4 / mxf4 / mxf4nvf4 reading the
+                block codes and scales (K blocks along head_dim, V blocks
+                along tokens, Q and P block-quantized in the kernel:
+                SageAttention3's design; docs/kv-formats.md)
 
 Scales: "one" is 1.0 (no calibration); "amax" the cache's amax over the
 format's largest value; static scales are computed on the haystack and the
@@ -74,7 +76,7 @@ func kvFormatsCases(set string) []kvFormatsCase {
 	}
 	T, TH, C := attention.PerTensor, attention.PerTokenHead, attention.PerChannel
 	one, amax := attention.ScaleOne, attention.ScaleAmax
-	direct, dbf, de4 := attention.PathDirect, attention.PathDequantBF16, attention.PathDequantE4M3
+	direct, dbf, de4, native := attention.PathDirect, attention.PathDequantBF16, attention.PathDequantE4M3, attention.PathBlockScaled
 	small := []kvFormatsCase{
 		{"bf16", e(attention.KVBF16, T, T, one, direct), "hopper"},
 		{"e4m3 tensor 1.0 (FA3)", e(attention.KVE4M3, T, T, one, direct), "hopper"},
@@ -103,6 +105,9 @@ func kvFormatsCases(set string) []kvFormatsCase {
 		{"mxfp4 →e4m3", e(attention.KVMXFP4, T, T, one, de4), "hopper"},
 		{"e4m3 tensor 1.0 tcgen05", e(attention.KVE4M3, T, T, one, direct), "blackwell"},
 		{"nvfp4 amax →e4m3 tcgen05", e(attention.KVNVFP4, T, T, amax, de4), "blackwell"},
+		{"mxfp8 native tcgen05", e(attention.KVMXFP8, T, T, one, native), "blackwell"},
+		{"nvfp4 amax native tcgen05", e(attention.KVNVFP4, T, T, amax, native), "blackwell"},
+		{"mxfp4 native tcgen05", e(attention.KVMXFP4, T, T, one, native), "blackwell"},
 	}
 }
 
@@ -111,7 +116,7 @@ func (KVFormats) Params() []sim.Param {
 	p := []sim.Param{
 		{Name: "contexts", Doc: "context lengths", Unit: "tokens", Kind: sim.KindInts, Default: []int{4096, 16384}, Min: 64, Max: 1 << 20},
 		{Name: "trials", Doc: "trials per context length", Kind: sim.KindInt, Default: 24, Min: 1, Max: 1000000},
-		{Name: "set", Doc: "which series: small (6) or all (16)", Kind: sim.KindChoice, Default: "small", Choices: []string{"small", "all"}},
+		{Name: "set", Doc: "which series: small (6) or all (19)", Kind: sim.KindChoice, Default: "small", Choices: []string{"small", "all"}},
 		{Name: "promotions", Doc: "P·V promotion intervals tried (tiles; 0 never, 1 every tile)", Kind: sim.KindInts, Default: []int{0, 1, 16}, Min: 0, Max: 1 << 20},
 		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile width; 0 is FA3's decode tile", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
 	}
@@ -122,14 +127,11 @@ func (KVFormats) Params() []sim.Param {
 func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
 	t.exactErr = true
-	g, err := openDevice(ctx, run.Values)
+	done, err := t.useDevice(ctx, run.Values)
 	if err != nil {
 		return err
 	}
-	if g != nil {
-		defer g.Close()
-		t.gpu = g
-	}
+	defer done()
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
 	promotions := slices.Clone(run.Values.Ints("promotions"))
 	if !slices.Contains(promotions, 0) {
@@ -140,12 +142,12 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	for _, c := range cases {
 		spec := c.spec
 		dt := spec.DType()
-		model, err := attention.ModelFor(c.arch, dt)
+		qk, pv, err := spec.Models(c.arch)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.label, err)
 		}
 		r := attnNeedleRun{dtype: dt, spec: &spec, promotions: promotions,
-			cfg: attention.Config{HeadDim: t.d, DType: dt, QKModel: model, PVModel: model, KBlockN: run.Values.Int("k-block-n")}}
+			cfg: attention.Config{HeadDim: t.d, DType: dt, QKModel: qk, PVModel: pv, KBlockN: run.Values.Int("k-block-n")}}
 		for _, p := range promotions {
 			r.series = append(r.series, fmt.Sprintf("%s p%d", c.label, p))
 		}
@@ -248,6 +250,8 @@ func (KVFormats) Chart() sim.Chart {
 	var styles []sim.Style
 	for _, f := range []string{"bf16", "f16", "e4m3", "e5m2", "mxfp8", "nvfp4", "mxfp4"} {
 		styles = append(styles,
+			sim.Style{Match: f + " *native*", Family: f, Variant: "native block-scaled MMA (tcgen05)"},
+			sim.Style{Match: f + " *→e4m3 tcgen05", Family: f, Variant: "dequantized to e4m3, tcgen05"},
 			sim.Style{Match: f + " *tcgen05", Family: f, Variant: "Blackwell tcgen05"},
 			sim.Style{Match: f + " *→bf16", Family: f, Variant: "dequantized to bf16"},
 			sim.Style{Match: f + " *→e4m3", Family: f, Variant: "dequantized to e4m3"},

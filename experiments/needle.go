@@ -93,14 +93,11 @@ func needleRuns(t attnNeedle, choice string, kBlockN int) []attnNeedleRun {
 // Run runs every context length.
 func (Needle) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
-	g, err := openDevice(ctx, run.Values)
+	done, err := t.useDevice(ctx, run.Values)
 	if err != nil {
 		return err
 	}
-	if g != nil {
-		defer g.Close()
-		t.gpu = g
-	}
+	defer done()
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
 	runs := needleRuns(t, run.Values.String("series"), run.Values.Int("k-block-n"))
 	if note := t.deviceNote(runs); note != "" {

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -99,8 +100,11 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 			if err == nil && withErr && ref == nil {
 				ref, err = attention.ReferenceQuantized(ctx, cfg, dr.q, nil, kv)
 			}
-			restore(kv, saved)
-			h.giveBack(name, kv)
+			if rerr := restore(kv, saved); rerr != nil {
+				err = errors.Join(err, rerr) // the copy is dropped, not given back
+			} else {
+				h.giveBack(name, kv)
+			}
 			if err != nil {
 				p.res.e = err
 				break
@@ -191,12 +195,26 @@ func (t attnNeedle) gpuConfig(r attnNeedleRun) attention.Config {
 func (t attnNeedle) replaced(kv *attention.KV, dr attnNeedleDraw) []wgsl.SimToken {
 	saved := t.patch(kv, dr)
 	toks := make([]wgsl.SimToken, 0, len(saved))
-	for tok := range saved {
+	for _, st := range saved {
+		tok := st.Token()
 		k, v := kv.TokenCodes(tok, 0)
 		toks = append(toks, wgsl.SimToken{Pos: tok, K: k, V: v})
 	}
-	restore(kv, saved)
+	if err := restore(kv, saved); err != nil {
+		panic(err) // a cache the GPU reads holds codes only: RestoreToken cannot fail
+	}
 	return toks
+}
+
+// useDevice opens the GPU into t.gpu when the run's device is gpu; the
+// caller defers the returned function, which closes it.
+func (t *attnNeedle) useDevice(ctx context.Context, v sim.Values) (func(), error) {
+	g, err := openDevice(ctx, v)
+	if err != nil || g == nil {
+		return func() {}, err
+	}
+	t.gpu = g
+	return func() { g.Close() }, nil
 }
 
 // openDevice opens the GPU for a run whose device parameter is gpu (nil,

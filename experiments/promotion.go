@@ -38,7 +38,10 @@ promotions (N·B; the context length for never), y = retrieval accuracy; extra:
 interval (tiles, 0 = never), relerr (mean relative L2 error of O against the
 exact attention on the same quantized inputs), se. Series bf16: the bf16
 kernel at x = context. Published (RULER niah_multikey_2, Llama-3.1-8B, 128k):
-every tile 0.89, every 4 0.88, every 64 0.856, never 0.13.`
+every tile 0.89, every 4 0.88, every 64 0.856 (vllm-project/flash-attention
+#122); bf16 0.912 and never 0.13 (vLLM blog 2026-04-22, Fig. 1, scale 1.0).
+-stats llama31-8b draws the haystack with published Llama-3-8B statistics
+(docs/real-stats.md).`
 }
 
 // Params returns the parameter schema.
@@ -56,14 +59,11 @@ func (Promotion) Params() []sim.Param {
 // Run runs the trials at the context length.
 func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
-	g, err := openDevice(ctx, run.Values)
+	done, err := t.useDevice(ctx, run.Values)
 	if err != nil {
 		return err
 	}
-	if g != nil {
-		defer g.Close()
-		t.gpu = g
-	}
+	defer done()
 	n, trials := run.Values.Int("context"), run.Values.Int("trials")
 	intervals, blocks := run.Values.Ints("intervals"), run.Values.Ints("k-block-n")
 	for _, b := range blocks {

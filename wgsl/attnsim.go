@@ -254,6 +254,9 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 	if kv.Format() != cfg.DType {
 		bad("the cache holds %s codes, the config's dtype is %s", kv.Format(), cfg.DType)
 	}
+	if kv.BlockScaled() {
+		bad("a block-scaled cache (native MMA reading its block scales) is not in the WGSL simulator")
+	}
 	if len(trials) == 0 {
 		bad("no trials")
 	}

@@ -283,6 +283,19 @@ func TestSimDecodeErrors(t *testing.T) {
 	if _, err := planSim(attention.Config{}, qs, kv, nil); err == nil {
 		t.Error("no trials: no error")
 	}
+	// A block-scaled cache holds e4m3 codes whose scales the kernel would
+	// not read.
+	kf := make([]float32, 64*64)
+	for i := range kf {
+		kf[i] = float32(i%7) - 3
+	}
+	bs, err := attention.QuantizeKV(kf, kf, attention.KVShape{Tokens: 64, Heads: 1, KDim: 64}, attention.KVSpec{Format: attention.KVMXFP8, Path: attention.PathBlockScaled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := planSim(attention.Config{DType: fp8.FormatE4M3}, qs, bs, []SimTrial{{Q: q}}); err == nil || !strings.Contains(err.Error(), "block-scaled") {
+		t.Errorf("block-scaled cache: %v", err)
+	}
 	_ = accum.NaN32
 }
 
