@@ -20,12 +20,16 @@ import (
 //
 // q holds one query per query head (QHeads·HeadDim values), qScale its
 // descales (nil, one, or one per KV head), kv the cache. cfg is read as
-// attention.Run reads it, limited to what the WGSL kernel runs: an FP8
-// dtype (e4m3 or e5m2, the cache's), one emulated tensor-core model for
-// both GEMMs ([Emulations]; empty means the dtype's sm90 wgmma model),
-// head_dim 64, 128 or 256 (V's too), any GQA group, per-tensor or per-KV-head
-// scales, no sinks, mask or query position other than the last (causal
-// then masks nothing), promotion never (0), every tile (1) or every N tiles, kBlockN a
+// attention.Run reads it, limited to what the WGSL kernel runs: a dtype
+// e4m3, e5m2, bf16 or f16 (the cache's), one emulated tensor-core model for
+// both GEMMs (for FP8 one of [Emulations]; for bf16 and f16 a T-FDPA model
+// of 16 or 32 elements, steps of 8 or 16 products, F <= 25, RZ-FP32 such
+// as sm90.wgmma.bf16.f32, sm90.wgmma.f16.f32, sm100.tcgen05.f16.f32,
+// sm100.mma.sync.bf16.f32 and sm80.mma.sync.bf16.f32; empty means the
+// dtype's sm90 wgmma model), head_dim 64, 128 or 256 (V's too), any GQA
+// group, per-tensor or per-KV-head scales, no sinks, mask or query
+// position other than the last (causal then masks nothing), promotion
+// never (0), every tile (1) or every N tiles, kBlockN a
 // multiple of 32 up to 256 (0: FA3's default), sliding window, and not
 // cfg.Float64. The query's cast to the dtype (q / q_descale, the
 // quantization before the kernel) is done on the host with package fp8.
@@ -37,7 +41,8 @@ import (
 // products, (1/l)·v_descale and the final O scale through an integer FP32
 // multiply and divide (round to nearest even, subnormals kept); the
 // subtractions, + 8, the row sum and the promotion adds through the
-// integer FP32 adder; P's cast through fp8_encode; and exp2 through a
+// integer FP32 adder; P's cast through fp8_encode (bf16, f16: half_encode,
+// RNE with subnormals, as fp8.Format.Encode); and exp2 through a
 // correctly rounded integer exp2 (a 64-bit fixed-point evaluation: two
 // 64-entry tables and a degree-4 polynomial, error below about 2^-60
 // relative, rounded once). The simulator computes exp2 as
@@ -161,9 +166,12 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulati
 	if cfg.KVHeads < 1 || cfg.QHeads < 1 || cfg.QHeads%cfg.KVHeads != 0 {
 		bad("%d query heads is not a positive multiple of %d KV heads", cfg.QHeads, cfg.KVHeads)
 	}
-	dtypeOK := cfg.DType == fp8.FormatE4M3 || cfg.DType == fp8.FormatE5M2
-	if !dtypeOK {
-		bad("dtype %s: the WGSL simulator reads e4m3 or e5m2", cfg.DType)
+	var dtypeOK bool
+	switch cfg.DType {
+	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16:
+		dtypeOK = true
+	default:
+		bad("dtype %s: the WGSL simulator reads e4m3, e5m2, bf16 or f16", cfg.DType)
 	}
 	if cfg.Float64 {
 		bad("Float64 mode is not run on the GPU")
@@ -197,7 +205,7 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulati
 	if pv == "" {
 		pv = attention.DefaultModel(cfg.DType)
 	}
-	switch em, err := LookupEmulation(qk); {
+	switch em, err := simEmulation(qk); {
 	case qk != pv:
 		bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
 	case err != nil:
@@ -236,6 +244,9 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 	}
 	if kv.Dim() != cfg.HeadDim {
 		bad("the cache has head_dim %d, the config %d", kv.Dim(), cfg.HeadDim)
+	}
+	if kv.VDim() != kv.Dim() {
+		bad("the cache's V head_dim %d differs from its K head_dim %d: the WGSL simulator runs V as wide as K", kv.VDim(), kv.Dim())
 	}
 	if kv.Heads() != cfg.KVHeads {
 		bad("the cache has %d KV heads, the config %d", kv.Heads(), cfg.KVHeads)
@@ -335,7 +346,7 @@ func (p *simPlan) consts() ([]constDecl, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := specOf(p.cfg.DType)
+	spec, err := castSpec(p.cfg.DType)
 	if err != nil {
 		return nil, err
 	}
@@ -351,6 +362,17 @@ func (p *simPlan) consts() ([]constDecl, error) {
 		cs = append(cs, cU32(fmt.Sprintf("EXC%dH", k+1), int(c>>32)), cU32(fmt.Sprintf("EXC%dL", k+1), int(uint32(c))))
 	}
 	return append(cs, cRaw(fns)), nil
+}
+
+// castSpec is what the P cast (fp8_encode, or half_encode for 16-bit
+// codes, which reads mbits, emin and maxCode) needs of the dtype.
+func castSpec(f fp8.Format) (fp8Spec, error) {
+	switch f {
+	case fp8.FormatBF16, fp8.FormatFP16:
+		inf := int(f.MaxCode()) + 1
+		return fp8Spec{mbits: f.FracBits(), emin: f.Emin(), maxCode: inf - 1, overCode: inf, nanCode: inf | 1<<(f.FracBits()-1)}, nil
+	}
+	return specOf(f)
 }
 
 // tfdpaFunctions returns the functions of tfdpa.wgsl (from its SIGN_BIT
@@ -372,9 +394,10 @@ func tfdpaFunctions() (string, error) {
 // loop iterations of one 32-element instruction in the worst case (as
 // Emulation.instrPerDispatch counts them).
 func (e *Emulation) instrIterations() int {
-	wps, lpw, steps := e.L/4, 4, 32/e.L
+	wps, lpw := e.words()
+	steps := 32 / e.L
 	if e.MMASync {
-		wps, lpw, steps = 8, 2, 2
+		steps = 2
 	}
 	return steps*(wps+2*wps*lpw+32+1) + 2
 }
@@ -387,8 +410,11 @@ func (p *simPlan) tilesPerDispatch() int {
 	return max(1, (loopBudget-256/p.wg()-64)/tile)
 }
 
+// cpw is the number of codes in a u32 word: 4 FP8 codes, 2 16-bit codes.
+func (p *simPlan) cpw() int { return 32 / p.e.Bits }
+
 // Words per query head of A and of the state.
-func (p *simPlan) aWords() int  { return (p.d + p.kbn) / 4 }
+func (p *simPlan) aWords() int  { return (p.d + p.kbn) / p.cpw() }
 func (p *simPlan) stWords() int { return 4 + 2*p.d }
 
 // xtable returns the exp2 tables (2^(j/64) and 2^(j/4096), j < 64, as
@@ -408,6 +434,10 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	}
 	d, kbn := p.d, p.kbn
 	rows := len(trials) * p.qHeads // workgroups: trial × query head
+	// Codes are packed cpw to a word, code i of a row in bits cb·(i mod cpw).
+	cpw, cb := p.cpw(), uint(p.e.Bits)
+	mask := uint32(1)<<cb - 1
+	put := func(w *uint32, i int, c uint16) { *w |= uint32(c) & mask << (cb * uint(i%cpw)) }
 	// A: Q codes (host-side cast, as attention's setRow) then room for P.
 	aw := p.aWords()
 	a := make([]uint32, rows*aw)
@@ -416,8 +446,7 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 			row := ti*p.qHeads + h
 			qs := scaleAt(p.qScale, h/p.group)
 			for i := 0; i < d; i++ {
-				c := uint32(p.cfg.DType.Encode(tr.Q[h*d+i]/qs, p.cfg.Saturation)) & 0xff
-				a[row*aw+i/4] |= c << (8 * (i % 4))
+				put(&a[row*aw+i/cpw], i, uint16(p.cfg.DType.Encode(tr.Q[h*d+i]/qs, p.cfg.Saturation)))
 			}
 		}
 	}
@@ -425,35 +454,35 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	// then the trials' replacements (see attnsim.wgsl).
 	n := p.tokens
 	vTokens := p.nMax * kbn
-	kWords := p.kvHeads * n * d / 4
-	vStride := vTokens / 4
+	kWords := p.kvHeads * n * d / cpw
+	vStride := vTokens / cpw
 	cacheWords := kWords + p.kvHeads*d*vStride
 	extra := 4 * len(trials)
 	for _, tr := range trials {
-		extra += len(tr.Tokens) * (d/4 + 3 + d*kbn/4 + 3) // at most a tile per token
+		extra += len(tr.Tokens) * (d/cpw + 3 + d*kbn/cpw + 3) // at most a tile per token
 	}
 	b := make([]uint32, cacheWords, cacheWords+extra)
 	for h := 0; h < p.kvHeads; h++ {
 		for t := 0; t < n; t++ {
-			base := (h*n + t) * d / 4
+			base := (h*n + t) * d / cpw
 			for i := 0; i < d; i++ {
-				b[base+i/4] |= uint32(kv.KCode(t, h, i)&0xff) << (8 * (i % 4))
-				b[kWords+(h*d+i)*vStride+t/4] |= uint32(kv.VCode(t, h, i)&0xff) << (8 * (t % 4))
+				put(&b[base+i/cpw], i, kv.KCode(t, h, i))
+				put(&b[kWords+(h*d+i)*vStride+t/cpw], t, kv.VCode(t, h, i))
 			}
 		}
 	}
 	meta := len(b)
 	b = b[:meta+4*len(trials)]
-	tw := kbn / 4 // words per dimension of a V tile
+	tw := kbn / cpw // words per dimension of a V tile
 	for ti, tr := range trials {
 		// Token entries (token, KV head, K row offset) with the K rows.
 		type entry struct{ pos, head, off int }
 		var toks, tiles []entry
 		for _, tk := range tr.Tokens {
 			off := len(b)
-			b = append(b, make([]uint32, d/4)...)
+			b = append(b, make([]uint32, d/cpw)...)
 			for i := 0; i < d; i++ {
-				b[off+i/4] |= uint32(tk.K[i]&0xff) << (8 * (i % 4))
+				put(&b[off+i/cpw], i, tk.K[i])
 			}
 			toks = append(toks, entry{tk.Pos, tk.Head, off})
 		}
@@ -471,15 +500,16 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 				off := len(b)
 				b = append(b, make([]uint32, d*tw)...)
 				for i := 0; i < d; i++ {
-					copy(b[off+i*tw:off+(i+1)*tw], b[kWords+(tk.Head*d+i)*vStride+start/4:])
+					copy(b[off+i*tw:off+(i+1)*tw], b[kWords+(tk.Head*d+i)*vStride+start/cpw:])
 				}
 				tiles = append(tiles, entry{start, tk.Head, off})
 				k = len(tiles) - 1
 			}
 			off, t := tiles[k].off, tk.Pos-start
 			for i := 0; i < d; i++ {
-				w := &b[off+i*tw+t/4]
-				*w = *w&^(0xff<<(8*(t%4))) | uint32(tk.V[i]&0xff)<<(8*(t%4))
+				w := &b[off+i*tw+t/cpw]
+				*w &^= mask << (cb * uint(t%cpw))
+				put(w, t, tk.V[i])
 			}
 		}
 		e0 := len(b)
@@ -556,7 +586,8 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 }
 
 // simOp runs one of attnsim.wgsl's scalar functions on pairs (x, y) of
-// float32 bit patterns: 0 f32_mul, 1 f32_div, 2 f32_exp2 (of x).
+// float32 bit patterns: 0 f32_mul, 1 f32_div, 2 f32_exp2 (of x), 3
+// half_encode (of x, to bf16 for y = 0, else to f16).
 func (r *Runner) simOp(ctx context.Context, op int, pairs []uint32) ([]uint32, error) {
 	n := len(pairs) / 2
 	if n == 0 {
@@ -680,7 +711,9 @@ type SimCase struct {
 // SimCases lists the configurations CheckSimDecode runs with contexts up
 // to maxTokens: head_dim 128 and 64, GQA 4 (8 query heads over 2 KV
 // heads), promotion never / every tile / every 4 tiles, kBlockN 96 and
-// 128, per-tensor and per-head scales, a partial last tile, a window;
+// 128, per-tensor and per-head scales, a partial last tile, a window, e4m3
+// caches and bf16 and f16 ones (sm90 wgmma, sm100 mma.sync and tcgen05
+// models);
 // and, when maxTokens reaches them, 32k and 128k tokens.
 func SimCases(maxTokens int) []SimCase {
 	cases := []SimCase{
@@ -690,6 +723,12 @@ func SimCases(maxTokens int) []SimCase {
 		{"hd64 gqa4 never kbn128", 3001, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, KBlockN: 128}, false, 3},
 		{"hd64 gqa4 every-tile kbn96 per-head", 1024, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, KBlockN: 96, Promotion: 1}, true, 1},
 		{"hd64 gqa4 every-4 default tiles window 700", 2500, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 4, Window: 700}, false, 1},
+		{"bf16 hd128 gqa4 every-4 kbn128 per-head", 4096, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}, true, 2},
+		{"bf16 hd64 gqa4 never sm100 window 900", 3000, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, DType: fp8.FormatBF16, Window: 900,
+			QKModel: "sm100.mma.sync.bf16.f32", PVModel: "sm100.mma.sync.bf16.f32"}, false, 1},
+		{"f16 hd128 gqa4 every-tile kbn96", 2500, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Promotion: 1, DType: fp8.FormatFP16}, false, 3},
+		{"f16 hd64 gqa4 every-4 kbn128 per-head tcgen05", 2000, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatFP16,
+			QKModel: "sm100.tcgen05.f16.f32", PVModel: "sm100.tcgen05.f16.f32"}, true, 1},
 	}
 	var out []SimCase
 	for _, c := range cases {
@@ -700,6 +739,7 @@ func SimCases(maxTokens int) []SimCase {
 	for _, c := range []SimCase{
 		{"hd128 gqa4 never kbn96 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, true, 1},
 		{"hd128 gqa4 every-tile kbn128 long", 131072, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1}, false, 2},
+		{"bf16 hd128 gqa4 every-4 kbn128 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}, false, 1},
 	} {
 		if c.Tokens <= maxTokens {
 			out = append(out, c)
@@ -709,8 +749,8 @@ func SimCases(maxTokens int) []SimCase {
 }
 
 // SimInputs draws a random decode problem for c (normal Q, K, V; seeded;
-// an e4m3 cache with SatFinite) and returns the queries, their descales
-// and the quantized cache.
+// a cache of c.Cfg.DType, e4m3 when unset, with SatFinite) and returns the
+// queries, their descales and the quantized cache.
 func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, err error) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	d, kvh, qh := c.Cfg.HeadDim, max(c.Cfg.KVHeads, 1), max(c.Cfg.QHeads, c.Cfg.KVHeads, 1)
@@ -744,7 +784,11 @@ func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, e
 			qScale = append(qScale, amax(q, h*(qh/kvh), qh*d)) // one query head of the group
 		}
 	}
-	kv, err = attention.NewKV(k, v, fp8.Shape{Tokens: c.Tokens, Heads: kvh, Dim: d}, fp8.FormatE4M3, fp8.SatFinite, ks, vs)
+	dtype := c.Cfg.DType
+	if dtype == fp8.FormatInvalid {
+		dtype = fp8.FormatE4M3
+	}
+	kv, err = attention.NewKV(k, v, fp8.Shape{Tokens: c.Tokens, Heads: kvh, Dim: d}, dtype, fp8.SatFinite, ks, vs)
 	return q, qScale, kv, err
 }
 

@@ -215,14 +215,18 @@ func TestSimDecode(t *testing.T) {
 	}
 }
 
-// A context of one tile, a single token, and the sm90 mma.sync model
-// (two FP16 half steps and an FP32 add per instruction).
+// A context of one tile, a single token, the sm90 mma.sync model (two
+// FP16 half steps and an FP32 add per instruction), and bf16 with one
+// token and with sm80's 8-product steps at head_dim 256.
 func TestSimDecodeSmall(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
 	for _, c := range []SimCase{
 		{Name: "one token", Tokens: 1, Cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 2, KBlockN: 32, Promotion: 2}},
 		{Name: "mma.sync", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 4, QKModel: "sm90.mma.sync.e4m3.f32", PVModel: "sm90.mma.sync.e4m3.f32", Promotion: 3}, PerHead: true},
+		{Name: "bf16 one token", Tokens: 1, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}},
+		{Name: "bf16 sm80 8-product steps", Tokens: 500, Cfg: attention.Config{HeadDim: 256, KVHeads: 1, QHeads: 2, DType: fp8.FormatBF16,
+			QKModel: "sm80.mma.sync.bf16.f32", PVModel: "sm80.mma.sync.bf16.f32", Promotion: 1}, PerHead: true},
 	} {
 		q, qs, kv, err := SimInputs(c, 7)
 		if err != nil {
@@ -298,13 +302,17 @@ func TestSimDecodeErrors(t *testing.T) {
 // SimDecodeTrials equals attention.Run on a patched copy of the cache for
 // every trial: each trial with its own query and its own replaced tokens
 // (a needle anywhere, sinks at the start, two replacements in one tile,
-// none), over two KV heads with GQA, a partial last tile and a window.
+// none), over two KV heads with GQA, a partial last tile and a window, on
+// e4m3, bf16 and f16 caches.
 func TestSimDecodeTrials(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
 	for _, c := range []SimCase{
 		{Name: "gqa2 every-2", Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64, Promotion: 2}, PerHead: true},
 		{Name: "window never", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, Window: 500}},
+		// SimCases' bf16 hd64 and f16 hd128 shaders (no new variant to compile)
+		{Name: "bf16 gqa4 never window 900", Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, DType: fp8.FormatBF16, Window: 900}, PerHead: true},
+		{Name: "f16 gqa4 every-tile kbn96 window 450", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Window: 450, Promotion: 1, DType: fp8.FormatFP16}},
 	} {
 		q0, qs, kv, err := SimInputs(c, 11)
 		if err != nil {
@@ -324,6 +332,9 @@ func TestSimDecodeTrials(t *testing.T) {
 				for j := range k {
 					// finite codes of either sign, never NaN
 					k[j], v[j] = uint16(rng.IntN(0x7e))|uint16(rng.IntN(2))<<7, uint16(rng.IntN(0x7e))|uint16(rng.IntN(2))<<7
+					if f := kv.Format(); f.CodeBits() == 16 { // normal(0, 300²) rounded: a needle that shows
+						k[j], v[j] = uint16(f.Encode(float32(rng.NormFloat64()*300), fp8.SatFinite)), uint16(f.Encode(float32(rng.NormFloat64()*300), fp8.SatFinite))
+					}
 				}
 				toks = append(toks, SimToken{Pos: pos, Head: head, K: k, V: v})
 			}
@@ -405,7 +416,16 @@ func TestSimDecodeSupports(t *testing.T) {
 		{"e5m2 sm90", attention.Config{HeadDim: 64, KVHeads: 1, DType: fp8.FormatE5M2}, nil},
 		{"e4m3 tcgen05", attention.Config{HeadDim: 256, KVHeads: 1, DType: fp8.FormatE4M3,
 			QKModel: "sm100.tcgen05.f8f6f4.f32", PVModel: "sm100.tcgen05.f8f6f4.f32"}, nil},
-		{"bf16", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatBF16}, []string{"dtype bf16"}},
+		{"bf16 sm90", attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: fp8.FormatBF16}, nil},
+		{"f16 tcgen05", attention.Config{HeadDim: 64, KVHeads: 1, DType: fp8.FormatFP16,
+			QKModel: "sm100.tcgen05.f16.f32", PVModel: "sm100.tcgen05.f16.f32"}, nil},
+		{"bf16 sm80 (8-product steps)", attention.Config{HeadDim: 256, KVHeads: 1, DType: fp8.FormatBF16,
+			QKModel: "sm80.mma.sync.bf16.f32", PVModel: "sm80.mma.sync.bf16.f32"}, nil},
+		{"bf16 cache, f16 model", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatBF16,
+			QKModel: "sm90.wgmma.f16.f32", PVModel: "sm90.wgmma.f16.f32"}, []string{"reads f16", "dtype is bf16"}},
+		{"f16 accumulator", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatFP16,
+			QKModel: "sm90.mma.sync.f16.f16", PVModel: "sm90.mma.sync.f16.f16"}, []string{"RNE-FP16"}},
+		{"tf32", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatTF32}, []string{"dtype tf32"}},
 		{"head_dim 192 and float64", attention.Config{HeadDim: 192, KVHeads: 1, DType: fp8.FormatE4M3, Float64: true},
 			[]string{"head_dim 192", "Float64"}},
 		{"sinks, mask, MLA, positions", attention.Config{HeadDim: 128, VDim: 64, KVHeads: 1, DType: fp8.FormatE4M3,

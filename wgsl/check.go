@@ -49,7 +49,9 @@ func modelChain(m accum.Model, in ChainInput, promote int) []float32 {
 
 // CheckCaptures runs the H200 capture files of dir (see package
 // accum/golden) through the GPU: every record whose model is emulated (one
-// Check per file, against the H200's d and against accum), the long
+// Check per file, against the H200's d and against accum; the chain kernel's
+// FP8 models, and the bf16/f16 steps with c through the simulator's 16-bit
+// step), the long
 // contractions' every32 and every128 outputs, and the conversion tables
 // (the encoder at every range boundary ±2 ulps, the decoder on all codes).
 func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error) {
@@ -62,15 +64,27 @@ func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error)
 		switch f.Kind {
 		case golden.KindRecords:
 			rf := f.Records
+			var got, want []float32
 			if _, err := LookupEmulation(rf.Model); err != nil {
-				continue
+				// 16-bit models: the simulator's step (tfdpa_step16).
+				e, err := simEmulation(rf.Model)
+				if err != nil || e.Bits != 16 || rf.Kind != golden.StepWithC || rf.L > 32 || rf.L%e.L != 0 {
+					continue
+				}
+				if got, err = r.records16(ctx, e, rf); err != nil {
+					return nil, err
+				}
+				m := accum.MustLookup(rf.Model)
+				for _, rec := range rf.Records {
+					want = append(want, m.Dot(rec.A, rec.B, math.Float32frombits(rec.C)))
+				}
+			} else {
+				in, promote := recordsInput(rf)
+				if got, err = r.Chain(ctx, rf.Model, in, promote); err != nil {
+					return nil, err
+				}
+				want = modelChain(accum.MustLookup(rf.Model), in, promote)
 			}
-			in, promote := recordsInput(rf)
-			got, err := r.Chain(ctx, rf.Model, in, promote)
-			if err != nil {
-				return nil, err
-			}
-			want := modelChain(accum.MustLookup(rf.Model), in, promote)
 			c := Check{Name: filepath.Base(rf.Path) + " (" + rf.Model + ")", Total: len(got)}
 			for i, rec := range rf.Records {
 				if math.Float32bits(got[i]) == rec.D {
@@ -131,6 +145,30 @@ func recordsInput(rf *golden.RecordFile) (in ChainInput, promote int) {
 		promote = 32
 	}
 	return in, promote
+}
+
+// records16 runs the records of a step-with-c capture file of a 16-bit
+// model through tfdpa_step16 (the chain kernel on rows packed 2 codes a
+// word) and returns d for each record.
+func (r *Runner) records16(ctx context.Context, e *Emulation, rf *golden.RecordFile) ([]float32, error) {
+	if rf.Kind != golden.StepWithC || rf.L < 1 || rf.L > 32 || rf.L%e.L != 0 {
+		return nil, fmt.Errorf("wgsl: %s: %v records of %d elements are not steps of %s (L = %d) with c", rf.Path, rf.Kind, rf.L, e.Model, e.L)
+	}
+	n, rw := len(rf.Records), rf.L/2
+	wa, wb := make([]uint32, n*rw), make([]uint32, n*rw)
+	c := make([]float32, n)
+	for i, rec := range rf.Records {
+		for k := range rec.A {
+			wa[i*rw+k/2] |= uint32(rec.A[k]) << (16 * (k % 2))
+			wb[i*rw+k/2] |= uint32(rec.B[k]) << (16 * (k % 2))
+		}
+		c[i] = math.Float32frombits(rec.C)
+	}
+	res, err := r.chainPacked(ctx, e, u32Bytes(wa), u32Bytes(wb), rw, rf.L, c, 0, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	return res.out, nil
 }
 
 // longInput lays out a long-contraction file's outputs as chain rows from

@@ -43,7 +43,9 @@
 //   - [Runner.SimDecode]: the attention simulator's decode path (package
 //     attention, attention.Run for one query per head): the same tiles in the
 //     same order, both GEMMs through the T-FDPA chains, the online softmax,
-//     P cast to FP8 and promotion never / every tile / every N tiles, with
+//     P cast to the dtype and promotion never / every tile / every N tiles,
+//     for e4m3/e5m2 caches and bf16/f16 ones (a 16-bit step with i32
+//     exponents, 2 codes a word: tfdpa_step16), with
 //     every FP32 multiply, divide, add and a correctly rounded exp2 done in
 //     integer arithmetic, so the whole output equals attention.Run bit for
 //     bit on any adapter ([Runner.CheckSimDecode]; on an H200, which fuses
@@ -52,6 +54,9 @@
 // Widths: WGSL has no 64-bit integers. A step's terms are below 2^27 (F =
 // 25) and a step of 32 products sums below 2^33, but each sign's part stays
 // below 2^32, so wide steps keep positive and negative terms in two u32 sums.
+// The 16-bit step: a significand product is below 2^22 (f16) and is shifted
+// by F − 2·mbits to below 2^27; each sign's part of 16 products and c stays
+// below 2^32; exponents are i32 (bf16 products span 2^−266 … 2^256).
 // Long K loops are cut into dispatches that carry the accumulators in a
 // buffer: lavapipe ends the loops of an invocation, silently, after about
 // 65535 iterations of all its loops together ([Runner.LoopIterations]

@@ -15,8 +15,13 @@ import (
 type Emulation struct {
 	// Model is the accum model name, e.g. "sm90.wgmma.e4m3.f32".
 	Model string
-	// In is the input format (e4m3 or e5m2).
+	// In is the input format (e4m3 or e5m2; bf16 or f16 for the
+	// simulator's 16-bit step, see simEmulation).
 	In fp8.Format
+	// Bits is the width of an input code: 8 (4 codes a u32 word, read
+	// through the code table) or 16 (2 codes a word, decoded in the step,
+	// exponents as i32).
+	Bits int
 	// L, F and the fraction bits FB of the result (23 for RZ-FP32, 13 for
 	// RZ-E8M13) of one step; for the sm90 mma.sync emulation, one FP16 half
 	// step.
@@ -54,13 +59,34 @@ func LookupEmulation(model string) (*Emulation, error) { return emulation(model)
 
 const mmaSyncSM90 = "sm90.mma.sync.e4m3.f32"
 
+// emulation returns how the chain kernel (8-bit codes) runs the named model.
 func emulation(name string) (*Emulation, error) {
 	m, err := accum.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
+	if in := m.Info().In; in == fp8.FormatBF16 || in == fp8.FormatFP16 {
+		return nil, fmt.Errorf("wgsl: model %s reads %v: the WGSL chain kernel reads e4m3 or e5m2 (16-bit codes run only in SimDecode)", name, in)
+	}
+	return newEmulation(name)
+}
+
+// simEmulation returns how SimDecode runs the named model: the chain
+// kernel's models and the T-FDPA models with bf16 or f16 inputs (16 or 32
+// elements an instruction, 8 or 16 products a step, F <= 25, an RZ-FP32 or
+// RZ-E8M13 result), which attnsim.wgsl runs through tfdpa_step16.
+func simEmulation(name string) (*Emulation, error) { return newEmulation(name) }
+
+func newEmulation(name string) (*Emulation, error) {
+	m, err := accum.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
 	info := m.Info()
-	e := &Emulation{Model: name, In: info.In}
+	e := &Emulation{Model: name, In: info.In, Bits: 8}
+	if info.In == fp8.FormatBF16 || info.In == fp8.FormatFP16 {
+		return emulation16(e, info)
+	}
 	normalize := false
 	switch {
 	case name == mmaSyncSM90:
@@ -133,20 +159,68 @@ func emulation(name string) (*Emulation, error) {
 	return e, nil
 }
 
+// emulation16 fills e for a T-FDPA model with 16-bit inputs. The step
+// reads exactly L codes (attention's chains cover whole instructions), so
+// every element is a term, a zero code a zero term of exponent EZERO.
+func emulation16(e *Emulation, info accum.Info) (*Emulation, error) {
+	p := info.Step
+	e.Bits = 16
+	if info.Kind != accum.KindTFDPA {
+		return nil, fmt.Errorf("wgsl: model %s is a %s, not a tensor-core step the WGSL kernel runs", e.Model, info.Kind)
+	}
+	if (info.K != 16 && info.K != 32) || info.K%p.L != 0 || (p.L != 8 && p.L != 16) {
+		return nil, fmt.Errorf("wgsl: model %s has K=%d, L=%d: the 16-bit WGSL step runs 16- or 32-element instructions of 8- or 16-product steps", e.Model, info.K, p.L)
+	}
+	switch p.Rho {
+	case accum.RZFP32:
+		e.FB = 23
+	case accum.RZE8M13:
+		e.FB = 13
+	default:
+		return nil, fmt.Errorf("wgsl: model %s rounds %v: the WGSL kernel does RZ-FP32 and RZ-E8M13", e.Model, p.Rho)
+	}
+	mbits := e.In.FracBits()
+	if p.F > 25 || p.F < 2*mbits {
+		return nil, fmt.Errorf("wgsl: model %s keeps F=%d bits: the 16-bit WGSL step allows %d <= F <= 25", e.Model, p.F, 2*mbits)
+	}
+	e.L, e.F, e.ezero = p.L, p.F, p.EZero
+	// Each sign's part of the sum: L products below 2^(2(mbits+1)) shifted
+	// by F - 2·mbits, and c's term below 2^(24 + F - 23), in 32 bits.
+	maxSig := uint64(1)<<(mbits+1) - 1
+	sumMax := uint64(e.L)*(maxSig*maxSig)<<uint(e.F-2*mbits) + uint64(1)<<uint(24+max(e.F-23, 0))
+	if sumMax >= 1<<32 {
+		return nil, fmt.Errorf("wgsl: model %s: a step's sum (< %d) does not fit 32 bits", e.Model, sumMax)
+	}
+	e.Wide = true // the 16-bit step always sums each sign apart
+	return e, nil
+}
+
 // chainWG is the workgroup size of the chain kernel.
 const chainWG = 64
 
+// words returns the u32 words one step reads of each operand and the
+// codes of each word that belong to the step.
+func (e *Emulation) words() (wps, lpw int) {
+	switch {
+	case e.Bits == 16:
+		return e.L / 2, 2
+	case e.MMASync:
+		return 8, 2
+	}
+	return e.L / 4, 4
+}
+
 func (e *Emulation) consts() []constDecl {
 	mbits := e.In.FracBits()
-	wps, lpw := e.L/4, 4
-	if e.MMASync {
-		wps, lpw = 8, 2
-	}
+	wps, lpw := e.words()
+	spec := e.In.Spec()
 	return []constDecl{
 		cU32("WG", chainWG), cU32("L", e.L), cU32("WPS", wps), cU32("LPW", lpw), cU32("NX", wps*lpw),
 		cU32("F", e.F), cU32("FB", e.FB), cU32("PSH", e.F-2*mbits),
 		cU32("CL", max(e.F-23, 0)), cU32("CR", max(23-e.F, 0)),
 		cI32("EB2", 2*e.eb), cI32("EZERO", e.ezero), cBool("WIDE", e.Wide), cBool("MMA_SYNC", e.MMASync),
+		cU32("CB", e.Bits), cU32("CPW", 32/e.Bits),
+		cU32("IN_MBITS", mbits), cU32("IN_EMASK", 1<<spec.ExpBits-1), cI32("IN_BIAS", spec.Bias),
 	}
 }
 
@@ -162,10 +236,10 @@ const loopBudget = 40000
 // (no unrolling assumed; the slow paths of specials and exact zeros taken at
 // every step).
 func (e *Emulation) instrPerDispatch() int {
-	wps, lpw := e.L/4, 4
+	wps, lpw := e.words()
 	steps := 32 / e.L
 	if e.MMASync {
-		wps, lpw, steps = 8, 2, 2
+		steps = 2
 	}
 	perStep := wps + wps*lpw + wps*lpw + 32 + 1 // pass 1, pass 2, a slow path, the loop itself
 	return max(1, loopBudget/(steps*perStep+2))
@@ -281,16 +355,25 @@ type chainResult struct {
 // rows (in.A and in.B then hold those rows). With timed, the K loop's
 // dispatches are timed.
 func (r *Runner) chain(ctx context.Context, e *Emulation, in ChainInput, promote, gemmN int, timed bool) (chainResult, error) {
-	if err := r.lock(); err != nil {
-		return chainResult{}, err
-	}
-	defer r.mu.Unlock()
 	n := len(in.C)
 	rowsA, rowsB := n, n
 	if gemmN > 0 {
 		rowsA, rowsB = n/gemmN, gemmN
 	}
 	rowWords := (in.K + 3) / 4
+	return r.chainPacked(ctx, e, packRows(in.A, rowsA, in.K, rowWords), packRows(in.B, rowsB, in.K, rowWords), rowWords, in.K, in.C, promote, gemmN, timed)
+}
+
+// chainPacked is chain over rows already packed into words of the
+// emulation's codes (rowWords words a row): the 16-bit step's tests pack 2
+// codes a word.
+func (r *Runner) chainPacked(ctx context.Context, e *Emulation, pa, pb []byte, rowWords, K int, C []float32, promote, gemmN int, timed bool) (chainResult, error) {
+	if err := r.lock(); err != nil {
+		return chainResult{}, err
+	}
+	defer r.mu.Unlock()
+	n := len(C)
+	in := ChainInput{K: K, C: C}
 	tab := make([]byte, 4*256)
 	for i, t := range e.table {
 		binary.LittleEndian.PutUint32(tab[4*i:], t)
@@ -300,12 +383,12 @@ func (r *Runner) chain(ctx context.Context, e *Emulation, in ChainInput, promote
 		return chainResult{}, err
 	}
 	defer r.be.free(tb)
-	ab, err := r.be.upload("tfdpa.A", packRows(in.A, rowsA, in.K, rowWords))
+	ab, err := r.be.upload("tfdpa.A", pa)
 	if err != nil {
 		return chainResult{}, err
 	}
 	defer r.be.free(ab)
-	bb, err := r.be.upload("tfdpa.B", packRows(in.B, rowsB, in.K, rowWords))
+	bb, err := r.be.upload("tfdpa.B", pb)
 	if err != nil {
 		return chainResult{}, err
 	}

@@ -5,7 +5,7 @@
 // The module is assembled by attnsim.go: generated constants, the T-FDPA
 // functions of tfdpa.wgsl (tfdpa_step, instruction and their helpers, which
 // read the operands from A and B and the code table from T), this file, and
-// common.wgsl (f32_add, fp8_encode).
+// common.wgsl (f32_add, fp8_encode, half_encode).
 //
 // Generated constants (besides tfdpa.wgsl's):
 //   WG: u32            workgroup size, max(KBN, D)
@@ -15,7 +15,10 @@
 //   QHEADS: u32        query heads of one trial (a batch of trials runs
 //                      trials × QHEADS workgroups over one shared cache)
 //   PROMOTE: u32       0 never, 1 every tile, N every N tiles
-//   E_MBITS, E_EMIN, E_MAX, E_OVER, E_NAN: the P cast (fp8_encode)
+//   E_MBITS, E_EMIN, E_MAX, E_OVER, E_NAN: the P cast (fp8_encode; for
+//                      16-bit codes half_encode with E_MAX + 1 as inf)
+//   CB, CPW: u32       code bits (8: e4m3/e5m2, 16: bf16/f16) and codes a
+//                      word (tfdpa.wgsl's constants)
 //   EXC1H..EXC4L: u32  ln2^k/k! as 64-bit fractions (hi, lo words)
 //
 // One workgroup runs one query head of one trial (the row): invocation j < KBN scores
@@ -31,7 +34,7 @@
 // ranges [e0, e1) of its token entries (token, KV head, word offset of the
 // token's K row in B) and [f0, f1) of its tile entries (first token of a
 // tile, KV head, offset of the tile's V codes with the replacements written
-// in, laid out dim-major with KBN/4 words per dimension): e0, e1, f0, f1
+// in, laid out dim-major with KBN/CPW words per dimension): e0, e1, f0, f1
 // are word offsets in B of entries of three words.
 
 struct SimParams {
@@ -50,7 +53,7 @@ struct SimParams {
 
 @group(0) @binding(0) var<uniform> U: SimParams;
 @group(0) @binding(1) var<storage, read> tab: array<u32, 256>;
-// A: per query head, its D codes of Q then KBN codes of P (4 codes a word):
+// A: per query head, its D codes of Q then KBN codes of P (CPW codes a word):
 // the T-FDPA functions read the first operand here.
 @group(0) @binding(2) var<storage, read_write> A: array<u32>;
 // B: K codes [kv_head][token][D], then V codes [kv_head][D][padded tokens].
@@ -72,7 +75,7 @@ var<workgroup> W_L: u32;            // running row sum
 const NEG_INF: u32 = 0xff800000u;
 const ONE: u32 = 0x3f800000u;
 const EIGHT: u32 = 0x41000000u;
-const A_WORDS: u32 = (D + KBN) / 4u;
+const A_WORDS: u32 = (D + KBN) / CPW;
 const ST_WORDS: u32 = 4u + 2u * D;
 
 // ---- 64-bit helpers on (hi, lo) u32 pairs --------------------------------
@@ -365,7 +368,7 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     let f0 = B[tm + 2u];              // and replaced V tiles
     let f1 = B[tm + 3u];
     let ab = hq * A_WORDS;            // Q codes
-    let pb = ab + D / 4u;             // P codes
+    let pb = ab + D / CPW;            // P codes
     let sb = hq * ST_WORDS;
     let sl = XT[256u + 2u * kvh];     // scale_log2
     let vd = XT[256u + 2u * kvh + 1u]; // v_descale
@@ -388,7 +391,7 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             let tok = start + li;
             var s = NEG_INF;
             if (tok < U.tokens && tok >= U.win_lo) {
-                var kb = (kvh * U.tokens + tok) * (D / 4u);
+                var kb = (kvh * U.tokens + tok) * (D / CPW);
                 for (var e = e0; e < e1; e = e + 3u) {
                     if (B[e] == tok && B[e + 1u] == kvh) {
                         kb = B[e + 2u];
@@ -421,7 +424,11 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         // exp2P and castP: P_j = exp2((S_j - m_use) + 8), cast RNE satfinite.
         if (li < KBN) {
             let pj = f32_exp2(f32_add(f32_sub(WS[li], W_MUSE), EIGHT));
-            PC[li] = fp8_encode(pj, E_MBITS, E_EMIN, E_MAX, E_OVER, E_NAN, true);
+            if (CB == 16u) {
+                PC[li] = half_encode(pj, E_MBITS, E_EMIN, E_MAX + 1u);
+            } else {
+                PC[li] = fp8_encode(pj, E_MBITS, E_EMIN, E_MAX, E_OVER, E_NAN, true);
+            }
             WS[li] = pj;
         }
         workgroupBarrier();
@@ -433,7 +440,9 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             }
             W_L = f32_add(f32_mul(W_L, W_ALPHA), sum);
         }
-        if (li < KBN / 4u) {
+        if (CB == 16u && li < KBN / 2u) {
+            A[pb + li] = PC[2u * li] | (PC[2u * li + 1u] << 16u);
+        } else if (CB == 8u && li < KBN / 4u) {
             A[pb + li] = PC[4u * li] | (PC[4u * li + 1u] << 8u) | (PC[4u * li + 2u] << 16u) | (PC[4u * li + 3u] << 24u);
         }
         storageBarrier();
@@ -441,10 +450,10 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         // gemmPV with the promotion scheme.
         let alpha = W_ALPHA;
         if (li < D) {
-            var vb = U.k_words + (kvh * D + li) * U.v_stride + start / 4u;
+            var vb = U.k_words + (kvh * D + li) * U.v_stride + start / CPW;
             for (var f = f0; f < f1; f = f + 3u) {
                 if (B[f] == start && B[f + 1u] == kvh) {
-                    vb = B[f + 2u] + li * (KBN / 4u);
+                    vb = B[f + 2u] + li * (KBN / CPW);
                 }
             }
             if (PROMOTE == 0u) {
@@ -503,7 +512,8 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
 
 // ops applies one of the scalar functions above to the pairs in B, for the
 // tests: U.t0 selects f32_mul (0), f32_div (1), f32_exp2 (2, of the first
-// word), U.tokens is the number of pairs and U.win_lo the invocations per
+// word), half_encode (3: of the first word to bf16 if the second is 0, else
+// to f16), U.tokens is the number of pairs and U.win_lo the invocations per
 // row of the grid.
 @compute @workgroup_size(64)
 fn ops(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -521,8 +531,15 @@ fn ops(@builtin(global_invocation_id) gid: vec3<u32>) {
         case 1u: {
             r = f32_div(x, y);
         }
-        default: {
+        case 2u: {
             r = f32_exp2(x);
+        }
+        default: {
+            if (y == 0u) {
+                r = half_encode(x, 7u, -126, 0x7f80u);
+            } else {
+                r = half_encode(x, 10u, -14, 0x7c00u);
+            }
         }
     }
     ST[i] = r;

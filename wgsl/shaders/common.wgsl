@@ -174,3 +174,28 @@ fn fp8_encode(bits: u32, mbits: u32, emin: i32, maxCode: u32, overCode: u32, nan
     }
     return sign | code;
 }
+
+// half_encode converts float32 bits to a 16-bit code (bf16: mbits 7, emin
+// -126; f16: mbits 10, emin -14) with MBITS fraction bits, rounding to
+// nearest with ties to even, gradual underflow (a float32 subnormal rounds
+// to a bf16 subnormal) and overflow to ±inf (infCode, the largest finite
+// code + 1), as package fp8's Encode for bf16 and f16 (BF16FromFloat32,
+// x448/float16). A NaN keeps its sign and top fraction bits, quiet bit set.
+fn half_encode(bits: u32, mbits: u32, emin: i32, infCode: u32) -> u32 {
+    let sign = (bits >> 16u) & 0x8000u;
+    let abs = bits & 0x7fffffffu;
+    if (abs > 0x7f800000u) {
+        return sign | infCode | (1u << (mbits - 1u)) | ((abs & 0x7fffffu) >> (23u - mbits));
+    }
+    if (abs == 0x7f800000u) {
+        return sign | infCode;
+    }
+    let ex = i32(abs >> 23u);
+    var code: u32;
+    if (ex == 0) {
+        code = rne_code(abs, -126, mbits, emin); // m × 2^-149, no hidden bit
+    } else {
+        code = rne_code((abs & 0x7fffffu) | 0x800000u, ex - 127, mbits, emin);
+    }
+    return sign | min(code, infCode);
+}

@@ -17,6 +17,9 @@
 //   WIDE: bool     the sum needs 32 unsigned bits (separate sums of the
 //                  positive and negative terms)
 //   MMA_SYNC: bool the sm90 mma.sync emulation (two FP16 half steps + FADD)
+//   CB, CPW: u32   code bits (8, or 16 for tfdpa_step16) and codes a word
+//   IN_MBITS, IN_EMASK: u32, IN_BIAS: i32  fraction bits, exponent field
+//                  mask and bias of the input format (tfdpa_step16)
 //
 // The table tab[code] (built in Go from package fp8's decoding) packs what a
 // step needs of a code:
@@ -223,11 +226,144 @@ fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
     return round_rz(mag, neg, emax - EB2);
 }
 
+// code16 returns 16-bit code k of the word w (2 codes a word, code k in
+// bits 16(k mod 2)..).
+fn code16(w: u32, j: u32) -> u32 {
+    return (w >> (16u * j)) & 0xffffu;
+}
+
+// step_special16 is tfdpa_step16 when an input code or c is inf or NaN
+// (tensorcore-numerics.md §2.3), as step_special: any NaN, inf × 0, or +inf
+// with -inf give the canonical NaN; otherwise the infinity.
+fn step_special16(ba: u32, bb: u32, k0: u32, c: u32) -> u32 {
+    var nan = false;
+    var pinf = false;
+    var ninf = false;
+    if ((c & 0x7fffffffu) > 0x7f800000u) {
+        nan = true;
+    } else if ((c & 0x7fffffffu) == 0x7f800000u) {
+        pinf = (c >> 31u) == 0u;
+        ninf = !pinf;
+    }
+    let w0 = k0 >> 1u;
+    let fmask = (1u << IN_MBITS) - 1u;
+    for (var i = 0u; i < WPS; i = i + 1u) {
+        let wa = A[ba + w0 + i];
+        let wb = B[bb + w0 + i];
+        for (var j = 0u; j < 2u; j = j + 1u) {
+            let ca = code16(wa, j);
+            let cb = code16(wb, j);
+            let sa = ((ca >> IN_MBITS) & IN_EMASK) == IN_EMASK; // inf or NaN
+            let sb = ((cb >> IN_MBITS) & IN_EMASK) == IN_EMASK;
+            if ((sa && (ca & fmask) != 0u) || (sb && (cb & fmask) != 0u)) {
+                nan = true;
+            } else if (sa || sb) {
+                if ((ca & 0x7fffu) == 0u || (cb & 0x7fffu) == 0u) {
+                    nan = true;
+                } else if (((ca ^ cb) & 0x8000u) != 0u) {
+                    ninf = true;
+                } else {
+                    pinf = true;
+                }
+            }
+        }
+    }
+    if (nan || (pinf && ninf)) {
+        return NAN32;
+    }
+    if (pinf) {
+        return 0x7f800000u;
+    }
+    return 0xff800000u;
+}
+
+// tfdpa_step16 is tfdpa_step for 16-bit codes (bf16 or f16, CPW = 2): d =
+// T_FDPA(a[k0..k0+L), b[k0..k0+L), c) as accum's Params.Step computes it,
+// the L codes from word k0/2 on. The exponents are i32 in their own units
+// (a bf16 product spans 2^-266 .. 2^256, beyond any byte frame): a product
+// of significands sa·sb (< 2^22) has exponent Exp(a) + Exp(b) (subnormals
+// not renormalized); every element is a term, and a zero term (a zero code,
+// or c = ±0) has exponent EZERO, which is the largest when every nonzero
+// product lies below 2^EZERO (bf16 products can: 2^-70 · 2^-70). Terms are
+// truncated to F bits below the largest exponent: sa·sb << PSH < 2^27, c's
+// term < 2^26, and each sign's part of the sum of L terms stays below 2^32
+// (checked in Go), kept apart and subtracted at the end; one RZ conversion.
+fn tfdpa_step16(ba: u32, bb: u32, k0: u32, c: u32) -> u32 {
+    var ps: array<u32, NX>; // sign | sa·sb
+    var es: array<i32, NX>; // Exp(a) + Exp(b)
+    var emax = -100000;     // largest exponent of a nonzero term
+    let cexp = (c >> 23u) & 0xffu;
+    var zero = (c & 0x7fffffffu) == 0u;
+    var special = cexp == 0xffu;
+    let w0 = k0 >> 1u;
+    let fmask = (1u << IN_MBITS) - 1u;
+    let hidden = 1u << IN_MBITS;
+    for (var i = 0u; i < WPS; i = i + 1u) {
+        let wa = A[ba + w0 + i];
+        let wb = B[bb + w0 + i];
+        for (var j = 0u; j < 2u; j = j + 1u) {
+            let ca = code16(wa, j);
+            let cb = code16(wb, j);
+            let fa = (ca >> IN_MBITS) & IN_EMASK;
+            let fb = (cb >> IN_MBITS) & IN_EMASK;
+            special = special || fa == IN_EMASK || fb == IN_EMASK;
+            let p = ((ca & fmask) | select(hidden, 0u, fa == 0u)) * ((cb & fmask) | select(hidden, 0u, fb == 0u));
+            let e = i32(max(fa, 1u) + max(fb, 1u)) - 2 * IN_BIAS;
+            ps[2u * i + j] = (((ca ^ cb) << 16u) & SIGN_BIT) | p;
+            es[2u * i + j] = e;
+            if (p == 0u) {
+                zero = true;
+            } else {
+                emax = max(emax, e);
+            }
+        }
+    }
+    if (special) {
+        return step_special16(ba, bb, k0, c);
+    }
+    let cs = i32(max(cexp, 1u)) - 127;
+    let cnz = (c & 0x7fffffffu) != 0u;
+    if (cnz) {
+        emax = max(emax, cs);
+    }
+    if (zero) {
+        emax = max(emax, EZERO);
+    }
+    var pos = 0u;
+    var ngt = 0u;
+    if (cnz) {
+        let mc = (c & 0x7fffffu) | select(0u, 0x800000u, cexp != 0u);
+        let qc = (mc << CL) >> min(u32(emax - cs) + CR, 31u);
+        pos = select(qc, 0u, (c >> 31u) != 0u);
+        ngt = select(0u, qc, (c >> 31u) != 0u);
+    }
+    for (var i = 0u; i < NX; i = i + 1u) {
+        let x = ps[i];
+        let q = ((x & 0x7fffffffu) << PSH) >> min(u32(emax - es[i]), 31u);
+        let isneg = (x >> 31u) != 0u;
+        pos = pos + select(q, 0u, isneg);
+        ngt = ngt + select(0u, q, isneg);
+    }
+    let neg = ngt > pos;
+    let mag = select(pos - ngt, ngt - pos, neg);
+    if (mag == 0u) {
+        return 0u; // a zero sum is +0, whatever the terms' signs (H200)
+    }
+    return round_rz(mag, neg, emax);
+}
+
 // instruction runs one tensor-core instruction of 32 elements (fewer at the
 // end of K) on the accumulator c: 32/L chained steps, or, for the sm90
 // mma.sync emulation, two half steps from +0 (K mod 4 in {0,1}, then {2,3})
 // and an FP32 round-to-nearest-even add of c.
 fn instruction(ba: u32, bb: u32, k0: u32, k1: u32, c: u32) -> u32 {
+    if (CB == 16u) {
+        var d16 = c;
+        for (var ks = k0; ks < k1; ks = ks + L) {
+            d16 = tfdpa_step16(ba, bb, ks, d16);
+        }
+        return d16;
+    }
     if (MMA_SYNC) {
         var t = tfdpa_step(ba, bb, k0, k1, 0u, 0u);
         t = tfdpa_step(ba, bb, k0, k1, 2u, t);

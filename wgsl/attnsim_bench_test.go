@@ -1,0 +1,47 @@
+package wgsl
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// BenchmarkSimDecode times one SimDecode of a 16k-token context (head_dim
+// 128, 8 query heads over 2 KV heads, promotion never) per dtype, with
+// FA3's default kBlockN (e4m3 96, bf16 and f16 128) and with 128 for all, the cache and queries uploaded each time as SimDecode does; the
+// shader is compiled before the timer starts. products/s counts the
+// products of both GEMMs (2 · query heads · tokens · head_dim).
+func BenchmarkSimDecode(b *testing.B) {
+	r := testGPU(b)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		f   fp8.Format
+		kbn int
+	}{{fp8.FormatE4M3, 0}, {fp8.FormatE4M3, 128}, {fp8.FormatBF16, 0}, {fp8.FormatFP16, 0}} {
+		name := bc.f.String()
+		if bc.kbn > 0 {
+			name += fmt.Sprintf("-kbn%d", bc.kbn)
+		}
+		b.Run(name, func(b *testing.B) {
+			c := SimCase{Tokens: 16384, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: bc.f, KBlockN: bc.kbn}}
+			q, qs, kv, err := SimInputs(c, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.SimDecode(ctx, c.Cfg, q, qs, kv); err != nil { // compile
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := r.SimDecode(ctx, c.Cfg, q, qs, kv); err != nil {
+					b.Fatal(err)
+				}
+			}
+			products := float64(2 * c.Cfg.QHeads * c.Tokens * c.Cfg.HeadDim)
+			b.ReportMetric(products*float64(b.N)/b.Elapsed().Seconds(), "products/s")
+		})
+	}
+}
