@@ -1,9 +1,9 @@
 package experiments
 
 import (
-	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 // The cost estimates of the experiments (sim.Coster), one function each,
@@ -78,7 +78,7 @@ func (Needle) Cost(v sim.Values) sim.Cost {
 	var kernels, cpuDtypes int64
 	gpu := v.String("device") == deviceGPU
 	for _, r := range runs {
-		if gpu && r.spec == nil && (r.dtype == fp8.FormatE4M3 || r.dtype == fp8.FormatE5M2) {
+		if gpu && wgsl.SimDecodeSupports(attnNeedleFromValues(v).gpuConfig(r)) == nil {
 			continue // runs on the GPU: the CPU only packs the cache once per batch
 		}
 		kernels += int64(len(r.promotions))

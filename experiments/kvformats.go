@@ -49,8 +49,9 @@ format's largest value; static scales are computed on the haystack and the
 needle and sinks are stored with them. Per-token-head and block scales come
 from each token's own values.
 
-With -device gpu, every series whose MMA the WGSL simulator runs (e4m3 and
-e5m2: direct, dequantized to e4m3, Hopper or Blackwell) runs on the GPU,
+With -device gpu, every series whose MMA the WGSL simulator runs (e4m3, e5m2,
+bf16, f16: direct or dequantized, Hopper or Blackwell; not the native
+block-scaled series, nor tcgen05 bf16, which accum lacks) runs on the GPU,
 bit for bit with the CPU; the others stay on the CPU, and the run's notes
 list both.
 

@@ -21,7 +21,7 @@ const (
 func deviceParam() sim.Param {
 	return sim.Param{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
 		Doc: "where the kernels run: cpu (package attention) or gpu (the same arithmetic in WGSL through WebGPU, " +
-			"bit for bit, all trials of a haystack at once) for every series the WGSL simulator runs (e4m3/e5m2 MMA, head_dim 64/128/256); " +
+			"bit for bit, all trials of a haystack at once) for every series the WGSL simulator runs (e4m3, e5m2, bf16, f16 MMAs, head_dim 64/128/256, not the native block-scaled path); " +
 			"the other series, baselines with sinks and references stay on the CPU, and the run's notes say which series ran where"}
 }
 
@@ -46,7 +46,8 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 		nSeries += len(r.series)
 	}
 	// A run goes to the GPU when the WGSL simulator runs its configuration
-	// (wgsl.SimDecodeSupports: e4m3/e5m2 MMA, head_dim 64/128/256, ...);
+	// (wgsl.SimDecodeSupports: e4m3/e5m2/bf16/f16 MMA, head_dim 64/128/256,
+	// not block-scaled, ...);
 	// the others stay on the CPU.
 	onGPU := func(r attnNeedleRun) bool { return wgsl.SimDecodeSupports(t.gpuConfig(r)) == nil }
 	draws := make([]attnNeedleDraw, count)
