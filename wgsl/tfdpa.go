@@ -99,14 +99,11 @@ func newEmulation(name string) (*Emulation, error) {
 		if info.K != 32 || (p.L != 32 && p.L != 16) {
 			return nil, fmt.Errorf("wgsl: model %s has K=%d, L=%d: the WGSL kernel runs 32-element instructions of 16- or 32-product steps", name, info.K, p.L)
 		}
-		switch p.Rho {
-		case accum.RZFP32:
-			e.FB = 23
-		case accum.RZE8M13:
-			e.FB = 13
-		default:
-			return nil, fmt.Errorf("wgsl: model %s rounds %v: the WGSL kernel does RZ-FP32 and RZ-E8M13", name, p.Rho)
+		fb, err := resultBits(name, p.Rho)
+		if err != nil {
+			return nil, err
 		}
+		e.FB = fb
 		if p.F > 25 {
 			return nil, fmt.Errorf("wgsl: model %s keeps F=%d bits: the WGSL kernel allows F <= 25", name, p.F)
 		}
@@ -171,14 +168,11 @@ func emulation16(e *Emulation, info accum.Info) (*Emulation, error) {
 	if (info.K != 16 && info.K != 32) || info.K%p.L != 0 || (p.L != 8 && p.L != 16) {
 		return nil, fmt.Errorf("wgsl: model %s has K=%d, L=%d: the 16-bit WGSL step runs 16- or 32-element instructions of 8- or 16-product steps", e.Model, info.K, p.L)
 	}
-	switch p.Rho {
-	case accum.RZFP32:
-		e.FB = 23
-	case accum.RZE8M13:
-		e.FB = 13
-	default:
-		return nil, fmt.Errorf("wgsl: model %s rounds %v: the WGSL kernel does RZ-FP32 and RZ-E8M13", e.Model, p.Rho)
+	fb, err := resultBits(e.Model, p.Rho)
+	if err != nil {
+		return nil, err
 	}
+	e.FB = fb
 	mbits := e.In.FracBits()
 	if p.F > 25 || p.F < 2*mbits {
 		return nil, fmt.Errorf("wgsl: model %s keeps F=%d bits: the 16-bit WGSL step allows %d <= F <= 25", e.Model, p.F, 2*mbits)
@@ -445,4 +439,17 @@ func (r *Runner) Step(ctx context.Context, model string, in ChainInput) ([]float
 		return nil, fmt.Errorf("wgsl: one instruction has 32 elements, not %d", in.K)
 	}
 	return r.Chain(ctx, model, in, 0)
+}
+
+// resultBits is the fraction bits the WGSL step keeps for rounding rho:
+// 23 for RZ-FP32, 13 for RZ-E8M13; other roundings are an error naming
+// the model.
+func resultBits(model string, rho accum.Rounding) (int, error) {
+	switch rho {
+	case accum.RZFP32:
+		return 23, nil
+	case accum.RZE8M13:
+		return 13, nil
+	}
+	return 0, fmt.Errorf("wgsl: model %s rounds %v: the WGSL kernel does RZ-FP32 and RZ-E8M13", model, rho)
 }

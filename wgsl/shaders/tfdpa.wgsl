@@ -102,19 +102,35 @@ fn round_rz(mag: u32, neg: bool, emax: i32) -> u32 {
     return sign | (m << (23u - FB));
 }
 
+// c_special returns what c brings to a step with a special value: (NaN,
+// +inf, -inf).
+fn c_special(c: u32) -> vec3<bool> {
+    let m = c & 0x7fffffffu;
+    let inf = m == 0x7f800000u;
+    return vec3<bool>(m > 0x7f800000u, inf && (c >> 31u) == 0u, inf && (c >> 31u) != 0u);
+}
+
+// special_result is the result of a step with a special value, given
+// whether it met a NaN (or inf × 0), +inf and -inf: the canonical NaN for a
+// NaN or +inf with -inf, otherwise the infinity.
+fn special_result(nan: bool, pinf: bool, ninf: bool) -> u32 {
+    if (nan || (pinf && ninf)) {
+        return NAN32;
+    }
+    if (pinf) {
+        return 0x7f800000u;
+    }
+    return 0xff800000u;
+}
+
 // step_special is the step when an input code or c is inf or NaN
 // (tensorcore-numerics.md §2.3): any NaN, inf × 0, or +inf with -inf give the
 // canonical NaN; otherwise the infinity.
 fn step_special(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
-    var nan = false;
-    var pinf = false;
-    var ninf = false;
-    if ((c & 0x7fffffffu) > 0x7f800000u) {
-        nan = true;
-    } else if ((c & 0x7fffffffu) == 0x7f800000u) {
-        pinf = (c >> 31u) == 0u;
-        ninf = !pinf;
-    }
+    let cs = c_special(c);
+    var nan = cs.x;
+    var pinf = cs.y;
+    var ninf = cs.z;
     for (var k = k0; k < k1; k = k + 1u) {
         if (!in_lanes(k, lane0)) {
             continue;
@@ -135,13 +151,7 @@ fn step_special(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
             }
         }
     }
-    if (nan || (pinf && ninf)) {
-        return NAN32;
-    }
-    if (pinf) {
-        return 0x7f800000u;
-    }
-    return 0xff800000u;
+    return special_result(nan, pinf, ninf);
 }
 
 // tfdpa_step returns d = T_FDPA(a[k0..k1), b[k0..k1), c) over the byte lanes
@@ -236,15 +246,10 @@ fn code16(w: u32, j: u32) -> u32 {
 // (tensorcore-numerics.md §2.3), as step_special: any NaN, inf × 0, or +inf
 // with -inf give the canonical NaN; otherwise the infinity.
 fn step_special16(ba: u32, bb: u32, k0: u32, c: u32) -> u32 {
-    var nan = false;
-    var pinf = false;
-    var ninf = false;
-    if ((c & 0x7fffffffu) > 0x7f800000u) {
-        nan = true;
-    } else if ((c & 0x7fffffffu) == 0x7f800000u) {
-        pinf = (c >> 31u) == 0u;
-        ninf = !pinf;
-    }
+    let cs = c_special(c);
+    var nan = cs.x;
+    var pinf = cs.y;
+    var ninf = cs.z;
     let w0 = k0 >> 1u;
     let fmask = (1u << IN_MBITS) - 1u;
     for (var i = 0u; i < WPS; i = i + 1u) {
@@ -268,13 +273,7 @@ fn step_special16(ba: u32, bb: u32, k0: u32, c: u32) -> u32 {
             }
         }
     }
-    if (nan || (pinf && ninf)) {
-        return NAN32;
-    }
-    if (pinf) {
-        return 0x7f800000u;
-    }
-    return 0xff800000u;
+    return special_result(nan, pinf, ninf);
 }
 
 // tfdpa_step16 is tfdpa_step for 16-bit codes (bf16 or f16, CPW = 2): d =
