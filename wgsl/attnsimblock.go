@@ -152,10 +152,11 @@ func (s *simBlock) tables() []uint32 {
 
 // blockTilesPerDispatch is tilesPerDispatch for the block-scaled path: a
 // step loops at most 3·K + 4 times (terms, max exponent, sum), the P
-// quantization 3·Block.
+// quantization of a block 3·Block times plus f32_div's 26 per element and
+// for the NVFP4 scale.
 func (p *simPlan) blockTilesPerDispatch() int {
 	s := p.blk
-	tile := (p.d/s.k+p.kbn/s.k)*(3*s.k+4) + 2*p.kbn + 8 + 3*s.b + p.maxTok + p.maxTiles
+	tile := (p.d/s.k+p.kbn/s.k)*(3*s.k+4) + 2*p.kbn + 8 + 3*s.b + 26*(s.b+1) + p.maxTok + p.maxTiles
 	return max(1, (loopBudget-256/p.wg()-64)/tile)
 }
 
