@@ -34,6 +34,14 @@ import (
 // cfg.Float64. The query's cast to the dtype (q / q_descale, the
 // quantization before the kernel) is done on the host with package fp8.
 //
+// A block-scaled cache (attention's PathBlockScaled: mxfp8, nvfp4, mxfp4)
+// runs natively: both GEMMs through its tcgen05 block-scaled instruction
+// (empty models: attention.BlockScaledModel of the format; the dtype is the
+// element format, e4m3 or e2m1), K's and V's block scales read from the
+// cache, Q block-quantized on the host (attention.QuantizeBlock), P per
+// block of 32/16 tokens of the tile in the shader, kBlockN FA3's fp8 one
+// rounded up to the instruction's K (see attnsimblock.go).
+//
 // Everything the kernel computes is integer arithmetic on FP32 and FP8 bit
 // patterns, so that no driver can contract, reassociate or flush it: both
 // GEMMs through the T-FDPA functions of tfdpa.wgsl (the same instructions
@@ -154,7 +162,12 @@ func scaleAt(s []float32, h int) float32 {
 // limits of SimDecode's doc). HeadDim, KVHeads and DType must be set (they
 // are not taken from a cache here); empty models are the dtype's sm90
 // wgmma model. A cache of that head_dim, heads and dtype, with per-tensor
-// or per-head scales, is then accepted too.
+// or per-head scales, is then accepted too. A block-scaled instruction
+// (sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32, sm100.tcgen05.mxf4.f32,
+// sm100.tcgen05.mxf4nvf4.ue4m3.f32, or another reading the same element
+// format, scale format and block) with its element format as dtype, or
+// dtype e2m1 with empty models, names the native path: a block-scaled
+// cache of that instruction's format is accepted.
 func SimDecodeSupports(cfg attention.Config) error {
 	if cfg.QHeads == 0 {
 		cfg.QHeads = cfg.KVHeads

@@ -28,6 +28,15 @@
 // row's state (m, l, acc_scale, O, O_tc) lives in ST between dispatches, so
 // that no invocation runs into lavapipe's loop limit.
 //
+// Block-scaled caches (BLK, attnblock.wgsl): both GEMMs run bs_step, K
+// codes and scales as a block-scaled instruction reads them; A holds each
+// row's Q and P scales after the codes (one a word), B K's scales
+// [kv_head][token][D/BB] at U.k_scales and V's token-block scales
+// [kv_head][D][padded tokens/BB] at U.v_scales; P is quantized per block of
+// BB tokens by bs_quant_p instead of the cast. A replaced token's K scales
+// follow its K codes; a replaced V tile's scales ([D][KBN/BB]) follow its
+// codes.
+//
 // Trials: every trial has its own query and may replace a few tokens of the
 // shared cache (a needle, attention sinks) without a copy of it. Its
 // replacements are listed in B after the cache (U.ov_meta): per trial the
