@@ -312,6 +312,15 @@ func TestSimDecodeBlockSupports(t *testing.T) {
 	if _, err := planSim(attention.Config{QKModel: "sm90.wgmma.e4m3.f32", PVModel: "sm90.wgmma.e4m3.f32"}, nil, mx, []SimTrial{{Q: q}}); err == nil {
 		t.Error("an e4m3 wgmma model on an mxfp4 cache: no error")
 	}
+	if _, err := SimTokenOf(mx, 40, 0); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("SimTokenOf past the cache: %v", err)
+	}
+	if _, err := SimTokenOf(nil, 0, 0); err == nil {
+		t.Error("SimTokenOf of no cache: no error")
+	}
+	if tk, err := SimTokenOf(mx, 39, 0); err != nil || len(tk.KScales) != 2 || len(tk.VScales) != 64 || len(tk.VBlock) != 64*32 {
+		t.Errorf("SimTokenOf of the last token: %d K scales, %d V scales, %d V block codes, %v", len(tk.KScales), len(tk.VScales), len(tk.VBlock), err)
+	}
 	k, v := mx.TokenCodes(3, 0)
 	if _, err := planSim(attention.Config{}, nil, mx, []SimTrial{{Q: q, Tokens: []SimToken{{Pos: 3, K: k, V: v}}}}); err == nil || !strings.Contains(err.Error(), "SimTokenOf") {
 		t.Errorf("a block token without scales: %v", err)
