@@ -117,13 +117,13 @@ func (p *simPlan) blockConsts() []constDecl {
 	if s == nil {
 		return []constDecl{cBool("BLK", false), cU32("BK", 32), cU32("BB", 32), cU32("BF", 25), cI32("BEZERO", 0),
 			cU32("BFE", 3), cU32("BFS", 0), cU32("BGROUP", 0), cBool("BNV", false), cBool("BE4M3", true), cI32("BEMAX", 8),
-			cU32("BSNAN", 0xff), cU32("BT", 0), cU32("A_SCALES", 0), cRaw(attnBlockWGSL())}
+			cU32("BSNAN", 0xff), cU32("BT", 0), cU32("A_SCALES", 0), cU32("BTAB_N", 1), cRaw(attnBlockWGSL())}
 	}
 	info := s.em.info
 	return []constDecl{cBool("BLK", true), cU32("BK", s.k), cU32("BB", s.b), cU32("BF", info.F), cI32("BEZERO", info.EZero),
 		cU32("BFE", s.elem.FracBits()), cU32("BFS", s.scale.FracBits()), cU32("BGROUP", info.Group),
 		cBool("BNV", s.scale == fp8.FormatUE4M3), cBool("BE4M3", s.elem == fp8.FormatE4M3), cI32("BEMAX", s.elem.Emax()),
-		cU32("BSNAN", int(s.scale.MaxCode())+1), cU32("BT", 256+2*p.kvHeads), cU32("A_SCALES", p.d/s.b+p.kbn/s.b), cRaw(attnBlockWGSL())}
+		cU32("BSNAN", int(s.scale.MaxCode())+1), cU32("BT", 256+2*p.kvHeads), cU32("A_SCALES", p.d/s.b+p.kbn/s.b), cU32("BTAB_N", 768), cRaw(attnBlockWGSL())}
 }
 
 // attnBlockWGSL is attnblock.wgsl (its functions read attnsim.wgsl's
@@ -156,7 +156,7 @@ func (s *simBlock) tables() []uint32 {
 // for the NVFP4 scale.
 func (p *simPlan) blockTilesPerDispatch() int {
 	s := p.blk
-	tile := (p.d/s.k+p.kbn/s.k)*(3*s.k+4) + 2*p.kbn + 8 + 3*s.b + 26*(s.b+1) + p.maxTok + p.maxTiles
+	tile := (p.d/s.k+p.kbn/s.k)*(3*s.k+4) + 768/p.wg() + 2*p.kbn + 8 + 3*s.b + 26*(s.b+1) + p.maxTok + p.maxTiles
 	return max(1, (loopBudget-256/p.wg()-64)/tile)
 }
 

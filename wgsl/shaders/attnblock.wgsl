@@ -103,6 +103,10 @@ struct BsTerm {
 
 var<private> bs_terms: array<BsTerm, 65>;
 
+// BTAB: the tables at XT[BT:] in workgroup memory (BTAB_N = 768 on the
+// block-scaled path, 1 otherwise); decode loads them.
+var<workgroup> BTAB: array<u32, BTAB_N>;
+
 fn bs_code_a(w: u32, i: u32) -> u32 { return (A[w + i / 4u] >> (8u * (i % 4u))) & 0xffu; }
 fn bs_code_b(w: u32, i: u32) -> u32 { return (B[w + i / 4u] >> (8u * (i % 4u))) & 0xffu; }
 
@@ -120,8 +124,8 @@ fn bs_step(aw: u32, bw: u32, sa: u32, sb: u32, c: u32) -> u32 {
             var s4 = 0i;
             var all_zero = true;
             for (var i = g; i < g + BGROUP; i = i + 1u) {
-                let pa = XT[BT + bs_code_a(aw, i)];
-                let pb = XT[BT + bs_code_b(bw, i)];
+                let pa = BTAB[bs_code_a(aw, i)];
+                let pb = BTAB[bs_code_b(bw, i)];
                 if (bs_zero(pa) || bs_zero(pb)) {
                     continue;
                 }
@@ -133,8 +137,8 @@ fn bs_step(aw: u32, bw: u32, sa: u32, sb: u32, c: u32) -> u32 {
                 s4 = s4 + v;
             }
             let blk = g / BB;
-            let s0 = XT[BT + 256u + (A[sa + blk] & 0xffu)];
-            let s1 = XT[BT + 256u + (B[sb + blk] & 0xffu)];
+            let s0 = BTAB[256u + (A[sa + blk] & 0xffu)];
+            let s1 = BTAB[256u + (B[sb + blk] & 0xffu)];
             if (bs_nan(s0) || bs_nan(s1)) {
                 nan = true;
                 continue;
@@ -151,28 +155,30 @@ fn bs_step(aw: u32, bw: u32, sa: u32, sb: u32, c: u32) -> u32 {
             n = n + 1u;
         }
     } else {
-        for (var i = 0u; i < BK; i = i + 1u) {
-            let pa = XT[BT + bs_code_a(aw, i)];
-            let pb = XT[BT + bs_code_b(bw, i)];
-            var t = BsTerm(bs_negf(pa) != bs_negf(pb), bs_m(pa) * bs_m(pb), bs_e(pa) + bs_e(pb), 2u * BFE);
+        // Per block: its two scales (a NaN scale makes every product of
+        // the block NaN), then its products.
+        for (var blk = 0u; blk < BK / BB; blk = blk + 1u) {
+          let s0 = BTAB[256u + (A[sa + blk] & 0xffu)];
+          let s1 = BTAB[256u + (B[sb + blk] & 0xffu)];
+          if (bs_nan(s0) || bs_nan(s1)) {
+              nan = true;
+              continue;
+          }
+          let szero = bs_zero(s0) || bs_zero(s1);
+          let sm = bs_m(s0) * bs_m(s1);
+          let se = bs_e(s0) + bs_e(s1);
+          for (var i = blk * BB; i < blk * BB + BB; i = i + 1u) {
+            let pa = BTAB[bs_code_a(aw, i)];
+            let pb = BTAB[bs_code_b(bw, i)];
+            var t = BsTerm(bs_negf(pa) != bs_negf(pb), bs_m(pa) * bs_m(pb) * sm, bs_e(pa) + bs_e(pb) + se, 2u * BFE + 2u * BFS);
             var zero = bs_zero(pa) || bs_zero(pb);
-            let blk = i / BB;
-            let s0 = XT[BT + 256u + (A[sa + blk] & 0xffu)];
-            let s1 = XT[BT + 256u + (B[sb + blk] & 0xffu)];
-            if (bs_nan(s0) || bs_nan(s1)) {
-                nan = true;
-                continue;
-            }
-            if (bs_zero(s0) || bs_zero(s1)) {
+            if (szero) {
                 if (bs_inf(pa) || bs_inf(pb)) {
                     nan = true;
                     continue;
                 }
                 zero = true;
             }
-            t.m = t.m * bs_m(s0) * bs_m(s1);
-            t.frac = t.frac + 2u * BFS;
-            t.e = t.e + bs_e(s0) + bs_e(s1);
             if (bs_nan(pa) || bs_nan(pb)) {
                 nan = true;
                 continue;
@@ -193,6 +199,7 @@ fn bs_step(aw: u32, bw: u32, sa: u32, sb: u32, c: u32) -> u32 {
             }
             bs_terms[n] = t;
             n = n + 1u;
+          }
         }
     }
     let cabs = c & 0x7fffffffu;
@@ -279,7 +286,7 @@ fn bs_quant_p(j0: u32) -> u32 {
     if (BNV) {
         let c6 = fp8_encode(f32_div(amax, 0x40c00000u), 3u, -6, 0x7eu, 0x7eu, 0x7fu, true);
         code = c6;
-        s = XT[BT + 512u + c6]; // the ue4m3 value as f32 bits
+        s = BTAB[512u + c6]; // the ue4m3 value as f32 bits
     } else if (amax != 0u) {
         var e: i32;
         if ((amax >> 23u) == 0u) {

@@ -390,6 +390,11 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     for (var i = li; i < 256u; i = i + WG) {
         T[i] = tab[i];
     }
+    if (BLK) {
+        for (var i = li; i < BTAB_N; i = i + WG) {
+            BTAB[i] = XT[BT + i];
+        }
+    }
     let hq = wid.x;                   // trial * QHEADS + query head
     let trial = hq / QHEADS;
     let kvh = (hq % QHEADS) / GROUP;
