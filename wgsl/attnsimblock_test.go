@@ -20,7 +20,8 @@ type blockCase struct {
 	tokens     int
 	cfg        attention.Config
 	promotions []int
-	special    bool // NaN and ±inf in some blocks of K and V
+	qScale     []float32 // q_descale (nil: 1)
+	special    bool      // NaN and ±inf in some blocks of K and V
 	trials     bool // trials with replaced tokens
 }
 
@@ -65,7 +66,8 @@ func blockInputs(t testing.TB, c blockCase, seed uint64) (q []float32, kv *atten
 // SimDecode runs block-scaled caches (mxfp8, nvfp4, mxfp4) with the
 // format's tcgen05 instruction for both GEMMs bit for bit as
 // attention.RunPromotions: several promotion schemes, GQA, a window, NaN
-// and ±inf blocks, an NVFP4 tensor scale, contexts that take several
+// and ±inf blocks, an NVFP4 tensor scale, q_descale per tensor and per KV
+// head, head_dim 64, 128 and 256, contexts that take several
 // dispatches, and trials whose replaced tokens re-quantize V's token
 // blocks.
 func TestSimDecodeBlock(t *testing.T) {
@@ -73,11 +75,11 @@ func TestSimDecodeBlock(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []blockCase{
 		{name: "mxfp8 hd64 gqa4 specials", format: attention.KVMXFP8, tokens: 1000,
-			cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8}, promotions: []int{0, 1, 3}, special: true},
-		{name: "mxfp8 hd128 window 700 trials", format: attention.KVMXFP8, tokens: 1100,
-			cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 4, KBlockN: 128, Window: 700}, promotions: []int{2}, trials: true},
+			cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8}, promotions: []int{0, 3}, special: true},
+		{name: "mxfp8 hd256 window 700 trials q_descale", format: attention.KVMXFP8, tokens: 1100,
+			cfg: attention.Config{HeadDim: 256, KVHeads: 2, QHeads: 4, KBlockN: 128, Window: 700}, promotions: []int{2}, qScale: []float32{0.5, 3}, trials: true},
 		{name: "nvfp4 amax hd64 gqa2 specials", format: attention.KVNVFP4, scale: attention.ScaleAmax, tokens: 800,
-			cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4}, promotions: []int{0, 1, 4}, special: true},
+			cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4}, promotions: []int{1, 4}, qScale: []float32{0.25}, special: true},
 		{name: "nvfp4 hd128 window 500 trials", format: attention.KVNVFP4, tokens: 900,
 			cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 2, Window: 500}, promotions: []int{1}, trials: true},
 		{name: "mxfp4 hd64 gqa2 specials", format: attention.KVMXFP4, tokens: 1000,
@@ -97,13 +99,13 @@ func TestSimDecodeBlock(t *testing.T) {
 		for _, prom := range c.promotions {
 			cfg := c.cfg
 			cfg.Promotion = prom
-			w, err := attention.RunPromotions(ctx, cfg, []int{prom}, q, nil, kv)
+			w, err := attention.RunPromotions(ctx, cfg, []int{prom}, q, c.qScale, kv)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
 			want = append(want, w[0])
 		}
-		p, err := planSim(c.cfg, nil, kv, []SimTrial{{Q: q}})
+		p, err := planSim(c.cfg, c.qScale, kv, []SimTrial{{Q: q}})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -111,7 +113,7 @@ func TestSimDecodeBlock(t *testing.T) {
 		for pi, prom := range c.promotions {
 			cfg := c.cfg
 			cfg.Promotion = prom
-			got, err := r.SimDecode(ctx, cfg, q, nil, kv)
+			got, err := r.SimDecode(ctx, cfg, q, c.qScale, kv)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
@@ -222,7 +224,7 @@ func checkBlockTrials(t *testing.T, r *Runner, c blockCase, q0 []float32, kv *at
 	for _, prom := range c.promotions {
 		cfg := c.cfg
 		cfg.Promotion = prom
-		got, err := r.SimDecodeTrials(ctx, cfg, nil, kv, trials)
+		got, err := r.SimDecodeTrials(ctx, cfg, c.qScale, kv, trials)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -233,11 +235,11 @@ func checkBlockTrials(t *testing.T, r *Runner, c blockCase, q0 []float32, kv *at
 					t.Fatal(err)
 				}
 			}
-			want, err := attention.Run(ctx, cfg, tr.Q, nil, patched)
+			want, err := attention.Run(ctx, cfg, tr.Q, c.qScale, patched)
 			if err != nil {
 				t.Fatal(err)
 			}
-			plain, err := attention.Run(ctx, cfg, tr.Q, nil, kv)
+			plain, err := attention.Run(ctx, cfg, tr.Q, c.qScale, kv)
 			if err != nil {
 				t.Fatal(err)
 			}
