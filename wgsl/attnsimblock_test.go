@@ -22,7 +22,7 @@ type blockCase struct {
 	promotions []int
 	qScale     []float32 // q_descale (nil: 1)
 	special    bool      // NaN and ±inf in some blocks of K and V
-	trials     bool // trials with replaced tokens
+	trials     bool      // trials with replaced tokens
 }
 
 // blockInputs draws normal Q, K and V (V with a mean, a few large
