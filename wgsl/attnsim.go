@@ -182,7 +182,9 @@ func SimDecodeSupports(cfg attention.Config) error {
 
 // simConfig checks what SimDecode needs of cfg alone, calling bad for each
 // limit passed, and returns the emulation of its model (nil when bad was
-// called for it).
+// called for it), or on the block-scaled path (a block-scaled instruction,
+// or dtype e2m1 with empty models) nil and the instruction (nil for empty
+// models: the cache's).
 func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulation, *simBlock) {
 	if cfg.HeadDim != 64 && cfg.HeadDim != 128 && cfg.HeadDim != 256 {
 		bad("head_dim %d is not one of 64, 128, 256", cfg.HeadDim)
@@ -193,6 +195,9 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulat
 	qk, pv := cfg.QKModel, cfg.PVModel
 	blk, blkErr := simBlockOf(qk)
 	if blkErr == nil || (qk == "" && cfg.DType == fp8.FormatE2M1) {
+		if pv == "" && blk != nil { // as attention: an empty model is the format's instruction
+			pv, _ = attention.BlockScaledModel(blk.format())
+		}
 		simCommon(cfg, bad)
 		switch {
 		case qk != pv:

@@ -272,6 +272,10 @@ func TestSimDecodeBlockSupports(t *testing.T) {
 		if err := SimDecodeSupports(cfg); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+		cfg.PVModel = "" // the format's instruction, as attention reads it
+		if err := SimDecodeSupports(cfg); err != nil {
+			t.Errorf("%s for QK, empty PV: %v", name, err)
+		}
 		cfg.QKModel, cfg.PVModel = "", ""
 		if f.Elem().String() == "e2m1" {
 			if err := SimDecodeSupports(cfg); err != nil {
@@ -287,6 +291,7 @@ func TestSimDecodeBlockSupports(t *testing.T) {
 		want []string
 	}{
 		{"e2m1 dtype, mxfp8 model", attention.Config{HeadDim: 128, KVHeads: 1, DType: attention.KVMXFP4.Elem(), QKModel: mx8, PVModel: mx8}, []string{"reads e4m3", "dtype is e2m1"}},
+		{"sm120 QK, empty PV (sm100's)", attention.Config{HeadDim: 128, KVHeads: 1, DType: attention.KVMXFP8.Elem(), QKModel: "sm120.mma.sync.mxf8f6f4.e4m3.e4m3.f32"}, []string{"differ"}},
 		{"block and plain models", attention.Config{HeadDim: 128, KVHeads: 1, DType: attention.KVMXFP8.Elem(), QKModel: mx8, PVModel: "sm90.wgmma.e4m3.f32"}, []string{"differ"}},
 		{"nvfp4 with sinks", attention.Config{HeadDim: 64, KVHeads: 1, DType: attention.KVNVFP4.Elem(), QKModel: nv4, PVModel: nv4, Sinks: []float64{1}}, []string{"sinks"}},
 	} {
