@@ -830,7 +830,9 @@ type SimCase struct {
 // 128, per-tensor and per-head scales, a partial last tile, a window, e4m3
 // caches and bf16 and f16 ones (sm90 wgmma, sm100 mma.sync and tcgen05
 // models);
-// and, when maxTokens reaches them, 32k and 128k tokens.
+// and, when maxTokens reaches them, 16k-token block-scaled caches (mxfp8,
+// nvfp4, mxfp4 read natively by their tcgen05 instruction), 32k and 128k
+// tokens.
 func SimCases(maxTokens int) []SimCase {
 	cases := []SimCase{
 		{"hd128 gqa4 never kbn96", 8192, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, false, 1},
@@ -856,6 +858,15 @@ func SimCases(maxTokens int) []SimCase {
 		{"hd128 gqa4 never kbn96 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, true, 1},
 		{"hd128 gqa4 every-tile kbn128 long", 131072, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1}, false, 2},
 		{"bf16 hd128 gqa4 every-4 kbn128 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}, false, 1},
+		// Block-scaled caches read natively (SimInputs builds the cache of
+		// the instruction's format): 16k tokens, so that only a GPU's
+		// gpucheck runs them (lavapipe's are TestSimDecodeBlock).
+		{"mxfp8 native hd128 gqa4 every-4 long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, Promotion: 4, DType: fp8.FormatE4M3,
+			QKModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", PVModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32"}, true, 1},
+		{"nvfp4 native hd128 gqa4 never long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: fp8.FormatE2M1,
+			QKModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32", PVModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32"}, false, 2},
+		{"mxfp4 native hd64 gqa4 every-tile window 9000 long", 16384, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 1, Window: 9000, DType: fp8.FormatE2M1,
+			QKModel: "sm100.tcgen05.mxf4.f32", PVModel: "sm100.tcgen05.mxf4.f32"}, false, 1},
 	} {
 		if c.Tokens <= maxTokens {
 			out = append(out, c)
@@ -865,8 +876,10 @@ func SimCases(maxTokens int) []SimCase {
 }
 
 // SimInputs draws a random decode problem for c (normal Q, K, V; seeded;
-// a cache of c.Cfg.DType, e4m3 when unset, with SatFinite) and returns the
-// queries, their descales and the quantized cache.
+// a cache of c.Cfg.DType, e4m3 when unset, with SatFinite; when
+// c.Cfg.QKModel is a block-scaled instruction, a PathBlockScaled cache of
+// its format) and returns the queries, their descales and the quantized
+// cache.
 func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, err error) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	d, kvh, qh := c.Cfg.HeadDim, max(c.Cfg.KVHeads, 1), max(c.Cfg.QHeads, c.Cfg.KVHeads, 1)
@@ -899,6 +912,16 @@ func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, e
 			vs = append(vs, amax(v, h, kvh*d))
 			qScale = append(qScale, amax(q, h*(qh/kvh), qh*d)) // one query head of the group
 		}
+	}
+	if blk, err := simBlockOf(c.Cfg.QKModel); err == nil {
+		// A block-scaled cache of the instruction's format (NVFP4 with the
+		// amax tensor scale); per-head scales give Q's descales only.
+		spec := attention.KVSpec{Format: blk.format(), Path: attention.PathBlockScaled}
+		if spec.Format == attention.KVNVFP4 {
+			spec.Scale = attention.ScaleAmax
+		}
+		kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: c.Tokens, Heads: kvh, KDim: d, VDim: d}, spec)
+		return q, qScale, kv, err
 	}
 	dtype := c.Cfg.DType
 	if dtype == fp8.FormatInvalid {
