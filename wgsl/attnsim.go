@@ -34,6 +34,14 @@ import (
 // cfg.Float64. The query's cast to the dtype (q / q_descale, the
 // quantization before the kernel) is done on the host with package fp8.
 //
+// A block-scaled cache (attention's PathBlockScaled: mxfp8, nvfp4, mxfp4)
+// runs natively: both GEMMs through its tcgen05 block-scaled instruction
+// (empty models: attention.BlockScaledModel of the format; the dtype is the
+// element format, e4m3 or e2m1), K's and V's block scales read from the
+// cache, Q block-quantized on the host (attention.QuantizeBlock), P per
+// block of 32/16 tokens of the tile in the shader, kBlockN FA3's fp8 one
+// rounded up to the instruction's K (see attnsimblock.go).
+//
 // Everything the kernel computes is integer arithmetic on FP32 and FP8 bit
 // patterns, so that no driver can contract, reassociate or flush it: both
 // GEMMs through the T-FDPA functions of tfdpa.wgsl (the same instructions
@@ -82,9 +90,19 @@ type SimTrial struct {
 // SimToken replaces token Pos of KV head Head by the codes K and V
 // (HeadDim each, in the cache's format, as attention.KV.TokenCodes gives
 // them).
+//
+// On a block-scaled cache (mxfp8, nvfp4, mxfp4) a token also carries the
+// scales it changes: KScales, its HeadDim/Block K scale codes, and, since
+// writing a token re-quantizes V's block of Block consecutive tokens
+// holding it, that block: VBlock, per channel its Block element codes
+// (channel-major), and VScales, per channel its scale code. [SimTokenOf]
+// reads all of it from a cache with the token written in.
 type SimToken struct {
 	Pos, Head int
 	K, V      []uint16
+	KScales   []uint8
+	VBlock    []uint8
+	VScales   []uint8
 }
 
 // SimDecodeTrials runs len(trials) decodes at once over the shared cache kv:
@@ -120,6 +138,7 @@ const maxSimTokens = 256
 type simPlan struct {
 	cfg                 attention.Config
 	e                   *Emulation
+	blk                 *simBlock // the block-scaled path, or nil
 	d, kbn, group       int
 	qHeads, kvHeads     int
 	tokens              int
@@ -143,7 +162,12 @@ func scaleAt(s []float32, h int) float32 {
 // limits of SimDecode's doc). HeadDim, KVHeads and DType must be set (they
 // are not taken from a cache here); empty models are the dtype's sm90
 // wgmma model. A cache of that head_dim, heads and dtype, with per-tensor
-// or per-head scales, is then accepted too.
+// or per-head scales, is then accepted too. A block-scaled instruction
+// (sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32, sm100.tcgen05.mxf4.f32,
+// sm100.tcgen05.mxf4nvf4.ue4m3.f32, or another reading the same element
+// format, scale format and block) with its element format as dtype, or
+// dtype e2m1 with empty models, names the native path: a block-scaled
+// cache of that instruction's format is accepted.
 func SimDecodeSupports(cfg attention.Config) error {
 	if cfg.QHeads == 0 {
 		cfg.QHeads = cfg.KVHeads
@@ -158,21 +182,65 @@ func SimDecodeSupports(cfg attention.Config) error {
 
 // simConfig checks what SimDecode needs of cfg alone, calling bad for each
 // limit passed, and returns the emulation of its model (nil when bad was
-// called for it).
-func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulation {
+// called for it), or on the block-scaled path (a block-scaled instruction,
+// or dtype e2m1 with empty models) nil and the instruction (nil for empty
+// models: the cache's).
+func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulation, *simBlock) {
 	if cfg.HeadDim != 64 && cfg.HeadDim != 128 && cfg.HeadDim != 256 {
 		bad("head_dim %d is not one of 64, 128, 256", cfg.HeadDim)
 	}
 	if cfg.KVHeads < 1 || cfg.QHeads < 1 || cfg.QHeads%cfg.KVHeads != 0 {
 		bad("%d query heads is not a positive multiple of %d KV heads", cfg.QHeads, cfg.KVHeads)
 	}
+	qk, pv := cfg.QKModel, cfg.PVModel
+	blk, blkErr := simBlockOf(qk)
+	if blkErr == nil || (qk == "" && cfg.DType == fp8.FormatE2M1) {
+		if pv == "" && blk != nil { // as attention: an empty model is the format's instruction
+			pv, _ = attention.BlockScaledModel(blk.format())
+		}
+		simCommon(cfg, bad)
+		switch {
+		case qk != pv:
+			bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
+		case blk == nil: // e2m1 with the cache's instruction
+		case blk.elem != cfg.DType:
+			bad("model %s reads %s, the dtype is %s", qk, blk.elem, cfg.DType)
+		case cfg.HeadDim%blk.k != 0:
+			bad("head_dim %d is not a multiple of %s's K = %d", cfg.HeadDim, qk, blk.k)
+		}
+		return nil, blk
+	}
 	var dtypeOK bool
 	switch cfg.DType {
 	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16:
 		dtypeOK = true
 	default:
-		bad("dtype %s: the WGSL simulator reads e4m3, e5m2, bf16 or f16", cfg.DType)
+		bad("dtype %s: the WGSL simulator reads e4m3, e5m2, bf16 or f16, or e4m3/e2m1 block-scaled caches with a block-scaled instruction (%v)", cfg.DType, simBlockModels())
 	}
+	simCommon(cfg, bad)
+	if qk == "" {
+		qk = attention.DefaultModel(cfg.DType)
+	}
+	if pv == "" {
+		pv = attention.DefaultModel(cfg.DType)
+	}
+	switch em, err := simEmulation(qk); {
+	case qk != pv:
+		bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
+	case err != nil:
+		if dtypeOK || qk != "" {
+			bad("%v", err)
+		}
+	case em.In != cfg.DType:
+		bad("model %s reads %s, the dtype is %s", qk, em.In, cfg.DType)
+	default:
+		return em, nil
+	}
+	return nil, nil
+}
+
+// simCommon checks the limits of cfg that do not depend on the dtype.
+func simCommon(cfg attention.Config, bad func(format string, a ...any)) {
 	if cfg.Float64 {
 		bad("Float64 mode is not run on the GPU")
 	}
@@ -198,26 +266,6 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) *Emulati
 	if len(cfg.Positions) > 1 {
 		bad("%d query positions: decode is one query at the last position", len(cfg.Positions))
 	}
-	qk, pv := cfg.QKModel, cfg.PVModel
-	if qk == "" {
-		qk = attention.DefaultModel(cfg.DType)
-	}
-	if pv == "" {
-		pv = attention.DefaultModel(cfg.DType)
-	}
-	switch em, err := simEmulation(qk); {
-	case qk != pv:
-		bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
-	case err != nil:
-		if dtypeOK || qk != "" {
-			bad("%v", err)
-		}
-	case em.In != cfg.DType:
-		bad("model %s reads %s, the dtype is %s", qk, em.In, cfg.DType)
-	default:
-		return em
-	}
-	return nil
 }
 
 func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) (*simPlan, error) {
@@ -236,9 +284,23 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 	if cfg.DType == fp8.FormatInvalid {
 		cfg.DType = kv.Format()
 	}
+	if f := kv.BlockFormat(); f != attention.KVInvalid {
+		// As attention's Run: empty models are the format's instruction.
+		name, _ := attention.BlockScaledModel(f)
+		if cfg.QKModel == "" {
+			cfg.QKModel = name
+		}
+		if cfg.PVModel == "" {
+			cfg.PVModel = name
+		}
+	}
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	e := simConfig(cfg, bad)
+	e, blk := simConfig(cfg, bad)
+	if blk != nil {
+		blk.checkCache(kv, cfg.QKModel, bad)
+		e = blockHostEmulation()
+	}
 	if len(cfg.Positions) == 1 && cfg.Positions[0] != kv.Tokens()-1 {
 		bad("query position %d: decode is the query at the last position, %d", cfg.Positions[0], kv.Tokens()-1)
 	}
@@ -254,8 +316,8 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 	if kv.Format() != cfg.DType {
 		bad("the cache holds %s codes, the config's dtype is %s", kv.Format(), cfg.DType)
 	}
-	if kv.BlockScaled() {
-		bad("a block-scaled cache (native MMA reading its block scales) is not in the WGSL simulator")
+	if kv.BlockScaled() && blk == nil {
+		bad("a block-scaled %s cache is read by its block-scaled instruction (%s), not %s", kv.BlockFormat(), simBlockModels(), cfg.QKModel)
 	}
 	if len(trials) == 0 {
 		bad("no trials")
@@ -277,6 +339,9 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 				bad("trial %d replaces token %d of KV head %d, outside the cache's %d tokens × %d heads", i, tk.Pos, tk.Head, kv.Tokens(), kv.Heads())
 			case len(tk.K) != kv.Dim() || len(tk.V) != kv.Dim():
 				bad("trial %d token %d: %d K and %d V codes, want %d each", i, tk.Pos, len(tk.K), len(tk.V), kv.Dim())
+			case blk != nil && (len(tk.KScales) != kv.Dim()/blk.b || len(tk.VScales) != kv.Dim() || len(tk.VBlock) != kv.Dim()*blk.b):
+				bad("trial %d token %d: %d K scales, %d V block codes and %d V scales, a block-scaled cache wants %d, %d and %d (SimTokenOf)",
+					i, tk.Pos, len(tk.KScales), len(tk.VBlock), len(tk.VScales), kv.Dim()/blk.b, kv.Dim()*blk.b, kv.Dim())
 			case seen[[2]int{tk.Pos, tk.Head}]:
 				bad("trial %d replaces token %d of KV head %d twice", i, tk.Pos, tk.Head)
 			}
@@ -310,13 +375,23 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 		return nil, fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; "))
 	}
 	group := cfg.QHeads / cfg.KVHeads
+	if cfg.KBlockN == 0 && blk != nil {
+		// FA3's fp8 tiles, kBlockN rounded up to the instruction's K.
+		var err error
+		if _, cfg.KBlockN, err = cfg.TilesFor(1, kv); err != nil {
+			return nil, fmt.Errorf("wgsl: SimDecode: %w", err)
+		}
+	}
 	if cfg.KBlockN == 0 {
 		_, cfg.KBlockN = attention.DefaultTiles(cfg.HeadDim, cfg.DType, attention.IsDecode(cfg.HeadDim, cfg.Window, 1, group), cfg.Window > 0, cfg.Promotion > 0)
 	}
 	if cfg.KBlockN < 32 || cfg.KBlockN > attention.MaxKBlockN || cfg.KBlockN%32 != 0 {
 		return nil, fmt.Errorf("wgsl: SimDecode: kBlockN %d is not a multiple of 32 in 32..%d", cfg.KBlockN, attention.MaxKBlockN)
 	}
-	p := &simPlan{cfg: cfg, e: e, d: cfg.HeadDim, kbn: cfg.KBlockN, group: group, qHeads: cfg.QHeads, kvHeads: cfg.KVHeads,
+	if blk != nil && cfg.KBlockN%blk.k != 0 {
+		return nil, fmt.Errorf("wgsl: SimDecode: kBlockN %d is not a multiple of %s's K = %d", cfg.KBlockN, cfg.PVModel, blk.k)
+	}
+	p := &simPlan{cfg: cfg, e: e, blk: blk, d: cfg.HeadDim, kbn: cfg.KBlockN, group: group, qHeads: cfg.QHeads, kvHeads: cfg.KVHeads,
 		tokens: kv.Tokens(), qScale: qScale, maxTok: maxTok, maxTiles: maxTiles}
 	n := p.tokens
 	p.nMax = (n + p.kbn - 1) / p.kbn
@@ -346,9 +421,11 @@ func (p *simPlan) consts() ([]constDecl, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := castSpec(p.cfg.DType)
-	if err != nil {
-		return nil, err
+	spec := e4m3Spec // the block-scaled path quantizes P in bs_quant_p
+	if p.blk == nil {
+		if spec, err = castSpec(p.cfg.DType); err != nil {
+			return nil, err
+		}
 	}
 	var cs []constDecl
 	for _, c := range p.e.consts() {
@@ -356,6 +433,7 @@ func (p *simPlan) consts() ([]constDecl, error) {
 			cs = append(cs, c)
 		}
 	}
+	cs = append(cs, p.blockConsts()...)
 	cs = append(cs, cU32("WG", p.wg()), cU32("D", p.d), cU32("KBN", p.kbn), cU32("GROUP", p.group), cU32("QHEADS", p.qHeads), cU32("PROMOTE", p.cfg.Promotion),
 		cU32("E_MBITS", spec.mbits), cI32("E_EMIN", spec.emin), cU32("E_MAX", spec.maxCode), cU32("E_OVER", spec.overCode), cU32("E_NAN", spec.nanCode))
 	for k, c := range exp2Coeffs() {
@@ -406,6 +484,9 @@ func (e *Emulation) instrIterations() int {
 // under loopBudget: invocation 0 runs a QK chain, the max and sum loops and
 // a PV chain per tile.
 func (p *simPlan) tilesPerDispatch() int {
+	if p.blk != nil {
+		return p.blockTilesPerDispatch()
+	}
 	tile := (p.d/32+p.kbn/32)*p.e.instrIterations() + 2*p.kbn + 8 + p.maxTok + p.maxTiles
 	return max(1, (loopBudget-256/p.wg()-64)/tile)
 }
@@ -414,7 +495,13 @@ func (p *simPlan) tilesPerDispatch() int {
 func (p *simPlan) cpw() int { return 32 / p.e.Bits }
 
 // Words per query head of A and of the state.
-func (p *simPlan) aWords() int  { return (p.d + p.kbn) / p.cpw() }
+func (p *simPlan) aWords() int {
+	w := (p.d + p.kbn) / p.cpw()
+	if p.blk != nil {
+		w += p.d/p.blk.b + p.kbn/p.blk.b // the scales of Q and P
+	}
+	return w
+}
 func (p *simPlan) stWords() int { return 4 + 2*p.d }
 
 // xtable returns the exp2 tables (2^(j/64) and 2^(j/4096), j < 64, as
@@ -424,23 +511,31 @@ func (p *simPlan) xtable() []uint32 {
 	for h := range p.scaleLog2 {
 		t = append(t, math.Float32bits(p.scaleLog2[h]), math.Float32bits(p.vDescale[h]))
 	}
+	if p.blk != nil {
+		t = append(t, p.blk.tables()...) // at BT = len(t)
+	}
 	return t
 }
 
-func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, trials []SimTrial) ([][]float64, error) {
-	cs, err := p.consts()
-	if err != nil {
-		return nil, err
-	}
+// simLayout is where simDecode's buffer B holds what (word offsets and
+// strides; see attnsim.wgsl's SimParams).
+type simLayout struct {
+	kWords, vStride, meta      int
+	kScales, vScales, vsStride int
+}
+
+// packCodes lays out A (the queries' codes) and B (the cache and the
+// trials' replacements) for the FP8 and 16-bit paths.
+func (p *simPlan) packCodes(kv *attention.KV, trials []SimTrial) (a, b []uint32, lay simLayout) {
 	d, kbn := p.d, p.kbn
-	rows := len(trials) * p.qHeads // workgroups: trial × query head
+	rows := len(trials) * p.qHeads
 	// Codes are packed cpw to a word, code i of a row in bits cb·(i mod cpw).
 	cpw, cb := p.cpw(), uint(p.e.Bits)
 	mask := uint32(1)<<cb - 1
 	put := func(w *uint32, i int, c uint16) { *w |= uint32(c) & mask << (cb * uint(i%cpw)) }
 	// A: Q codes (host-side cast, as attention's setRow) then room for P.
 	aw := p.aWords()
-	a := make([]uint32, rows*aw)
+	a = make([]uint32, rows*aw)
 	for ti, tr := range trials {
 		for h := 0; h < p.qHeads; h++ {
 			row := ti*p.qHeads + h
@@ -461,7 +556,7 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	for _, tr := range trials {
 		extra += len(tr.Tokens) * (d/cpw + 3 + d*kbn/cpw + 3) // at most a tile per token
 	}
-	b := make([]uint32, cacheWords, cacheWords+extra)
+	b = make([]uint32, cacheWords, cacheWords+extra)
 	for h := 0; h < p.kvHeads; h++ {
 		for t := 0; t < n; t++ {
 			base := (h*n + t) * d / cpw
@@ -522,6 +617,26 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 		}
 		b[meta+4*ti], b[meta+4*ti+1], b[meta+4*ti+2], b[meta+4*ti+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
 	}
+	return a, b, simLayout{kWords: kWords, vStride: vStride, meta: meta}
+}
+
+func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, trials []SimTrial) ([][]float64, error) {
+	cs, err := p.consts()
+	if err != nil {
+		return nil, err
+	}
+	rows := len(trials) * p.qHeads // workgroups: trial × query head
+	var a, b []uint32
+	var lay simLayout
+	if p.blk != nil {
+		a, b, lay, err = p.packBlock(kv, trials)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		a, b, lay = p.packCodes(kv, trials)
+	}
+	n, d := p.tokens, p.d
 	st := make([]uint32, rows*p.stWords())
 	for row := 0; row < rows; row++ {
 		s := st[row*p.stWords():]
@@ -561,7 +676,8 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 		}
 		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(rows), y: 1,
 			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.nMax), uint32(p.nMin), uint32(p.winLo), final,
-				uint32(p.kvHeads), uint32(kWords), uint32(vStride), uint32(meta)}})
+				uint32(p.kvHeads), uint32(lay.kWords), uint32(lay.vStride), uint32(lay.meta),
+				uint32(lay.kScales), uint32(lay.vScales), uint32(lay.vsStride)}})
 	}
 	if _, err := r.be.run(ctx, calls, false); err != nil {
 		return nil, err
@@ -714,7 +830,9 @@ type SimCase struct {
 // 128, per-tensor and per-head scales, a partial last tile, a window, e4m3
 // caches and bf16 and f16 ones (sm90 wgmma, sm100 mma.sync and tcgen05
 // models);
-// and, when maxTokens reaches them, 32k and 128k tokens.
+// and, when maxTokens reaches them, 16k-token block-scaled caches (mxfp8,
+// nvfp4, mxfp4 read natively by their tcgen05 instruction), 32k and 128k
+// tokens.
 func SimCases(maxTokens int) []SimCase {
 	cases := []SimCase{
 		{"hd128 gqa4 never kbn96", 8192, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, false, 1},
@@ -740,6 +858,15 @@ func SimCases(maxTokens int) []SimCase {
 		{"hd128 gqa4 never kbn96 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, true, 1},
 		{"hd128 gqa4 every-tile kbn128 long", 131072, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1}, false, 2},
 		{"bf16 hd128 gqa4 every-4 kbn128 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}, false, 1},
+		// Block-scaled caches read natively (SimInputs builds the cache of
+		// the instruction's format): 16k tokens, so that only a GPU's
+		// gpucheck runs them (lavapipe's are TestSimDecodeBlock).
+		{"mxfp8 native hd128 gqa4 every-4 long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, Promotion: 4, DType: fp8.FormatE4M3,
+			QKModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", PVModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32"}, true, 1},
+		{"nvfp4 native hd128 gqa4 never long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: fp8.FormatE2M1,
+			QKModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32", PVModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32"}, false, 2},
+		{"mxfp4 native hd64 gqa4 every-tile window 9000 long", 16384, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 1, Window: 9000, DType: fp8.FormatE2M1,
+			QKModel: "sm100.tcgen05.mxf4.f32", PVModel: "sm100.tcgen05.mxf4.f32"}, false, 1},
 	} {
 		if c.Tokens <= maxTokens {
 			out = append(out, c)
@@ -749,8 +876,10 @@ func SimCases(maxTokens int) []SimCase {
 }
 
 // SimInputs draws a random decode problem for c (normal Q, K, V; seeded;
-// a cache of c.Cfg.DType, e4m3 when unset, with SatFinite) and returns the
-// queries, their descales and the quantized cache.
+// a cache of c.Cfg.DType, e4m3 when unset, with SatFinite; when
+// c.Cfg.QKModel is a block-scaled instruction, a PathBlockScaled cache of
+// its format) and returns the queries, their descales and the quantized
+// cache.
 func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, err error) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	d, kvh, qh := c.Cfg.HeadDim, max(c.Cfg.KVHeads, 1), max(c.Cfg.QHeads, c.Cfg.KVHeads, 1)
@@ -783,6 +912,16 @@ func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, e
 			vs = append(vs, amax(v, h, kvh*d))
 			qScale = append(qScale, amax(q, h*(qh/kvh), qh*d)) // one query head of the group
 		}
+	}
+	if blk, err := simBlockOf(c.Cfg.QKModel); err == nil {
+		// A block-scaled cache of the instruction's format (NVFP4 with the
+		// amax tensor scale); per-head scales give Q's descales only.
+		spec := attention.KVSpec{Format: blk.format(), Path: attention.PathBlockScaled}
+		if spec.Format == attention.KVNVFP4 {
+			spec.Scale = attention.ScaleAmax
+		}
+		kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: c.Tokens, Heads: kvh, KDim: d, VDim: d}, spec)
+		return q, qScale, kv, err
 	}
 	dtype := c.Cfg.DType
 	if dtype == fp8.FormatInvalid {

@@ -283,8 +283,8 @@ func TestSimDecodeErrors(t *testing.T) {
 	if _, err := planSim(attention.Config{}, qs, kv, nil); err == nil {
 		t.Error("no trials: no error")
 	}
-	// A block-scaled cache holds e4m3 codes whose scales the kernel would
-	// not read.
+	// A block-scaled cache holds e4m3 codes whose scales an FP8 model
+	// would not read: only its block-scaled instruction runs it.
 	kf := make([]float32, 64*64)
 	for i := range kf {
 		kf[i] = float32(i%7) - 3
@@ -293,7 +293,7 @@ func TestSimDecodeErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := planSim(attention.Config{DType: fp8.FormatE4M3}, qs, bs, []SimTrial{{Q: q}}); err == nil || !strings.Contains(err.Error(), "block-scaled") {
+	if _, err := planSim(attention.Config{DType: fp8.FormatE4M3, QKModel: "sm90.wgmma.e4m3.f32", PVModel: "sm90.wgmma.e4m3.f32"}, qs, bs, []SimTrial{{Q: q}}); err == nil || !strings.Contains(err.Error(), "block-scaled") {
 		t.Errorf("block-scaled cache: %v", err)
 	}
 	_ = accum.NaN32
@@ -433,6 +433,15 @@ func TestSimDecodeSupports(t *testing.T) {
 		{"causal decode", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, Causal: true, Positions: []int{9}}, nil},
 		{"models differ", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, PVModel: "fp32"}, []string{"differ"}},
 		{"group", attention.Config{HeadDim: 128, KVHeads: 3, QHeads: 4, DType: fp8.FormatE4M3}, []string{"multiple of 3"}},
+		{"mxfp8 tcgen05 block-scaled", attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: fp8.FormatE4M3,
+			QKModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", PVModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32"}, nil},
+		{"nvfp4 tcgen05 block-scaled", attention.Config{HeadDim: 64, KVHeads: 1, DType: fp8.FormatE2M1,
+			QKModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32", PVModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32"}, nil},
+		{"mxfp4 tcgen05 block-scaled, window", attention.Config{HeadDim: 256, KVHeads: 1, DType: fp8.FormatE2M1, Window: 100,
+			QKModel: "sm100.tcgen05.mxf4.f32", PVModel: "sm100.tcgen05.mxf4.f32"}, nil},
+		{"e2m1 block-scaled, MLA", attention.Config{HeadDim: 128, VDim: 64, KVHeads: 1, DType: fp8.FormatE2M1}, []string{"V head dim 64"}},
+		{"mxfp4 model, e4m3 dtype", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3,
+			QKModel: "sm100.tcgen05.mxf4.f32", PVModel: "sm100.tcgen05.mxf4.f32"}, []string{"reads e2m1", "dtype is e4m3"}},
 	} {
 		err := SimDecodeSupports(tc.cfg)
 		if len(tc.want) == 0 {

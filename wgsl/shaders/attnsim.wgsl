@@ -28,6 +28,15 @@
 // row's state (m, l, acc_scale, O, O_tc) lives in ST between dispatches, so
 // that no invocation runs into lavapipe's loop limit.
 //
+// Block-scaled caches (BLK, attnblock.wgsl): both GEMMs run bs_step, K
+// codes and scales as a block-scaled instruction reads them; A holds each
+// row's Q and P scales after the codes (one a word), B K's scales
+// [kv_head][token][D/BB] at U.k_scales and V's token-block scales
+// [kv_head][D][padded tokens/BB] at U.v_scales; P is quantized per block of
+// BB tokens by bs_quant_p instead of the cast. A replaced token's K scales
+// follow its K codes; a replaced V tile's scales ([D][KBN/BB]) follow its
+// codes.
+//
 // Trials: every trial has its own query and may replace a few tokens of the
 // shared cache (a needle, attention sinks) without a copy of it. Its
 // replacements are listed in B after the cache (U.ov_meta): per trial the
@@ -49,6 +58,9 @@ struct SimParams {
     k_words: u32,  // word offset of V in B (K codes come first)
     v_stride: u32, // words per V row (the padded token axis / 4)
     ov_meta: u32,  // word offset in B of the trials' replacement ranges
+    k_scales: u32, // BLK: word offset in B of K's scales [kv_head][token][D/BB]
+    v_scales: u32, // BLK: word offset in B of V's scales [kv_head][D][padded tokens/BB]
+    vs_stride: u32, // BLK: scale words per V row
 }
 
 @group(0) @binding(0) var<uniform> U: SimParams;
@@ -75,7 +87,9 @@ var<workgroup> W_L: u32;            // running row sum
 const NEG_INF: u32 = 0xff800000u;
 const ONE: u32 = 0x3f800000u;
 const EIGHT: u32 = 0x41000000u;
-const A_WORDS: u32 = (D + KBN) / CPW;
+// BLK: after the codes, A_SCALES = D/BB scale words of Q and KBN/BB of P.
+const A_CODES: u32 = (D + KBN) / CPW;
+const A_WORDS: u32 = A_CODES + A_SCALES;
 const ST_WORDS: u32 = 4u + 2u * D;
 
 // ---- 64-bit helpers on (hi, lo) u32 pairs --------------------------------
@@ -354,10 +368,32 @@ fn f32_exp2(x: u32) -> u32 {
 
 // ---- the row's steps -----------------------------------------------------
 
+// pv_chain runs one output's P·V chain over the tile from c: P codes from
+// word pb of A, V codes from word vb of B (BLK: P's scales after P's
+// codes in A, V's from word vsb of B).
+fn pv_chain(pb: u32, vb: u32, vsb: u32, c0: u32) -> u32 {
+    var c = c0;
+    if (BLK) {
+        for (var k = 0u; k < KBN; k = k + BK) {
+            c = bs_step(pb + k / 4u, vb + k / 4u, pb + KBN / CPW + D / BB + k / BB, vsb + k / BB, c);
+        }
+    } else {
+        for (var k = 0u; k < KBN; k = k + 32u) {
+            c = instruction(pb, vb, k, k + 32u, c);
+        }
+    }
+    return c;
+}
+
 @compute @workgroup_size(WG)
 fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     for (var i = li; i < 256u; i = i + WG) {
         T[i] = tab[i];
+    }
+    if (BLK) {
+        for (var i = li; i < BTAB_N; i = i + WG) {
+            BTAB[i] = XT[BT + i];
+        }
     }
     let hq = wid.x;                   // trial * QHEADS + query head
     let trial = hq / QHEADS;
@@ -392,14 +428,23 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             var s = NEG_INF;
             if (tok < U.tokens && tok >= U.win_lo) {
                 var kb = (kvh * U.tokens + tok) * (D / CPW);
+                var ksb = U.k_scales + (kvh * U.tokens + tok) * (D / BB);
                 for (var e = e0; e < e1; e = e + 3u) {
                     if (B[e] == tok && B[e + 1u] == kvh) {
                         kb = B[e + 2u];
+                        ksb = kb + D / CPW; // BLK: the token's K scales follow its codes
                     }
                 }
                 var c = 0u;
-                for (var k = 0u; k < D; k = k + 32u) {
-                    c = instruction(ab, kb, k, k + 32u, c);
+                if (BLK) {
+                    // The block-scaled chain over head_dim from +0.
+                    for (var k = 0u; k < D; k = k + BK) {
+                        c = bs_step(ab + k / 4u, kb + k / 4u, ab + A_CODES + k / BB, ksb + k / BB, c);
+                    }
+                } else {
+                    for (var k = 0u; k < D; k = k + 32u) {
+                        c = instruction(ab, kb, k, k + 32u, c);
+                    }
                 }
                 s = f32_mul(c, sl);
             }
@@ -424,7 +469,9 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         // exp2P and castP: P_j = exp2((S_j - m_use) + 8), cast RNE satfinite.
         if (li < KBN) {
             let pj = f32_exp2(f32_add(f32_sub(WS[li], W_MUSE), EIGHT));
-            if (CB == 16u) {
+            if (BLK) {
+                // P is quantized per block below, from WS.
+            } else if (CB == 16u) {
                 PC[li] = half_encode(pj, E_MBITS, E_EMIN, E_MAX + 1u);
             } else {
                 PC[li] = fp8_encode(pj, E_MBITS, E_EMIN, E_MAX, E_OVER, E_NAN, true);
@@ -432,6 +479,14 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             WS[li] = pj;
         }
         workgroupBarrier();
+        // BLK: P per block of BB consecutive tokens of the tile, one
+        // invocation a block: its codes to PC, its scale to A.
+        if (BLK) {
+            if (li < KBN / BB) {
+                A[pb + KBN / CPW + D / BB + li] = bs_quant_p(li * BB);
+            }
+            workgroupBarrier();
+        }
         // Row sum in key order from the unrounded P; P codes to A.
         if (li == 0u) {
             var sum = 0u;
@@ -451,30 +506,20 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         let alpha = W_ALPHA;
         if (li < D) {
             var vb = U.k_words + (kvh * D + li) * U.v_stride + start / CPW;
+            var vsb = U.v_scales + (kvh * D + li) * U.vs_stride + start / BB;
             for (var f = f0; f < f1; f = f + 3u) {
                 if (B[f] == start && B[f + 1u] == kvh) {
                     vb = B[f + 2u] + li * (KBN / CPW);
+                    vsb = B[f + 2u] + D * (KBN / CPW) + li * (KBN / BB);
                 }
             }
             if (PROMOTE == 0u) {
-                var c = f32_mul(o, alpha);
-                for (var k = 0u; k < KBN; k = k + 32u) {
-                    c = instruction(pb, vb, k, k + 32u, c);
-                }
-                o = c;
+                o = pv_chain(pb, vb, vsb, f32_mul(o, alpha));
             } else if (PROMOTE == 1u) {
-                var c = 0u;
-                for (var k = 0u; k < KBN; k = k + 32u) {
-                    c = instruction(pb, vb, k, k + 32u, c);
-                }
-                o = f32_add(f32_mul(o, alpha), c);
+                o = f32_add(f32_mul(o, alpha), pv_chain(pb, vb, vsb, 0u));
             } else {
                 acc_scale = f32_mul(acc_scale, alpha);
-                var c = f32_mul(tc, alpha);
-                for (var k = 0u; k < KBN; k = k + 32u) {
-                    c = instruction(pb, vb, k, k + 32u, c);
-                }
-                tc = c;
+                tc = pv_chain(pb, vb, vsb, f32_mul(tc, alpha));
                 if ((t + 1u) % max(PROMOTE, 1u) == 0u) {
                     o = f32_add(f32_mul(o, acc_scale), tc);
                     tc = 0u;

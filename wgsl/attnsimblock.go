@@ -1,0 +1,341 @@
+package wgsl
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fp8lab/fp8lab/accum"
+	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/fp8"
+)
+
+// The block-scaled (native) path of SimDecode: attention's PathBlockScaled
+// on mxfp8, nvfp4 and mxfp4 caches, both GEMMs through the cache format's
+// tcgen05 block-scaled instruction (attnblock.wgsl's bs_step, the
+// arithmetic of scaled.wgsl). Q is block-quantized on the host
+// (attention.QuantizeBlock, as attention's setQueryBlock), P in the shader
+// per block of Block consecutive tokens of the tile (bs_quant_p, the rule
+// of attention/blockscaled.go). K's codes and scales are the cache's (blocks
+// along head_dim), V's are its token blocks (per channel, Block consecutive
+// tokens from token 0); tiles reaching past the cache's padded token axis
+// read +0 codes with the scale of an all-zero block, as attention's
+// padTileBlock.
+
+// simBlock is a block-scaled instruction the WGSL simulator runs.
+type simBlock struct {
+	name  string
+	em    *scaledEmulation
+	elem  fp8.Format // e4m3 or e2m1
+	scale fp8.Format // ue8m0 or ue4m3
+	k, b  int        // the step's K and the elements per scale
+}
+
+// simBlockFormats are the cache formats of the native path: element
+// format, scale format and block of each.
+var simBlockFormats = []attention.KVFormat{attention.KVMXFP8, attention.KVNVFP4, attention.KVMXFP4}
+
+// simBlockModels names the default instruction of every block format.
+func simBlockModels() []string {
+	var names []string
+	for _, f := range simBlockFormats {
+		n, _ := attention.BlockScaledModel(f)
+		names = append(names, n)
+	}
+	return names
+}
+
+// simBlockOf returns the simBlock of the instruction name, or an error when
+// name is not a block-scaled instruction reading one of simBlockFormats
+// (same element format on both sides, its scale format and block, FP32
+// accumulator) that scaled.wgsl's arithmetic runs.
+func simBlockOf(name string) (*simBlock, error) {
+	if name == "" {
+		return nil, fmt.Errorf("wgsl: no model named")
+	}
+	m, err := accum.LookupInstruction(name)
+	if err != nil {
+		return nil, err
+	}
+	info := m.Info()
+	if info.Kind != accum.KindScaled || info.Scale == "" || info.A != info.B {
+		return nil, fmt.Errorf("wgsl: %s is not a block-scaled instruction reading one element format", name)
+	}
+	em, err := scaledEmulationOf(info)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range simBlockFormats {
+		if f.Elem() == em.a && blockScaleOf(f) == em.scale && f.Block() == info.Block {
+			return &simBlock{name: name, em: em, elem: em.a, scale: em.scale, k: info.K, b: info.Block}, nil
+		}
+	}
+	return nil, fmt.Errorf("wgsl: %s reads %s with %s scales per %d: no block-scaled KV format (mxfp8, nvfp4, mxfp4) is stored so", name, info.A, info.Scale, info.Block)
+}
+
+// blockScaleOf is the scale format of a block format.
+func blockScaleOf(f attention.KVFormat) fp8.Format {
+	if f == attention.KVNVFP4 {
+		return fp8.FormatUE4M3
+	}
+	return fp8.FormatUE8M0
+}
+
+// checkCache calls bad unless kv is a block-scaled cache that the
+// instruction reads: its element format, scale format and block.
+func (s *simBlock) checkCache(kv *attention.KV, model string, bad func(format string, a ...any)) {
+	f := kv.BlockFormat()
+	switch {
+	case f == attention.KVInvalid:
+		bad("model %s reads block-scaled codes, the cache holds %s codes without block scales", model, kv.Format())
+	case f.Elem() != s.elem || blockScaleOf(f) != s.scale || f.Block() != s.b:
+		bad("model %s reads %s with %s scales per %d, the cache is %s (%s with %s scales per %d)", model, s.elem, s.scale, s.b, f, f.Elem(), blockScaleOf(f), f.Block())
+	}
+}
+
+// format is the cache format the instruction reads.
+func (s *simBlock) format() attention.KVFormat {
+	for _, f := range simBlockFormats {
+		if f.Elem() == s.elem && blockScaleOf(f) == s.scale && f.Block() == s.b {
+			return f
+		}
+	}
+	return attention.KVInvalid
+}
+
+// blockHostEmulation is the FP8 emulation whose (unused) T-FDPA functions
+// complete attnsim.wgsl's module on the block-scaled path: it fixes 8-bit
+// codes, four a word.
+func blockHostEmulation() *Emulation {
+	e, _ := LookupEmulation(attention.DefaultModel(fp8.FormatE4M3))
+	return e
+}
+
+// blockConsts are attnblock.wgsl's constants (placeholders off the
+// block-scaled path, so that the module compiles) and its functions.
+func (p *simPlan) blockConsts() []constDecl {
+	s := p.blk
+	if s == nil {
+		return []constDecl{cBool("BLK", false), cU32("BK", 32), cU32("BB", 32), cU32("BF", 25), cI32("BEZERO", 0),
+			cU32("BFE", 3), cU32("BFS", 0), cU32("BGROUP", 0), cBool("BNV", false), cBool("BE4M3", true), cI32("BEMAX", 8),
+			cU32("BSNAN", 0xff), cU32("BT", 0), cU32("A_SCALES", 0), cU32("BTAB_N", 1), cRaw(attnBlockWGSL())}
+	}
+	info := s.em.info
+	return []constDecl{cBool("BLK", true), cU32("BK", s.k), cU32("BB", s.b), cU32("BF", info.F), cI32("BEZERO", info.EZero),
+		cU32("BFE", s.elem.FracBits()), cU32("BFS", s.scale.FracBits()), cU32("BGROUP", info.Group),
+		cBool("BNV", s.scale == fp8.FormatUE4M3), cBool("BE4M3", s.elem == fp8.FormatE4M3), cI32("BEMAX", s.elem.Emax()),
+		cU32("BSNAN", int(s.scale.MaxCode())+1), cU32("BT", 256+2*p.kvHeads), cU32("A_SCALES", p.d/s.b+p.kbn/s.b), cU32("BTAB_N", 768), cRaw(attnBlockWGSL())}
+}
+
+// attnBlockWGSL is attnblock.wgsl (its functions read attnsim.wgsl's
+// buffers and the constants above).
+func attnBlockWGSL() string {
+	s, _ := Shader("attnblock") // embedded: cannot fail
+	return s
+}
+
+// tables returns what attnblock.wgsl reads at XT[BT:]: the element and
+// scale decode tables (scaled.wgsl's entries) and the ue4m3 values as
+// float32 bits.
+func (s *simBlock) tables() []uint32 {
+	t := make([]uint32, 0, 768)
+	t = append(t, s.em.table[:256]...)
+	t = append(t, s.em.table[512:768]...)
+	for c := 0; c < 256; c++ {
+		v := float32(math.NaN())
+		if c < 1<<fp8.FormatUE4M3.CodeBits() {
+			v = float32(fp8.FormatUE4M3.Value(uint32(c)))
+		}
+		t = append(t, math.Float32bits(v))
+	}
+	return t
+}
+
+// blockTilesPerDispatch is tilesPerDispatch for the block-scaled path: a
+// step loops at most 3·K + 4 times (terms, max exponent, sum), the P
+// quantization of a block 3·Block times plus f32_div's 26 per element and
+// for the NVFP4 scale.
+func (p *simPlan) blockTilesPerDispatch() int {
+	s := p.blk
+	tile := (p.d/s.k+p.kbn/s.k)*(3*s.k+4) + 768/p.wg() + 2*p.kbn + 8 + 3*s.b + 26*(s.b+1) + p.maxTok + p.maxTiles
+	return max(1, (loopBudget-256/p.wg()-64)/tile)
+}
+
+// SimTokenOf returns token pos of KV head head of kv as a SimToken: its K
+// and V codes and, on a block-scaled cache, its K scales and V's block of
+// tokens holding it (codes and scales). Write the token into the cache
+// (attention.KV.SetToken), take SimTokenOf, and restore the cache: the
+// block is the one the written cache holds.
+func SimTokenOf(kv *attention.KV, pos, head int) (SimToken, error) {
+	if kv == nil {
+		return SimToken{}, fmt.Errorf("wgsl: SimTokenOf: no KV cache")
+	}
+	k, v := kv.TokenCodes(pos, head)
+	if k == nil {
+		return SimToken{}, fmt.Errorf("wgsl: SimTokenOf: token %d of KV head %d is outside the cache (%d tokens, %d heads)", pos, head, kv.Tokens(), kv.Heads())
+	}
+	tk := SimToken{Pos: pos, Head: head, K: k, V: v}
+	f := kv.BlockFormat()
+	if f == attention.KVInvalid {
+		return tk, nil
+	}
+	ks, vs, err := kv.BlockScales(pos, head)
+	if err != nil {
+		return SimToken{}, fmt.Errorf("wgsl: SimTokenOf: %w", err)
+	}
+	b := f.Block()
+	lo := pos / b * b
+	tk.KScales, tk.VScales = ks, vs
+	tk.VBlock = make([]uint8, kv.VDim()*b)
+	for i := 0; i < kv.VDim(); i++ {
+		for j := 0; j < b; j++ {
+			if lo+j < kv.Tokens() { // +0 codes past the cache
+				tk.VBlock[i*b+j] = uint8(kv.VCode(lo+j, head, i))
+			}
+		}
+	}
+	return tk, nil
+}
+
+// packBlock lays out A and B for the block-scaled path (8-bit codes four a
+// word, scales one a word):
+//
+//	A per row: Q codes [D], P codes [KBN], Q scales [D/BB], P scales [KBN/BB]
+//	B: K codes [kv_head][token][D], V codes [kv_head][D][padded tokens],
+//	   K scales [kv_head][token][D/BB], V scales [kv_head][D][padded/BB],
+//	   the trials' ranges (4 words each), then per trial its tokens (K
+//	   codes, then K scales) and V tiles (codes [D][KBN], then scales
+//	   [D][KBN/BB]).
+func (p *simPlan) packBlock(kv *attention.KV, trials []SimTrial) (a, b []uint32, lay simLayout, err error) {
+	f := p.blk.format()
+	d, kbn, n, bb := p.d, p.kbn, p.tokens, p.blk.b
+	put := func(w []uint32, i int, c uint8) { w[i/4] |= uint32(c) << (8 * uint(i%4)) }
+	aw := p.aWords()
+	rows := len(trials) * p.qHeads
+	a = make([]uint32, rows*aw)
+	qf, codes := make([]float32, bb), make([]uint8, bb)
+	for ti, tr := range trials {
+		for h := 0; h < p.qHeads; h++ {
+			row := a[(ti*p.qHeads+h)*aw:][:aw]
+			qs := scaleAt(p.qScale, h/p.group)
+			for lo := 0; lo < d; lo += bb {
+				for j := range qf {
+					qf[j] = tr.Q[h*d+lo+j] / qs
+				}
+				sc, err := attention.QuantizeBlock(f, qf, codes)
+				if err != nil {
+					return nil, nil, lay, err
+				}
+				for j, c := range codes {
+					put(row, lo+j, c)
+				}
+				row[(d+kbn)/4+lo/bb] = uint32(sc)
+			}
+		}
+	}
+	zero := make([]float32, bb)
+	zs, err := attention.QuantizeBlock(f, zero, codes) // the scale of an all-zero block
+	if err != nil {
+		return nil, nil, lay, err
+	}
+	vTokens := p.nMax * kbn
+	used := (n + bb - 1) / bb * bb // tokens of the blocks holding the cache's tokens
+	lay.kWords = p.kvHeads * n * d / 4
+	lay.vStride = vTokens / 4
+	lay.kScales = lay.kWords + p.kvHeads*d*lay.vStride
+	lay.vScales = lay.kScales + p.kvHeads*n*d/bb
+	lay.vsStride = vTokens / bb
+	cacheWords := lay.vScales + p.kvHeads*d*lay.vsStride
+	extra := 4 * len(trials)
+	for _, tr := range trials {
+		extra += len(tr.Tokens) * (d/4 + d/bb + 3 + d*kbn/4 + d*kbn/bb + 3)
+	}
+	b = make([]uint32, cacheWords, cacheWords+extra)
+	vcodes := b[lay.kWords:lay.kScales]
+	for h := 0; h < p.kvHeads; h++ {
+		for t := 0; t < n; t++ {
+			krow := b[(h*n+t)*d/4:]
+			for i := 0; i < d; i++ {
+				put(krow, i, uint8(kv.KCode(t, h, i)))
+			}
+			ks, vs, err := kv.BlockScales(t, h)
+			if err != nil {
+				return nil, nil, lay, err
+			}
+			for j, c := range ks {
+				b[lay.kScales+(h*n+t)*d/bb+j] = uint32(c)
+			}
+			if t%bb == 0 {
+				for i, c := range vs {
+					b[lay.vScales+(h*d+i)*lay.vsStride+t/bb] = uint32(c)
+				}
+			}
+		}
+		for t := 0; t < used; t++ {
+			for i := 0; i < d; i++ {
+				put(vcodes[(h*d+i)*lay.vStride:], t, uint8(kv.VCode(t, h, i)))
+			}
+		}
+		for i := 0; i < d; i++ {
+			for blk := used / bb; blk < lay.vsStride; blk++ {
+				b[lay.vScales+(h*d+i)*lay.vsStride+blk] = uint32(zs)
+			}
+		}
+	}
+	lay.meta = len(b)
+	b = b[:lay.meta+4*len(trials)]
+	tw, tsw := kbn/4, kbn/bb // words per dimension of a V tile: codes, scales
+	for ti, tr := range trials {
+		type entry struct{ pos, head, off int }
+		var toks, tiles []entry
+		for _, tk := range tr.Tokens {
+			off := len(b)
+			b = append(b, make([]uint32, d/4+d/bb)...)
+			for i := 0; i < d; i++ {
+				put(b[off:], i, uint8(tk.K[i]))
+			}
+			for j, c := range tk.KScales {
+				b[off+d/4+j] = uint32(c)
+			}
+			toks = append(toks, entry{tk.Pos, tk.Head, off})
+		}
+		for _, tk := range tr.Tokens {
+			start := tk.Pos / kbn * kbn
+			k := -1
+			for x, e := range tiles {
+				if e.pos == start && e.head == tk.Head {
+					k = x
+				}
+			}
+			if k < 0 {
+				off := len(b)
+				b = append(b, make([]uint32, d*(tw+tsw))...)
+				for i := 0; i < d; i++ {
+					copy(b[off+i*tw:off+(i+1)*tw], b[lay.kWords+(tk.Head*d+i)*lay.vStride+start/4:])
+					copy(b[off+d*tw+i*tsw:off+d*tw+(i+1)*tsw], b[lay.vScales+(tk.Head*d+i)*lay.vsStride+start/bb:])
+				}
+				tiles = append(tiles, entry{start, tk.Head, off})
+				k = len(tiles) - 1
+			}
+			// The token's V block, every channel: codes and scale.
+			off, lo := tiles[k].off, tk.Pos/bb*bb-start
+			for i := 0; i < d; i++ {
+				for j := 0; j < bb; j++ {
+					w := &b[off+i*tw+(lo+j)/4]
+					sh := 8 * uint((lo+j)%4)
+					*w = *w&^(0xff<<sh) | uint32(tk.VBlock[i*bb+j])<<sh
+				}
+				b[off+d*tw+i*tsw+lo/bb] = uint32(tk.VScales[i])
+			}
+		}
+		e0 := len(b)
+		for _, e := range toks {
+			b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
+		}
+		f0 := len(b)
+		for _, e := range tiles {
+			b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
+		}
+		b[lay.meta+4*ti], b[lay.meta+4*ti+1], b[lay.meta+4*ti+2], b[lay.meta+4*ti+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
+	}
+	return a, b, lay, nil
+}
