@@ -113,7 +113,7 @@ kind::mxf8f6f4/mxf4/mxf4nvf4, blackwell only) with the arithmetic of arch (hoppe
 tcgen05), P·V promoted as each of promotions says (0 never, 1 every tile,
 N every N tiles). Every input must be finite. device gpu runs the kernels
 through WebGPU (bit for bit with cpu) for a decode (one query token) whose
-MMA reads e4m3, e5m2, bf16 or f16 (not the native block-scaled path) with
+MMA reads e4m3, e5m2, bf16 or f16, or the block-scaled codes natively, with
 head_dim 64, 128 or 256 and no mask.
 
 y: relative L2 error (%) of O of each query head (x) against exact float64
@@ -147,7 +147,7 @@ func (AttentionFile) Params() []sim.Param {
 		{Name: "void2", Doc: "type of .npy '<V2' elements (ml_dtypes)", Kind: sim.KindChoice, Default: "bfloat16", Choices: []string{"bfloat16", "float16"}},
 		{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
 			Doc: "where the kernel runs: cpu (package attention) or gpu (wgsl.SimDecode, bit for bit: a decode, one query token, " +
-				"whose MMA reads e4m3/e5m2/bf16/f16 with head_dim 64/128/256, no mask, not block-scaled; the references stay on the CPU)"},
+				"whose MMA reads e4m3/e5m2/bf16/f16 or block-scaled codes, head_dim 64/128/256, no mask; the references stay on the CPU)"},
 	}
 }
 

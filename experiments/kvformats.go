@@ -49,11 +49,11 @@ format's largest value; static scales are computed on the haystack and the
 needle and sinks are stored with them. Per-token-head and block scales come
 from each token's own values.
 
-With -device gpu, every series whose MMA the WGSL simulator runs (e4m3, e5m2,
-bf16, f16: direct or dequantized, Hopper or Blackwell; not the native
-block-scaled series, nor tcgen05 bf16, which accum lacks) runs on the GPU,
-bit for bit with the CPU; the others stay on the CPU, and the run's notes
-list both.
+With -device gpu, every series whose MMA the WGSL simulator runs (all of
+this experiment's: e4m3, e5m2, bf16, f16, direct or dequantized, Hopper or
+Blackwell, and the native block-scaled ones) runs on the GPU, bit for bit
+with the CPU; a series it does not run stays on the CPU, and the run's
+notes list both. The exact references stay on the CPU.
 
 y: retrieval accuracy at promotion "never" (FA3 as shipped); extra relerr
 (mean relative L2 error of O against exact float64 attention on the

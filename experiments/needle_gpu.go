@@ -21,7 +21,7 @@ const (
 func deviceParam() sim.Param {
 	return sim.Param{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
 		Doc: "where the kernels run: cpu (package attention) or gpu (the same arithmetic in WGSL through WebGPU, " +
-			"bit for bit, all trials of a haystack at once) for every series the WGSL simulator runs (e4m3, e5m2, bf16, f16 MMAs, head_dim 64/128/256, not the native block-scaled path); " +
+			"bit for bit, all trials of a haystack at once) for every series the WGSL simulator runs (e4m3, e5m2, bf16, f16 MMAs and the native block-scaled path, head_dim 64/128/256); " +
 			"the other series, baselines with sinks and references stay on the CPU, and the run's notes say which series ran where"}
 }
 
@@ -47,7 +47,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 	}
 	// A run goes to the GPU when the WGSL simulator runs its configuration
 	// (wgsl.SimDecodeSupports: e4m3/e5m2/bf16/f16 MMA, head_dim 64/128/256,
-	// not block-scaled, ...);
+	// the native block-scaled path, ...);
 	// the others stay on the CPU.
 	onGPU := func(r attnNeedleRun) bool { return wgsl.SimDecodeSupports(t.gpuConfig(r)) == nil }
 	draws := make([]attnNeedleDraw, count)
@@ -198,11 +198,14 @@ func (t attnNeedle) replaced(kv *attention.KV, dr attnNeedleDraw) []wgsl.SimToke
 	toks := make([]wgsl.SimToken, 0, len(saved))
 	for _, st := range saved {
 		tok := st.Token()
-		k, v := kv.TokenCodes(tok, 0)
-		toks = append(toks, wgsl.SimToken{Pos: tok, K: k, V: v})
+		tk, err := wgsl.SimTokenOf(kv, tok, 0) // codes, and a block-scaled cache's scales and V block
+		if err != nil {
+			panic(err) // tok lies in the cache: patch wrote it
+		}
+		toks = append(toks, tk)
 	}
 	if err := restore(kv, saved); err != nil {
-		panic(err) // a cache the GPU reads holds codes only: RestoreToken cannot fail
+		panic(err) // restoring what patch saved from this cache cannot fail
 	}
 	return toks
 }
