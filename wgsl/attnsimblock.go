@@ -11,7 +11,7 @@ import (
 
 // The block-scaled (native) path of SimDecode: attention's PathBlockScaled
 // on mxfp8, nvfp4 and mxfp4 caches, both GEMMs through the cache format's
-// tcgen05 block-scaled instruction (attnblock.wgsl's bs_step, the
+// tcgen05 block-scaled instruction (blockstep.wgsl's block_step, the
 // arithmetic of scaled.wgsl). Q is block-quantized on the host
 // (attention.QuantizeBlock, as attention's setQueryBlock), P in the shader
 // per block of Block consecutive tokens of the tile (bs_quant_p, the rule
@@ -127,10 +127,10 @@ func (p *simPlan) blockConsts() []constDecl {
 }
 
 // attnBlockWGSL is attnblock.wgsl (its functions read attnsim.wgsl's
-// buffers and the constants above).
+// buffers and the constants above) and blockstep.wgsl, the step.
 func attnBlockWGSL() string {
 	s, _ := Shader("attnblock") // embedded: cannot fail
-	return s
+	return s + "\n" + blockStepWGSL("BK", "BF", "BEZERO", "BFE", "BFE", "BFS", "true", "BB", "BGROUP")
 }
 
 // tables returns what attnblock.wgsl reads at XT[BT:]: the element and

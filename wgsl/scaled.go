@@ -100,7 +100,8 @@ func scaledEmulationOf(info accum.InstrInfo) (*scaledEmulation, error) {
 	}
 	e.consts = []constDecl{cU32("K", info.K), cU32("F", info.F), cI32("EZERO", info.EZero),
 		cU32("FA", e.a.FracBits()), cU32("FB", e.b.FracBits()), cU32("FS", fs),
-		cBool("SCALED", info.Scale != ""), cU32("BLOCK", block), cU32("GROUP", info.Group), cU32("WG", convertWG)}
+		cBool("SCALED", info.Scale != ""), cU32("BLOCK", block), cU32("GROUP", info.Group), cU32("WG", convertWG),
+		cRaw(blockStepWGSL("K", "F", "EZERO", "FA", "FB", "FS", "SCALED", "BLOCK", "GROUP"))}
 	return e, nil
 }
 
@@ -345,4 +346,15 @@ func (r *Runner) CheckScaled(ctx context.Context, seed uint64, n int) ([]Check, 
 		checks = append(checks, c)
 	}
 	return checks, nil
+}
+
+// blockStepWGSL is blockstep.wgsl (the block-scaled step shared by
+// scaled.wgsl and attnblock.wgsl) with its constants SK, SF, SEZERO, SFA,
+// SFB, SFS, SSCALED, SBLOCK and SGROUP defined as the including shader's
+// constants of the given names.
+func blockStepWGSL(k, f, ezero, fa, fb, fs, scaled, block, group string) string {
+	src, _ := Shader("blockstep") // embedded: cannot fail
+	return fmt.Sprintf("const SK: u32 = %s;\nconst SF: u32 = %s;\nconst SEZERO: i32 = %s;\nconst SFA: u32 = %s;\nconst SFB: u32 = %s;\n"+
+		"const SFS: u32 = %s;\nconst SSCALED: bool = %s;\nconst SBLOCK: u32 = %s;\nconst SGROUP: u32 = %s;\n%s",
+		k, f, ezero, fa, fb, fs, scaled, block, group, src)
 }

@@ -28,7 +28,7 @@
 // row's state (m, l, acc_scale, O, O_tc) lives in ST between dispatches, so
 // that no invocation runs into lavapipe's loop limit.
 //
-// Block-scaled caches (BLK, attnblock.wgsl): both GEMMs run bs_step, K
+// Block-scaled caches (BLK, attnblock.wgsl): both GEMMs run block_step (blockstep.wgsl), K
 // codes and scales as a block-scaled instruction reads them; A holds each
 // row's Q and P scales after the codes (one a word), B K's scales
 // [kv_head][token][D/BB] at U.k_scales and V's token-block scales
@@ -375,7 +375,7 @@ fn pv_chain(pb: u32, vb: u32, vsb: u32, c0: u32) -> u32 {
     var c = c0;
     if (BLK) {
         for (var k = 0u; k < KBN; k = k + BK) {
-            c = bs_step(pb + k / 4u, vb + k / 4u, pb + KBN / CPW + D / BB + k / BB, vsb + k / BB, c);
+            c = block_step(pb + k / 4u, vb + k / 4u, pb + KBN / CPW + D / BB + k / BB, vsb + k / BB, c);
         }
     } else {
         for (var k = 0u; k < KBN; k = k + 32u) {
@@ -439,7 +439,7 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
                 if (BLK) {
                     // The block-scaled chain over head_dim from +0.
                     for (var k = 0u; k < D; k = k + BK) {
-                        c = bs_step(ab + k / 4u, kb + k / 4u, ab + A_CODES + k / BB, ksb + k / BB, c);
+                        c = block_step(ab + k / 4u, kb + k / 4u, ab + A_CODES + k / BB, ksb + k / BB, c);
                     }
                 } else {
                     for (var k = 0u; k < D; k = k + 32u) {
