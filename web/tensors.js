@@ -7,20 +7,10 @@
 'use strict';
 
 (function () {
-  const $ = (id) => document.getElementById(id);
   const roles = ['q', 'k', 'v', 'positions', 'mask'];
   let limits = { chunk: 512 << 10 };
 
-  async function call(method, path, body) {
-    const init = { method, headers: {} };
-    if (body !== undefined) { init.headers['Content-Type'] = 'application/json'; init.body = JSON.stringify(body); }
-    const resp = await fetch(path, init);
-    if (resp.status === 204) return null;
-    let data = null;
-    try { data = await resp.json(); } catch (e) { /* not JSON */ }
-    if (!resp.ok) throw new Error((data && data.error) || `HTTP ${resp.status}`);
-    return data;
-  }
+  // $ and api are app.js's (loaded before this file).
 
   function say(text, bad) {
     const s = $('tensors-status');
@@ -40,7 +30,7 @@
 
   async function refresh() {
     let ans;
-    try { ans = await call('GET', '/api/tensors'); } catch (e) { say(e.message, true); return; }
+    try { ans = await api('GET', '/api/tensors'); } catch (e) { say(e.message, true); return; }
     limits = ans.limits || limits;
     const opts = choices(ans.files);
     for (const r of roles) {
@@ -69,7 +59,7 @@
         const done = off + chunk >= file.size;
         say(`uploading ${file.name}: ${Math.min(off + chunk, file.size)} / ${file.size} bytes`);
         try {
-          await call('POST', '/api/tensors/upload', { name: file.name, offset: off, data: btoa(bin), done });
+          await api('POST', '/api/tensors/upload', { name: file.name, offset: off, data: btoa(bin), done });
         } catch (e) { say(`${file.name}: ${e.message}`, true); return; }
         if (done) break;
       }
@@ -88,7 +78,7 @@
     const files = {};
     for (const r of roles) if ($('tensor-' + r).value) files[r] = $('tensor-' + r).value;
     try {
-      const r = await call('POST', '/api/tensors/run', { files, params, seed });
+      const r = await api('POST', '/api/tensors/run', { files, params, seed });
       location.hash = '#run/' + r.id;
     } catch (e) { say(e.message, true); }
   }

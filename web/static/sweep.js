@@ -7,27 +7,7 @@
 // needs one hook (lab.runQuery in refreshRuns).
 'use strict';
 (() => {
-  const $ = (id) => document.getElementById(id);
-  const mk = (tag, attrs = {}, ...kids) => {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs)) {
-      if (k === 'class') e.className = v;
-      else if (k === 'text') e.textContent = v;
-      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
-      else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? '' : v);
-    }
-    for (const c of kids) if (c !== null && c !== undefined) e.append(c);
-    return e;
-  };
-  async function call(method, path, body) {
-    const init = { method, headers: {} };
-    if (body !== undefined) { init.headers['Content-Type'] = 'application/json'; init.body = JSON.stringify(body); }
-    const resp = await fetch(path, init);
-    let data = null;
-    try { data = await resp.json(); } catch (e) { /* not JSON */ }
-    if (!resp.ok) throw new Error(data && data.error ? data.error : `HTTP ${resp.status}`);
-    return data;
-  }
+  // $, el and api are app.js's (loaded before this file).
   const fmt = (v) => (v === null || v === undefined) ? '–'
     : (Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0)) ? v.toExponential(3) : String(+v.toPrecision(5));
   const lab = window.lab || {};
@@ -45,19 +25,19 @@
     if (!box || !e) return;
     if (box.dataset.exp === e.name) return;
     box.dataset.exp = e.name;
-    const rows = mk('div', { class: 'sweep-grid' });
+    const rows = el('div', { class: 'sweep-grid' });
     for (const p of e.params) {
       const sep = p.kind === 'ints' ? ';' : ',';
-      rows.append(mk('label', { for: 'sweep-' + p.name, text: p.name }),
-        mk('input', { type: 'text', id: 'sweep-' + p.name, 'data-param': p.name, placeholder: `values separated by '${sep}' (empty: the form's)`, spellcheck: 'false' }));
+      rows.append(el('label', { for: 'sweep-' + p.name, text: p.name }),
+        el('input', { type: 'text', id: 'sweep-' + p.name, 'data-param': p.name, placeholder: `values separated by '${sep}' (empty: the form's)`, spellcheck: 'false' }));
     }
-    rows.append(mk('label', { for: 'sweep-seeds', text: 'seeds' }), mk('input', { type: 'text', id: 'sweep-seeds', value: '1..20', spellcheck: 'false' }));
-    rows.append(mk('label', { for: 'sweep-executor', text: 'executor' }),
-      mk('select', { id: 'sweep-executor' }, ...['auto', 'pool', 'slurm'].map((x) => mk('option', { value: x, text: x }))));
+    rows.append(el('label', { for: 'sweep-seeds', text: 'seeds' }), el('input', { type: 'text', id: 'sweep-seeds', value: '1..20', spellcheck: 'false' }));
+    rows.append(el('label', { for: 'sweep-executor', text: 'executor' }),
+      el('select', { id: 'sweep-executor' }, ...['auto', 'pool', 'slurm'].map((x) => el('option', { value: x, text: x }))));
     box.querySelector('.sweep-body').replaceChildren(rows,
-      mk('div', { class: 'row' }, mk('button', { type: 'button', id: 'sweep-start', class: 'primary', text: 'Start the sweep', onclick: startSweep }),
-        mk('span', { id: 'sweep-count', class: 'muted small' })),
-      mk('div', { id: 'sweep-error', role: 'alert', hidden: true }));
+      el('div', { class: 'row' }, el('button', { type: 'button', id: 'sweep-start', class: 'primary', text: 'Start the sweep', onclick: startSweep }),
+        el('span', { id: 'sweep-count', class: 'muted small' })),
+      el('div', { id: 'sweep-error', role: 'alert', hidden: true }));
   }
   function sweepRequest() {
     const e = currentExperiment();
@@ -80,7 +60,7 @@
     const err = $('sweep-error');
     err.hidden = true;
     try {
-      const rec = await call('POST', '/api/sweeps', sweepRequest());
+      const rec = await api('POST', '/api/sweeps', sweepRequest());
       location.hash = '#sweep/' + rec.id;
       refreshList();
     } catch (e) { err.textContent = e.message; err.hidden = false; }
@@ -91,9 +71,9 @@
     const ul = $('sweep-list');
     if (!ul) return;
     try {
-      const ans = await call('GET', '/api/sweeps');
-      ul.replaceChildren(...ans.sweeps.slice(0, 50).map((s) => mk('li', { 'data-id': s.id, class: sw.view && sw.view.id === s.id ? 'sel' : '', onclick: () => { location.hash = '#sweep/' + s.id; } },
-        mk('span', { class: 'what', text: `sweep ${s.id} ${s.experiment} · ${s.runs} runs${s.title ? ' — ' + s.title : ''}` }), mk('span', { class: 'state ' + s.state, text: s.state }))));
+      const ans = await api('GET', '/api/sweeps');
+      ul.replaceChildren(...ans.sweeps.slice(0, 50).map((s) => el('li', { 'data-id': s.id, class: sw.view && sw.view.id === s.id ? 'sel' : '', onclick: () => { location.hash = '#sweep/' + s.id; } },
+        el('span', { class: 'what', text: `sweep ${s.id} ${s.experiment} · ${s.runs} runs${s.title ? ' — ' + s.title : ''}` }), el('span', { class: 'state ' + s.state, text: s.state }))));
     } catch (e) { /* the lab is restarting */ }
   }
 
@@ -112,7 +92,7 @@
     const v = sw.view;
     if (!v) return;
     let st;
-    try { st = await call('GET', '/api/sweeps/' + v.id); } catch (e) { $('sweep-title').textContent = e.message; return; }
+    try { st = await api('GET', '/api/sweeps/' + v.id); } catch (e) { $('sweep-title').textContent = e.message; return; }
     if (sw.view !== v) return;
     v.status = st;
     const axes = st.axes.map((a) => a.name);
@@ -125,13 +105,13 @@
     $('sweep-state').textContent = `${st.state} · ${s.done || 0} done, ${s.running || 0} running, ${(s.queued || 0) + (s.missing || 0)} waiting, ${(s.failed || 0) + (s.interrupted || 0) + (s.cancelled || 0)} not done${tasks}${st.error ? ' · ' + st.error : ''}`;
     $('sweep-cancel').hidden = st.state !== 'running';
     $('sweep-resume').hidden = st.state === 'running' || st.state === 'done';
-    $('sweep-groups').replaceChildren(mk('span', { class: 'muted', text: 'group by:' }), ...axes.map((a) => {
-      const box = mk('input', { type: 'checkbox', 'data-axis': a, onchange: (ev) => {
+    $('sweep-groups').replaceChildren(el('span', { class: 'muted', text: 'group by:' }), ...axes.map((a) => {
+      const box = el('input', { type: 'checkbox', 'data-axis': a, onchange: (ev) => {
         v.group = axes.filter((x) => x === a ? ev.target.checked : v.group.includes(x));
         loadAggregate();
       } });
       box.checked = v.group.includes(a);
-      return mk('label', {}, box, ' ' + a);
+      return el('label', {}, box, ' ' + a);
     }));
     await loadAggregate();
     $('sweep-view').dataset.shown = v.id + ':' + st.state; // the aggregate drawn is of this state (for the tests)
@@ -141,7 +121,7 @@
   async function loadAggregate() {
     const v = sw.view;
     let ans;
-    try { ans = await call('GET', `/api/sweeps/${v.id}/aggregate?${groupParam(v)}`); } catch (e) { $('sweep-agg-error').textContent = e.message; return; }
+    try { ans = await api('GET', `/api/sweeps/${v.id}/aggregate?${groupParam(v)}`); } catch (e) { $('sweep-agg-error').textContent = e.message; return; }
     if (sw.view !== v) return;
     $('sweep-agg-error').textContent = '';
     v.agg = ans.aggregate;
@@ -150,7 +130,7 @@
     const pick = $('sweep-quantity');
     const options = [...v.agg.summary.map((n) => 'summary:' + n), ...v.agg.series.map((n) => 'series:' + n)];
     const keep = pick.value;
-    pick.replaceChildren(...options.map((o) => mk('option', { value: o, text: o.replace(':', ': ') })));
+    pick.replaceChildren(...options.map((o) => el('option', { value: o, text: o.replace(':', ': ') })));
     pick.value = options.includes(keep) ? keep : options[0] || '';
     const ex = v.agg.excluded.length;
     $('sweep-excluded').textContent = ex ? `${ex} runs not (yet) aggregated: ${v.agg.excluded.slice(0, 3).join('; ')}${ex > 3 ? '; …' : ''}` : '';
@@ -160,13 +140,13 @@
   }
   function renderTable() {
     const a = sw.view.agg;
-    const head = mk('tr', {}, ...['group', 'summary', 'n', 'mean', 'standard error', '95 % CI'].map((h) => mk('th', { text: h })));
+    const head = el('tr', {}, ...['group', 'summary', 'n', 'mean', 'standard error', '95 % CI'].map((h) => el('th', { text: h })));
     const rows = [];
     for (const g of a.groups) for (const n of a.summary) {
       const s = g.summary[n];
       if (!s) continue;
-      rows.push(mk('tr', {}, mk('td', { text: g.label }), mk('td', { text: n }), mk('td', { text: String(s.n) + (s.nonfinite ? ` (+${s.nonfinite} non-finite)` : '') }),
-        mk('td', { text: fmt(s.mean) }), mk('td', { text: fmt(s.se) }), mk('td', { text: `[${fmt(s.ci95_lo)}, ${fmt(s.ci95_hi)}]` })));
+      rows.push(el('tr', {}, el('td', { text: g.label }), el('td', { text: n }), el('td', { text: String(s.n) + (s.nonfinite ? ` (+${s.nonfinite} non-finite)` : '') }),
+        el('td', { text: fmt(s.mean) }), el('td', { text: fmt(s.se) }), el('td', { text: `[${fmt(s.ci95_lo)}, ${fmt(s.ci95_hi)}]` })));
     }
     $('sweep-table').replaceChildren(head, ...rows);
   }
@@ -235,7 +215,7 @@
     const summary = kind === 'summary' ? name : (v.agg.summary[0] || '');
     if (!summary) return;
     let runs;
-    try { runs = (await call('GET', `/api/runs?limit=10000&q=${encodeURIComponent('sweep = ' + st.id + ' AND state = done')}`)).runs; } catch (e) { return; }
+    try { runs = (await api('GET', `/api/runs?limit=10000&q=${encodeURIComponent('sweep = ' + st.id + ' AND state = done')}`)).runs; } catch (e) { return; }
     if (sw.view !== v) return;
     if (!sw.par) sw.par = echarts.init($('sweep-parallel'));
     const dims = st.axes.map((a, i) => {
@@ -261,7 +241,7 @@
   async function applyFilter(text) {
     const err = $('run-query-error');
     try {
-      if (text.trim()) await call('GET', '/api/runs?limit=1&q=' + encodeURIComponent(text));
+      if (text.trim()) await api('GET', '/api/runs?limit=1&q=' + encodeURIComponent(text));
       err.textContent = '';
       lab.runQuery = text.trim();
       if (typeof refreshRuns === 'function') refreshRuns();
@@ -271,7 +251,7 @@
     const box = $('run-tags');
     if (!box) return;
     try {
-      const run = await call('GET', '/api/runs/' + id);
+      const run = await api('GET', '/api/runs/' + id);
       $('run-tags-input').value = (run.tags || []).join(', ');
       box.dataset.run = id;
       $('run-tags-status').textContent = run.sweep ? `run ${run.sweep_run} of sweep ${run.sweep}` : '';
@@ -281,7 +261,7 @@
     const id = $('run-tags').dataset.run;
     const tags = $('run-tags-input').value.split(',').map((s) => s.trim()).filter(Boolean);
     try {
-      await call('PUT', `/api/runs/${id}/tags`, { tags });
+      await api('PUT', `/api/runs/${id}/tags`, { tags });
       $('run-tags-status').textContent = 'saved';
       if (typeof refreshRuns === 'function') refreshRuns();
     } catch (e) { $('run-tags-status').textContent = e.message; }
@@ -289,7 +269,7 @@
 
   // ---- wiring -----------------------------------------------------------------
   function build() {
-    document.head.append(mk('style', { text: `
+    document.head.append(el('style', { text: `
       #sweep-form { margin: 12px 0; } #sweep-form summary { cursor: pointer; font-weight: 600; }
       .sweep-grid { display: grid; grid-template-columns: max-content minmax(160px, 420px); gap: 4px 12px; margin: 8px 0; align-items: center; }
       .sweep-grid label { font-family: ui-monospace, monospace; } .sweep-grid input, .sweep-grid select { font: inherit; padding: 2px 6px; }
@@ -298,42 +278,42 @@
       #sweep-list li { display: flex; gap: 6px; font-size: 13px; } #sweep-list .what { flex: 1; }` }));
     const runsSection = $('run-list') && $('run-list').closest('section');
     if (runsSection) {
-      runsSection.insertBefore(mk('div', { class: 'row small' },
-        mk('input', { type: 'search', id: 'run-query', placeholder: 'filter: kBlockN IN (64, 96) AND tag = paper', title: 'experiment, state, origin, tag, seed, sweep, text or any parameter; = != < <= > >= ~ IN; AND OR NOT; ( )', spellcheck: 'false',
+      runsSection.insertBefore(el('div', { class: 'row small' },
+        el('input', { type: 'search', id: 'run-query', placeholder: 'filter: kBlockN IN (64, 96) AND tag = paper', title: 'experiment, state, origin, tag, seed, sweep, text or any parameter; = != < <= > >= ~ IN; AND OR NOT; ( )', spellcheck: 'false',
           onkeydown: (ev) => { if (ev.key === 'Enter') applyFilter(ev.target.value); } }),
-        mk('span', { id: 'run-query-error', class: 'small', role: 'alert' })), $('run-list'));
-      runsSection.after(mk('section', {}, mk('h2', { text: 'Sweeps' }), mk('ul', { id: 'sweep-list', class: 'list runs' })));
+        el('span', { id: 'run-query-error', class: 'small', role: 'alert' })), $('run-list'));
+      runsSection.after(el('section', {}, el('h2', { text: 'Sweeps' }), el('ul', { id: 'sweep-list', class: 'list runs' })));
     }
     const expView = $('exp-view');
-    if (expView) expView.append(mk('details', { id: 'sweep-form' }, mk('summary', { text: 'Sweep: several values of any parameters × seeds, with statistics' }), mk('div', { class: 'sweep-body' })));
+    if (expView) expView.append(el('details', { id: 'sweep-form' }, el('summary', { text: 'Sweep: several values of any parameters × seeds, with statistics' }), el('div', { class: 'sweep-body' })));
     const actions = $('run-actions');
-    if (actions) actions.after(mk('div', { id: 'run-tags', class: 'row small' }, mk('label', { for: 'run-tags-input', text: 'tags' }),
-      mk('input', { type: 'text', id: 'run-tags-input', placeholder: 'a, b', spellcheck: 'false' }),
-      mk('button', { type: 'button', id: 'run-tags-save', text: 'Save tags', onclick: saveTags }), mk('span', { id: 'run-tags-status', class: 'muted' })));
-    $('center').append(mk('div', { id: 'sweep-view', hidden: true },
-      mk('h2', { id: 'sweep-title' }),
-      mk('div', { class: 'row' }, mk('progress', { id: 'sweep-progress', max: 1, value: 0 }), mk('span', { id: 'sweep-state', class: 'muted' }),
-        mk('button', { type: 'button', id: 'sweep-cancel', hidden: true, text: 'Cancel the sweep', onclick: async () => {
-          try { await call('POST', `/api/sweeps/${sw.view.id}/cancel`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
+    if (actions) actions.after(el('div', { id: 'run-tags', class: 'row small' }, el('label', { for: 'run-tags-input', text: 'tags' }),
+      el('input', { type: 'text', id: 'run-tags-input', placeholder: 'a, b', spellcheck: 'false' }),
+      el('button', { type: 'button', id: 'run-tags-save', text: 'Save tags', onclick: saveTags }), el('span', { id: 'run-tags-status', class: 'muted' })));
+    $('center').append(el('div', { id: 'sweep-view', hidden: true },
+      el('h2', { id: 'sweep-title' }),
+      el('div', { class: 'row' }, el('progress', { id: 'sweep-progress', max: 1, value: 0 }), el('span', { id: 'sweep-state', class: 'muted' }),
+        el('button', { type: 'button', id: 'sweep-cancel', hidden: true, text: 'Cancel the sweep', onclick: async () => {
+          try { await api('POST', `/api/sweeps/${sw.view.id}/cancel`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
           poll();
         } }),
-        mk('button', { type: 'button', id: 'sweep-resume', hidden: true, text: 'Resume (run what did not end done)', onclick: async () => {
-          try { await call('POST', `/api/sweeps/${sw.view.id}/resume`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
+        el('button', { type: 'button', id: 'sweep-resume', hidden: true, text: 'Resume (run what did not end done)', onclick: async () => {
+          try { await api('POST', `/api/sweeps/${sw.view.id}/resume`); } catch (e) { $('sweep-agg-error').textContent = e.message; }
           poll();
         } })),
-      mk('div', { class: 'row small', id: 'sweep-groups' }),
-      mk('div', { class: 'row small' }, mk('label', { for: 'sweep-quantity', text: 'show' }), mk('select', { id: 'sweep-quantity', onchange: () => { drawChart(); drawParallel(); } }),
-        mk('a', { id: 'sweep-csv', download: true, text: 'aggregate CSV' }), mk('a', { id: 'sweep-json', download: true, text: 'aggregate JSON' }),
-        mk('button', { type: 'button', id: 'sweep-runs', text: 'its runs in the list', onclick: () => {
+      el('div', { class: 'row small', id: 'sweep-groups' }),
+      el('div', { class: 'row small' }, el('label', { for: 'sweep-quantity', text: 'show' }), el('select', { id: 'sweep-quantity', onchange: () => { drawChart(); drawParallel(); } }),
+        el('a', { id: 'sweep-csv', download: true, text: 'aggregate CSV' }), el('a', { id: 'sweep-json', download: true, text: 'aggregate JSON' }),
+        el('button', { type: 'button', id: 'sweep-runs', text: 'its runs in the list', onclick: () => {
           const q = 'sweep = ' + sw.view.id;
           if ($('run-query')) $('run-query').value = q;
           applyFilter(q);
         } })),
-      mk('div', { id: 'sweep-agg-error', role: 'alert', class: 'small' }),
-      mk('div', { id: 'sweep-chart', class: 'sweep-chart' }),
-      mk('div', { id: 'sweep-parallel', class: 'sweep-chart' }),
-      mk('p', { id: 'sweep-excluded', class: 'muted small' }),
-      mk('table', { id: 'sweep-table', class: 'meta' })));
+      el('div', { id: 'sweep-agg-error', role: 'alert', class: 'small' }),
+      el('div', { id: 'sweep-chart', class: 'sweep-chart' }),
+      el('div', { id: 'sweep-parallel', class: 'sweep-chart' }),
+      el('p', { id: 'sweep-excluded', class: 'muted small' }),
+      el('table', { id: 'sweep-table', class: 'meta' })));
   }
   function route() {
     const h = location.hash.slice(1);
