@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/fp8lab/fp8lab/sim"
 )
 
 // attnStatsProfile is a set of haystack statistics taken from published
@@ -70,6 +72,18 @@ func attnStatsNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// noteSetup notes, for a run of the needle task, where its kernels run
+// (device gpu) and, when they are not the plain synthetic ones, the
+// haystack's statistics with their sources.
+func (t attnNeedle) noteSetup(run *sim.Run, runs []attnNeedleRun) {
+	if note := t.deviceNote(runs); note != "" {
+		run.Note(note)
+	}
+	if t.stats != "synthetic" || t.kBand > 0 {
+		run.Note(t.statsNote())
+	}
 }
 
 // statsNote describes the task's statistics for a run's notes.

@@ -154,12 +154,7 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 		}
 		runs = append(runs, r)
 	}
-	if note := t.deviceNote(runs); note != "" {
-		run.Note(note)
-	}
-	if t.stats != "synthetic" || t.kBand > 0 {
-		run.Note(t.statsNote())
-	}
+	t.noteSetup(run, runs)
 	run.AddTotal(int64(len(contexts) * trials))
 	summary := map[string]float64{}
 	acc := map[string]map[int]float64{} // series label → context → accuracy

@@ -100,12 +100,7 @@ func (Needle) Run(ctx context.Context, run *sim.Run) error {
 	defer done()
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
 	runs := needleRuns(t, run.Values.String("series"), run.Values.Int("k-block-n"))
-	if note := t.deviceNote(runs); note != "" {
-		run.Note(note)
-	}
-	if t.stats != "synthetic" || t.kBand > 0 {
-		run.Note(t.statsNote())
-	}
+	t.noteSetup(run, runs)
 	run.AddTotal(int64(len(contexts) * trials))
 	summary := map[string]float64{}
 	for _, n := range contexts {

@@ -84,12 +84,7 @@ func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 		}
 		runs = append(runs, r)
 	}
-	if note := t.deviceNote(runs); note != "" {
-		run.Note(note)
-	}
-	if t.stats != "synthetic" || t.kBand > 0 {
-		run.Note(t.statsNote())
-	}
+	t.noteSetup(run, runs)
 	run.AddTotal(int64(trials))
 	out, err := attnNeedleContext(ctx, run, fmt.Sprintf("promotion/%d", n), t, n, trials, run.Values.Int("haystacks"), runs, true)
 	if err != nil {
