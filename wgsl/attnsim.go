@@ -571,53 +571,76 @@ func (p *simPlan) packCodes(kv *attention.KV, trials []SimTrial) (a, b []uint32,
 	tw := kbn / cpw // words per dimension of a V tile
 	for ti, tr := range trials {
 		// Token entries (token, KV head, K row offset) with the K rows.
-		type entry struct{ pos, head, off int }
-		var toks, tiles []entry
+		var tt trialTables
 		for _, tk := range tr.Tokens {
 			off := len(b)
 			b = append(b, make([]uint32, d/cpw)...)
 			for i := 0; i < d; i++ {
 				put(&b[off+i/cpw], i, tk.K[i])
 			}
-			toks = append(toks, entry{tk.Pos, tk.Head, off})
+			tt.toks = append(tt.toks, simEntry{tk.Pos, tk.Head, off})
 		}
 		// One V tile per (tile, KV head) the trial touches: the cache's
 		// codes with the trial's tokens written in.
 		for _, tk := range tr.Tokens {
 			start := tk.Pos / kbn * kbn
-			k := -1
-			for x, e := range tiles {
-				if e.pos == start && e.head == tk.Head {
-					k = x
-				}
-			}
-			if k < 0 {
+			off := tt.tile(start, tk.Head, func() int {
 				off := len(b)
 				b = append(b, make([]uint32, d*tw)...)
 				for i := 0; i < d; i++ {
 					copy(b[off+i*tw:off+(i+1)*tw], b[kWords+(tk.Head*d+i)*vStride+start/cpw:])
 				}
-				tiles = append(tiles, entry{start, tk.Head, off})
-				k = len(tiles) - 1
-			}
-			off, t := tiles[k].off, tk.Pos-start
+				return off
+			})
+			t := tk.Pos - start
 			for i := 0; i < d; i++ {
 				w := &b[off+i*tw+t/cpw]
 				*w &^= mask << (cb * uint(t%cpw))
 				put(w, t, tk.V[i])
 			}
 		}
-		e0 := len(b)
-		for _, e := range toks {
-			b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
-		}
-		f0 := len(b)
-		for _, e := range tiles {
-			b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
-		}
-		b[meta+4*ti], b[meta+4*ti+1], b[meta+4*ti+2], b[meta+4*ti+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
+		b = tt.appendTo(b, meta, ti)
 	}
 	return a, b, simLayout{kWords: kWords, vStride: vStride, meta: meta}
+}
+
+// simEntry is one entry of a trial's tables that the kernel searches: a
+// replaced token (its position, KV head and the word offset in B of its K
+// row) or a V tile the trial patches (the tile's first token, KV head and
+// the offset of its words).
+type simEntry struct{ pos, head, off int }
+
+// trialTables are one trial's replaced tokens and patched V tiles.
+type trialTables struct{ toks, tiles []simEntry }
+
+// tile returns the word offset of the trial's V tile starting at token
+// start of KV head head; the first time, add appends the tile's words to B
+// and returns their offset.
+func (t *trialTables) tile(start, head int, add func() int) int {
+	for _, e := range t.tiles {
+		if e.pos == start && e.head == head {
+			return e.off
+		}
+	}
+	off := add()
+	t.tiles = append(t.tiles, simEntry{start, head, off})
+	return off
+}
+
+// appendTo appends the token and tile tables to b and writes trial ti's
+// four meta words at b[meta+4·ti:] (tokens from, tiles from, tiles from,
+// end).
+func (t *trialTables) appendTo(b []uint32, meta, ti int) []uint32 {
+	e0 := len(b)
+	for _, e := range t.toks {
+		b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
+	}
+	f0 := len(b)
+	for _, e := range t.tiles {
+		b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
+	}
+	b[meta+4*ti], b[meta+4*ti+1], b[meta+4*ti+2], b[meta+4*ti+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
+	return b
 }
 
 func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, trials []SimTrial) ([][]float64, error) {

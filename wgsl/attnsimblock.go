@@ -285,8 +285,7 @@ func (p *simPlan) packBlock(kv *attention.KV, trials []SimTrial) (a, b []uint32,
 	b = b[:lay.meta+4*len(trials)]
 	tw, tsw := kbn/4, kbn/bb // words per dimension of a V tile: codes, scales
 	for ti, tr := range trials {
-		type entry struct{ pos, head, off int }
-		var toks, tiles []entry
+		var tt trialTables
 		for _, tk := range tr.Tokens {
 			off := len(b)
 			b = append(b, make([]uint32, d/4+d/bb)...)
@@ -296,28 +295,21 @@ func (p *simPlan) packBlock(kv *attention.KV, trials []SimTrial) (a, b []uint32,
 			for j, c := range tk.KScales {
 				b[off+d/4+j] = uint32(c)
 			}
-			toks = append(toks, entry{tk.Pos, tk.Head, off})
+			tt.toks = append(tt.toks, simEntry{tk.Pos, tk.Head, off})
 		}
 		for _, tk := range tr.Tokens {
 			start := tk.Pos / kbn * kbn
-			k := -1
-			for x, e := range tiles {
-				if e.pos == start && e.head == tk.Head {
-					k = x
-				}
-			}
-			if k < 0 {
+			off := tt.tile(start, tk.Head, func() int {
 				off := len(b)
 				b = append(b, make([]uint32, d*(tw+tsw))...)
 				for i := 0; i < d; i++ {
 					copy(b[off+i*tw:off+(i+1)*tw], b[lay.kWords+(tk.Head*d+i)*lay.vStride+start/4:])
 					copy(b[off+d*tw+i*tsw:off+d*tw+(i+1)*tsw], b[lay.vScales+(tk.Head*d+i)*lay.vsStride+start/bb:])
 				}
-				tiles = append(tiles, entry{start, tk.Head, off})
-				k = len(tiles) - 1
-			}
+				return off
+			})
 			// The token's V block, every channel: codes and scale.
-			off, lo := tiles[k].off, tk.Pos/bb*bb-start
+			lo := tk.Pos/bb*bb - start
 			for i := 0; i < d; i++ {
 				for j := 0; j < bb; j++ {
 					w := &b[off+i*tw+(lo+j)/4]
@@ -327,15 +319,7 @@ func (p *simPlan) packBlock(kv *attention.KV, trials []SimTrial) (a, b []uint32,
 				b[off+d*tw+i*tsw+lo/bb] = uint32(tk.VScales[i])
 			}
 		}
-		e0 := len(b)
-		for _, e := range toks {
-			b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
-		}
-		f0 := len(b)
-		for _, e := range tiles {
-			b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
-		}
-		b[lay.meta+4*ti], b[lay.meta+4*ti+1], b[lay.meta+4*ti+2], b[lay.meta+4*ti+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
+		b = tt.appendTo(b, lay.meta, ti)
 	}
 	return a, b, lay, nil
 }
