@@ -3,6 +3,7 @@ package attention
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -68,6 +69,21 @@ type Config struct {
 	// flash-attention #104), N > 1 every N tiles with the lazily tracked
 	// acc_scale of flash-attention #122.
 	Promotion int
+	// Splits is the number S of split-KV ranges (FA3's num_splits,
+	// flash-decoding): 0 or 1 runs the tiles a query block visits in one
+	// range, as today's kernel. S > 1 cuts the visited tiles [nMin, nMax)
+	// into S contiguous ranges of tps = ⌈(nMax − nMin)/S⌉ tiles, split s
+	// taking [nMin + s·tps, min(nMin + (s+1)·tps, nMax)) (FA3's
+	// get_n_block_min_max; empty when it starts past nMax). Each split runs
+	// the mainloop on its range alone (tiles newest first, its own m, l and
+	// P·V accumulators, promotion counted from its first tile) and writes
+	// O_s = acc·((1/l_s)·v_descale) and lse_s = m_s + log2(l_s) − 8 (base 2,
+	// FP32; −inf when l_s is 0); the combine, in FP32 and in split order,
+	// is w_s = exp2(lse_s − max lse), O = (Σ w_s·O_s) / (Σ w_s)
+	// ([CombineSplits]). At most MaxSplits; sinks are refused with S > 1
+	// (how FA3 adds them to a split is not modelled). [Plan.AutoSplits] is
+	// FA3's heuristic.
+	Splits int
 	// Causal masks key j for the query at position p when j > p. Queries
 	// are the last Mq tokens of the sequence (FA3's bottom-right
 	// alignment): query i of Mq sits at position N − Mq + i.
@@ -112,11 +128,18 @@ func validHeadDim(d int) bool {
 const (
 	MaxKBlockN = 256
 	MaxKBlockM = 256
+	// MaxSplits is FA3's largest num_splits (its combine kernel takes at
+	// most 2^7 splits; get_num_splits caps the heuristic at 128).
+	MaxSplits = 128
 )
 
-// plan is a validated Config with its defaults filled in, for mq queries
-// over n tokens.
-type plan struct {
+// Plan is one run resolved: its Config with every default filled in (head
+// dims, heads, dtype, model names, tiles, softmax scale, splits) and what
+// the kernel derives from the cache and the query scales (the FP32 softmax
+// scale and v_descale per KV head), for mq queries over the cache's tokens.
+// Both the CPU kernel ([Run]) and the WGSL simulator execute a Plan, so
+// that every default lives here once. A Plan is read-only.
+type Plan struct {
 	Config
 	mq, n  int
 	group  int // query heads per KV head
@@ -125,6 +148,81 @@ type plan struct {
 	// bqk and bpv are the block-scaled instructions of a block-scaled
 	// cache (qk and pv are then nil).
 	bqk, bpv accum.Instruction
+	// Per KV head: softmax_scale·log2(e)·q_descale·k_descale in FP32 (and
+	// in float64 for Float64 mode) and v_descale; the query descales.
+	scaleLog2 []float32
+	scale64   []float64
+	vDescale  []float32
+	qScale    []float32
+}
+
+// Queries returns the number of query rows per query head (query tokens).
+func (p *Plan) Queries() int { return p.mq }
+
+// Tokens returns the number of tokens of the cache.
+func (p *Plan) Tokens() int { return p.n }
+
+// Group returns the query heads per KV head.
+func (p *Plan) Group() int { return p.group }
+
+// Decode reports whether FA3's use_one_mma_wg picked the decode tiles.
+func (p *Plan) Decode() bool { return p.decode }
+
+// ScaleLog2 returns KV head h's FP32 softmax_scale·log2(e)·q_descale·k_descale,
+// computed as the host and FA3 compute it: softmax_scale·log2(e) in double
+// rounded once to float, times q_descale, times k_descale in FP32.
+func (p *Plan) ScaleLog2(h int) float32 { return p.scaleLog2[h] }
+
+// VDescale returns KV head h's v_descale.
+func (p *Plan) VDescale(h int) float32 { return p.vDescale[h] }
+
+// QScale returns the query descale of KV head h (FA3's q_descale is per KV
+// head).
+func (p *Plan) QScale(h int) float32 { return scaleOf(p.qScale, h) }
+
+// PVWidth returns the P·V instruction's K (32 for fp8, 16 for 16-bit).
+func (p *Plan) PVWidth() int {
+	if p.bpv != nil {
+		return p.bpv.Info().K
+	}
+	return max(p.pv.Info().K, 1)
+}
+
+// TileRange returns the KV tiles query i's m-block visits, nMax−1 down to
+// nMin: from the last tile holding a key visible to the block's last query
+// (causal) down to the first holding a key visible to its first query
+// (window), as FA3's get_n_block_min_max.
+func (p *Plan) TileRange(i int) (nMin, nMax int) {
+	mb := i / p.KBlockM
+	first, last := p.n-p.mq+mb*p.KBlockM, min(p.n-p.mq+mb*p.KBlockM+p.KBlockM-1, p.n-1)
+	if p.Positions != nil {
+		first, last = p.n, 0
+		for _, x := range p.Positions[mb*p.KBlockM : min(p.mq, (mb+1)*p.KBlockM)] {
+			first, last = min(first, x), max(last, x)
+		}
+	}
+	end := p.n
+	if p.Causal {
+		end = last + 1
+	}
+	nMax = (end + p.KBlockN - 1) / p.KBlockN
+	if p.Window > 0 {
+		nMin = max(0, first-p.Window+1) / p.KBlockN
+	}
+	return nMin, nMax
+}
+
+// SplitRange returns split s's tiles [lo, hi) of the visited tiles [nMin,
+// nMax): tps = ⌈(nMax − nMin)/S⌉ tiles a split, lo = nMin + s·tps,
+// hi = min(lo + tps, nMax); lo ≥ hi is an empty split.
+func (p *Plan) SplitRange(nMin, nMax, s int) (lo, hi int) {
+	S := max(p.Splits, 1)
+	if nMax <= nMin {
+		return nMin, nMin
+	}
+	tps := (nMax - nMin + S - 1) / S
+	lo = nMin + s*tps
+	return lo, min(lo+tps, nMax)
 }
 
 // DefaultModel returns the name of the Hopper wgmma model reading format f,
@@ -227,14 +325,14 @@ var baselines sync.Map
 
 // resolve validates c for mq queries over n tokens and fills in defaults.
 // Every error names the limit it breaks.
-func (c Config) resolve(mq, n int) (*plan, error) { return c.resolveWith(mq, n, nil) }
+func (c Config) resolve(mq, n int) (*Plan, error) { return c.resolveWith(mq, n, nil) }
 
 // resolveWith is resolve for a cache whose block-scaled side is bs (nil
 // for the other paths): the dtype is then the cache's element format (e4m3
 // or e2m1), the models block-scaled instructions (lookupBlockInstr), and
 // the default kBlockN FA3's fp8 one rounded up to the instruction's K.
-func (c Config) resolveWith(mq, n int, bs *blockCache) (*plan, error) {
-	p := &plan{Config: c, mq: mq, n: n}
+func (c Config) resolveWith(mq, n int, bs *blockCache) (*Plan, error) {
+	p := &Plan{Config: c, mq: mq, n: n}
 	if p.KVHeads == 0 {
 		p.KVHeads = 1
 	}
@@ -308,6 +406,15 @@ func (c Config) resolveWith(mq, n int, bs *blockCache) (*plan, error) {
 	if p.Window < 0 {
 		bad("window %d is negative (0 means no sliding window)", p.Window)
 	}
+	if p.Splits < 0 || p.Splits > MaxSplits {
+		bad("%d splits is outside 0..%d (0 and 1: one split)", p.Splits, MaxSplits)
+	}
+	if p.Splits == 0 {
+		p.Splits = 1
+	}
+	if p.Splits > 1 && len(p.Sinks) > 0 {
+		bad("attention sinks with %d splits: how a split-KV kernel adds the sink is not modelled (use one split)", p.Splits)
+	}
 	if p.SoftmaxScale == 0 && p.HeadDim > 0 {
 		p.SoftmaxScale = 1 / math.Sqrt(float64(p.HeadDim))
 	}
@@ -367,7 +474,7 @@ func (c Config) resolveWith(mq, n int, bs *blockCache) (*plan, error) {
 }
 
 // position returns the position of query i.
-func (p *plan) position(i int) int {
+func (p *Plan) position(i int) int {
 	if p.Positions != nil {
 		return p.Positions[i]
 	}
@@ -376,7 +483,7 @@ func (p *plan) position(i int) int {
 
 // visible reports whether query i (at position pos) sees key j, for j in
 // [0, n).
-func (p *plan) visible(i, pos, j int) bool {
+func (p *Plan) visible(i, pos, j int) bool {
 	return !(p.Causal && j > pos) && !(p.Window > 0 && j <= pos-p.Window) && (p.Mask == nil || p.Mask[i*p.n+j])
 }
 
@@ -429,6 +536,46 @@ func (c Config) TilesFor(mq int, kv *KV) (kBlockM, kBlockN int, err error) {
 	return p.KBlockM, p.KBlockN, nil
 }
 
+// Plan resolves c for mq query tokens over the cache kv with the query
+// descales qScale (nil: 1.0; one, or one per KV head): c's unset shapes and
+// dtype are the cache's, its unset models, tiles and softmax scale FA3's.
+// Every error names the limit it breaks.
+func (c Config) Plan(mq int, qScale []float32, kv *KV) (*Plan, error) {
+	if kv == nil {
+		return nil, fmt.Errorf("attention: no KV cache")
+	}
+	c = c.fromCache(kv)
+	p, err := c.resolveWith(mq, kv.tokens, kv.bs)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case kv.dim != p.HeadDim || kv.vdim != p.VDim:
+		return nil, fmt.Errorf("attention: the cache has head_dim %d/%d (K/V), the config %d/%d", kv.dim, kv.vdim, p.HeadDim, p.VDim)
+	case kv.heads != p.KVHeads:
+		return nil, fmt.Errorf("attention: the cache has %d KV heads, the config %d", kv.heads, p.KVHeads)
+	case kv.format != p.DType:
+		return nil, fmt.Errorf("attention: the cache holds %s codes, the config's dtype is %s", kv.format, p.DType)
+	}
+	if qScale == nil {
+		qScale = []float32{1}
+	}
+	if err := checkScales("q", qScale, p.KVHeads); err != nil {
+		return nil, err
+	}
+	p.qScale = slices.Clone(qScale)
+	// The host passes softmax_scale·log2(e) computed in double and
+	// rounded once to float; the kernel multiplies by the descales in FP32.
+	base := float32(p.SoftmaxScale * math.Log2E)
+	for h := 0; h < p.KVHeads; h++ {
+		qd, kd := scaleOf(qScale, h), scaleOf(kv.kScale, h)
+		p.scaleLog2 = append(p.scaleLog2, float32(float32(base*qd)*kd))
+		p.scale64 = append(p.scale64, p.SoftmaxScale*math.Log2E*float64(qd)*float64(kd))
+		p.vDescale = append(p.vDescale, scaleOf(kv.vScale, h))
+	}
+	return p, nil
+}
+
 // fromCache fills the shapes and dtype c leaves unset with kv's: head
 // dims, KV heads (query heads default to them) and the code format.
 func (c Config) fromCache(kv *KV) Config {
@@ -477,4 +624,67 @@ func ModelFor(arch string, f fp8.Format) (string, error) {
 		return "", fmt.Errorf("%s arithmetic on %s needs the model %s: %w", arch, f, name, err)
 	}
 	return name, nil
+}
+
+// AutoSplits returns the number of splits FA3 picks for this plan
+// (get_num_splits, hopper/flash_api.cpp, and num_splits_heuristic,
+// hopper/heuristics.h, Dao-AILab/flash-attention and the vLLM fork) on a
+// GPU of sms multiprocessors (132 for H100/H200 SXM, 148 for B200) when
+// bhk = batch × KV heads (per GPU) run it at once:
+//
+//	m-blocks       = ⌈queries × (query heads per KV head) / kBlockM⌉   (PackGQA, always on with splits)
+//	n-blocks       = ⌈keys loaded / kBlockN⌉, keys loaded = tokens, or min(tokens, window + kBlockM) for a sliding window
+//	total m-blocks = bhk × m-blocks
+//	if total ≥ 0.8·sms: 1, unless one KV head (tokens × (d + dv) × bytes) exceeds 50 MiB, m-blocks ≥ 2·sms and
+//	                    the run is neither causal nor local: then ⌈KV head / 50 MiB⌉ (at most 128)
+//	if n-blocks ≤ 4:    1
+//	else, for s = 1 … min(128, sms, n-blocks): efficiency(s) = w/⌈w⌉, w = total·s/sms; the smallest s whose
+//	                    efficiency is at least 0.85 of the best
+//
+// A decode (one query token) is never causal for the heuristic (FA3 drops
+// the causal flag when seqlen_q is 1). bhk and sms below 1 count as 1.
+func (p *Plan) AutoSplits(sms, bhk int) int {
+	sms, bhk = max(sms, 1), max(bhk, 1)
+	loaded := p.n
+	if p.Window > 0 {
+		loaded = min(p.n, p.Window+p.KBlockM)
+	}
+	nBlocks := (loaded + p.KBlockN - 1) / p.KBlockN
+	mBlocks := (p.mq*p.group + p.KBlockM - 1) / p.KBlockM
+	bytes := 2
+	if p.DType.CodeBits() <= 8 {
+		bytes = 1
+	}
+	kvHead := int64(p.n) * int64(p.HeadDim+p.VDim) * int64(bytes)
+	causalOrLocal := (p.Causal && p.mq > 1) || p.Window > 0
+	return faNumSplits(bhk*mBlocks, sms, nBlocks, mBlocks, kvHead, causalOrLocal, MaxSplits)
+}
+
+// faNumSplits is FA3's num_splits_heuristic (see AutoSplits), its float
+// arithmetic in float32 as FA3's.
+func faNumSplits(total, sms, nBlocks, mBlocks int, kvHead int64, causalOrLocal bool, maxSplits int) int {
+	if float32(total) >= 0.8*float32(sms) {
+		const l2 = 50 << 20
+		if kvHead > l2 && mBlocks >= 2*sms && !causalOrLocal {
+			return int(min((kvHead+l2-1)/l2, int64(maxSplits)))
+		}
+		return 1
+	}
+	if nBlocks <= 4 {
+		return 1
+	}
+	maxSplits = min(maxSplits, sms, nBlocks)
+	eff := make([]float32, maxSplits)
+	var best float32
+	for s := 1; s <= maxSplits; s++ {
+		waves := float32(total*s) / float32(sms)
+		eff[s-1] = waves / float32(math.Ceil(float64(waves)))
+		best = max(best, eff[s-1])
+	}
+	for s := 1; s <= maxSplits; s++ {
+		if float64(eff[s-1]) >= 0.85*float64(best) {
+			return s
+		}
+	}
+	return 1
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
 // Run simulates FA3's forward pass for the queries q over the cache kv and
@@ -71,13 +72,9 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 // kernel is one validated run: the plan, the cache, and the constants of
 // the softmax.
 type kernel struct {
-	*plan
+	*Plan
 	kv         *KV
 	promotions []int
-	scaleLog2  []float32 // per KV head, FP32: softmax_scale·log2(e) · q_descale · k_descale
-	scale64    []float64 // the same in float64 (Float64 mode)
-	vDescale   []float32 // per KV head
-	qScale     []float32 // q_descale: one, or one per KV head
 	val        []float64 // value of every code of the dtype (Float64 mode)
 	vpad       []uint16  // V of a tile that reaches past the padded cache, zero filled
 	// Block-scaled caches (kv.bs != nil): the quantizer of Q and P (the
@@ -90,22 +87,14 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 	if kv == nil {
 		return nil, fmt.Errorf("attention: no KV cache")
 	}
-	cfg = cfg.fromCache(kv) // unset shapes and dtype are the cache's
-	row := cfg.QHeads * cfg.HeadDim
+	c := cfg.fromCache(kv) // unset shapes and dtype are the cache's
+	row := c.QHeads * c.HeadDim
 	if row <= 0 || len(q) == 0 || len(q)%row != 0 {
-		return nil, fmt.Errorf("attention: %d query values is not a positive multiple of %d query heads × head_dim %d", len(q), cfg.QHeads, cfg.HeadDim)
+		return nil, fmt.Errorf("attention: %d query values is not a positive multiple of %d query heads × head_dim %d", len(q), c.QHeads, c.HeadDim)
 	}
-	p, err := cfg.resolveWith(len(q)/row, kv.tokens, kv.bs)
+	p, err := cfg.Plan(len(q)/row, qScale, kv)
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case kv.dim != p.HeadDim || kv.vdim != p.VDim:
-		return nil, fmt.Errorf("attention: the cache has head_dim %d/%d (K/V), the config %d/%d", kv.dim, kv.vdim, p.HeadDim, p.VDim)
-	case kv.heads != p.KVHeads:
-		return nil, fmt.Errorf("attention: the cache has %d KV heads, the config %d", kv.heads, p.KVHeads)
-	case kv.format != p.DType:
-		return nil, fmt.Errorf("attention: the cache holds %s codes, the config's dtype is %s", kv.format, p.DType)
 	}
 	if len(promotions) == 0 {
 		return nil, fmt.Errorf("attention: no promotion interval")
@@ -115,24 +104,9 @@ func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kern
 			return nil, fmt.Errorf("attention: promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", n)
 		}
 	}
-	if qScale == nil {
-		qScale = []float32{1}
-	}
-	if err := checkScales("q", qScale, p.KVHeads); err != nil {
-		return nil, err
-	}
-	k := &kernel{plan: p, kv: kv, promotions: slices.Clone(promotions), qScale: slices.Clone(qScale)}
+	k := &kernel{Plan: p, kv: kv, promotions: slices.Clone(promotions)}
 	if kv.bs != nil {
 		k.bq = newBlockQuant(kv.bs.f)
-	}
-	// The host passes softmax_scale·log2(e) computed in double and
-	// rounded once to float; the kernel multiplies by the descales in FP32.
-	base := float32(p.SoftmaxScale * math.Log2E)
-	for h := 0; h < p.KVHeads; h++ {
-		qd, kd := scaleOf(qScale, h), scaleOf(kv.kScale, h)
-		k.scaleLog2 = append(k.scaleLog2, float32(float32(base*qd)*kd))
-		k.scale64 = append(k.scale64, p.SoftmaxScale*math.Log2E*float64(qd)*float64(kd))
-		k.vDescale = append(k.vDescale, scaleOf(kv.vScale, h))
 	}
 	if p.Float64 {
 		k.val = valueTable(p.DType)
@@ -159,6 +133,8 @@ type row struct {
 	m64, mUse64, alpha64, l64 float64
 	s64, p64                  []float64
 	b                         *blockRow // block-scaled caches
+	lse                       []float32 // split-KV: each split's lse (base 2)
+	lse64                     []float64
 }
 
 // pvAcc is one P·V accumulation scheme of a row.
@@ -170,6 +146,8 @@ type pvAcc struct {
 	tiles    int       // tiles accumulated since the row started
 	c, tmp   []float32 // scratch: the chains' inputs, a tile's products (every tile)
 	o64      []float64 // Float64 mode
+	split    [][]float32 // split-KV: each split's O_s
+	split64  [][]float64
 }
 
 // tile is one KV tile: tokens [start, start+kBlockN).
@@ -187,6 +165,16 @@ func (k *kernel) newRow() *row {
 	}
 	if k.kv.bs != nil {
 		r.b = k.newBlockRow()
+	}
+	if k.Splits > 1 {
+		r.lse, r.lse64 = make([]float32, k.Splits), make([]float64, k.Splits)
+		for a := range r.acc {
+			acc := &r.acc[a]
+			for range k.Splits {
+				acc.split = append(acc.split, make([]float32, d))
+				acc.split64 = append(acc.split64, make([]float64, d))
+			}
+		}
 	}
 	return r
 }
@@ -209,23 +197,7 @@ func (k *kernel) setRow(r *row, i, hq int, q []float32) {
 		}
 	}
 	r.i, r.pos = i, k.position(i)
-	mb := i / k.KBlockM
-	first, last := k.n-k.mq+mb*k.KBlockM, min(k.n-k.mq+mb*k.KBlockM+k.KBlockM-1, k.n-1)
-	if k.Positions != nil {
-		first, last = k.n, 0
-		for _, x := range k.Positions[mb*k.KBlockM : min(k.mq, (mb+1)*k.KBlockM)] {
-			first, last = min(first, x), max(last, x)
-		}
-	}
-	end := k.n
-	if k.Causal {
-		end = last + 1
-	}
-	r.nMax = (end + k.KBlockN - 1) / k.KBlockN
-	r.nMin = 0
-	if k.Window > 0 {
-		r.nMin = max(0, first-k.Window+1) / k.KBlockN
-	}
+	r.nMin, r.nMax = k.TileRange(i)
 }
 
 // attendRow is FA3's SM90 forward mainloop for one row, the steps in the
@@ -244,9 +216,53 @@ func (k *kernel) setRow(r *row, i, hq int, q []float32) {
 // O after it; O then enters the next tile's chain already rescaled, which is
 // the order written here.
 func (k *kernel) attendRow(ctx context.Context, r *row) error {
-	k.initRow(r)
-	for n := r.nMax - 1; n >= r.nMin; n-- {
-		if (r.nMax-n)%256 == 0 {
+	if k.Splits <= 1 {
+		k.initRow(r)
+		if err := k.mainloop(ctx, r, r.nMin, r.nMax); err != nil {
+			return err
+		}
+		k.finalize(r)
+		return nil
+	}
+	// Split-KV: each split runs the mainloop on its own tiles and writes
+	// O_s and lse_s; the combine merges them in split order.
+	for s := 0; s < k.Splits; s++ {
+		lo, hi := k.SplitRange(r.nMin, r.nMax, s)
+		k.initRow(r)
+		if err := k.mainloop(ctx, r, lo, hi); err != nil {
+			return err
+		}
+		k.finalize(r)
+		if k.Float64 {
+			r.lse64[s] = lse64(r.m64, r.l64)
+		} else {
+			r.lse[s] = LSE(r.m, r.l)
+		}
+		for a := range r.acc {
+			acc := &r.acc[a]
+			if k.Float64 {
+				copy(acc.split64[s], acc.o64)
+			} else {
+				copy(acc.split[s], acc.o)
+			}
+		}
+	}
+	for a := range r.acc {
+		acc := &r.acc[a]
+		if k.Float64 {
+			combine64(acc.o64, acc.split64, r.lse64)
+		} else {
+			CombineSplits(acc.o, acc.split, r.lse)
+		}
+	}
+	return nil
+}
+
+// mainloop runs the tiles hi−1 down to lo of the row (one split, or the
+// whole visited range), the steps in the kernel's order.
+func (k *kernel) mainloop(ctx context.Context, r *row, lo, hi int) error {
+	for n := hi - 1; n >= lo; n-- {
+		if (hi-n)%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -259,7 +275,6 @@ func (k *kernel) attendRow(ctx context.Context, r *row) error {
 		k.castP(r)
 		k.gemmPV(r, t)
 	}
-	k.finalize(r)
 	return nil
 }
 
@@ -539,6 +554,85 @@ func (k *kernel) store(r *row, a int, out []float64) {
 	}
 	for i, x := range r.acc[a].o {
 		out[i] = float64(x)
+	}
+}
+
+// LSE returns a split's log-sum-exp in base 2 as a split-KV kernel writes
+// it, from its running max m (log2 units, scores × scale_log2) and row sum l
+// (of P = exp2(S − m + 8)): (m + log2(l)) − 8 in FP32, log2 from
+// pmath.Log2f (within an ulp, the same on every platform); −inf when l is
+// 0 (an empty split, or every key masked), NaN when l is NaN.
+func LSE(m, l float32) float32 {
+	if l == 0 {
+		return float32(math.Inf(-1))
+	}
+	return float32(m+pmath.Log2f(l)) - 8
+}
+
+func lse64(m, l float64) float64 {
+	if l == 0 {
+		return math.Inf(-1)
+	}
+	return m + pmath.Log2(l) - 8
+}
+
+// CombineSplits writes into o the combine of the splits' outputs os
+// (O_s, each len(o) long) with their lse (base 2), in FP32 and in split
+// order: M = max_s lse_s, w_s = exp2(lse_s − M), o_i = (Σ_s w_s·O_s,i) /
+// (Σ_s w_s), each product, sum and the quotient rounded to FP32 (the sums
+// start from split 0's term). Every lse −inf (no key in any split) gives
+// 0; a NaN lse gives NaN. FA3's flash_fwd_combine computes the same merge
+// in natural-log units with the weights normalized before the sum (last-bit
+// differences).
+func CombineSplits(o []float32, os [][]float32, lse []float32) {
+	mx := float32(math.Inf(-1))
+	for _, x := range lse {
+		mx = max(mx, x)
+	}
+	if math.IsInf(float64(mx), -1) {
+		clear(o)
+		return
+	}
+	var den float32
+	for s, x := range lse {
+		w := exp2f(x - mx)
+		if s == 0 {
+			den = w
+			for i, v := range os[s] {
+				o[i] = w * v
+			}
+			continue
+		}
+		den += w
+		for i, v := range os[s] {
+			o[i] += float32(w * v)
+		}
+	}
+	for i := range o {
+		o[i] /= den
+	}
+}
+
+func combine64(o []float64, os [][]float64, lse []float64) {
+	mx := math.Inf(-1)
+	for _, x := range lse {
+		mx = max(mx, x)
+	}
+	if math.IsInf(mx, -1) {
+		clear(o)
+		return
+	}
+	clear(o)
+	var den float64
+	for s, x := range lse {
+		w := math.Exp2(x - mx)
+		den += w
+		for i, v := range os[s] {
+			o[i] += w * v
+		}
+	}
+	for i := range o {
+		o[i] /= den
 	}
 }
 

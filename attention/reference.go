@@ -6,12 +6,13 @@ import (
 	"math"
 
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
 // Reference returns exact-as-float64 attention: for every query row,
 // softmax(SoftmaxScale · q·kᵀ) · v over the keys the row may see (cfg's
 // causal mask and window, queries the last mq tokens of n), with float64
-// dot products, exp and sums (two passes: max, then Σ exp(s − max)·v /
+// dot products, exp (pmath.Exp: the same bits on every platform) and sums (two passes: max, then Σ exp(s − max)·v /
 // Σ exp(s − max)), with exp(sink − max) added to the denominator when
 // cfg.Sinks is set. q is [mq][QHeads][HeadDim]; k is [n][KVHeads][HeadDim],
 // v [n][KVHeads][VDim]; the result is [mq][QHeads][VDim]. cfg's models,
@@ -77,13 +78,13 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 			}
 			var l float64
 			if len(p.Sinks) > 0 {
-				l = math.Exp(p.Sinks[hq] - m)
+				l = pmath.Exp(p.Sinks[hq] - m)
 			}
 			for j := lo; j < hi; j++ {
 				if math.IsInf(s[j], -1) { // masked
 					continue
 				}
-				w := math.Exp(s[j] - m)
+				w := pmath.Exp(s[j] - m)
 				l += w
 				vr := v[(j*p.KVHeads+h)*dv:][:dv]
 				for x := range o {
@@ -170,7 +171,7 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 			}
 			var l float64
 			for j := lo; j < hi; j++ {
-				w[j] = math.Exp(w[j] - m)
+				w[j] = pmath.Exp(w[j] - m)
 				l += w[j]
 			}
 			for j := lo; j < hi; j++ {
@@ -197,16 +198,25 @@ func (k *kernel) dequantizedQuery(q []float32) []float64 {
 	return out
 }
 
-// Errors compares an output with a reference.
+// Errors compares an output with a reference, and splits the error into
+// a uniform shrinkage and what is left: o − ref = (α − 1)·ref + (o − α·ref)
+// with the second part orthogonal to ref, so RelL2² = (1 − α)² + Residual².
+// A kernel that truncates a growing accumulator toward zero shows α < 1
+// with a small residual; rounding noise shows α ≈ 1 with the residual.
 type Errors struct {
 	RelL2  float64 // ‖o − ref‖₂ / ‖ref‖₂ (NaN when ref is all zero)
 	MaxAbs float64 // max |o − ref|
 	Cosine float64 // ⟨o, ref⟩ / (‖o‖₂ ‖ref‖₂)
+	// Alpha is the best-fit scale ⟨o, ref⟩ / ⟨ref, ref⟩ (the shrinkage:
+	// 1 is none), Residual ‖o − α·ref‖₂ / ‖ref‖₂ (the error no uniform
+	// scale explains).
+	Alpha, Residual float64
 }
 
-// Compare returns the errors of o against ref, in float64. NaN elements
-// make every figure NaN. o and ref must have the same length: Compare
-// panics otherwise (a programming error, not a property of the data).
+// Compare returns the errors of o against ref, in float64 (two passes:
+// the sums, then the residual after α). NaN elements make every figure
+// NaN. o and ref must have the same length: Compare panics otherwise (a
+// programming error, not a property of the data).
 func Compare(o, ref []float64) Errors {
 	if len(o) != len(ref) {
 		panic(fmt.Sprintf("attention: Compare of %d and %d elements", len(o), len(ref)))
@@ -223,10 +233,17 @@ func Compare(o, ref []float64) Errors {
 			maxAbs = a
 		}
 	}
-	return Errors{RelL2: math.Sqrt(diff2) / math.Sqrt(ref2), MaxAbs: maxAbs, Cosine: dot / (math.Sqrt(o2) * math.Sqrt(ref2))}
+	alpha := dot / ref2
+	var res2 float64
+	for i, x := range o {
+		d := x - alpha*ref[i]
+		res2 += d * d
+	}
+	return Errors{RelL2: math.Sqrt(diff2) / math.Sqrt(ref2), MaxAbs: maxAbs, Cosine: dot / (math.Sqrt(o2) * math.Sqrt(ref2)),
+		Alpha: alpha, Residual: math.Sqrt(res2) / math.Sqrt(ref2)}
 }
 
 // String formats the errors in one line.
 func (e Errors) String() string {
-	return fmt.Sprintf("rel L2 %.4g, max abs %.4g, cosine %.9f", e.RelL2, e.MaxAbs, e.Cosine)
+	return fmt.Sprintf("rel L2 %.4g (α %.6g, residual %.4g), max abs %.4g, cosine %.9f", e.RelL2, e.Alpha, e.Residual, e.MaxAbs, e.Cosine)
 }
