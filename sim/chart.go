@@ -50,6 +50,20 @@ type Chart struct {
 	// Error names the point extra holding the standard error of y ("se"):
 	// the page draws 95 % intervals (±1.96 se) from it. Empty: none.
 	Error string `json:"error,omitempty"`
+	// Lo and Hi name the point extras holding the bounds of y's interval,
+	// drawn instead of ±1.96 Error when both are set (intervals that are
+	// not symmetric: a bootstrap over haystacks, a log-scale interval);
+	// Method says how they were computed, for the legend ("95 % cluster
+	// bootstrap over 8 haystacks").
+	Lo     string `json:"lo,omitempty"`
+	Hi     string `json:"hi,omitempty"`
+	Method string `json:"method,omitempty"`
+	// Fields declares the quantities a point carries besides the default
+	// y, for the page's y (and x) selector: each names a point extra (or
+	// "y", "x") with its axis (quantity, unit, scale) and its interval
+	// extras. Every extra a point of the experiment emits should be
+	// declared, so that no quantity is shown without its unit.
+	Fields []Field `json:"fields,omitempty"`
 	// Refs are reference lines (chance level, a bound).
 	Refs []Ref `json:"refs,omitempty"`
 	// Marks are published figures, drawn as labelled markers.
@@ -73,6 +87,18 @@ type Axis struct {
 	// lets the page fit the data.
 	Min *float64 `json:"min,omitempty"`
 	Max *float64 `json:"max,omitempty"`
+}
+
+// Field is one quantity of a point that the page can put on an axis: the
+// point extra Key ("y" and "x" are the point's own coordinates) drawn on
+// Axis, with the 95 % interval from the extras Lo and Hi (both, or
+// neither) or ±1.96 Error.
+type Field struct {
+	Key   string `json:"key"`
+	Axis  Axis   `json:"axis"`
+	Error string `json:"error,omitempty"`
+	Lo    string `json:"lo,omitempty"`
+	Hi    string `json:"hi,omitempty"`
 }
 
 // Range returns a copy of a with the range fixed to [lo, hi].
@@ -215,6 +241,20 @@ func (c Chart) Check() error {
 	}
 	if n := len(c.Families()); n > MaxFamilies {
 		errs = append(errs, fmt.Errorf("%d colour families, at most %d in one chart", n, MaxFamilies))
+	}
+	if (c.Lo == "") != (c.Hi == "") {
+		errs = append(errs, fmt.Errorf("interval of y: lo %q and hi %q (both or neither)", c.Lo, c.Hi))
+	}
+	seen := map[string]bool{}
+	for _, f := range c.Fields {
+		if f.Key == "" || seen[f.Key] {
+			errs = append(errs, fmt.Errorf("field %q: empty or declared twice", f.Key))
+		}
+		seen[f.Key] = true
+		axis("field "+f.Key, f.Axis)
+		if (f.Lo == "") != (f.Hi == "") {
+			errs = append(errs, fmt.Errorf("field %q: interval lo %q and hi %q (both or neither)", f.Key, f.Lo, f.Hi))
+		}
 	}
 	for _, r := range c.Refs {
 		if r.Axis != "x" && r.Axis != "y" {
