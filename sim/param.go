@@ -66,6 +66,36 @@ type Param struct {
 	Min     float64  // inclusive lower limit (numeric kinds, when Max > Min)
 	Max     float64  // inclusive upper limit (numeric kinds, when Max > Min)
 	Choices []string // allowed values of a KindChoice parameter
+	// Named gives a KindInt parameter words that stand for values outside
+	// its range ("auto" for 0: let the experiment choose), accepted on
+	// input wherever a number is and written back as the word.
+	Named []Named
+}
+
+// Named is a word a KindInt parameter accepts for Value.
+type Named struct {
+	Name  string
+	Value int
+}
+
+// named returns the value the word s names, if any.
+func (p Param) named(s string) (int, bool) {
+	for _, n := range p.Named {
+		if n.Name == s {
+			return n.Value, true
+		}
+	}
+	return 0, false
+}
+
+// nameOf returns the word naming the value v, if any.
+func (p Param) nameOf(v int) (string, bool) {
+	for _, n := range p.Named {
+		if n.Value == v {
+			return n.Name, true
+		}
+	}
+	return "", false
 }
 
 // bounded reports whether Min and Max apply.
@@ -86,7 +116,13 @@ func (p Param) Parse(s string) (any, error) {
 	switch p.Kind {
 	case KindInt:
 		n, err := parseInt(s)
+		if w, ok := p.named(strings.TrimSpace(s)); ok {
+			n, err = w, nil
+		}
 		if err != nil {
+			if len(p.Named) > 0 {
+				return nil, p.errorf("%q is not an integer or %s", s, p.namedList())
+			}
 			return nil, p.errorf("%q is not an integer", s)
 		}
 		v = n
@@ -337,6 +373,9 @@ func (p Param) Validate(v any) error {
 		if !ok {
 			return p.errorf("%s is not an int", describe(v))
 		}
+		if _, ok := p.nameOf(n); ok {
+			return nil
+		}
 		return p.checkRange(float64(n), strconv.Itoa(n))
 	case KindFloat:
 		f, ok := v.(float64)
@@ -412,8 +451,21 @@ func (p Param) FormatValue(v any) string {
 		return strings.Join(parts, ",")
 	case float64:
 		return formatNum(x)
+	case int:
+		if w, ok := p.nameOf(x); ok && p.Kind == KindInt {
+			return w
+		}
 	}
 	return fmt.Sprint(v)
+}
+
+// namedList returns the words of Named, "auto" or "auto|none".
+func (p Param) namedList() string {
+	var w []string
+	for _, n := range p.Named {
+		w = append(w, n.Name)
+	}
+	return strings.Join(w, "|")
 }
 
 // Limits describes the allowed values for help text: "[1, 1000000]",
@@ -424,7 +476,11 @@ func (p Param) Limits() string {
 		return "one of " + strings.Join(p.Choices, "|")
 	case KindInt, KindFloat, KindInts:
 		if p.bounded() {
-			return "[" + formatNum(p.Min) + ", " + formatNum(p.Max) + "]"
+			l := "[" + formatNum(p.Min) + ", " + formatNum(p.Max) + "]"
+			if len(p.Named) > 0 {
+				l += " or " + p.namedList()
+			}
+			return l
 		}
 	}
 	return ""

@@ -19,6 +19,9 @@ type ParamSchema struct {
 	Max     *float64 `json:"max,omitempty"`
 	Choices []string `json:"choices,omitempty"`
 	Limits  string   `json:"limits,omitempty"` // for display: "[1, 1000]", "one of a|b"
+	// Named maps the words an int parameter accepts to their values
+	// ({"auto": 0}); its default is then written as the word.
+	Named map[string]int `json:"named,omitempty"`
 }
 
 // Schema describes an experiment: its name, documentation, parameters and,
@@ -42,6 +45,17 @@ func SchemaOf(e Experiment) Schema {
 			Default: p.Default, Choices: p.Choices, Limits: p.Limits()}
 		if err == nil {
 			ps.Default, _ = defaults.Get(p.Name)
+		}
+		if len(p.Named) > 0 {
+			ps.Named = map[string]int{}
+			for _, n := range p.Named {
+				ps.Named[n.Name] = n.Value
+			}
+			if n, ok := ps.Default.(int); ok {
+				if w, ok := p.nameOf(n); ok {
+					ps.Default = w
+				}
+			}
 		}
 		if p.bounded() && p.Kind != KindChoice && p.Kind != KindBool {
 			lo, hi := p.Min, p.Max

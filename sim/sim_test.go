@@ -507,3 +507,44 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("interactive output %q", out)
 	}
 }
+
+// A KindInt parameter with named values reads the word wherever a number
+// goes, writes it back, and keeps its range for numbers.
+func TestNamedIntValues(t *testing.T) {
+	p := Param{Name: "splits", Kind: KindInt, Default: 0, Min: 1, Max: 128, Named: []Named{{"auto", 0}}}
+	ps := []Param{p}
+	if err := CheckParams(ps); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in   any
+		want int
+		err  string
+	}{
+		{"auto", 0, ""}, {" auto ", 0, ""}, {"4", 4, ""}, {float64(16), 16, ""}, {"0", 0, ""},
+		{"129", 0, "above the maximum 128"}, {"-1", 0, "below the minimum 1"}, {"many", 0, `"many" is not an integer or auto`},
+	} {
+		got, err := p.Convert(c.in)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: error %v, want %q", c.in, err, c.err)
+			}
+		case err != nil || got != c.want:
+			t.Errorf("%v: %v, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+	if s := p.FormatValue(0); s != "auto" {
+		t.Errorf("FormatValue(0) = %q, want auto", s)
+	}
+	if s := p.FormatValue(7); s != "7" {
+		t.Errorf("FormatValue(7) = %q", s)
+	}
+	if l := p.Limits(); l != "[1, 128] or auto" {
+		t.Errorf("Limits() = %q", l)
+	}
+	v, err := ParseValues(ps, map[string]string{"splits": "auto"})
+	if err != nil || v.Int("splits") != 0 || v.Flags() != "-splits auto" {
+		t.Errorf("ParseValues: %v %v, flags %q", v.Map(), err, v.Flags())
+	}
+}
