@@ -443,6 +443,12 @@ func (c Config) resolveWith(mq, n int, bs *blockCache) (*Plan, error) {
 		}
 	}
 	if len(errs) == 0 {
+		// The plan names the models it runs.
+		if bs != nil {
+			p.QKModel, p.PVModel = p.bqk.Name(), p.bpv.Name()
+		} else {
+			p.QKModel, p.PVModel = p.qk.Name(), p.pv.Name()
+		}
 		p.decode = IsDecode(p.HeadDim, p.Window, mq, p.group)
 		dt := p.DType
 		if bs != nil {
