@@ -327,6 +327,27 @@ var baselines sync.Map
 // Every error names the limit it breaks.
 func (c Config) resolve(mq, n int) (*Plan, error) { return c.resolveWith(mq, n, nil) }
 
+// Resolve returns the plan of c for mq queries over n tokens of a cache
+// of c's shapes and dtype (HeadDim must be set; KVHeads and QHeads default
+// to 1; the dtype to e4m3), without the cache: its tiles, splits and model
+// names, for choosing a run's parameters before the cache exists (the
+// split count of Plan.AutoSplits). The per-KV-head descales of a Plan from
+// Resolve are 1.0. Block-scaled caches resolve through [Config.Plan].
+func (c Config) Resolve(mq, n int) (*Plan, error) {
+	p, err := c.resolve(mq, n)
+	if err != nil {
+		return nil, err
+	}
+	p.qScale = []float32{1}
+	base := float32(p.SoftmaxScale * math.Log2E)
+	for h := 0; h < p.KVHeads; h++ {
+		p.scaleLog2 = append(p.scaleLog2, base)
+		p.scale64 = append(p.scale64, p.SoftmaxScale*math.Log2E)
+		p.vDescale = append(p.vDescale, 1)
+	}
+	return p, nil
+}
+
 // resolveWith is resolve for a cache whose block-scaled side is bs (nil
 // for the other paths): the dtype is then the cache's element format (e4m3
 // or e2m1), the models block-scaled instructions (lookupBlockInstr), and
