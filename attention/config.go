@@ -327,6 +327,32 @@ var baselines sync.Map
 // Every error names the limit it breaks.
 func (c Config) resolve(mq, n int) (*Plan, error) { return c.resolveWith(mq, n, nil) }
 
+// ResolveSpec is Resolve for a cache of the spec's format and path, which
+// a block-scaled path needs (its dtype is the format's element, its models
+// the block-scaled instructions, its tile FA3's fp8 one rounded up to the
+// instruction's K); other specs resolve as Resolve with the spec's dtype
+// where c leaves it unset.
+func (c Config) ResolveSpec(mq, n int, spec KVSpec) (*Plan, error) {
+	if c.DType == fp8.FormatInvalid {
+		c.DType = spec.DType()
+	}
+	if spec.Path != PathBlockScaled {
+		return c.Resolve(mq, n)
+	}
+	f := spec.Format
+	bs := &blockCache{f: f, elem: f.Elem(), scale: blockScaleFormat(f), block: f.Block()}
+	p, err := c.resolveWith(mq, n, bs)
+	if err != nil {
+		return nil, err
+	}
+	p.qScale = []float32{1}
+	base := float32(p.SoftmaxScale * math.Log2E)
+	for h := 0; h < p.KVHeads; h++ {
+		p.scaleLog2, p.scale64, p.vDescale = append(p.scaleLog2, base), append(p.scale64, p.SoftmaxScale*math.Log2E), append(p.vDescale, 1)
+	}
+	return p, nil
+}
+
 // Resolve returns the plan of c for mq queries over n tokens of a cache
 // of c's shapes and dtype (HeadDim must be set; KVHeads and QHeads default
 // to 1; the dtype to e4m3), without the cache: its tiles, splits and model

@@ -109,8 +109,90 @@ func ReferenceQuantized(ctx context.Context, cfg Config, q, qScale []float32, kv
 		return nil, err
 	}
 	qv := k.dequantizedQuery(q)
+	if kv.bs == nil {
+		return k.referenceCodes(ctx, qv)
+	}
 	kd, vd := kv.Dequantize()
 	return Reference(ctx, k.Config, qv, kd, vd, k.mq, k.n)
+}
+
+// referenceCodes is Reference on the cache's dequantized codes (code value
+// × descale, as KV.Dequantize gives them) and the dequantized query qv,
+// read from the codes in place: the same operations in the same order
+// (each score's dot product over head_dim in order, each output element's
+// sum over the keys in order), so the same bits, without a float64 copy
+// of the cache.
+func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, error) {
+	kv, p := k.kv, k.Plan
+	d, dv, n := p.HeadDim, p.VDim, p.n
+	val := valueTable(kv.format)
+	out := make([]float64, p.mq*p.QHeads*dv)
+	s := make([]float64, n)
+	kr := make([]float64, d)
+	for i := 0; i < p.mq; i++ {
+		pos := p.position(i)
+		lo, hi := 0, n
+		if p.Causal {
+			hi = pos + 1
+		}
+		if p.Window > 0 {
+			lo = max(0, pos-p.Window+1)
+		}
+		if lo > hi {
+			lo = hi
+		}
+		for hq := 0; hq < p.QHeads; hq++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			h := hq / p.group
+			ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
+			qr := qv[(i*p.QHeads+hq)*d:][:d]
+			m := math.Inf(-1)
+			for j := lo; j < hi; j++ {
+				if p.Mask != nil && !p.Mask[i*n+j] {
+					s[j] = math.Inf(-1)
+					continue
+				}
+				codes := kv.k[(h*n+j)*d:][:d]
+				for x, c := range codes {
+					kr[x] = val[c] * ks
+				}
+				var dot float64
+				for x := range qr {
+					dot += qr[x] * kr[x]
+				}
+				s[j] = p.SoftmaxScale * dot
+				m = max(m, s[j])
+			}
+			o := out[(i*p.QHeads+hq)*dv:][:dv]
+			if hi <= lo || math.IsInf(m, -1) {
+				continue
+			}
+			var l float64
+			if len(p.Sinks) > 0 {
+				l = pmath.Exp(p.Sinks[hq] - m)
+			}
+			for j := lo; j < hi; j++ {
+				if math.IsInf(s[j], -1) { // masked: weight 0, skipped as Reference skips it
+					continue
+				}
+				s[j] = pmath.Exp(s[j] - m)
+				l += s[j]
+			}
+			for x := range o {
+				row := kv.vt[(h*dv+x)*kv.stride:]
+				var acc float64
+				for j := lo; j < hi; j++ {
+					if w := s[j]; !math.IsInf(w, -1) {
+						acc += w * (val[row[j]] * vs)
+					}
+				}
+				o[x] = acc / l
+			}
+		}
+	}
+	return out, nil
 }
 
 // ReferenceWeights returns the exact softmax weights of every query row over

@@ -217,3 +217,39 @@ func TestSplitsRefused(t *testing.T) {
 		}
 	}
 }
+
+// ReferenceQuantized's in-place path gives the bits of Reference on the
+// dequantized cache (masks, windows, GQA, per-head scales, sinks).
+func TestReferenceCodesEqualsDequantized(t *testing.T) {
+	ctx := context.Background()
+	p := newProblem(77, 9, 333, 4, 2, 64, 0.5)
+	kv := p.kv(t, fp8.FormatE4M3, []float32{0.5, 2}, []float32{1.5, 0.25})
+	mask := make([]bool, 9*333)
+	for i := range mask {
+		mask[i] = i%7 != 0
+	}
+	for _, cfg := range []Config{
+		{HeadDim: 64, QHeads: 4, KVHeads: 2},
+		{HeadDim: 64, QHeads: 4, KVHeads: 2, Causal: true, Window: 50},
+		{HeadDim: 64, QHeads: 4, KVHeads: 2, Mask: mask, Sinks: []float64{1, -2, 3, 0}},
+	} {
+		got, err := ReferenceQuantized(ctx, cfg, p.q, []float32{0.75, 1}, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := newKernel(cfg, []int{0}, p.q, []float32{0.75, 1}, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kd, vd := kv.Dequantize()
+		want, err := Reference(ctx, k.Config, k.dequantizedQuery(p.q), kd, vd, k.mq, k.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%+v: element %d: %v, dequantized %v", cfg, i, got[i], want[i])
+			}
+		}
+	}
+}

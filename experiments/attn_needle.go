@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
+	"github.com/fp8lab/fp8lab/internal/stats"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/wgsl"
 )
 
-// The synthetic needle-in-a-haystack of the needle and promotion
-// experiments: one attention head, one decode query, n tokens.
+// The synthetic needle-in-a-haystack of the needle, promotion and
+// kv-formats experiments: one attention head, one query, n tokens.
 //
 //   - Haystack: keys k_j ~ N(0, scoreStd²) per element, so that the logits
 //     s_j = q·k_j/√d of a query q ~ N(0, 1) are about N(0, scoreStd²);
@@ -22,7 +25,7 @@ import (
 //     far from zero-mean).
 //   - Needle, at a uniform position after the sinks: key (margin/(|q|²/√d))·q,
 //     so its logit is exactly margin before quantization; value
-//     valueMean + amp·c_t, where c_t is one of M random ±1 codes.
+//     valueMean + amp·c_t, where c_t is one of M codes (the probe).
 //   - Sinks (optional), the first tokens: key with logit sinkLogit, value
 //     sinkValue in every element (real attention sinks draw much weight and
 //     carry small values).
@@ -30,25 +33,38 @@ import (
 //     carries a fixed offset ±kBandMean in kBand channels, the last
 //     kBand/2 channels of each half of the head (RoPE's low-frequency
 //     dimensions), a sign per channel: the outlier channels real keys
-//     share across tokens (KVQuant App. G: whole channels of one sign;
-//     Jin et al. 2025: massive values in the low-frequency dimensions of
-//     Q and K). The offset shifts every logit of a trial by the same
-//     q·offset/√d, so it leaves exact attention unchanged; it matters
-//     through the cache's scales and rounding.
-//   - Retrieval: the code c_m with the largest ⟨O − B, c_m⟩, where B is what
-//     O would be without the code, under exact arithmetic: Σ_j w_j·mean(v_j)
-//     with the exact softmax weights w of the series' own quantized inputs
-//     (valueMean everywhere when there are no sinks). This is the H200
-//     probe's rule (⟨O − 0.5, code⟩) with sinks accounted for; it knows the
-//     values' means but not the haystack's random part, which is the noise
-//     that makes the task hard in exact arithmetic.
+//     share across tokens (KVQuant App. G; Jin et al. 2025). The offset
+//     shifts every logit of a trial by the same q·offset/√d, so it leaves
+//     exact attention unchanged; it matters through the cache's scales and
+//     rounding.
 //
-// Trials share a haystack (its K and V; by default one per context length)
-// and draw their own query, needle position, codes and true code: the
-// haystack enters a trial only through weights that depend on the trial's
-// query, so trials sharing it are nearly independent, and generating 2·n·d
-// normals per trial would cost more than the simulation. The haystacks
-// parameter sets how many independent haystacks the trials are spread over.
+// The probe (how a trial is scored) is what the referee of issue 15 found
+// could fake a collapse: with codes whose elements do not sum to zero, the
+// score ⟨O − B, c⟩ turns a uniform shrinkage of O (the FP8 kernel's
+// failure) into an offset that depends on the code, so a shrunken but
+// otherwise exact O can retrieve the wrong code. The probes:
+//
+//   - balanced (default): every code has d/2 elements +1 and d/2 −1 in a
+//     random order (zero sum, drawn independently); retrieval is the code
+//     with the largest ⟨O, c⟩, which a uniform scaling of O cannot change.
+//   - hadamard: distinct rows 1 … d−1 of the d×d Sylvester Hadamard matrix
+//     with random signs (zero sum and mutually orthogonal; at most 2(d−1)
+//     codes); scored as balanced.
+//   - legacy: random ±1 codes (sums not zero) scored by ⟨O − B, c⟩, B what
+//     O would be without the code under exact arithmetic (Σ_j w_j·mean(v_j));
+//     the H200 probe's rule and this project's before issue 15, kept for
+//     comparison.
+//
+// Every trial also compares O with the exact O*, (with t.exactErr: exact
+// float64 attention on the unquantized inputs; otherwise on the series'
+// own quantized inputs, which isolates the arithmetic) and reports the
+// decomposition of attention.Compare: relative L2 error, shrinkage α, the
+// residual after it, the cosine.
+//
+// Trials are spread over independent haystacks (8 per context by
+// default): a haystack enters a trial only through weights that depend on
+// the trial's query, but trials sharing one are not independent, so every
+// interval comes from the between-haystack variation (internal/stats).
 type attnNeedle struct {
 	d, m                 int
 	margin, scoreStd     float64
@@ -59,16 +75,39 @@ type attnNeedle struct {
 	kBand                int
 	kBandMean            float64
 	stats                string // the statistics profile (attnStatsProfiles), for the notes
-	// gpu, when set, runs the FP8 kernels (device gpu).
+	probe                string // attnProbe*
+	// gpu, when set, runs the kernels the WGSL simulator runs (device gpu).
 	gpu *wgsl.Runner
-	// exactErr makes the errors of withErr those against exact float64
-	// attention on the unquantized inputs (kv-formats) instead of on the
-	// series' own quantized inputs.
+	// exactErr makes O* exact float64 attention on the unquantized inputs
+	// (kv-formats) instead of on the series' own quantized inputs.
 	exactErr bool
 }
 
+// The probes (see attnNeedle).
+const (
+	attnProbeBalanced = "balanced"
+	attnProbeHadamard = "hadamard"
+	attnProbeLegacy   = "legacy"
+)
+
+// The regimes of a needle run: how the kernel meets the query.
+const (
+	// attnRegimeDecode: a decode step, FA3's decode tile, split-KV.
+	attnRegimeDecode = "decode"
+	// attnRegimePrefill: the last query row of a causal prefill (the
+	// prompt's last token, whose output gives the first answer token):
+	// FA3's prefill tile, one split.
+	attnRegimePrefill = "prefill"
+)
+
+// attnSMs is the SM count that splits=auto assumes for Hopper kernels (H100
+// and H200 SXM: 132; NVIDIA's H100 datasheet, and
+// torch.cuda.get_device_properties on the H200 here).
+const attnSMs = 132
+
 // exact is float64 attention of the unquantized q over the haystack h with
-// the trial's sinks and needle at pos: softmax(q·k/√d)·v.
+// the trial's sinks and needle at pos: softmax(q·k/√d)·v, exp through
+// pmath (the same bits on every platform).
 func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needleV, sinkK, sinkV []float32) []float64 {
 	d := t.d
 	n := len(h.k) / d
@@ -96,7 +135,7 @@ func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needle
 	o := make([]float64, d)
 	var l float64
 	for j := range s {
-		w := math.Exp(s[j] - m)
+		w := pmath.Exp(s[j] - m)
 		l += w
 		_, v := key(j)
 		for i := range o {
@@ -109,16 +148,18 @@ func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needle
 	return o
 }
 
-// attnNeedleParams are the parameters of the task, shared by needle and
-// promotion, with their defaults.
+// attnNeedleParams are the parameters of the task, shared by needle,
+// promotion and kv-formats, with their defaults.
 func attnNeedleParams(margin float64) []sim.Param {
 	return []sim.Param{
 		{Name: "head-dim", Aliases: []string{"head_dim"}, Doc: "head dimension d (64, 128 or 256)", Kind: sim.KindChoice, Default: "128", Choices: []string{"64", "128", "256"}},
-		{Name: "candidates", Doc: "number M of candidate codes (random ±1 vectors); chance is 1/M", Kind: sim.KindInt, Default: 64, Min: 2, Max: 1024},
+		{Name: "candidates", Doc: "number M of candidate codes; chance is 1/M (hadamard: at most 2(d−1))", Kind: sim.KindInt, Default: 64, Min: 2, Max: 1024},
+		{Name: "probe", Doc: "the codes and the score: balanced (zero-sum random ±1 codes, the code with the largest <O, c>), hadamard (rows of a Hadamard matrix, orthogonal and zero-sum, the same score) or legacy (random ±1 codes whose sums are not zero, scored by <O − B, c>: a uniform shrinkage of O then favours some codes; the probe before issue 15)",
+			Kind: sim.KindChoice, Default: attnProbeBalanced, Choices: []string{attnProbeBalanced, attnProbeHadamard, attnProbeLegacy}},
 		{Name: "margin", Doc: "the needle's logit; the difficulty: its weight is about e^margin / (n·e^(score-std²/2))", Unit: "nats",
 			Kind: sim.KindFloat, Default: margin, Min: -10, Max: 40},
 		{Name: "score-std", Aliases: []string{"score_std"}, Doc: "standard deviation of the haystack's logits", Unit: "nats", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 5},
-		{Name: "value-mean", Aliases: []string{"value_mean"}, Doc: "mean of every value element (real KV caches are far from zero-mean)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
+		{Name: "value-mean", Aliases: []string{"value_mean"}, Doc: "mean of every value element (not measured for any published model: docs/mechanism.md shows what it changes)", Kind: sim.KindFloat, Default: 0.5, Min: -100, Max: 100},
 		{Name: "value-std", Aliases: []string{"value_std"}, Doc: "standard deviation of the haystack's value elements", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
 		{Name: "amp", Doc: "amplitude of the needle's code: its value is value-mean + amp·code", Kind: sim.KindFloat, Default: 1.0, Min: 0, Max: 100},
 		{Name: "sinks", Doc: "attention-sink tokens at the start of the context", Kind: sim.KindInt, Default: 0, Min: 0, Max: 64},
@@ -128,9 +169,26 @@ func attnNeedleParams(margin float64) []sim.Param {
 		{Name: "k-band-mean", Aliases: []string{"k_band_mean"}, Doc: "magnitude of the K band's offset", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1000},
 		{Name: "stats", Doc: "statistics of the haystack: synthetic (the parameters as given) or llama31-8b (score-std, value-std, sinks, sink-logit, sink-value, k-band and k-band-mean from published measurements of Llama-3/3.1-8B, docs/real-stats.md; margin, value-mean and amp stay as given: nothing published fixes them)",
 			Kind: sim.KindChoice, Default: "synthetic", Choices: attnStatsNames()},
-		{Name: "haystacks", Doc: "independent haystacks per context length, shared by the trials in turn", Kind: sim.KindInt, Default: 1, Min: 1, Max: 100000},
+		{Name: "haystacks", Doc: "independent haystacks per context length, the trials spread over them; intervals come from the variation between haystacks", Kind: sim.KindInt, Default: 8, Min: 1, Max: 100000},
 		deviceParam(),
 	}
+}
+
+// attnSplitParams are the split-KV parameters of a decode: splits (a
+// number or auto) and, for auto, batch × KV heads.
+func attnSplitParams(def int) []sim.Param {
+	return []sim.Param{
+		{Name: "splits", Doc: "split-KV ranges of a decode (FA3's num_splits, flash-decoding): a number, or auto = FA3's heuristic for 132 SMs (H100/H200) and batch-kv-heads; the prefill regime has one",
+			Kind: sim.KindInt, Default: def, Min: 1, Max: attention.MaxSplits, Named: []sim.Named{{Name: "auto", Value: 0}}},
+		{Name: "batch-kv-heads", Doc: "batch × KV heads per GPU that splits=auto assumes (FA3's b·h_k): 8 is Llama-3.1-8B at TP 1 decoding one sequence; at TP 8 one KV head a GPU (the published NIAH runs) times the sequences in flight, which nobody published",
+			Kind: sim.KindInt, Default: 8, Min: 1, Max: 1 << 20},
+	}
+}
+
+// attnRegimeParam is the regime parameter of needle and promotion.
+func attnRegimeParam() sim.Param {
+	return sim.Param{Name: "regime", Doc: "how the kernel meets the query: prefill (the last row of a causal prefill, FA3's prefill tile, no split: the prompt's last token, which gives the first answer token of the published NIAH runs) or decode (FA3's decode tile, split-KV as the splits parameter says)",
+		Kind: sim.KindChoice, Default: attnRegimePrefill, Choices: []string{attnRegimePrefill, attnRegimeDecode}}
 }
 
 // attnNeedleFromValues reads the task from the run's parameters.
@@ -140,12 +198,74 @@ func attnNeedleFromValues(v sim.Values) attnNeedle {
 	t := attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score-std"),
 		valueMean: v.Float("value-mean"), valueStd: v.Float("value-std"), amp: v.Float("amp"),
 		sinks: v.Int("sinks"), sinkLogit: v.Float("sink-logit"), sinkValue: v.Float("sink-value"),
-		kBand: v.Int("k-band"), kBandMean: v.Float("k-band-mean"), stats: v.String("stats")}
+		kBand: v.Int("k-band"), kBandMean: v.Float("k-band-mean"), stats: v.String("stats"), probe: v.String("probe")}
 	if p, ok := attnStatsProfiles[t.stats]; ok && p.apply != nil {
 		p.apply(&t)
 	}
 	t.kBand = min(t.kBand, t.d)
 	return t
+}
+
+// check refuses a task the probe cannot draw.
+func (t attnNeedle) check() error {
+	if t.probe == attnProbeHadamard && t.m > 2*(t.d-1) {
+		return fmt.Errorf("probe hadamard has %d codes at head_dim %d (±rows 1 … %d): %d candidates asked", 2*(t.d-1), t.d, t.d-1, t.m)
+	}
+	return nil
+}
+
+// attnRegime is how a run's kernels meet the query (see the regime and
+// splits parameters).
+type attnRegime struct {
+	name   string // attnRegimeDecode or attnRegimePrefill
+	splits int    // decode: 0 is auto
+	bhk    int    // decode, auto: batch × KV heads
+}
+
+// attnRegimeFromValues reads the regime (kv-formats has only decode).
+func attnRegimeFromValues(v sim.Values) attnRegime {
+	r := attnRegime{name: attnRegimeDecode, splits: v.Int("splits"), bhk: v.Int("batch-kv-heads")}
+	if _, ok := v.Get("regime"); ok {
+		r.name = v.String("regime")
+	}
+	return r
+}
+
+// configure sets cfg's tiles, causal mask and splits for a query at the
+// end of n tokens in the regime (prefill: FA3's prefill tile for the
+// dtype, single- or two-level table as the run's promotion says, unless
+// cfg gives kBlockN; decode: the splits parameter, auto resolved by
+// attention's Plan.AutoSplits for the run's cache spec, nil for a plain
+// cache of cfg's dtype).
+func (g attnRegime) configure(cfg *attention.Config, n int, spec *attention.KVSpec) error {
+	if g.name == attnRegimePrefill {
+		m, bn := attention.DefaultTiles(cfg.HeadDim, cfg.DType, false, false, cfg.Promotion > 0)
+		if cfg.KBlockN == 0 {
+			cfg.KBlockN = bn
+		}
+		if cfg.KBlockM == 0 {
+			cfg.KBlockM = m
+		}
+		cfg.Causal, cfg.Splits = true, 1
+		return nil
+	}
+	cfg.Splits = g.splits
+	if g.splits == 0 {
+		c := *cfg
+		c.Splits = 1
+		var p *attention.Plan
+		var err error
+		if spec != nil {
+			p, err = c.ResolveSpec(1, n, *spec)
+		} else {
+			p, err = c.Resolve(1, n)
+		}
+		if err != nil {
+			return err
+		}
+		cfg.Splits = p.AutoSplits(attnSMs, g.bhk)
+	}
+	return nil
 }
 
 // bandOffset returns the K band's offset of every channel (nil without a
@@ -189,16 +309,84 @@ func (r attnNeedleRun) cache() string {
 	return r.dtype.String()
 }
 
-// attnNeedleOutcome is what one series scored over a context's trials.
+// attnNeedleOutcome is what one series gave over a context's trials, per
+// haystack (the clusters of internal/stats): retrieval hits, and the sums
+// of the relative error, shrinkage α, residual and cosine of O against O*.
 type attnNeedleOutcome struct {
-	series string
-	hits   int
-	trials int
-	errSum float64 // Σ relative L2 error of O against the exact attention (withErr)
+	series                          string
+	hit                             []stats.Cluster
+	relerr, alpha, residual, cosine []stats.Cluster
 }
 
-// Accuracy is hits / trials.
-func (o attnNeedleOutcome) Accuracy() float64 { return float64(o.hits) / float64(o.trials) }
+// trials returns the number of trials.
+func (o attnNeedleOutcome) trials() int {
+	n := 0
+	for _, c := range o.hit {
+		n += c.N
+	}
+	return n
+}
+
+// Accuracy returns the retrieval accuracy with its 95 % interval from the
+// variation between haystacks.
+func (o attnNeedleOutcome) Accuracy() stats.Interval { return stats.Proportion(o.hit) }
+
+// add counts one haystack's trial results for the outcome's series s.
+func (o *attnNeedleOutcome) add(hs int, hit bool, e attention.Errors) {
+	for len(o.hit) <= hs {
+		o.hit = append(o.hit, stats.Cluster{})
+		o.relerr, o.alpha = append(o.relerr, stats.Cluster{}), append(o.alpha, stats.Cluster{})
+		o.residual, o.cosine = append(o.residual, stats.Cluster{}), append(o.cosine, stats.Cluster{})
+	}
+	add := func(c *stats.Cluster, x float64) { c.N++; c.Sum += x }
+	add(&o.hit[hs], map[bool]float64{true: 1}[hit])
+	add(&o.relerr[hs], e.RelL2)
+	add(&o.alpha[hs], e.Alpha)
+	add(&o.residual[hs], e.Residual)
+	add(&o.cosine[hs], e.Cosine)
+}
+
+// extras returns the point extras of the outcome: acc with acc_lo/acc_hi,
+// relerr and residual in % with their intervals (log scale), alpha and
+// cosine with theirs, and trials, haystacks and the effective number of
+// independent trials of the accuracy (neff).
+func (o attnNeedleOutcome) extras() map[string]float64 {
+	a := o.Accuracy()
+	x := map[string]float64{"acc": a.Est, "acc_lo": a.Lo, "acc_hi": a.Hi, "trials": float64(o.trials()), "haystacks": float64(a.Clusters), "neff": a.NEff}
+	put := func(key string, cs []stats.Cluster, positive bool, scale float64) {
+		iv := stats.Mean(cs, positive)
+		x[key], x[key+"_lo"], x[key+"_hi"] = scale*iv.Est, scale*iv.Lo, scale*iv.Hi
+	}
+	put("relerr", o.relerr, true, 100)
+	put("residual", o.residual, true, 100)
+	put("alpha", o.alpha, false, 1)
+	put("cosine", o.cosine, false, 1)
+	for k, v := range x { // one haystack: no interval (NaN is not a JSON number)
+		if math.IsNaN(v) {
+			delete(x, k)
+		}
+	}
+	return x
+}
+
+// attnNeedleFields declares the fields of extras, O* described by ref.
+func attnNeedleFields(ref string) []sim.Field {
+	return []sim.Field{
+		{Key: "acc", Axis: axisAccuracy, Lo: "acc_lo", Hi: "acc_hi"},
+		{Key: "relerr", Axis: sim.Axis{Quantity: "relative L2 error of O vs " + ref, Unit: "%", Log: true}, Lo: "relerr_lo", Hi: "relerr_hi"},
+		{Key: "residual", Axis: sim.Axis{Quantity: "residual of O after the best uniform scale, ‖O − αO*‖/‖O*‖, O* " + ref, Unit: "%", Log: true}, Lo: "residual_lo", Hi: "residual_hi"},
+		{Key: "alpha", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩/⟨O*, O*⟩, O* " + ref, Unit: "ratio"}, Lo: "alpha_lo", Hi: "alpha_hi"},
+		{Key: "cosine", Axis: sim.Axis{Quantity: "cosine of O and O*, O* " + ref, Unit: "ratio"}, Lo: "cosine_lo", Hi: "cosine_hi"},
+		{Key: "trials", Axis: sim.Axis{Quantity: "trials", Unit: "trials"}},
+		{Key: "haystacks", Axis: sim.Axis{Quantity: "independent haystacks", Unit: "haystacks"}},
+		{Key: "neff", Axis: sim.Axis{Quantity: "effective independent trials of the accuracy (between-haystack variance)", Unit: "trials"}},
+	}
+}
+
+// attnIntervalMethod names the intervals of the needle experiments.
+func attnIntervalMethod(haystacks int) string {
+	return fmt.Sprintf("95 %% intervals from the variation between %d haystacks (accuracy: Wilson at the effective sample size, t on H−1 df; errors: t on the log scale)", haystacks)
+}
 
 // attnHaystack is one haystack's caches, per cache name
 // (attnNeedleRun.cache), and a free list of copies that trials borrow,
@@ -226,9 +414,9 @@ func (h *attnHaystack) giveBack(f string, kv *attention.KV) {
 	}
 }
 
-// haystack draws the haystack of n tokens for the caches of runs from rng.
-// It stops with ctx.Err() once ctx is cancelled, looking every 4096
-// elements.
+// haystack draws the haystack of n tokens for the caches of runs from rng
+// (normals from pmath, the same on every platform). It stops with
+// ctx.Err() once ctx is cancelled, looking every 4096 elements.
 func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []attnNeedleRun) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	band := t.bandOffset()
@@ -236,8 +424,8 @@ func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		k[i] = float32(t.scoreStd * rng.NormFloat64())
-		v[i] = float32(t.valueMean + float64(t.valueStd*rng.NormFloat64())) // float64(): never an FMA
+		k[i] = float32(t.scoreStd * pmath.NormFloat64(rng))
+		v[i] = float32(t.valueMean + float64(t.valueStd*pmath.NormFloat64(rng))) // float64(): never an FMA
 		if band != nil {
 			k[i] += band[i%t.d]
 		}
@@ -265,18 +453,17 @@ func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []
 }
 
 // attnNeedleTrialResult holds, per series in order, whether the trial
-// retrieved the code, and the relative error of O.
+// retrieved the code, and the errors of O against O*.
 type attnNeedleTrialResult struct {
 	hit []bool
-	err []float64
+	err []attention.Errors
 	e   error
 }
 
 // trial runs one trial over the haystack h of n tokens: every run, every
-// series. With withErr it also compares each O with the exact attention on
-// the same quantized inputs.
-func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun, withErr bool) attnNeedleTrialResult {
-	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, withErr, nil)
+// series.
+func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun) attnNeedleTrialResult {
+	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, nil)
 }
 
 // attnNeedleDraw is what one trial draws: its query, the needle's position,
@@ -288,20 +475,18 @@ type attnNeedleDraw struct {
 	needleK, needleV, sinkK, sinkV []float32
 }
 
-// draw draws one trial over n tokens from rng.
+// draw draws one trial over n tokens from rng: the query, the needle's
+// position, the probe's codes and the true code.
 func (t attnNeedle) draw(n int, rng *rand.Rand) attnNeedleDraw {
 	d := t.d
 	q := make([]float32, d)
 	var q2 float64
 	for i := range q {
-		q[i] = float32(rng.NormFloat64())
+		q[i] = float32(pmath.NormFloat64(rng))
 		q2 += float64(q[i]) * float64(q[i])
 	}
 	pos := t.sinks + rng.IntN(n-t.sinks)
-	codes := make([]float32, t.m*d)
-	for i := range codes {
-		codes[i] = float32(1 - 2*int(rng.Uint32()&1))
-	}
+	codes := t.codes(rng)
 	truth := rng.IntN(t.m)
 	unit := math.Sqrt(float64(d)) / q2 // a key c·unit·q has logit c
 	needleK, needleV := make([]float32, d), make([]float32, d)
@@ -319,6 +504,47 @@ func (t attnNeedle) draw(n int, rng *rand.Rand) attnNeedleDraw {
 		}
 	}
 	return attnNeedleDraw{q: q, codes: codes, pos: pos, truth: truth, needleK: needleK, needleV: needleV, sinkK: sinkK, sinkV: sinkV}
+}
+
+// codes draws the trial's M candidate codes (rows of d elements ±1) as the
+// probe says.
+func (t attnNeedle) codes(rng *rand.Rand) []float32 {
+	d := t.d
+	codes := make([]float32, t.m*d)
+	switch t.probe {
+	case attnProbeLegacy:
+		for i := range codes {
+			codes[i] = float32(1 - 2*int(rng.Uint32()&1))
+		}
+	case attnProbeHadamard:
+		// M distinct signed rows among ±rows 1 … d−1 (row 0 is all ones):
+		// a partial Fisher–Yates over the 2(d−1) of them.
+		rows := make([]int, 2*(d-1))
+		for i := range rows {
+			rows[i] = i
+		}
+		for c := 0; c < t.m; c++ {
+			j := c + rng.IntN(len(rows)-c)
+			rows[c], rows[j] = rows[j], rows[c]
+			r, sign := rows[c]%(d-1)+1, float32(1-2*(rows[c]/(d-1)))
+			for i := 0; i < d; i++ {
+				// Sylvester: H[r][i] = (−1)^popcount(r & i).
+				codes[c*d+i] = sign * float32(1-2*(bits.OnesCount(uint(r&i))&1))
+			}
+		}
+	default: // balanced: d/2 of each sign in a random order
+		for c := 0; c < t.m; c++ {
+			row := codes[c*d : (c+1)*d]
+			for i := range row {
+				row[i] = float32(1 - 2*(i&1))
+			}
+			for i := d - 1; i > 0; i-- {
+				j := rng.IntN(i + 1)
+				row[i], row[j] = row[j], row[i]
+			}
+		}
+	}
+	return codes
 }
 
 // patch writes the trial's sinks and needle into kv and returns what they
@@ -354,10 +580,9 @@ func restore(kv *attention.KV, saved []attention.TokenState) error {
 }
 
 // trialDrawn runs the drawn trial dr over the haystack h: every run, every
-// series. With withErr it also compares each O with the exact attention on
-// the same quantized inputs, or, with t.exactErr, with exact (the trial's
+// series, each O compared with O* (with t.exactErr: exact, the trial's
 // t.exact; nil: computed here).
-func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, withErr bool, exact []float64) attnNeedleTrialResult {
+func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64) attnNeedleTrialResult {
 	var res attnNeedleTrialResult
 	if t.exactErr && exact == nil {
 		exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
@@ -371,7 +596,7 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 		}
 		kv := h.borrow(f)
 		saved := t.patch(kv, dr)
-		err := t.score(ctx, kv, dr.q, dr.codes, dr.truth, runs[i:j], withErr, exact, &res)
+		err := t.score(ctx, kv, dr, runs[i:j], exact, &res)
 		if rerr := restore(kv, saved); rerr != nil {
 			err = errors.Join(err, rerr) // the copy is dropped, not given back
 		} else {
@@ -386,32 +611,42 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 	return res
 }
 
-// score runs the kernels of runs (one dtype) on kv, which holds the
-// trial's needle and sinks, and appends their hits (and errors) to res.
-func (t attnNeedle) score(ctx context.Context, kv *attention.KV, q, codes []float32, truth int, runs []attnNeedleRun, withErr bool, exact []float64, res *attnNeedleTrialResult) error {
-	base, err := t.baseline(ctx, runs[0].cfg, q, kv)
+// score runs the kernels of runs (one cache) on kv, which holds the
+// trial's needle and sinks, and appends their hits and errors to res.
+func (t attnNeedle) score(ctx context.Context, kv *attention.KV, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, res *attnNeedleTrialResult) error {
+	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, exact)
 	if err != nil {
 		return err
 	}
-	ref := exact
-	if withErr && ref == nil {
-		if ref, err = attention.ReferenceQuantized(ctx, runs[0].cfg, q, nil, kv); err != nil {
-			return err
-		}
-	}
 	for _, r := range runs {
-		outs, err := attention.RunPromotions(ctx, r.cfg, r.promotions, q, nil, kv)
+		outs, err := attention.RunPromotions(ctx, r.cfg, r.promotions, dr.q, nil, kv)
 		if err != nil {
 			return err
 		}
 		for _, o := range outs {
-			res.hit = append(res.hit, attnRetrieveFrom(o, base, codes, t.d) == truth)
-			if withErr {
-				res.err = append(res.err, attention.Compare(o, ref).RelL2)
-			}
+			res.hit = append(res.hit, t.retrieve(o, base, dr.codes) == dr.truth)
+			res.err = append(res.err, attention.Compare(o, ref))
 		}
 	}
 	return nil
+}
+
+// references returns the trial's baseline B (legacy probe only; nil
+// otherwise) and O* (exact when given, else exact attention on kv's
+// quantized inputs).
+func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, exact []float64) (base, ref []float64, err error) {
+	if t.probe == attnProbeLegacy {
+		if base, err = t.baseline(ctx, cfg, q, kv); err != nil {
+			return nil, nil, err
+		}
+	}
+	ref = exact
+	if ref == nil {
+		if ref, err = attention.ReferenceQuantized(ctx, cfg, q, nil, kv); err != nil {
+			return nil, nil, err
+		}
+	}
+	return base, ref, nil
 }
 
 // baseline is B: the exact output without the needle's code, Σ_j w_j·mean(v_j).
@@ -435,14 +670,20 @@ func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []floa
 	return b, nil
 }
 
-// attnRetrieveFrom returns the index of the code (rows of codes, d long)
-// with the largest ⟨o − base, code⟩.
-func attnRetrieveFrom(o, base []float64, codes []float32, d int) int {
+// retrieve returns the index of the code (rows of codes, d long) with the
+// largest score: ⟨o − base, code⟩ for the legacy probe, ⟨o, code⟩ for the
+// zero-sum ones (base nil).
+func (t attnNeedle) retrieve(o, base []float64, codes []float32) int {
+	d := t.d
 	best, arg := math.Inf(-1), -1
 	for c := 0; c < len(codes)/d; c++ {
 		var s float64
 		for i := 0; i < d; i++ {
-			s += (o[i] - base[i]) * float64(codes[c*d+i])
+			x := o[i]
+			if base != nil {
+				x -= base[i]
+			}
+			s += x * float64(codes[c*d+i])
 		}
 		if s > best {
 			best, arg = s, c
@@ -453,10 +694,15 @@ func attnRetrieveFrom(o, base []float64, codes []float32, d int) int {
 
 // attnNeedleContext runs trials trials at context length n spread over
 // haystacks haystacks, and returns one outcome per series of runs, in
-// order. key names the set of trials for the seeds.
-func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeedle, n, trials, haystacks int, runs []attnNeedleRun, withErr bool) ([]attnNeedleOutcome, error) {
+// order. key names the set of trials for the seeds: haystack hs is drawn
+// from key/haystack/hs whatever the runs, so that runs measured apart (one
+// call per run) see the same haystacks.
+func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeedle, n, trials, haystacks int, runs []attnNeedleRun) ([]attnNeedleOutcome, error) {
 	if n <= t.sinks {
 		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
+	}
+	if err := t.check(); err != nil {
+		return nil, err
 	}
 	var out []attnNeedleOutcome
 	for _, r := range runs {
@@ -477,10 +723,10 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		var res []attnNeedleTrialResult
 		tkey := fmt.Sprintf("%s/%d", key, hs)
 		if t.gpu != nil {
-			res, err = t.trialsGPU(ctx, run, tkey, h, n, count, runs, withErr)
+			res, err = t.trialsGPU(ctx, run, tkey, h, n, count, runs)
 		} else {
 			res, err = sim.Trials(ctx, run, tkey, count, func(_ int, rng *rand.Rand) attnNeedleTrialResult {
-				return t.trial(ctx, h, n, rng, runs, withErr)
+				return t.trial(ctx, h, n, rng, runs)
 			})
 		}
 		if ctx.Err() != nil {
@@ -494,13 +740,7 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 				return nil, r.e
 			}
 			for i, hit := range r.hit {
-				out[i].trials++
-				if hit {
-					out[i].hits++
-				}
-				if withErr {
-					out[i].errSum += r.err[i]
-				}
+				out[i].add(hs, hit, r.err[i])
 			}
 		}
 	}
@@ -515,6 +755,3 @@ func attnCtxLabel(n int) string {
 	}
 	return fmt.Sprint(n)
 }
-
-// attnBinomialSE is the standard error of an accuracy p over n trials.
-func attnBinomialSE(p float64, n int) float64 { return math.Sqrt(p * (1 - p) / float64(n)) }

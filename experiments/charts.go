@@ -106,14 +106,28 @@ func itlStyles(prefix string) []sim.Style {
 	}
 }
 
-// Chart declares needle's chart, with the chance level and the published
-// 128k figures.
+// attnFieldsRefQuantized is the O* of needle and promotion.
+const attnFieldsRefQuantized = "exact attention on the same quantized inputs"
+
+// attnRunFields are the fields of the needle experiments' points besides
+// the decomposition: the kernel's splits and tile.
+var attnRunFields = []sim.Field{
+	{Key: "splits", Axis: sim.Axis{Quantity: "split-KV ranges of the decode (1: prefill, or no split)", Unit: "splits"}},
+	{Key: "kBlockN", Axis: sim.Axis{Quantity: "KV tile width kBlockN", Unit: "tokens"}},
+}
+
+// Chart declares needle's chart: retrieval with its between-haystack
+// interval, the chance level and the published 128k figures; the
+// decomposition of O's error on the field selector.
 func (Needle) Chart() sim.Chart {
 	const src = "published, RULER niah_multikey_2, Llama-3.1-8B, 128k"
 	return sim.Chart{
-		X:     axisContext,
-		Y:     axisAccuracy,
-		Error: "se",
+		X:      axisContext,
+		Y:      axisAccuracy,
+		Lo:     "acc_lo",
+		Hi:     "acc_hi",
+		Method: attnIntervalMethod(8),
+		Fields: append(attnNeedleFields(attnFieldsRefQuantized), attnRunFields...),
 		Styles: []sim.Style{
 			{Match: "bf16", Family: "bf16"},
 			{Match: "fp8", Family: "fp8 e4m3", Variant: "single-level"},
@@ -124,25 +138,46 @@ func (Needle) Chart() sim.Chart {
 			{Series: "bf16", X: 131072, Y: 0.91, Label: "bf16 0.91 (" + src + ")"},
 			{Series: "fp8", X: 131072, Y: 0.13, Label: "fp8 0.13 (" + src + ")"},
 			{Series: "fp8-two-level", X: 131072, Y: 0.89, Label: "fp8 two-level 0.89 (" + src + ")"},
+			{Series: "bf16", X: 131072, Y: 0.91, Label: "bf16 0.91 (" + src + ")", Field: "acc"},
+			{Series: "fp8", X: 131072, Y: 0.13, Label: "fp8 0.13 (" + src + ")", Field: "acc"},
+			{Series: "fp8-two-level", X: 131072, Y: 0.89, Label: "fp8 two-level 0.89 (" + src + ")", Field: "acc"},
 		},
 	}
 }
 
-// Chart declares promotion's chart.
+// Chart declares promotion's chart: the error of O against the tokens
+// accumulated between promotions, retrieval and the published figures on
+// the acc field.
 func (Promotion) Chart() sim.Chart {
+	const pr, blog = "flash-attention #122, RULER niah_multikey_2, Llama-3.1-8B, 128k", "vLLM blog 2026-04-22 Fig. 1, 128k"
+	fields := append(attnNeedleFields(attnFieldsRefQuantized), attnRunFields...)
+	fields = append(fields,
+		sim.Field{Key: "interval", Axis: sim.Axis{Quantity: "promotion interval (0 = never)", Unit: "tiles"}},
+		sim.Field{Key: "tokens", Axis: sim.Axis{Quantity: "tokens accumulated in the tensor core between promotions", Unit: "tokens", Log: true, Base: 2}})
 	return sim.Chart{
-		X:     sim.Axis{Quantity: "tokens accumulated in the tensor core between promotions", Unit: "tokens", Log: true, Base: 2},
-		Y:     axisAccuracy,
-		Error: "se",
+		X:      sim.Axis{Quantity: "tokens accumulated in the tensor core between promotions", Unit: "tokens", Log: true, Base: 2},
+		Y:      sim.Axis{Quantity: "relative L2 error of O vs " + attnFieldsRefQuantized, Unit: "%", Log: true},
+		Lo:     "relerr_lo",
+		Hi:     "relerr_hi",
+		Method: attnIntervalMethod(8),
+		Fields: fields,
 		Styles: []sim.Style{
 			{Match: "kBlockN 96", Family: "fp8, tile 96"},
 			{Match: "kBlockN 192", Family: "fp8, tile 192"},
+			{Match: "kBlockN 224", Family: "fp8, tile 224"},
 			{Match: "kBlockN 128", Family: "fp8, tile 128"},
 			{Match: "kBlockN 64", Family: "fp8, tile 64"},
 			{Match: "kBlockN *", Family: "fp8, other tile"},
 			{Match: "bf16", Family: "bf16"},
 		},
 		Refs: []sim.Ref{{Axis: "y", Summary: "chance", Label: "chance (1/candidates)"}},
+		Marks: []sim.Mark{
+			{Series: "kBlockN 192", X: 192, Y: 0.89, Label: "every tile 0.89 (" + pr + ")", Field: "acc"},
+			{Series: "kBlockN 192", X: 4 * 192, Y: 0.88, Label: "every 4 tiles 0.88 (" + pr + ")", Field: "acc"},
+			{Series: "kBlockN 192", X: 64 * 192, Y: 0.856, Label: "every 64 tiles 0.856 (" + pr + ")", Field: "acc"},
+			{Series: "kBlockN 192", X: 131072, Y: 0.13, Label: "never 0.13 (" + blog + ")", Field: "acc"},
+			{Series: "bf16", X: 131072, Y: 0.912, Label: "bf16 0.912 (" + blog + ")", Field: "acc"},
+		},
 	}
 }
 

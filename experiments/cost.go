@@ -1,9 +1,10 @@
 package experiments
 
 import (
+	"slices"
+
 	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
-	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 // The cost estimates of the experiments (sim.Coster), one function each,
@@ -18,7 +19,7 @@ const (
 	costNormal = 25 // one normal draw and its arithmetic
 	costQuant  = 90 // attention.NewKV, per element of K or of V
 	costKernel = 45 // attention kernel, per token·dim of a query, per promotion scheme
-	costRef    = 12 // float64 reference attention, per token·dim of a query
+	costRef    = 4  // float64 reference attention from the codes, per token·dim of a query
 	costBase   = 64 << 20
 )
 
@@ -74,17 +75,22 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 }
 
 func (Needle) Cost(v sim.Values) sim.Cost {
-	runs := needleRuns(attnNeedleFromValues(v), v.String("series"), v.Int("k-block-n"))
+	t := attnNeedleFromValues(v)
+	cs := v.Ints("contexts")
+	runs, err := needleRuns(t, v.String("series"), v.Int("k-block-n"), attnRegimeFromValues(v), slices.Max(cs))
+	if err != nil {
+		runs = nil
+	}
 	var kernels, cpuDtypes int64
 	gpu := v.String("device") == deviceGPU
 	for _, r := range runs {
-		if gpu && wgsl.SimDecodeSupports(attnNeedleFromValues(v).gpuConfig(r)) == nil {
+		if gpu && t.onGPU(r) {
 			continue // runs on the GPU: the CPU only packs the cache once per batch
 		}
 		kernels += int64(len(r.promotions))
 		cpuDtypes++
 	}
-	return attnNeedleCost(v, v.Ints("contexts"), v.Int("trials"), int64(len(runs)), cpuDtypes, kernels, false)
+	return attnNeedleCost(v, cs, v.Int("trials"), int64(len(runs)), cpuDtypes, kernels, true)
 }
 
 func (Promotion) Cost(v sim.Values) sim.Cost {

@@ -55,11 +55,17 @@ Blackwell, and the native block-scaled ones) runs on the GPU, bit for bit
 with the CPU; a series it does not run stays on the CPU, and the run's
 notes list both. The exact references stay on the CPU.
 
-y: retrieval accuracy at promotion "never" (FA3 as shipped); extra relerr
-(mean relative L2 error of O against exact float64 attention on the
-unquantized inputs, %) and acc_p{N} for each promotion interval N (tiles;
-1 is vLLM's two-level accumulation). The summary's need_<series> is the
-longest interval whose accuracy stays within 1 point (0.01) of bf16's at
+Decode regime: split-KV as the splits parameter says (auto: FA3's
+num_splits heuristic for 132 SMs and batch-kv-heads; the notes give the
+splits per context). Probe and haystacks as the needle experiment's.
+
+y: relative L2 error of O (%) against exact float64 attention on the
+unquantized inputs, never promoted (FA3 as shipped), with its interval
+between haystacks; fields acc (retrieval), alpha (shrinkage), residual,
+cosine, and relerr_p{N}, acc_p{N}, alpha_p{N} for each promotion interval
+N (tiles; 1 is vLLM's two-level accumulation); the summary the same per
+context (relerr in %). The summary's need_<series> is the longest interval
+whose accuracy stays within 1 point (0.01) of bf16's at
 every context (0: never promoting suffices; -1: no interval does).`
 }
 
@@ -121,6 +127,7 @@ func (KVFormats) Params() []sim.Param {
 		{Name: "promotions", Doc: "P·V promotion intervals tried (tiles; 0 never, 1 every tile)", Kind: sim.KindInts, Default: []int{0, 1, 16}, Min: 0, Max: 1 << 20},
 		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile width; 0 is FA3's decode tile", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
 	}
+	p = append(p, attnSplitParams(0)...)
 	return append(p, attnNeedleParams(needleDefaultMargin)...)
 }
 
@@ -128,61 +135,83 @@ func (KVFormats) Params() []sim.Param {
 func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
 	t.exactErr = true
+	if err := t.check(); err != nil {
+		return err
+	}
 	done, err := t.useDevice(ctx, run.Values)
 	if err != nil {
 		return err
 	}
 	defer done()
+	g := attnRegimeFromValues(run.Values)
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
 	promotions := slices.Clone(run.Values.Ints("promotions"))
 	if !slices.Contains(promotions, 0) {
 		promotions = append([]int{0}, promotions...)
 	}
 	cases := kvFormatsCases(run.Values.String("set"))
-	var runs []attnNeedleRun
-	for _, c := range cases {
-		spec := c.spec
-		dt := spec.DType()
-		qk, pv, err := spec.Models(c.arch)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.label, err)
+	build := func(n int) ([]attnNeedleRun, error) {
+		var runs []attnNeedleRun
+		for _, c := range cases {
+			spec := c.spec
+			dt := spec.DType()
+			qk, pv, err := spec.Models(c.arch)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.label, err)
+			}
+			r := attnNeedleRun{dtype: dt, spec: &spec, promotions: promotions,
+				cfg: attention.Config{HeadDim: t.d, DType: dt, QKModel: qk, PVModel: pv, KBlockN: run.Values.Int("k-block-n")}}
+			if err := g.configure(&r.cfg, n, &spec); err != nil {
+				return nil, fmt.Errorf("%s: %w", c.label, err)
+			}
+			for _, p := range promotions {
+				r.series = append(r.series, fmt.Sprintf("%s p%d", c.label, p))
+			}
+			runs = append(runs, r)
 		}
-		r := attnNeedleRun{dtype: dt, spec: &spec, promotions: promotions,
-			cfg: attention.Config{HeadDim: t.d, DType: dt, QKModel: qk, PVModel: pv, KBlockN: run.Values.Int("k-block-n")}}
-		for _, p := range promotions {
-			r.series = append(r.series, fmt.Sprintf("%s p%d", c.label, p))
-		}
-		runs = append(runs, r)
+		return runs, nil
 	}
-	t.noteSetup(run, runs)
 	run.AddTotal(int64(len(contexts) * trials))
 	summary := map[string]float64{}
 	acc := map[string]map[int]float64{} // series label → context → accuracy
-	errs := map[string]map[int]float64{}
-	for _, n := range contexts {
-		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("kv-formats/%d", n), t, n, trials, run.Values.Int("haystacks"), runs, true)
+	errs := map[string]map[int]float64{} // … → relative error, %
+	var splits []string
+	for ci, n := range contexts {
+		runs, err := build(n)
+		if err != nil {
+			return err
+		}
+		if ci == 0 {
+			t.noteSetup(run, runs)
+		}
+		splits = append(splits, fmt.Sprintf("%s: %d", attnCtxLabel(n), max(runs[0].cfg.Splits, 1)))
+		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("kv-formats/%d", n), t, n, trials, run.Values.Int("haystacks"), runs)
 		if err != nil {
 			return err
 		}
 		for i, c := range cases {
-			extra := map[string]float64{"trials": float64(trials)}
+			var x map[string]float64
 			for j, p := range promotions {
 				o := out[i*len(promotions)+j]
-				a := o.Accuracy()
+				ox := o.extras()
+				if j == 0 {
+					x = ox // the point: p0, never promoted
+				}
 				key := fmt.Sprintf("%s p%d", c.label, p)
 				if acc[key] == nil {
 					acc[key], errs[key] = map[int]float64{}, map[int]float64{}
 				}
-				acc[key][n], errs[key][n] = a, o.errSum/float64(o.trials)
-				extra[fmt.Sprintf("acc_p%d", p)] = a
-				extra[fmt.Sprintf("relerr_p%d", p)] = 100 * errs[key][n]
-				summary[fmt.Sprintf("acc_%s_%s", attnCtxLabel(n), kvFormatsSlug(key))] = a
-				summary[fmt.Sprintf("relerr_%s_%s", attnCtxLabel(n), kvFormatsSlug(key))] = errs[key][n]
+				acc[key][n], errs[key][n] = ox["acc"], ox["relerr"]
+				x[fmt.Sprintf("acc_p%d", p)] = ox["acc"]
+				x[fmt.Sprintf("relerr_p%d", p)] = ox["relerr"]
+				x[fmt.Sprintf("alpha_p%d", p)] = ox["alpha"]
+				slug := kvFormatsSlug(key)
+				summary[fmt.Sprintf("acc_%s_%s", attnCtxLabel(n), slug)] = ox["acc"]
+				summary[fmt.Sprintf("relerr_%s_%s", attnCtxLabel(n), slug)] = ox["relerr"]
+				summary[fmt.Sprintf("alpha_%s_%s", attnCtxLabel(n), slug)] = ox["alpha"]
 			}
-			p0 := fmt.Sprintf("%s p0", c.label)
-			extra["relerr"] = 100 * errs[p0][n]
-			extra["se"] = attnBinomialSE(acc[p0][n], trials)
-			if err := run.Emit(sim.Point{Series: c.label, X: float64(n), Y: acc[p0][n], Extra: extra}); err != nil {
+			x["splits"] = float64(max(runs[i].cfg.Splits, 1))
+			if err := run.Emit(sim.Point{Series: c.label, X: float64(n), Y: x["relerr"], Extra: x}); err != nil {
 				return err
 			}
 		}
@@ -219,7 +248,7 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 		line := fmt.Sprintf("  %-28s", c.label)
 		for _, n := range contexts {
 			k := c.label + " p0"
-			line += fmt.Sprintf(" %8.3g%% / %.2f", 100*errs[k][n], acc[k][n])
+			line += fmt.Sprintf(" %8.3g%% / %.2f", errs[k][n], acc[k][n])
 		}
 		needs := map[int]string{-1: "none tried", 0: "never", 1: "every tile"}[need]
 		if needs == "" {
@@ -229,8 +258,20 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	}
 	summary["chance"] = 1 / float64(t.m)
 	run.Summary(summary)
-	run.Note("relative L2 error of O vs exact float64 on the unquantized inputs / retrieval accuracy, never promoting; the promotion interval needed to stay within 0.01 of bf16:\n" + strings.Join(table, "\n"))
+	run.Note(fmt.Sprintf("decode, splits per context (%s), probe %s, %d haystacks per context", strings.Join(splits, ", "), t.probe, min(run.Values.Int("haystacks"), trials)))
+	run.Note("relative L2 error of O vs exact float64 on the unquantized inputs / retrieval accuracy, never promoting; the promotion interval needed to stay within 0.01 of bf16's accuracy (points, not intervals: a guide):\n" + strings.Join(table, "\n"))
 	return nil
+}
+
+// kvFormatsPromotion names a promotion interval in a field's quantity.
+func kvFormatsPromotion(p int) string {
+	switch p {
+	case 0:
+		return "never"
+	case 1:
+		return "every tile"
+	}
+	return fmt.Sprintf("every %d tiles", p)
 }
 
 // kvFormatsSlug turns a series label into a summary key: "e4m3 tensor 1.0
@@ -254,9 +295,17 @@ func (KVFormats) Chart() sim.Chart {
 			sim.Style{Match: f + " *", Family: f, Variant: "direct"},
 			sim.Style{Match: f, Family: f})
 	}
+	fields := attnNeedleFields("exact float64 attention on the unquantized inputs")
+	for _, p := range []int{0, 1, 16} { // the default promotions
+		fields = append(fields,
+			sim.Field{Key: fmt.Sprintf("relerr_p%d", p), Axis: sim.Axis{Quantity: fmt.Sprintf("relative L2 error of O vs exact on the unquantized inputs, promoted %s", kvFormatsPromotion(p)), Unit: "%", Log: true}},
+			sim.Field{Key: fmt.Sprintf("acc_p%d", p), Axis: sim.Axis{Quantity: "retrieval accuracy, promoted " + kvFormatsPromotion(p), Unit: "fraction of trials"}.Range(0, 1)},
+			sim.Field{Key: fmt.Sprintf("alpha_p%d", p), Axis: sim.Axis{Quantity: "shrinkage α, promoted " + kvFormatsPromotion(p), Unit: "ratio"}})
+	}
+	fields = append(fields, sim.Field{Key: "splits", Axis: sim.Axis{Quantity: "split-KV ranges of the decode", Unit: "splits"}})
 	return sim.Chart{
-		X: axisContext, Y: axisAccuracy, Error: "se", Styles: styles,
-		Refs: []sim.Ref{{Axis: "y", Summary: "chance", Label: "chance (1/candidates)"}},
+		X: axisContext, Y: sim.Axis{Quantity: "relative L2 error of O vs exact float64 attention on the unquantized inputs, never promoted", Unit: "%", Log: true},
+		Lo: "relerr_lo", Hi: "relerr_hi", Method: attnIntervalMethod(8), Fields: fields, Styles: styles,
 	}
 }
 

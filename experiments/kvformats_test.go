@@ -4,12 +4,12 @@ import (
 	"testing"
 )
 
-// A small kv-formats run: every series retrieves the needle at short
-// contexts, the output errors order as the formats' precision does, FA3's
-// single-level e4m3 error grows with the context while two-level
-// accumulation holds it down, and the run is deterministic.
+// A small kv-formats run with one split: every series retrieves the needle
+// at short contexts, the output errors order as the formats' precision
+// does, FA3's single-level e4m3 error grows with the context while
+// two-level accumulation holds it down, and the run is deterministic.
 func TestKVFormatsSmall(t *testing.T) {
-	args := map[string]string{"contexts": "1024,4096", "trials": "4"}
+	args := map[string]string{"contexts": "1024,4096", "trials": "4", "splits": "1", "haystacks": "2"}
 	rec, err := attnExec(t, KVFormats{}, 3, args)
 	if err != nil {
 		t.Fatal(err)
@@ -19,8 +19,11 @@ func TestKVFormatsSmall(t *testing.T) {
 		t.Fatalf("%d points, want 6 series × 2 contexts", len(rec.Points()))
 	}
 	for _, p := range rec.Points() {
-		if p.X == 1024 && p.Y < 0.8 {
-			t.Errorf("%s at 1k: accuracy %v", p.Series, p.Y)
+		if p.X == 1024 && p.Extra["acc"] < 0.7 {
+			t.Errorf("%s at 1k: accuracy %v", p.Series, p.Extra["acc"])
+		}
+		if p.Y != p.Extra["relerr"] || p.Extra["splits"] != 1 {
+			t.Errorf("%s: y %v is not relerr %v, or %v splits", p.Series, p.Y, p.Extra["relerr"], p.Extra["splits"])
 		}
 	}
 	e := func(ctx, series string) float64 { return s["relerr_"+ctx+"_"+series] }
@@ -53,5 +56,28 @@ func TestKVFormatsSmall(t *testing.T) {
 		if s[k] != v {
 			t.Fatalf("%s: %v then %v", k, s[k], v)
 		}
+	}
+}
+
+// Split-KV shortens the single-level chain: at 16k tokens FA3's e4m3 error
+// with 16 splits is well below one split's, while promoted every tile it
+// hardly moves; auto picks FA3's split count (15 for 171 tiles and 8 KV
+// heads on 132 SMs).
+func TestKVFormatsSplits(t *testing.T) {
+	e := func(splits string) map[string]float64 {
+		rec, err := attnExec(t, KVFormats{}, 5, map[string]string{"contexts": "16384", "trials": "4", "haystacks": "2", "splits": splits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.SummaryValues()
+	}
+	one, sixteen, auto := e("1"), e("16"), e("auto")
+	k0, k1 := "relerr_16k_e4m3_tensor_1.0_FA3_p0", "relerr_16k_e4m3_tensor_1.0_FA3_p1"
+	t.Logf("16k e4m3 single-level: 1 split %.3g%%, 16 splits %.3g%%, auto %.3g%%; promoted: %.3g%% / %.3g%%", one[k0], sixteen[k0], auto[k0], one[k1], sixteen[k1])
+	if !(sixteen[k0] < one[k0]/3) {
+		t.Errorf("16 splits: single-level error %.3g%% not below a third of one split's %.3g%%", sixteen[k0], one[k0])
+	}
+	if r := sixteen[k1] / one[k1]; r < 0.5 || r > 2 {
+		t.Errorf("promoted every tile, 16 splits change the error by ×%.2f", r)
 	}
 }

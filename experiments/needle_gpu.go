@@ -36,10 +36,10 @@ const gpuTrialBatch = 4096
 // wgsl.SimDecodeTrials, one batch per run and promotion interval, over the
 // shared haystack (one cache per KV format) with each trial's needle and
 // sinks as replaced tokens, and everything else (runs SimDecodeSupports
-// refuses, the baselines with sinks, the references of withErr) runs on
+// refuses, the baselines of the legacy probe, the references O*) runs on
 // the CPU as before. The outcomes equal the CPU path's, bit for bit
 // (TestNeedleGPUEqualsCPU).
-func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h *attnHaystack, n, count int, runs []attnNeedleRun, withErr bool) ([]attnNeedleTrialResult, error) {
+func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h *attnHaystack, n, count int, runs []attnNeedleRun) ([]attnNeedleTrialResult, error) {
 	g := t.gpu
 	nSeries := 0
 	for _, r := range runs {
@@ -49,17 +49,17 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 	// (wgsl.SimDecodeSupports: e4m3/e5m2/bf16/f16 MMA, head_dim 64/128/256,
 	// the native block-scaled path, ...);
 	// the others stay on the CPU.
-	onGPU := func(r attnNeedleRun) bool { return wgsl.SimDecodeSupports(t.gpuConfig(r)) == nil }
+	onGPU := t.onGPU
 	draws := make([]attnNeedleDraw, count)
 	for i := range draws {
 		draws[i] = t.draw(n, sim.TrialRand(run.Seed, tkey, i))
 	}
 	// hit[i][s], errs[i][s]: trial i, series s (in the order of runs).
 	hit := make([][]bool, count)
-	errs := make([][]float64, count)
+	errs := make([][]attention.Errors, count)
 	for i := range hit {
 		hit[i] = make([]bool, nSeries)
-		errs[i] = make([]float64, nSeries)
+		errs[i] = make([]attention.Errors, nSeries)
 	}
 	// The caches the GPU runs read (runs with one cache share it, and its
 	// baseline and reference), and the runs that stay on the CPU.
@@ -86,21 +86,17 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 		p := cpuPart{base: map[string][]float64{}, ref: map[string][]float64{}}
 		dr := draws[i]
 		var exact []float64 // computed once for the CPU and the GPU runs
-		if withErr && t.exactErr {
+		if t.exactErr {
 			exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
 		}
 		if len(cpuRuns) > 0 {
-			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, withErr, exact)
+			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
 		}
 		for _, name := range gpuCaches {
 			kv := h.borrow(name)
 			saved := t.patch(kv, dr)
 			cfg := gpuCfg[name]
-			base, err := t.baseline(ctx, cfg, dr.q, kv)
-			ref := exact
-			if err == nil && withErr && ref == nil {
-				ref, err = attention.ReferenceQuantized(ctx, cfg, dr.q, nil, kv)
-			}
+			base, ref, err := t.references(ctx, cfg, dr.q, kv, exact)
 			if rerr := restore(kv, saved); rerr != nil {
 				err = errors.Join(err, rerr) // the copy is dropped, not given back
 			} else {
@@ -129,9 +125,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 			for range r.series {
 				if !onGPU(r) {
 					hit[i][s] = p.res.hit[k]
-					if withErr {
-						errs[i][s] = p.res.err[k]
-					}
+					errs[i][s] = p.res.err[k]
 					k++
 				}
 				s++
@@ -151,7 +145,11 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 		if cfg.KBlockN == 0 {
 			// The tiles attention.RunPromotions picks from the run's
 			// own promotion, the same for every interval it runs.
-			_, cfg.KBlockN = attention.DefaultTiles(cfg.HeadDim, r.dtype, attention.IsDecode(cfg.HeadDim, cfg.Window, 1, 1), cfg.Window > 0, cfg.Promotion > 0)
+			p, err := cfg.Plan(1, nil, kv)
+			if err != nil {
+				return nil, err
+			}
+			cfg.KBlockN = p.KBlockN
 		}
 		simTrials := make([]wgsl.SimTrial, count)
 		for i, dr := range draws {
@@ -167,10 +165,8 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 				}
 				for j, o := range outs {
 					i := lo + j
-					hit[i][s+pi] = attnRetrieveFrom(o, parts[i].base[name], draws[i].codes, t.d) == draws[i].truth
-					if withErr {
-						errs[i][s+pi] = attention.Compare(o, parts[i].ref[name]).RelL2
-					}
+					hit[i][s+pi] = t.retrieve(o, parts[i].base[name], draws[i].codes) == draws[i].truth
+					errs[i][s+pi] = attention.Compare(o, parts[i].ref[name])
 				}
 			}
 		}
@@ -181,6 +177,13 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 		res[i] = attnNeedleTrialResult{hit: hit[i], err: errs[i]}
 	}
 	return res, nil
+}
+
+// onGPU reports whether run r goes to the GPU: the WGSL simulator runs its
+// configuration (wgsl.SimDecodeSupports). Until the WGSL simulator runs
+// split-KV, runs of several splits stay on the CPU.
+func (t attnNeedle) onGPU(r attnNeedleRun) bool {
+	return r.cfg.Splits <= 1 && wgsl.SimDecodeSupports(t.gpuConfig(r)) == nil
 }
 
 // gpuConfig is run r's configuration as the GPU reads it: one KV head and
@@ -243,9 +246,12 @@ func (t attnNeedle) deviceNote(runs []attnNeedleRun) string {
 	var on, off []string
 	for _, r := range runs {
 		label := strings.Join(r.series, ", ")
-		if err := wgsl.SimDecodeSupports(t.gpuConfig(r)); err != nil {
+		switch err := wgsl.SimDecodeSupports(t.gpuConfig(r)); {
+		case err != nil:
 			off = append(off, fmt.Sprintf("%s (%v)", label, err))
-		} else {
+		case !t.onGPU(r):
+			off = append(off, fmt.Sprintf("%s (%d splits: not in the WGSL simulator yet)", label, r.cfg.Splits))
+		default:
 			on = append(on, label)
 		}
 	}

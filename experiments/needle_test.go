@@ -46,28 +46,39 @@ func TestNeedleSmallDeterministic(t *testing.T) {
 	}
 }
 
-// The mechanism of the collapse: single-level fp8 loses the needle when the
-// values have a large mean (the tensor core's truncation toward zero
-// shrinks the mean component, and the shrink swamps the needle's signal),
-// and keeps it when they are zero-mean; two-level keeps it in both cases.
-func TestNeedleCollapseNeedsValueMean(t *testing.T) {
+// The mechanism of the collapse (docs/mechanism.md): with a large value
+// mean, single-level fp8 shrinks O uniformly (alpha well below 1, the
+// residual after the shrinkage far smaller than 1 − alpha: truncation
+// toward zero against an accumulator that grows with the mean); the legacy
+// probe, whose codes do not sum to zero, turns that shrinkage into a lost
+// needle, while the zero-sum probe retrieves it from the same kind of
+// output. Zero-mean values are not shrunk; two-level is right throughout.
+func TestNeedleMechanism(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	run := func(mean string) map[string]float64 {
+	run := func(mean, probe string) map[string]float64 {
 		rec, err := attnExec(t, Needle{}, 1, map[string]string{"contexts": "16384", "trials": "24", "head_dim": "64",
-			"value_mean": mean, "margin": "5.5"})
+			"value_mean": mean, "margin": "5.5", "probe": probe, "regime": "decode", "splits": "1", "haystacks": "4"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rec.SummaryValues()
 	}
-	zero, big := run("0"), run("4")
-	if zero["acc_16k_fp8"] < zero["acc_16k_bf16"]-0.2 {
-		t.Errorf("zero-mean values: fp8 %.2f, bf16 %.2f: single-level should not collapse", zero["acc_16k_fp8"], zero["acc_16k_bf16"])
+	zero, legacy, balanced := run("0", "balanced"), run("4", "legacy"), run("4", "balanced")
+	t.Logf("value mean 4, fp8 single-level: alpha %.3f, residual %.3g%%, relerr %.3g%%; retrieval legacy %.2f, balanced %.2f (bf16 %.2f / %.2f)",
+		balanced["alpha_16k_fp8"], balanced["residual_16k_fp8"], balanced["relerr_16k_fp8"], legacy["acc_16k_fp8"], balanced["acc_16k_fp8"], legacy["acc_16k_bf16"], balanced["acc_16k_bf16"])
+	if zero["acc_16k_fp8"] < zero["acc_16k_bf16"]-0.2 || zero["alpha_16k_fp8"] < 0.99 {
+		t.Errorf("zero-mean values: fp8 %.2f (alpha %.4f), bf16 %.2f: single-level should neither shrink nor collapse", zero["acc_16k_fp8"], zero["alpha_16k_fp8"], zero["acc_16k_bf16"])
 	}
-	if big["acc_16k_fp8"] > 0.3 || big["acc_16k_bf16"] < 0.7 || big["acc_16k_fp8-two-level"] < 0.7 {
-		t.Errorf("value mean 4: bf16 %.2f, fp8 %.2f, two-level %.2f: want fp8 collapsed, the others not", big["acc_16k_bf16"], big["acc_16k_fp8"], big["acc_16k_fp8-two-level"])
+	if a, r := balanced["alpha_16k_fp8"], balanced["residual_16k_fp8"]/100; !(a < 0.9 && r < (1-a)/2) {
+		t.Errorf("value mean 4: single-level alpha %.3f, residual %.3g: want a uniform shrinkage (alpha < 0.9, residual < (1 - alpha)/2)", a, r)
+	}
+	if legacy["acc_16k_fp8"] > 0.3 || legacy["acc_16k_bf16"] < 0.7 || legacy["acc_16k_fp8-two-level"] < 0.7 {
+		t.Errorf("legacy probe, value mean 4: bf16 %.2f, fp8 %.2f, two-level %.2f: want fp8 collapsed, the others not", legacy["acc_16k_bf16"], legacy["acc_16k_fp8"], legacy["acc_16k_fp8-two-level"])
+	}
+	if balanced["acc_16k_fp8"] < 0.7 {
+		t.Errorf("balanced probe, value mean 4: fp8 retrieves %.2f: a uniform shrinkage should not lose a zero-sum code", balanced["acc_16k_fp8"])
 	}
 }
 

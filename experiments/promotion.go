@@ -14,8 +14,8 @@ func init() { sim.Register(Promotion{}) }
 
 // Promotion is the `promotion` experiment: needle retrieval accuracy and
 // output error of FP8 attention against how often P·V is promoted out of
-// the tensor core (every tile, every 4, every 64 tiles, never), for the
-// decode and the prefill KV tile widths.
+// the tensor core (every tile, every 4, every 64 tiles, never), in the
+// prefill or the decode regime.
 type Promotion struct{}
 
 // Name returns "promotion".
@@ -23,93 +23,130 @@ func (Promotion) Name() string { return "promotion" }
 
 // Doc describes the experiment.
 func (Promotion) Doc() string {
-	return `Needle accuracy and output error of FP8 attention vs the promotion interval of P·V (every tile, 4, 64 tiles, never) and the KV tile width.
+	return `Output error and needle accuracy of FP8 attention vs the promotion interval of P·V (every tile, 4, 64 tiles, never).
 
-The needle task of the needle experiment (same parameters and defaults) at one
-context length. For each kBlockN (96: FA3's head_dim-128 decode tile; 192: its
-two-level prefill tile; they round differently) the e4m3 kernel runs with P·V
-promoted into an FP32 register every N tiles (1: vLLM's two-level
-accumulation, flash-attention #104; N > 1: the lazy acc_scale variant of #122;
-0: never, FA3 as shipped). All intervals of one tile width share each trial's
-scores and P.
+The needle task of the needle experiment (same parameters, probes, regimes
+and defaults) at one context length. The e4m3 kernel runs with P·V promoted
+into an FP32 register every N tiles (1: vLLM's two-level accumulation,
+flash-attention #104; N > 1: the lazy acc_scale variant of #122; 0: never,
+FA3 as shipped); all intervals of one tile width share each trial's scores
+and P. k-block-n 0 is FA3's tile of the regime (prefill 192, the two-level
+table of #125, at head_dim 128; decode 96); a list runs each.
 
 Series "kBlockN B": x = tokens accumulated inside the tensor core between
-promotions (N·B; the context length for never), y = retrieval accuracy; extra:
-interval (tiles, 0 = never), relerr (mean relative L2 error of O against the
-exact attention on the same quantized inputs), se. Series bf16: the bf16
-kernel at x = context. Published (RULER niah_multikey_2, Llama-3.1-8B, 128k):
-every tile 0.89, every 4 0.88, every 64 0.856 (vllm-project/flash-attention
-#122); bf16 0.912 and never 0.13 (vLLM blog 2026-04-22, Fig. 1, scale 1.0).
--stats llama31-8b draws the haystack with published Llama-3-8B statistics
-(docs/real-stats.md).`
+promotions (N·B; for never, the tokens of one split: the context over the
+splits), y = relative L2 error of O (%) against the exact attention on the
+same quantized inputs; extra acc (retrieval, with its interval), alpha (the
+shrinkage <O, O*>/<O*, O*>), residual (%), cosine, interval. Series bf16:
+the bf16 kernel at x = the context. Points are emitted as each tile width
+finishes. Published (RULER niah_multikey_2, Llama-3.1-8B, 128k): every tile
+0.89, every 4 0.88, every 64 0.856 (vllm-project/flash-attention #122);
+bf16 0.912 and never 0.13 (vLLM blog 2026-04-22, Fig. 1, scale 1.0) — drawn
+as marks on the acc field. -stats llama31-8b draws the haystack with
+published Llama-3-8B statistics (docs/real-stats.md).`
 }
 
 // Params returns the parameter schema.
 func (Promotion) Params() []sim.Param {
 	p := []sim.Param{
 		{Name: "context", Doc: "context length", Unit: "tokens", Kind: sim.KindInt, Default: 131072, Min: 64, Max: 1 << 20},
-		{Name: "trials", Doc: "trials", Kind: sim.KindInt, Default: 100, Min: 1, Max: 1000000},
+		{Name: "trials", Doc: "trials", Kind: sim.KindInt, Default: 96, Min: 1, Max: 1000000},
 		{Name: "intervals", Doc: "promotion intervals in tiles (0 = never)", Kind: sim.KindInts, Default: []int{1, 4, 64, 0}, Min: 0, Max: 1 << 20},
-		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile widths (multiples of 32)", Unit: "tokens", Kind: sim.KindInts, Default: []int{96, 192}, Min: 32, Max: attention.MaxKBlockN},
+		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile widths (multiples of 32); 0 is FA3's tile of the regime", Unit: "tokens", Kind: sim.KindInts, Default: []int{0}, Min: 0, Max: attention.MaxKBlockN},
 		{Name: "bf16", Doc: "also run the bf16 kernel", Kind: sim.KindBool, Default: true},
+		attnRegimeParam(),
 	}
+	p = append(p, attnSplitParams(0)...)
 	return append(p, attnNeedleParams(needleDefaultMargin)...)
 }
 
-// Run runs the trials at the context length.
+// promotionRuns builds the kernels: bf16, then one e4m3 run per tile width
+// with every interval (the tiles and splits of the regime; prefill tiles
+// from FA3's two-level table, the intervals being two-level kernels but
+// for never).
+func promotionRuns(t attnNeedle, v sim.Values, g attnRegime, n int) ([]attnNeedleRun, error) {
+	intervals, blocks := v.Ints("intervals"), v.Ints("k-block-n")
+	var runs []attnNeedleRun
+	if v.Bool("bf16") {
+		cfg := attention.Config{HeadDim: t.d, DType: fp8.FormatBF16}
+		if err := g.configure(&cfg, n, nil); err != nil {
+			return nil, err
+		}
+		runs = append(runs, attnNeedleRun{dtype: fp8.FormatBF16, cfg: cfg, promotions: []int{0}, series: []string{"bf16"}})
+	}
+	for _, b := range blocks {
+		if b%32 != 0 {
+			return nil, fmt.Errorf("kBlockN %d is not a multiple of 32 (the e4m3 wgmma's K)", b)
+		}
+		cfg := attention.Config{HeadDim: t.d, DType: fp8.FormatE4M3, KBlockN: b, Promotion: 1}
+		if err := g.configure(&cfg, n, nil); err != nil {
+			return nil, err
+		}
+		if cfg.KBlockN == 0 {
+			p, err := cfg.Resolve(1, n)
+			if err != nil {
+				return nil, err
+			}
+			cfg.KBlockN = p.KBlockN
+		}
+		r := attnNeedleRun{dtype: fp8.FormatE4M3, cfg: cfg, promotions: slices.Clone(intervals)}
+		for _, iv := range intervals {
+			r.series = append(r.series, fmt.Sprintf("kBlockN %d/%d", cfg.KBlockN, iv))
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// Run runs the trials at the context length, one kernel run after the
+// other, so that each run's points are emitted as it finishes (the
+// haystacks are drawn again for each from the same seeds).
 func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	t := attnNeedleFromValues(run.Values)
+	if err := t.check(); err != nil {
+		return err
+	}
 	done, err := t.useDevice(ctx, run.Values)
 	if err != nil {
 		return err
 	}
 	defer done()
+	g := attnRegimeFromValues(run.Values)
 	n, trials := run.Values.Int("context"), run.Values.Int("trials")
-	intervals, blocks := run.Values.Ints("intervals"), run.Values.Ints("k-block-n")
-	for _, b := range blocks {
-		if b%32 != 0 {
-			return fmt.Errorf("kBlockN %d is not a multiple of 32 (the e4m3 wgmma's K)", b)
-		}
-	}
-	var runs []attnNeedleRun
-	if run.Values.Bool("bf16") {
-		runs = append(runs, attnNeedleRun{dtype: fp8.FormatBF16, cfg: attention.Config{HeadDim: t.d, DType: fp8.FormatBF16},
-			promotions: []int{0}, series: []string{"bf16"}})
-	}
-	for _, b := range blocks {
-		r := attnNeedleRun{dtype: fp8.FormatE4M3, cfg: attention.Config{HeadDim: t.d, DType: fp8.FormatE4M3, KBlockN: b},
-			promotions: slices.Clone(intervals)}
-		for _, iv := range intervals {
-			r.series = append(r.series, fmt.Sprintf("kBlockN %d/%d", b, iv))
-		}
-		runs = append(runs, r)
-	}
-	t.noteSetup(run, runs)
-	run.AddTotal(int64(trials))
-	out, err := attnNeedleContext(ctx, run, fmt.Sprintf("promotion/%d", n), t, n, trials, run.Values.Int("haystacks"), runs, true)
+	runs, err := promotionRuns(t, run.Values, g, n)
 	if err != nil {
 		return err
 	}
+	t.noteSetup(run, runs)
+	run.Note(fmt.Sprintf("regime %s, probe %s, %d haystacks; %s", g.name, t.probe, min(run.Values.Int("haystacks"), trials), attnRunsNote(n, runs)))
+	run.AddTotal(int64(trials * len(runs)))
 	summary := map[string]float64{"chance": 1 / float64(t.m)}
-	k := 0
 	for _, r := range runs {
-		for _, iv := range r.promotions {
+		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("promotion/%d", n), t, n, trials, run.Values.Int("haystacks"), []attnNeedleRun{r})
+		if err != nil {
+			return err
+		}
+		for k, iv := range r.promotions {
 			o := out[k]
-			k++
-			acc, relerr := o.Accuracy(), o.errSum/float64(o.trials)
-			extra := map[string]float64{"interval": float64(iv), "relerr": relerr, "se": attnBinomialSE(acc, o.trials)}
-			series, x, name := "bf16", float64(n), "bf16"
+			x := o.extras()
+			x["interval"], x["splits"], x["kBlockN"] = float64(iv), float64(max(r.cfg.Splits, 1)), float64(r.cfg.KBlockN)
+			series, at, name := "bf16", float64(n), "bf16"
 			if r.dtype == fp8.FormatE4M3 {
 				series = fmt.Sprintf("kBlockN %d", r.cfg.KBlockN)
-				x = float64(min(n, iv*r.cfg.KBlockN))
+				perSplit := (n + max(r.cfg.Splits, 1) - 1) / max(r.cfg.Splits, 1)
+				at = float64(min(perSplit, iv*r.cfg.KBlockN))
 				if iv == 0 {
-					x = float64(n)
+					at = float64(perSplit)
 				}
 				name = fmt.Sprintf("bn%d_%s", r.cfg.KBlockN, promotionName(iv))
 			}
-			summary["acc_"+name] = acc
-			summary["relerr_"+name] = relerr
-			if err := run.Emit(sim.Point{Series: series, X: x, Y: acc, Extra: extra}); err != nil {
+			x["tokens"] = at
+			for _, f := range []string{"acc", "acc_lo", "acc_hi", "relerr", "relerr_lo", "relerr_hi", "alpha", "residual"} {
+				if v, ok := x[f]; ok {
+					summary[f+"_"+name] = v
+				}
+			}
+			if err := run.Emit(sim.Point{Series: series, X: at, Y: x["relerr"], Extra: x}); err != nil {
 				return err
 			}
 		}

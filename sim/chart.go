@@ -139,12 +139,15 @@ type Ref struct {
 }
 
 // Mark is a published figure: a labelled marker at (X, Y), in the colour of
-// Series' family. Label says where it was published.
+// Series' family. Label says where it was published. Field, when set, is
+// the declared field (Chart.Fields) whose quantity Y is: the mark is drawn
+// when that field is on the y axis; empty is the chart's default y.
 type Mark struct {
 	Series string  `json:"series"`
 	X      float64 `json:"x"`
 	Y      float64 `json:"y"`
 	Label  string  `json:"label"`
+	Field  string  `json:"field,omitempty"`
 }
 
 // MatchSeries reports whether the series name matches the pattern ('*'
@@ -265,6 +268,9 @@ func (c Chart) Check() error {
 		}
 	}
 	for _, m := range c.Marks {
+		if m.Field != "" && !seen[m.Field] {
+			errs = append(errs, fmt.Errorf("mark %q: field %q is not declared", m.Label, m.Field))
+		}
 		if math.IsNaN(m.X) || math.IsInf(m.X, 0) || math.IsNaN(m.Y) || math.IsInf(m.Y, 0) || m.Label == "" {
 			errs = append(errs, fmt.Errorf("mark %q at (%v, %v): not finite or without a label", m.Label, m.X, m.Y))
 		}
