@@ -139,13 +139,13 @@ type row struct {
 
 // pvAcc is one P·V accumulation scheme of a row.
 type pvAcc struct {
-	promote  int       // 0 never, N every N tiles
-	o        []float32 // O: the FP32 register (promote 0: the tensor-core chain's accumulator)
-	tc       []float32 // every N tiles: the tensor-core accumulator
-	accScale float32   // every N tiles: the product of the alphas since the last promotion
-	tiles    int       // tiles accumulated since the row started
-	c, tmp   []float32 // scratch: the chains' inputs, a tile's products (every tile)
-	o64      []float64 // Float64 mode
+	promote  int         // 0 never, N every N tiles
+	o        []float32   // O: the FP32 register (promote 0: the tensor-core chain's accumulator)
+	tc       []float32   // every N tiles: the tensor-core accumulator
+	accScale float32     // every N tiles: the product of the alphas since the last promotion
+	tiles    int         // tiles accumulated since the row started
+	c, tmp   []float32   // scratch: the chains' inputs, a tile's products (every tile)
+	o64      []float64   // Float64 mode
 	split    [][]float32 // split-KV: each split's O_s
 	split64  [][]float64
 }

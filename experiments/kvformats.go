@@ -173,7 +173,7 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	}
 	run.AddTotal(int64(len(contexts) * trials))
 	summary := map[string]float64{}
-	acc := map[string]map[int]float64{} // series label → context → accuracy
+	acc := map[string]map[int]float64{}  // series label → context → accuracy
 	errs := map[string]map[int]float64{} // … → relative error, %
 	var splits []string
 	for ci, n := range contexts {
