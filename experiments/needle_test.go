@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"maps"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -133,5 +134,29 @@ func TestScalesSmall(t *testing.T) {
 	}
 	if len(rec.Points()) != 8 || len(rec.Notes()) != 1 {
 		t.Errorf("%d points and %d notes", len(rec.Points()), len(rec.Notes()))
+	}
+}
+
+// Sensitivity: the single-level error grows with the values' mean and
+// falls with the splits, and a sink share is reached by its logit.
+func TestSensitivitySmall(t *testing.T) {
+	run := func(vary string) map[string]float64 {
+		rec, err := attnExec(t, Sensitivity{}, 1, map[string]string{"vary": vary, "context": "8192", "trials": "4", "haystacks": "2", "head_dim": "64"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.SummaryValues()
+	}
+	vm := run("value-mean")
+	if !(vm["relerr_valuemean0p5_fp8-single-level"] > 2*vm["relerr_valuemean0p1_fp8-single-level"]) {
+		t.Errorf("single-level error at mean 0.5σ %.3g%%, 0.1σ %.3g%%: want growth", vm["relerr_valuemean0p5_fp8-single-level"], vm["relerr_valuemean0p1_fp8-single-level"])
+	}
+	sp := run("splits")
+	if !(sp["relerr_splits16_fp8-single-level"] < sp["relerr_splits1_fp8-single-level"]/3) {
+		t.Errorf("16 splits %.3g%%, 1 split %.3g%%", sp["relerr_splits16_fp8-single-level"], sp["relerr_splits1_fp8-single-level"])
+	}
+	// The logit of a 0.5 share: ln(0.5/0.5 · (8191·e^0.5 + e^5.8)).
+	if got, want := sinkLogit(0.5, 8192, 1, 5.8), math.Log(8191*math.Exp(0.5)+math.Exp(5.8)); math.Abs(got-want) > 1e-12 {
+		t.Errorf("sinkLogit = %v, want %v", got, want)
 	}
 }
