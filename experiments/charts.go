@@ -183,9 +183,23 @@ func (Promotion) Chart() sim.Chart {
 
 // Chart declares scales' chart.
 func (Scales) Chart() sim.Chart {
+	ref := "exact float64 attention on the unquantized inputs"
 	return sim.Chart{
-		X: sim.Axis{Quantity: "magnitude factor of the outlier heads", Unit: "×", Log: true},
-		Y: sim.Axis{Quantity: "relative L2 error of O, mean over query heads", Unit: "%", Log: true},
+		X:      sim.Axis{Quantity: "magnitude factor of the outlier heads", Unit: "×", Log: true},
+		Y:      sim.Axis{Quantity: "relative L2 error of O vs " + ref + ", mean over query heads", Unit: "%", Log: true},
+		Lo:     "relerr_lo",
+		Hi:     "relerr_hi",
+		Method: "95 % intervals from the variation between trials (t on the log scale; each trial a cache of its own)",
+		Fields: []sim.Field{
+			{Key: "relerr", Axis: sim.Axis{Quantity: "relative L2 error of O vs " + ref + ", mean over query heads", Unit: "%", Log: true}, Lo: "relerr_lo", Hi: "relerr_hi"},
+			{Key: "alpha", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩/⟨O*, O*⟩, mean over query heads", Unit: "ratio"}, Lo: "alpha_lo", Hi: "alpha_hi"},
+			{Key: "residual", Axis: sim.Axis{Quantity: "residual ‖O − αO*‖/‖O*‖, mean over query heads", Unit: "%", Log: true}, Lo: "residual_lo", Hi: "residual_hi"},
+			{Key: "worst", Axis: sim.Axis{Quantity: "relative L2 error of the worst query head", Unit: "%", Log: true}},
+			{Key: "normal", Axis: sim.Axis{Quantity: "relative L2 error, mean over the ordinary heads", Unit: "%", Log: true}},
+			{Key: "outlier", Axis: sim.Axis{Quantity: "relative L2 error, mean over the outlier heads", Unit: "%", Log: true}},
+			{Key: "saturated", Axis: sim.Axis{Quantity: "K/V/Q elements the cast clamps to ±max", Unit: "fraction"}},
+			{Key: "underflow", Axis: sim.Axis{Quantity: "K/V/Q elements the cast flushes to 0", Unit: "fraction"}},
+		},
 		Styles: []sim.Style{
 			{Match: "scale 1.0", Family: "fp8", Variant: "scale 1.0"},
 			{Match: "per-tensor amax", Family: "fp8", Variant: "per-tensor amax"},

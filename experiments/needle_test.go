@@ -123,13 +123,13 @@ func TestScalesSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rec.SummaryValues()
-	if s["relerr_head_x100000"] > 2*s["relerr_head_x1"]+0.002 {
+	if s["relerr_head_x100000"] > 2*s["relerr_head_x1"]+0.2 {
 		t.Errorf("per-head scales: %g with an outlier head, %g without", s["relerr_head_x100000"], s["relerr_head_x1"])
 	}
 	if s["relerr_tensor_x100000"] < 5*s["relerr_head_x100000"] {
 		t.Errorf("per-tensor %g vs per-head %g with a 1e5 outlier head", s["relerr_tensor_x100000"], s["relerr_head_x100000"])
 	}
-	if s["worst_unit_x100000"] < 0.5 {
+	if s["worst_unit_x100000"] < 50 {
 		t.Errorf("scale 1.0, worst head %g with a 1e5 outlier head", s["worst_unit_x100000"])
 	}
 	if len(rec.Points()) != 8 || len(rec.Notes()) != 1 {

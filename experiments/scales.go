@@ -9,6 +9,8 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
+	"github.com/fp8lab/fp8lab/internal/stats"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/wgsl"
 )
@@ -47,7 +49,10 @@ Quantization is satfinite(x / scale) (vLLM's cache write and query quant); the
 fp8 kernels promote P·V every tile (promotion parameter). Extra fields: worst
 (the worst head), normal (mean over the non-outlier heads), outlier (mean over
 the outlier heads), saturated and underflow (fractions of K/V/Q elements that
-the cast clamps to ±max or flushes to 0).`
+the cast clamps to ±max or flushes to 0), and the decomposition of the
+error: alpha (the shrinkage <O, O*>/<O*, O*>) and residual (%), with 95 %
+intervals from the variation between trials (each trial a cache of its
+own). The summary gives relerr and worst in % (as the points), alpha.`
 }
 
 // scalesSchemes are the fp8 series.
@@ -74,7 +79,7 @@ func (Scales) Params() []sim.Param {
 // scalesResult is one trial's errors per series (bf16 last) and per query
 // head, with the fractions of clamped and flushed elements per fp8 scheme.
 type scalesResult struct {
-	err       [][]float64 // [series][query head]
+	err       [][]attention.Errors // [series][query head]
 	saturated []float64
 	underflow []float64
 	e         error
@@ -113,21 +118,27 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 		for s, name := range series {
 			var mean, worst, normal, outl, sat, under float64
 			var nn, no int
+			var relerr, alpha, residual []stats.Cluster // one cluster per trial (its query heads)
 			for _, r := range res {
 				if r.e != nil {
 					return r.e
 				}
+				var cr, ca, cs stats.Cluster
 				for hq, e := range r.err[s] {
-					mean += e
-					worst = max(worst, e)
+					mean += e.RelL2
+					worst = max(worst, e.RelL2)
 					if hq/group < nOut {
-						outl += e
+						outl += e.RelL2
 						no++
 					} else {
-						normal += e
+						normal += e.RelL2
 						nn++
 					}
+					cr.N, cr.Sum = cr.N+1, cr.Sum+e.RelL2
+					ca.N, ca.Sum = ca.N+1, ca.Sum+e.Alpha
+					cs.N, cs.Sum = cs.N+1, cs.Sum+e.Residual
 				}
+				relerr, alpha, residual = append(relerr, cr), append(alpha, ca), append(residual, cs)
 				if s < len(scalesSchemes) {
 					sat += r.saturated[s]
 					under += r.underflow[s]
@@ -141,9 +152,21 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 			if no > 0 {
 				extra["outlier"] = 100 * outl / float64(no)
 			}
+			put := func(key string, cs []stats.Cluster, positive bool, scale float64) {
+				iv := stats.Mean(cs, positive)
+				for k, v := range map[string]float64{key: iv.Est, key + "_lo": iv.Lo, key + "_hi": iv.Hi} {
+					if !math.IsNaN(v) {
+						extra[k] = scale * v
+					}
+				}
+			}
+			put("relerr", relerr, true, 100)
+			put("alpha", alpha, false, 1)
+			put("residual", residual, true, 100)
 			key := map[string]string{"scale 1.0": "unit", "per-tensor amax": "tensor", "per-head amax": "head", "bf16": "bf16"}[name]
-			summary[fmt.Sprintf("relerr_%s_x%d", key, factor)] = mean
-			summary[fmt.Sprintf("worst_%s_x%d", key, factor)] = worst
+			summary[fmt.Sprintf("relerr_%s_x%d", key, factor)] = 100 * mean
+			summary[fmt.Sprintf("worst_%s_x%d", key, factor)] = 100 * worst
+			summary[fmt.Sprintf("alpha_%s_x%d", key, factor)] = extra["alpha"]
 			if err := run.Emit(sim.Point{Series: name, X: float64(factor), Y: 100 * mean, Extra: extra}); err != nil {
 				return err
 			}
@@ -165,7 +188,7 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 	qh := kvh * group
 	mag := make([]float64, kvh)
 	for h := range mag {
-		mag[h] = v.Float("base") * math.Exp2(v.Float("head-spread")*rng.NormFloat64())
+		mag[h] = v.Float("base") * math.Exp2(v.Float("head-spread")*pmath.NormFloat64(rng))
 		if h < nOut {
 			mag[h] *= factor
 		}
@@ -179,15 +202,15 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 		for h := 0; h < kvh; h++ {
 			for x := 0; x < d; x++ {
 				i := (t*kvh+h)*d + x
-				k[i] = float32(mag[h] * rng.NormFloat64())
-				vv[i] = float32(mag[h] * (v.Float("value-mean") + rng.NormFloat64()))
+				k[i] = float32(mag[h] * pmath.NormFloat64(rng))
+				vv[i] = float32(mag[h] * (v.Float("value-mean") + pmath.NormFloat64(rng)))
 			}
 		}
 	}
 	q := make([]float32, qh*d)
 	for hq := 0; hq < qh; hq++ {
 		for x := 0; x < d; x++ {
-			q[hq*d+x] = float32(rng.NormFloat64() / mag[hq/group])
+			q[hq*d+x] = float32(pmath.NormFloat64(rng) / mag[hq/group])
 		}
 	}
 	f64 := func(x []float32) []float64 {
@@ -268,11 +291,11 @@ func scalesGroupQ(q []float32, kvh, group, d int) []float32 {
 	return out
 }
 
-// scalesPerHead returns the relative L2 error of each query head's output.
-func scalesPerHead(o, ref []float64, qh, d int) []float64 {
-	e := make([]float64, qh)
+// scalesPerHead returns the errors of each query head's output.
+func scalesPerHead(o, ref []float64, qh, d int) []attention.Errors {
+	e := make([]attention.Errors, qh)
 	for h := range e {
-		e[h] = attention.Compare(o[h*d:(h+1)*d], ref[h*d:(h+1)*d]).RelL2
+		e[h] = attention.Compare(o[h*d:(h+1)*d], ref[h*d:(h+1)*d])
 	}
 	return e
 }
