@@ -249,20 +249,20 @@ func (g attnRegime) configure(cfg *attention.Config, n int, spec *attention.KVSp
 		cfg.Causal, cfg.Splits = true, 1
 		return nil
 	}
-	cfg.Splits = g.splits
+	cfg.Splits = max(g.splits, 1)
+	c := *cfg
+	var p *attention.Plan
+	var err error
+	if spec != nil {
+		p, err = c.ResolveSpec(1, n, *spec)
+	} else {
+		p, err = c.Resolve(1, n)
+	}
+	if err != nil {
+		return err
+	}
+	cfg.KBlockM, cfg.KBlockN = p.KBlockM, p.KBlockN // the plan's tiles, named
 	if g.splits == 0 {
-		c := *cfg
-		c.Splits = 1
-		var p *attention.Plan
-		var err error
-		if spec != nil {
-			p, err = c.ResolveSpec(1, n, *spec)
-		} else {
-			p, err = c.Resolve(1, n)
-		}
-		if err != nil {
-			return err
-		}
 		cfg.Splits = p.AutoSplits(attnSMs, g.bhk)
 	}
 	return nil
