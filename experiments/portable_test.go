@@ -30,7 +30,7 @@ type portableCase struct {
 	// experiment has (formats, paths, distributions).
 	runs []map[string]string
 	// with, when set, returns the experiment to run (its files) given the
-	// folder of the inputs the native side wrote (portableInputs).
+	// folder of the inputs the native side wrote (portableWriteInputs).
 	with func(e sim.Experiment, inputs string) (sim.Experiment, error)
 	// cpu, when set, replaces the runs for an experiment that needs a GPU
 	// (node has no WebGPU): it computes the CPU half of the experiment
@@ -326,13 +326,16 @@ const (
 // payloads are left open), so what the Go code computes is what the page's
 // worker computes. Node also gives the binary a file system, so
 // attention-file reads its .npy inputs and h200-attention the H200's
-// outputs through the same code as the server; and it needs no browser, so
-// the check runs wherever the tests run (lab's TestBrowser runs one
-// contraction in the real page and compares it with the server's too).
+// outputs through the same code as the server; and it is a small package
+// (make test-deps installs nodejs) where the browser tests need Chromium
+// (lab's TestBrowser runs one contraction in the real page and compares it
+// with the server's too).
 //
 // gpu-accum needs a WebGPU adapter, which node lacks: its CPU half (the
 // inputs and the Go results that the GPU's are compared with) is compared
 // instead. decode-bw measures times and is not compared (logged).
+// contraction's sampler values before their cast to e4m3 are compared
+// besides its runs (portableContraction).
 func TestWasmEqualsNative(t *testing.T) {
 	if out := os.Getenv(portableEnv); out != "" {
 		// The WebAssembly side (or a native one, asked by hand).
