@@ -43,10 +43,11 @@ verify-exhaustive: build
 
 # Debian packages the tests need: lavapipe (Vulkan on the CPU) for the WGSL
 # tests, Chromium for the browser tests, NumPy for the tests that read files
-# np.save writes (attention-file). Installed only when missing.
+# np.save writes (attention-file), Node.js for the tests that run the
+# WebAssembly build (TestWasmEqualsNative). Installed only when missing.
 test-deps:
 	@missing=""; \
-	for p in mesa-vulkan-drivers libvulkan1 chromium python3-numpy; do \
+	for p in mesa-vulkan-drivers libvulkan1 chromium python3-numpy nodejs; do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -58,7 +59,7 @@ test-deps:
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	GOOS=js GOARCH=wasm $(GO) vet ./fp8/... ./accum/... ./attention/... ./sim/... ./experiments/... ./wasm/...
+	GOOS=js GOARCH=wasm $(GO) vet ./fp8/... ./accum/... ./attention/... ./sim/... ./experiments/... ./wasm/... ./internal/...
 
 # Every test, natively and with -race on the concurrent packages; the race
 # run happens even when the plain one failed, and both results are reported.

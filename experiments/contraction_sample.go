@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
 // The sampling library of the contraction experiment: rows of a softmax-like
@@ -104,22 +105,22 @@ func (g *contractionGen) pvRow(ctx context.Context, rng *rand.Rand, a []uint16) 
 		if i%65536 == 0 && ctx.Err() != nil {
 			return false
 		}
-		e[i] = rng.NormFloat64()
+		e[i] = pmath.NormFloat64(rng)
 		zmax = max(zmax, e[i])
 	}
 	den := 0.0
 	for i := range e {
-		e[i] = math.Exp(g.sigma * (e[i] - zmax)) // P_i · den, in (0, 1]
+		e[i] = pmath.Exp(g.sigma * (e[i] - zmax)) // P_i · den, in (0, 1]
 		den += e[i]
 	}
-	logMax := -math.Log(den) // log of the row's largest P
+	logMax := -pmath.Log(den) // log of the row's largest P
 	for range contractionPVRows - 1 {
 		if ctx.Err() != nil {
 			return false
 		}
 		logMax = max(logMax, contractionPVLogMaxP(rng, len(a), g.sigma))
 	}
-	scale := 448 * math.Exp(-math.Log(den)-logMax) // pscale / den
+	scale := 448 * pmath.Exp(-pmath.Log(den)-logMax) // pscale / den
 	for i := range a {
 		a[i] = uint16(fp8.EncodeE4M3(float32(min(e[i]*scale, 448)), fp8.SatFinite))
 	}
@@ -145,14 +146,14 @@ func contractionPVLogMaxP(rng *rand.Rand, k int, sigma float64) float64 {
 		z := make([]float64, k)
 		zmax := math.Inf(-1)
 		for i := range z {
-			z[i] = rng.NormFloat64()
+			z[i] = pmath.NormFloat64(rng)
 			zmax = max(zmax, z[i])
 		}
 		sum := 0.0
 		for _, x := range z {
-			sum += math.Exp(sigma * (x - zmax))
+			sum += pmath.Exp(sigma * (x - zmax))
 		}
-		return -math.Log(sum)
+		return -pmath.Log(sum)
 	}
 	if k <= 4*contractionPVTail {
 		return full()
@@ -162,31 +163,31 @@ func contractionPVLogMaxP(rng *rand.Rand, k int, sigma float64) float64 {
 	if n == 0 {
 		return full() // probability e^-32
 	}
-	t := math.Sqrt2 * math.Erfcinv(2*q)
+	t := math.Sqrt2 * pmath.Erfcinv(2*q)
 	tail := make([]float64, n)
 	zmax := math.Inf(-1)
 	for i := range tail {
 		u := 1 - rng.Float64() // (0, 1]
-		tail[i] = math.Sqrt2 * math.Erfcinv(2*q*u)
+		tail[i] = math.Sqrt2 * pmath.Erfcinv(2*q*u)
 		zmax = max(zmax, tail[i])
 	}
 	sum := 0.0
 	for _, x := range tail {
-		sum += math.Exp(sigma * (x - zmax))
+		sum += pmath.Exp(sigma * (x - zmax))
 	}
-	phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+	phi := func(x float64) float64 { return 0.5 * pmath.Erfc(-x/math.Sqrt2) }
 	nb := float64(k - n)
-	m1 := math.Exp(sigma*sigma/2-sigma*zmax) * phi(t-sigma) / (1 - q)
-	m2 := math.Exp(2*sigma*sigma-2*sigma*zmax) * phi(t-2*sigma) / (1 - q)
-	bulk := nb*m1 + math.Sqrt(nb*max(0, m2-m1*m1))*rng.NormFloat64()
-	return -math.Log(sum + max(bulk, 0))
+	m1 := pmath.Exp(sigma*sigma/2-sigma*zmax) * phi(t-sigma) / (1 - q)
+	m2 := pmath.Exp(2*sigma*sigma-2*sigma*zmax) * phi(t-2*sigma) / (1 - q)
+	bulk := nb*m1 + math.Sqrt(nb*max(0, m2-m1*m1))*pmath.NormFloat64(rng)
+	return -pmath.Log(sum + max(bulk, 0))
 }
 
 // contractionBinomial draws from Binomial(n, p) by inversion (for a small
 // mean n·p: the loop runs about n·p times).
 func contractionBinomial(rng *rand.Rand, n int, p float64) int {
 	u := rng.Float64()
-	pmf := math.Exp(float64(n) * math.Log1p(-p))
+	pmf := pmath.Exp(float64(n) * math.Log1p(-p))
 	cdf := pmf
 	j := 0
 	for u >= cdf && j < n {
@@ -205,11 +206,11 @@ func contractionMaxNormal(rng *rand.Rand, n int) float64 {
 		return math.Inf(-1)
 	}
 	u := 1 - rng.Float64() // (0, 1]
-	q := -math.Expm1(math.Log(u) / float64(n))
+	q := -math.Expm1(pmath.Log(u) / float64(n))
 	if q <= 0 {
 		return math.Inf(-1) // u == 1
 	}
-	return math.Sqrt2 * math.Erfcinv(2*q)
+	return math.Sqrt2 * pmath.Erfcinv(2*q)
 }
 
 // contractionNormalMass returns P(lo ≤ Z < hi) for Z ~ N(0,1), through the
@@ -220,12 +221,12 @@ func contractionNormalMass(lo, hi float64) float64 {
 		return 0
 	}
 	if lo >= 0 {
-		return 0.5 * (math.Erfc(lo/math.Sqrt2) - math.Erfc(hi/math.Sqrt2))
+		return 0.5 * (pmath.Erfc(lo/math.Sqrt2) - pmath.Erfc(hi/math.Sqrt2))
 	}
 	if hi <= 0 {
-		return 0.5 * (math.Erfc(-hi/math.Sqrt2) - math.Erfc(-lo/math.Sqrt2))
+		return 0.5 * (pmath.Erfc(-hi/math.Sqrt2) - pmath.Erfc(-lo/math.Sqrt2))
 	}
-	return 1 - 0.5*math.Erfc(hi/math.Sqrt2) - 0.5*math.Erfc(-lo/math.Sqrt2)
+	return 1 - 0.5*pmath.Erfc(hi/math.Sqrt2) - 0.5*pmath.Erfc(-lo/math.Sqrt2)
 }
 
 // contractionCodeMass returns, for every e4m3 code, the probability that a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/wgsl"
 )
@@ -91,12 +92,12 @@ func gpuAccumPV(rng *rand.Rand, k int) (a, b []uint16) {
 	z := make([]float64, k)
 	zmax := math.Inf(-1)
 	for i := range z {
-		z[i] = rng.NormFloat64() * 2
+		z[i] = pmath.NormFloat64(rng) * 2
 		zmax = max(zmax, z[i])
 	}
 	for i := range z {
-		a[i] = uint16(fp8.EncodeE4M3(float32(448*math.Exp(z[i]-zmax)), fp8.SatFinite))
-		b[i] = uint16(fp8.EncodeE4M3(float32(rng.NormFloat64()), fp8.SatFinite))
+		a[i] = uint16(fp8.EncodeE4M3(float32(448*pmath.Exp(z[i]-zmax)), fp8.SatFinite))
+		b[i] = uint16(fp8.EncodeE4M3(float32(pmath.NormFloat64(rng)), fp8.SatFinite))
 	}
 	return a, b
 }
@@ -205,6 +206,30 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 	return nil
 }
 
+// gpuAccumTrial is one dot product of gpu-accum's contraction study: its
+// inputs, the exact value, and the outputs of the Go models (in
+// gpuAccumModels order) and of the baselines.
+type gpuAccumTrial struct {
+	a, b           []uint16
+	ref            float64
+	goOut, baseOut []float32
+}
+
+// gpuAccumDraw draws one trial of length k from rng and computes its CPU
+// half: the exact dot product, the Go models and the baselines (what the
+// GPU's results are compared with).
+func gpuAccumDraw(rng *rand.Rand, k int, baselines []accum.Model) gpuAccumTrial {
+	a, b := gpuAccumPV(rng, k)
+	t := gpuAccumTrial{a: a, b: b, ref: accum.ExactDot(fp8.FormatE4M3, a, b, 0)}
+	for _, m := range gpuAccumModels {
+		t.goOut = append(t.goOut, accum.Chain(accum.MustLookup(m.model), a, b, 0, m.promote))
+	}
+	for _, m := range baselines {
+		t.baseOut = append(t.baseOut, m.Dot(a, b, 0))
+	}
+	return t
+}
+
 // gpuAccumTally counts, over the contraction lengths, what the WGSL
 // emulation and the GPU's own loops agreed with.
 type gpuAccumTally struct {
@@ -228,20 +253,8 @@ func newGPUAccumTally() *gpuAccumTally {
 // exact dot product), and through the GPU's own sequential and pairwise
 // f32 loops, compared with the IEEE baselines.
 func (ta *gpuAccumTally) contraction(ctx context.Context, run *sim.Run, r *wgsl.Runner, k, trials int) error {
-	type trial struct {
-		a, b           []uint16
-		ref            float64
-		goOut, baseOut []float32
-	}
-	res, err := sim.Trials(ctx, run, fmt.Sprintf("gpu-accum K=%d", k), trials, func(_ int, rng *rand.Rand) trial {
-		a, b := gpuAccumPV(rng, k)
-		t := trial{a: a, b: b, ref: accum.ExactDot(fp8.FormatE4M3, a, b, 0)}
-		for _, m := range gpuAccumModels {
-			t.goOut = append(t.goOut, accum.Chain(accum.MustLookup(m.model), a, b, 0, m.promote))
-		}
-		for _, m := range ta.baselines {
-			t.baseOut = append(t.baseOut, m.Dot(a, b, 0))
-		}
+	res, err := sim.Trials(ctx, run, fmt.Sprintf("gpu-accum K=%d", k), trials, func(_ int, rng *rand.Rand) gpuAccumTrial {
+		t := gpuAccumDraw(rng, k, ta.baselines)
 		run.Advance(int64(k) - 1)
 		return t
 	})
@@ -373,15 +386,24 @@ func gpuBool(b bool) float64 {
 	return 0
 }
 
+// gpuFP32Rows vectors of gpuFP32K elements make study 4's FP32 inputs.
+const gpuFP32Rows, gpuFP32K = 32, 4096
+
+// gpuFP32Draw draws study 4's FP32 normal vectors x and y (row after row).
+func gpuFP32Draw(seed uint64) (x, y []float32) {
+	rng := sim.TrialRand(seed, "gpu-accum fp32 inputs", 0)
+	x, y = make([]float32, gpuFP32Rows*gpuFP32K), make([]float32, gpuFP32Rows*gpuFP32K)
+	for i := range x {
+		x[i], y[i] = float32(pmath.NormFloat64(rng)), float32(pmath.NormFloat64(rng))
+	}
+	return x, y
+}
+
 // gpuFP32Inputs runs n FP32 normal vectors through the GPU's sequential
 // loop and counts the outputs equal to Go's fused and unfused chains.
 func gpuFP32Inputs(ctx context.Context, r *wgsl.Runner, seed uint64) (fused, unfused, n int, err error) {
-	const rows, K = 32, 4096
-	rng := sim.TrialRand(seed, "gpu-accum fp32 inputs", 0)
-	x, y := make([]float32, rows*K), make([]float32, rows*K)
-	for i := range x {
-		x[i], y[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
-	}
+	const rows, K = gpuFP32Rows, gpuFP32K
+	x, y := gpuFP32Draw(seed)
 	got, err := r.NativeDot(ctx, wgsl.Sequential, x, y, make([]float32, rows), K)
 	if err != nil {
 		return 0, 0, 0, err

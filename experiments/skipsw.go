@@ -9,6 +9,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
 	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
 )
@@ -246,15 +247,15 @@ func skipswTrial(ctx context.Context, rng *rand.Rand, cases []skipswCase, n, d, 
 	k := make([]float32, n*d)
 	vv := make([]float32, n*d)
 	for i := range q {
-		q[i] = float32(rng.NormFloat64())
+		q[i] = float32(pmath.NormFloat64(rng))
 	}
 	for i := range k {
 		if i%65536 == 0 && ctx.Err() != nil {
 			res.err = ctx.Err()
 			return res
 		}
-		k[i] = float32(rng.NormFloat64())
-		vv[i] = float32(mu + rng.NormFloat64())
+		k[i] = float32(pmath.NormFloat64(rng))
+		vv[i] = float32(mu + pmath.NormFloat64(rng))
 	}
 	widen := func(x []float32) []float64 {
 		out := make([]float64, len(x))

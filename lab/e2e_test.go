@@ -21,6 +21,7 @@ import (
 	"github.com/fp8lab/fp8lab/accum"
 	_ "github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
 )
@@ -338,8 +339,9 @@ func nativeChain(model string, k int, d time.Duration) benchJSON {
 	r := rand.New(rand.NewPCG(1, 99)) // wasm/bench.go's inputs
 	a, b := make([]uint16, k), make([]uint16, k)
 	for i := range a {
-		a[i] = uint16(fp8.EncodeE4M3(float32(256*r.ExpFloat64()/8), fp8.SatFinite))
-		b[i] = uint16(fp8.EncodeE4M3(float32(r.NormFloat64()), fp8.SatFinite))
+		e := -pmath.Log(1 - r.Float64())
+		a[i] = uint16(fp8.EncodeE4M3(float32(256*e/8), fp8.SatFinite))
+		b[i] = uint16(fp8.EncodeE4M3(float32(pmath.NormFloat64(r)), fp8.SatFinite))
 	}
 	var res benchJSON
 	dots := 0

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
 // benchResult is the speed of one accumulation model's chain on this
@@ -20,14 +21,18 @@ type benchResult struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-// benchInputs returns a P·V-like pair of e4m3 vectors (softmax-like weights
-// scaled into e4m3, and N(0,1) values), as accum's BenchmarkChain.
+// benchInputs returns a P·V-like pair of e4m3 vectors (softmax-like
+// weights scaled into e4m3: 32 times an exponential variate; and N(0,1)
+// values), drawn through pmath so that the native and the wasm build get
+// the same inputs (lab's TestBrowser compares the two Checks; rand's
+// ExpFloat64 and NormFloat64 call math.Exp and math.Log, which differ).
 func benchInputs(k int) (a, b []uint16) {
 	r := rand.New(rand.NewPCG(1, 99))
 	a, b = make([]uint16, k), make([]uint16, k)
 	for i := range a {
-		a[i] = uint16(fp8.EncodeE4M3(float32(256*r.ExpFloat64()/8), fp8.SatFinite))
-		b[i] = uint16(fp8.EncodeE4M3(float32(r.NormFloat64()), fp8.SatFinite))
+		e := -pmath.Log(1 - r.Float64()) // exponential, mean 1
+		a[i] = uint16(fp8.EncodeE4M3(float32(256*e/8), fp8.SatFinite))
+		b[i] = uint16(fp8.EncodeE4M3(float32(pmath.NormFloat64(r)), fp8.SatFinite))
 	}
 	return
 }
