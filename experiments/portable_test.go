@@ -90,6 +90,12 @@ var portableCases = map[string]portableCase{
 	"needle": {runs: []map[string]string{
 		{"contexts": "4096,16384", "trials": "4"},
 		{"contexts": "2048", "trials": "3", "head-dim": "64", "sinks": "2", "k-band": "8", "k-band-mean": "2", "haystacks": "2"},
+		{"contexts": "4096", "trials": "3", "head-dim": "64", "regime": "decode", "splits": "auto", "probe": "legacy", "haystacks": "3"},
+		{"contexts": "2048", "trials": "2", "head-dim": "64", "probe": "hadamard", "haystacks": "2"},
+	}},
+	"sensitivity": {runs: []map[string]string{
+		{"vary": "sink-share", "context": "2048", "trials": "4", "haystacks": "2", "head-dim": "64"},
+		{"vary": "splits", "context": "2048", "trials": "2", "haystacks": "2", "head-dim": "64"},
 	}},
 	"promotion": {runs: []map[string]string{
 		{"context": "8192", "trials": "3", "intervals": "1,0", "k-block-n": "64", "stats": "llama31-8b"},
