@@ -204,7 +204,7 @@ func TestErfcAccuracy(t *testing.T) {
 		}
 		worstErfinv = max(worstErfinv, rel(Erfinv(y), math.Erfinv(y)))
 		q := math.Exp(-rng.Float64() * 700) // (1e-304, 1]
-		if q > 1e-3 { // math's Erfcinv(q) is Erfinv(1 − q): it loses digits as q shrinks, +Inf once 1 − q rounds to 1
+		if q > 1e-3 {                       // math's Erfcinv(q) is Erfinv(1 − q): it loses digits as q shrinks, +Inf once 1 − q rounds to 1
 			worstErfcinv = max(worstErfcinv, rel(Erfcinv(q), math.Erfcinv(q)))
 		} else {
 			worstErfcinv = max(worstErfcinv, rel(Erfc(Erfcinv(q)), q)/1e2) // the round trip, its condition ~x²
