@@ -30,9 +30,12 @@ import (
 // group, per-tensor or per-KV-head scales, no sinks, mask or query
 // position other than the last (causal then masks nothing), promotion
 // never (0), every tile (1) or every N tiles, kBlockN a
-// multiple of 32 up to 256 (0: FA3's default), sliding window, and not
-// cfg.Float64. The query's cast to the dtype (q / q_descale, the
-// quantization before the kernel) is done on the host with package fp8.
+// multiple of 32 up to 256 (0: FA3's default), sliding window, one split
+// (cfg.Splits 0 or 1), and not cfg.Float64. Every default is attention's:
+// the run is cfg.Plan for one query over kv (attention.Config.Plan), the
+// plan attention.Run executes. The query's cast to the dtype (q /
+// q_descale, the quantization before the kernel) is done on the host with
+// package fp8.
 //
 // A block-scaled cache (attention's PathBlockScaled: mxfp8, nvfp4, mxfp4)
 // runs natively: both GEMMs through its tcgen05 block-scaled instruction
@@ -134,16 +137,17 @@ func (r *Runner) SimDecodeTrials(ctx context.Context, cfg attention.Config, qSca
 // maxSimTokens is the most tokens one trial of SimDecodeTrials replaces.
 const maxSimTokens = 256
 
-// simPlan is a validated SimDecode.
+// simPlan is a validated SimDecode: attention's Plan and what the WGSL
+// kernel takes of it.
 type simPlan struct {
-	cfg                 attention.Config
+	cfg                 attention.Config // the plan's config, every default resolved
 	e                   *Emulation
 	blk                 *simBlock // the block-scaled path, or nil
 	d, kbn, group       int
 	qHeads, kvHeads     int
 	tokens              int
-	nMax, nMin, winLo   int
-	qScale              []float32
+	nMax, nMin, winLo   int       // the visited tiles, the first key in the window
+	qScale              []float32 // per KV head
 	scaleLog2, vDescale []float32
 	// maxTok and maxTiles: the most tokens and V tiles a trial replaces
 	// (the kernel searches them per key and per tile).
@@ -266,66 +270,58 @@ func simCommon(cfg attention.Config, bad func(format string, a ...any)) {
 	if len(cfg.Positions) > 1 {
 		bad("%d query positions: decode is one query at the last position", len(cfg.Positions))
 	}
+	if cfg.Splits < 0 || cfg.Splits > 1 {
+		bad("%d splits: the WGSL simulator runs one split (0 or 1)", cfg.Splits)
+	}
 }
 
+// planSim validates a SimDecodeTrials call and resolves it: attention's
+// Plan (cfg.Plan for one query over kv) fills in every default (head dims,
+// heads, dtype, models, kBlockN, softmax scale, splits, scale_log2 and
+// v_descale per KV head, the tile range) as attention.Run does; planSim
+// adds only the WGSL simulator's own limits (simConfig on the plan's
+// config, kBlockN a multiple of 32, the decode position, the trials).
 func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) (*simPlan, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("wgsl: SimDecode: no KV cache")
 	}
-	if cfg.HeadDim == 0 {
-		cfg.HeadDim = kv.Dim()
-	}
-	if cfg.KVHeads == 0 {
-		cfg.KVHeads = kv.Heads()
-	}
-	if cfg.QHeads == 0 {
-		cfg.QHeads = cfg.KVHeads
-	}
-	if cfg.DType == fp8.FormatInvalid {
-		cfg.DType = kv.Format()
-	}
-	if f := kv.BlockFormat(); f != attention.KVInvalid {
-		// As attention's Run: empty models are the format's instruction.
-		name, _ := attention.BlockScaledModel(f)
-		if cfg.QKModel == "" {
-			cfg.QKModel = name
-		}
-		if cfg.PVModel == "" {
-			cfg.PVModel = name
-		}
-	}
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	e, blk := simConfig(cfg, bad)
-	if blk != nil {
+	fail := func() error { return fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; ")) }
+	// A block-scaled instruction named for a cache it does not read: say
+	// which formats differ (the plan refuses it in its own terms too).
+	if blk, err := simBlockOf(cfg.QKModel); err == nil {
 		blk.checkCache(kv, cfg.QKModel, bad)
+	}
+	pl, err := cfg.Plan(1, qScale, kv)
+	if err != nil {
+		bad("%v", err)
+		return nil, fail()
+	}
+	c := pl.Config // every default resolved
+	sc := c
+	if c.VDim != c.HeadDim { // a V narrower than K: the cache's (named once)
+		bad("the cache's V head_dim %d differs from its K head_dim %d: the WGSL simulator runs V as wide as K", c.VDim, c.HeadDim)
+		sc.VDim = sc.HeadDim
+	}
+	e, blk := simConfig(sc, bad)
+	if blk != nil {
 		e = blockHostEmulation()
 	}
-	if len(cfg.Positions) == 1 && cfg.Positions[0] != kv.Tokens()-1 {
-		bad("query position %d: decode is the query at the last position, %d", cfg.Positions[0], kv.Tokens()-1)
-	}
-	if kv.Dim() != cfg.HeadDim {
-		bad("the cache has head_dim %d, the config %d", kv.Dim(), cfg.HeadDim)
-	}
-	if kv.VDim() != kv.Dim() {
-		bad("the cache's V head_dim %d differs from its K head_dim %d: the WGSL simulator runs V as wide as K", kv.VDim(), kv.Dim())
-	}
-	if kv.Heads() != cfg.KVHeads {
-		bad("the cache has %d KV heads, the config %d", kv.Heads(), cfg.KVHeads)
-	}
-	if kv.Format() != cfg.DType {
-		bad("the cache holds %s codes, the config's dtype is %s", kv.Format(), cfg.DType)
+	n := pl.Tokens()
+	if len(c.Positions) == 1 && c.Positions[0] != n-1 {
+		bad("query position %d: decode is the query at the last position, %d", c.Positions[0], n-1)
 	}
 	if kv.BlockScaled() && blk == nil {
-		bad("a block-scaled %s cache is read by its block-scaled instruction (%s), not %s", kv.BlockFormat(), simBlockModels(), cfg.QKModel)
+		bad("a block-scaled %s cache is read by its block-scaled instruction (%s), not %s", kv.BlockFormat(), simBlockModels(), c.QKModel)
 	}
 	if len(trials) == 0 {
 		bad("no trials")
 	}
 	maxTok, maxTiles := 0, 0
 	for i, tr := range trials {
-		if len(tr.Q) != cfg.QHeads*cfg.HeadDim {
-			bad("%d query values: decode takes one query per query head (%d × %d)", len(tr.Q), cfg.QHeads, cfg.HeadDim)
+		if len(tr.Q) != c.QHeads*c.HeadDim {
+			bad("%d query values: decode takes one query per query head (%d × %d)", len(tr.Q), c.QHeads, c.HeadDim)
 			break
 		}
 		if len(tr.Tokens) > maxSimTokens {
@@ -335,13 +331,13 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 		seen := map[[2]int]bool{}
 		for _, tk := range tr.Tokens {
 			switch {
-			case tk.Pos < 0 || tk.Pos >= kv.Tokens() || tk.Head < 0 || tk.Head >= kv.Heads():
-				bad("trial %d replaces token %d of KV head %d, outside the cache's %d tokens × %d heads", i, tk.Pos, tk.Head, kv.Tokens(), kv.Heads())
-			case len(tk.K) != kv.Dim() || len(tk.V) != kv.Dim():
-				bad("trial %d token %d: %d K and %d V codes, want %d each", i, tk.Pos, len(tk.K), len(tk.V), kv.Dim())
-			case blk != nil && (len(tk.KScales) != kv.Dim()/blk.b || len(tk.VScales) != kv.Dim() || len(tk.VBlock) != kv.Dim()*blk.b):
+			case tk.Pos < 0 || tk.Pos >= n || tk.Head < 0 || tk.Head >= c.KVHeads:
+				bad("trial %d replaces token %d of KV head %d, outside the cache's %d tokens × %d heads", i, tk.Pos, tk.Head, n, c.KVHeads)
+			case len(tk.K) != c.HeadDim || len(tk.V) != c.HeadDim:
+				bad("trial %d token %d: %d K and %d V codes, want %d each", i, tk.Pos, len(tk.K), len(tk.V), c.HeadDim)
+			case blk != nil && (len(tk.KScales) != c.HeadDim/blk.b || len(tk.VScales) != c.HeadDim || len(tk.VBlock) != c.HeadDim*blk.b):
 				bad("trial %d token %d: %d K scales, %d V block codes and %d V scales, a block-scaled cache wants %d, %d and %d (SimTokenOf)",
-					i, tk.Pos, len(tk.KScales), len(tk.VBlock), len(tk.VScales), kv.Dim()/blk.b, kv.Dim()*blk.b, kv.Dim())
+					i, tk.Pos, len(tk.KScales), len(tk.VBlock), len(tk.VScales), c.HeadDim/blk.b, c.HeadDim*blk.b, c.HeadDim)
 			case seen[[2]int{tk.Pos, tk.Head}]:
 				bad("trial %d replaces token %d of KV head %d twice", i, tk.Pos, tk.Head)
 			}
@@ -350,64 +346,22 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 		maxTok = max(maxTok, len(tr.Tokens))
 		maxTiles = max(maxTiles, len(tr.Tokens)) // at most one tile each
 	}
-	if qScale == nil {
-		qScale = []float32{1}
-	}
-	checkS := func(name string, s []float32) {
-		if len(s) != 1 && len(s) != cfg.KVHeads {
-			bad("%d %s scales: want 1 or %d", len(s), name, cfg.KVHeads)
-			return
-		}
-		for _, x := range s {
-			if !(x > 0) || math.IsInf(float64(x), 0) {
-				bad("%s scale %g is not positive and finite", name, x)
-			}
-		}
-	}
-	checkS("q", qScale)
-	if cfg.SoftmaxScale == 0 {
-		cfg.SoftmaxScale = 1 / math.Sqrt(float64(cfg.HeadDim))
-	}
-	if !(cfg.SoftmaxScale > 0) || math.IsInf(cfg.SoftmaxScale, 0) {
-		bad("softmax scale %g must be positive and finite", cfg.SoftmaxScale)
+	if c.KBlockN < 32 || c.KBlockN%32 != 0 {
+		bad("kBlockN %d is not a multiple of 32 in 32..%d", c.KBlockN, attention.MaxKBlockN)
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; "))
+		return nil, fail()
 	}
-	group := cfg.QHeads / cfg.KVHeads
-	if cfg.KBlockN == 0 && blk != nil {
-		// FA3's fp8 tiles, kBlockN rounded up to the instruction's K.
-		var err error
-		if _, cfg.KBlockN, err = cfg.TilesFor(1, kv); err != nil {
-			return nil, fmt.Errorf("wgsl: SimDecode: %w", err)
-		}
+	p := &simPlan{cfg: c, e: e, blk: blk, d: c.HeadDim, kbn: c.KBlockN, group: pl.Group(), qHeads: c.QHeads, kvHeads: c.KVHeads,
+		tokens: n, maxTok: maxTok, maxTiles: maxTiles}
+	p.nMin, p.nMax = pl.TileRange(0)
+	if c.Window > 0 {
+		p.winLo = max(0, n-c.Window) // the first key in the last query's window
 	}
-	if cfg.KBlockN == 0 {
-		_, cfg.KBlockN = attention.DefaultTiles(cfg.HeadDim, cfg.DType, attention.IsDecode(cfg.HeadDim, cfg.Window, 1, group), cfg.Window > 0, cfg.Promotion > 0)
-	}
-	if cfg.KBlockN < 32 || cfg.KBlockN > attention.MaxKBlockN || cfg.KBlockN%32 != 0 {
-		return nil, fmt.Errorf("wgsl: SimDecode: kBlockN %d is not a multiple of 32 in 32..%d", cfg.KBlockN, attention.MaxKBlockN)
-	}
-	if blk != nil && cfg.KBlockN%blk.k != 0 {
-		return nil, fmt.Errorf("wgsl: SimDecode: kBlockN %d is not a multiple of %s's K = %d", cfg.KBlockN, cfg.PVModel, blk.k)
-	}
-	p := &simPlan{cfg: cfg, e: e, blk: blk, d: cfg.HeadDim, kbn: cfg.KBlockN, group: group, qHeads: cfg.QHeads, kvHeads: cfg.KVHeads,
-		tokens: kv.Tokens(), qScale: qScale, maxTok: maxTok, maxTiles: maxTiles}
-	n := p.tokens
-	p.nMax = (n + p.kbn - 1) / p.kbn
-	if cfg.Window > 0 {
-		first := n - 1
-		p.nMin = max(0, first-cfg.Window+1) / p.kbn
-		p.winLo = max(0, first-cfg.Window+1)
-	}
-	// The host's softmax_scale·log2(e) in double rounded once to float,
-	// times the descales in FP32 (as attention's newKernel).
-	base := float32(cfg.SoftmaxScale * math.Log2E)
-	ks, vs := kv.KScales(), kv.VScales()
 	for h := 0; h < p.kvHeads; h++ {
-		qd, kd := scaleAt(qScale, h), scaleAt(ks, h)
-		p.scaleLog2 = append(p.scaleLog2, float32(float32(base*qd)*kd))
-		p.vDescale = append(p.vDescale, scaleAt(vs, h))
+		p.qScale = append(p.qScale, pl.QScale(h))
+		p.scaleLog2 = append(p.scaleLog2, pl.ScaleLog2(h))
+		p.vDescale = append(p.vDescale, pl.VDescale(h))
 	}
 	return p, nil
 }
