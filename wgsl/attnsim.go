@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 )
@@ -30,12 +31,12 @@ import (
 // group, per-tensor or per-KV-head scales, no sinks, mask or query
 // position other than the last (causal then masks nothing), promotion
 // never (0), every tile (1) or every N tiles, kBlockN a
-// multiple of 32 up to 256 (0: FA3's default), sliding window, one split
-// (cfg.Splits 0 or 1), and not cfg.Float64. Every default is attention's:
-// the run is cfg.Plan for one query over kv (attention.Config.Plan), the
-// plan attention.Run executes. The query's cast to the dtype (q /
-// q_descale, the quantization before the kernel) is done on the host with
-// package fp8.
+// multiple of 32 up to 256 (0: FA3's default), sliding window, split-KV
+// decode (cfg.Splits 0 to attention.MaxSplits, see below), and not
+// cfg.Float64. Every default is attention's: the run is cfg.Plan for one
+// query over kv (attention.Config.Plan), the plan attention.Run executes.
+// The query's cast to the dtype (q / q_descale, the quantization before
+// the kernel) is done on the host with package fp8.
 //
 // A block-scaled cache (attention's PathBlockScaled: mxfp8, nvfp4, mxfp4)
 // runs natively: both GEMMs through its tcgen05 block-scaled instruction
@@ -70,10 +71,19 @@ import (
 // The one exception is the payload of a NaN, always the canonical
 // 0x7fffffff here.
 //
-// One workgroup runs one query head through the tiles in the simulator's
-// order (newest first, one FP32 step after another, the row sum in key
-// order); the tiles are cut into dispatches that carry m, l, acc_scale, O
-// and the tensor-core accumulator in a buffer (lavapipe's loop limit).
+// One workgroup runs one split of one query head through the split's tiles
+// in the simulator's order (newest first, one FP32 step after another, the
+// row sum in key order); the tiles are cut into dispatches that carry m,
+// l, acc_scale, O and the tensor-core accumulator in a buffer (lavapipe's
+// loop limit). Without splits (cfg.Splits 0 or 1) the one split is every
+// tile the query visits. With S > 1 splits the tiles are cut as
+// attention.Plan.SplitRange cuts them, each split runs from its own m, l
+// and accumulators (promotion counted from its first tile, empty splits
+// included) and finalizes O_s = acc·((1/l_s)·v_descale) in the shader;
+// the host computes lse_s = attention.LSE(m_s, l_s) from the m_s and l_s
+// the shader leaves and merges the splits with attention.CombineSplits,
+// so the combine is attention's own. The S workgroups of a query head run
+// in parallel, which is where a GPU gains from splits on a long context.
 func (r *Runner) SimDecode(ctx context.Context, cfg attention.Config, q, qScale []float32, kv *attention.KV) ([]float64, error) {
 	out, err := r.SimDecodeTrials(ctx, cfg, qScale, kv, []SimTrial{{Q: q}})
 	if err != nil {
@@ -111,18 +121,22 @@ type SimToken struct {
 // SimDecodeTrials runs len(trials) decodes at once over the shared cache kv:
 // trial i returns, bit for bit, what SimDecode (and so attention.Run) returns
 // for trials[i].Q on a copy of kv with trials[i].Tokens written in. The
-// batch is one set of dispatches with a workgroup per trial and query head,
-// so that a GPU runs the trials in parallel without a copy of the cache per
-// trial (a needle-in-a-haystack experiment: one haystack, a needle per
-// trial). Each trial replaces at most 256 tokens; cfg, qScale and kv are
-// read as SimDecode reads them.
+// batch is one set of dispatches with a workgroup per trial, query head and
+// split, so that a GPU runs the trials in parallel without a copy of the
+// cache per trial (a needle-in-a-haystack experiment: one haystack, a
+// needle per trial); batches hold at most 65535 workgroups (a trial of more
+// runs alone, its workgroups over two grid dimensions). Each trial
+// replaces at most 256 tokens; cfg, qScale and kv are read as SimDecode
+// reads them.
 func (r *Runner) SimDecodeTrials(ctx context.Context, cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) ([][]float64, error) {
 	p, err := planSim(cfg, qScale, kv, trials)
 	if err != nil {
 		return nil, err
 	}
-	// Workgroups per dispatch are limited to 65535 in x: batches of trials.
-	per := max(1, 65535/p.qHeads)
+	// A batch of trials runs a workgroup per trial, query head and split;
+	// at most maxSimRows of them a batch (a trial of more runs alone, its
+	// workgroups over x and y).
+	per := max(1, maxSimRows/(p.qHeads*p.splits))
 	out := make([][]float64, 0, len(trials))
 	for i := 0; i < len(trials); i += per {
 		o, err := r.simDecode(ctx, p, kv, trials[i:min(i+per, len(trials))])
@@ -137,16 +151,27 @@ func (r *Runner) SimDecodeTrials(ctx context.Context, cfg attention.Config, qSca
 // maxSimTokens is the most tokens one trial of SimDecodeTrials replaces.
 const maxSimTokens = 256
 
+// maxSimRows is the most workgroups (trial × query head × split) of one
+// batch of SimDecodeTrials and along x: WebGPU's 65535 workgroups per
+// dimension. A variable only so that a test can run the batching and the
+// y dimension on a small problem.
+var maxSimRows = 65535
+
 // simPlan is a validated SimDecode: attention's Plan and what the WGSL
 // kernel takes of it.
 type simPlan struct {
-	cfg                 attention.Config // the plan's config, every default resolved
-	e                   *Emulation
-	blk                 *simBlock // the block-scaled path, or nil
-	d, kbn, group       int
-	qHeads, kvHeads     int
-	tokens              int
-	nMax, nMin, winLo   int       // the visited tiles, the first key in the window
+	cfg               attention.Config // the plan's config, every default resolved
+	e                 *Emulation
+	blk               *simBlock // the block-scaled path, or nil
+	d, kbn, group     int
+	qHeads, kvHeads   int
+	tokens            int
+	nMax, nMin, winLo int // the visited tiles, the first key in the window
+	// splits is the number of split-KV ranges (1: none); ranges holds per
+	// split its newest tile + 1 and its tile count (Plan.SplitRange); tps
+	// is the most tiles of a split.
+	splits, tps         int
+	ranges              []uint32
 	qScale              []float32 // per KV head
 	scaleLog2, vDescale []float32
 	// maxTok and maxTiles: the most tokens and V tiles a trial replaces
@@ -171,7 +196,8 @@ func scaleAt(s []float32, h int) float32 {
 // sm100.tcgen05.mxf4nvf4.ue4m3.f32, or another reading the same element
 // format, scale format and block) with its element format as dtype, or
 // dtype e2m1 with empty models, names the native path: a block-scaled
-// cache of that instruction's format is accepted.
+// cache of that instruction's format is accepted. Splits may be 0 to
+// attention.MaxSplits (128), each run as SimDecode says.
 func SimDecodeSupports(cfg attention.Config) error {
 	if cfg.QHeads == 0 {
 		cfg.QHeads = cfg.KVHeads
@@ -270,8 +296,8 @@ func simCommon(cfg attention.Config, bad func(format string, a ...any)) {
 	if len(cfg.Positions) > 1 {
 		bad("%d query positions: decode is one query at the last position", len(cfg.Positions))
 	}
-	if cfg.Splits < 0 || cfg.Splits > 1 {
-		bad("%d splits: the WGSL simulator runs one split (0 or 1)", cfg.Splits)
+	if cfg.Splits < 0 || cfg.Splits > attention.MaxSplits {
+		bad("%d splits is outside 0..%d (0 and 1: one split)", cfg.Splits, attention.MaxSplits)
 	}
 }
 
@@ -353,10 +379,17 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 		return nil, fail()
 	}
 	p := &simPlan{cfg: c, e: e, blk: blk, d: c.HeadDim, kbn: c.KBlockN, group: pl.Group(), qHeads: c.QHeads, kvHeads: c.KVHeads,
-		tokens: n, maxTok: maxTok, maxTiles: maxTiles}
+		tokens: n, splits: c.Splits, maxTok: maxTok, maxTiles: maxTiles}
 	p.nMin, p.nMax = pl.TileRange(0)
 	if c.Window > 0 {
 		p.winLo = max(0, n-c.Window) // the first key in the last query's window
+	}
+	// Each split's tiles as attention's Plan cuts them: the shader reads
+	// the newest tile and the count of each.
+	for s := 0; s < p.splits; s++ {
+		lo, hi := pl.SplitRange(p.nMin, p.nMax, s)
+		p.ranges = append(p.ranges, uint32(hi), uint32(max(0, hi-lo)))
+		p.tps = max(p.tps, hi-lo)
 	}
 	for h := 0; h < p.kvHeads; h++ {
 		p.qScale = append(p.qScale, pl.QScale(h))
@@ -459,16 +492,35 @@ func (p *simPlan) aWords() int {
 func (p *simPlan) stWords() int { return 4 + 2*p.d }
 
 // xtable returns the exp2 tables (2^(j/64) and 2^(j/4096), j < 64, as
-// Q1.63 hi/lo words) followed by scale_log2 and v_descale per KV head.
-func (p *simPlan) xtable() []uint32 {
-	t := exp2Tables()
+// Q1.63 hi/lo words) followed by scale_log2 and v_descale per KV head, the
+// block-scaled path's tables, and at word ranges the split ranges (per
+// split its newest tile + 1 and its tile count).
+func (p *simPlan) xtable() (t []uint32, ranges int) {
+	t = exp2Tables()
 	for h := range p.scaleLog2 {
 		t = append(t, math.Float32bits(p.scaleLog2[h]), math.Float32bits(p.vDescale[h]))
 	}
 	if p.blk != nil {
 		t = append(t, p.blk.tables()...) // at BT = len(t)
 	}
-	return t
+	return append(t, p.ranges...), len(t)
+}
+
+// perSplit returns the rows of A (aWords each, one per trial and query
+// head) repeated for every split: the workgroup of each split has its own
+// P scratch after the query.
+func (p *simPlan) perSplit(a []uint32) []uint32 {
+	if p.splits == 1 {
+		return a
+	}
+	aw := p.aWords()
+	out := make([]uint32, 0, len(a)*p.splits)
+	for r := 0; r < len(a)/aw; r++ {
+		for range p.splits {
+			out = append(out, a[r*aw:(r+1)*aw]...)
+		}
+	}
+	return out
 }
 
 // simLayout is where simDecode's buffer B holds what (word offsets and
@@ -602,7 +654,8 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	if err != nil {
 		return nil, err
 	}
-	rows := len(trials) * p.qHeads // workgroups: trial × query head
+	// Workgroups: trial × query head × split, in that order.
+	rows := len(trials) * p.qHeads * p.splits
 	var a, b []uint32
 	var lay simLayout
 	if p.blk != nil {
@@ -613,10 +666,12 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	} else {
 		a, b, lay = p.packCodes(kv, trials)
 	}
-	n, d := p.tokens, p.d
-	st := make([]uint32, rows*p.stWords())
+	a = p.perSplit(a)
+	xt, ranges := p.xtable()
+	n, sw := p.tokens, p.stWords()
+	st := make([]uint32, rows*sw)
 	for row := 0; row < rows; row++ {
-		s := st[row*p.stWords():]
+		s := st[row*sw:]
 		s[0], s[1], s[2] = 0xff800000, 0, math.Float32bits(1)
 	}
 	if err := r.lock(); err != nil {
@@ -634,7 +689,7 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	for _, u := range []struct {
 		label string
 		data  []uint32
-	}{{"attnsim.table", tab}, {"attnsim.A", a}, {"attnsim.B", b}, {"attnsim.state", st}, {"attnsim.exp2", p.xtable()}} {
+	}{{"attnsim.table", tab}, {"attnsim.A", a}, {"attnsim.B", b}, {"attnsim.state", st}, {"attnsim.exp2", xt}} {
 		x, err := r.be.upload(u.label, u32Bytes(u.data))
 		if err != nil {
 			return nil, err
@@ -642,19 +697,23 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 		bufs = append(bufs, x)
 	}
 	ks := &kernelSpec{file: "attnsim", entry: "decode", consts: cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
-	visits := p.nMax - p.nMin
+	// Every split runs its tiles (at most tps) a dispatch of per tiles at
+	// a time; the last dispatch finalizes. Workgroups beyond 65535 go on
+	// along y.
+	gx := min(rows, maxSimRows)
+	gy := (rows + gx - 1) / gx
 	per := p.tilesPerDispatch()
 	var calls []call
-	for t0 := 0; t0 < visits; t0 += per {
-		t1 := min(t0+per, visits)
+	for t0 := 0; t0 < max(p.tps, 1); t0 += per {
+		t1 := min(t0+per, p.tps)
 		final := uint32(0)
-		if t1 == visits {
+		if t1 >= p.tps {
 			final = 1
 		}
-		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(rows), y: 1,
-			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.nMax), uint32(p.nMin), uint32(p.winLo), final,
+		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(gx), y: uint32(gy),
+			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.splits), uint32(ranges), uint32(p.winLo), final,
 				uint32(p.kvHeads), uint32(lay.kWords), uint32(lay.vStride), uint32(lay.meta),
-				uint32(lay.kScales), uint32(lay.vScales), uint32(lay.vsStride)}})
+				uint32(lay.kScales), uint32(lay.vScales), uint32(lay.vsStride), uint32(rows), uint32(gx)}})
 	}
 	if _, err := r.be.run(ctx, calls, false); err != nil {
 		return nil, err
@@ -663,19 +722,49 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	if err != nil {
 		return nil, err
 	}
-	res := bytesU32(raw)
-	out := make([][]float64, len(trials))
-	for ti := range trials {
+	return p.combine(bytesU32(raw), len(trials)), nil
+}
+
+// combine returns each trial's O from the state the shader left (per
+// workgroup m, l, acc_scale, unused, O[D]): with one split its O; with
+// more, attention.CombineSplits of the splits' O_s with lse_s =
+// attention.LSE(m_s, l_s), so that the merge is attention's own, a NaN
+// given as the shader's canonical 0x7fffffff.
+func (p *simPlan) combine(res []uint32, trials int) [][]float64 {
+	d, sw, S := p.d, p.stWords(), p.splits
+	f32 := func(w uint32) float32 { return math.Float32frombits(w) }
+	os, lse := make([][]float32, S), make([]float32, S)
+	for s := range os {
+		os[s] = make([]float32, d)
+	}
+	o32 := make([]float32, d)
+	out := make([][]float64, trials)
+	for ti := range out {
 		o := make([]float64, p.qHeads*d)
 		for h := 0; h < p.qHeads; h++ {
-			row := ti*p.qHeads + h
-			for i := 0; i < d; i++ {
-				o[h*d+i] = float64(math.Float32frombits(res[row*p.stWords()+4+i]))
+			row := (ti*p.qHeads + h) * S
+			for s := 0; s < S; s++ {
+				st := res[(row+s)*sw:]
+				lse[s] = attention.LSE(f32(st[0]), f32(st[1]))
+				for i := range os[s] {
+					os[s][i] = f32(st[4+i])
+				}
+			}
+			if S == 1 {
+				copy(o32, os[0])
+			} else {
+				attention.CombineSplits(o32, os, lse)
+			}
+			for i, x := range o32 {
+				if x != x {
+					x = math.Float32frombits(accum.NaN32)
+				}
+				o[h*d+i] = float64(x)
 			}
 		}
 		out[ti] = o
 	}
-	return out, nil
+	return out
 }
 
 // simOp runs one of attnsim.wgsl's scalar functions on pairs (x, y) of
