@@ -898,7 +898,9 @@ type SimCase struct {
 // models);
 // and, when maxTokens reaches them, 16k-token block-scaled caches (mxfp8,
 // nvfp4, mxfp4 read natively by their tcgen05 instruction), 32k and 128k
-// tokens.
+// tokens, and split-KV decode (Config.Splits): 16 splits at 128k tokens,
+// 32 on bf16 and 7 with a window at 32k, 16 on native mxfp8, and 128
+// splits over 105 tiles (the last 23 empty).
 func SimCases(maxTokens int) []SimCase {
 	cases := []SimCase{
 		{"hd128 gqa4 never kbn96", 8192, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, false, 1},
@@ -933,6 +935,13 @@ func SimCases(maxTokens int) []SimCase {
 			QKModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32", PVModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32"}, false, 2},
 		{"mxfp4 native hd64 gqa4 every-tile window 9000 long", 16384, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 1, Window: 9000, DType: fp8.FormatE2M1,
 			QKModel: "sm100.tcgen05.mxf4.f32", PVModel: "sm100.tcgen05.mxf4.f32"}, false, 1},
+		// Split-KV decode (lavapipe's are TestSimDecodeSplits).
+		{"hd128 gqa4 every-tile kbn128 16 splits long", 131072, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1, Splits: 16}, false, 2},
+		{"bf16 hd128 gqa4 every-4 kbn128 32 splits per-head long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16, Splits: 32}, true, 1},
+		{"hd64 gqa4 never window 9000 7 splits per-head long", 32768, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Window: 9000, Splits: 7}, true, 1},
+		{"mxfp8 native hd128 gqa4 every-4 16 splits long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, Promotion: 4, DType: fp8.FormatE4M3, Splits: 16,
+			QKModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", PVModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32"}, true, 1},
+		{"hd128 gqa4 never kbn96 128 splits long", 10000, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Splits: attention.MaxSplits}, false, 1},
 	} {
 		if c.Tokens <= maxTokens {
 			out = append(out, c)
