@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 )
@@ -30,9 +31,12 @@ import (
 // group, per-tensor or per-KV-head scales, no sinks, mask or query
 // position other than the last (causal then masks nothing), promotion
 // never (0), every tile (1) or every N tiles, kBlockN a
-// multiple of 32 up to 256 (0: FA3's default), sliding window, and not
-// cfg.Float64. The query's cast to the dtype (q / q_descale, the
-// quantization before the kernel) is done on the host with package fp8.
+// multiple of 32 up to 256 (0: FA3's default), sliding window, split-KV
+// decode (cfg.Splits 0 to attention.MaxSplits, see below), and not
+// cfg.Float64. Every default is attention's: the run is cfg.Plan for one
+// query over kv (attention.Config.Plan), the plan attention.Run executes.
+// The query's cast to the dtype (q / q_descale, the quantization before
+// the kernel) is done on the host with package fp8.
 //
 // A block-scaled cache (attention's PathBlockScaled: mxfp8, nvfp4, mxfp4)
 // runs natively: both GEMMs through its tcgen05 block-scaled instruction
@@ -67,10 +71,19 @@ import (
 // The one exception is the payload of a NaN, always the canonical
 // 0x7fffffff here.
 //
-// One workgroup runs one query head through the tiles in the simulator's
-// order (newest first, one FP32 step after another, the row sum in key
-// order); the tiles are cut into dispatches that carry m, l, acc_scale, O
-// and the tensor-core accumulator in a buffer (lavapipe's loop limit).
+// One workgroup runs one split of one query head through the split's tiles
+// in the simulator's order (newest first, one FP32 step after another, the
+// row sum in key order); the tiles are cut into dispatches that carry m,
+// l, acc_scale, O and the tensor-core accumulator in a buffer (lavapipe's
+// loop limit). Without splits (cfg.Splits 0 or 1) the one split is every
+// tile the query visits. With S > 1 splits the tiles are cut as
+// attention.Plan.SplitRange cuts them, each split runs from its own m, l
+// and accumulators (promotion counted from its first tile, empty splits
+// included) and finalizes O_s = acc·((1/l_s)·v_descale) in the shader;
+// the host computes lse_s = attention.LSE(m_s, l_s) from the m_s and l_s
+// the shader leaves and merges the splits with attention.CombineSplits,
+// so the combine is attention's own. The S workgroups of a query head run
+// in parallel, which is where a GPU gains from splits on a long context.
 func (r *Runner) SimDecode(ctx context.Context, cfg attention.Config, q, qScale []float32, kv *attention.KV) ([]float64, error) {
 	out, err := r.SimDecodeTrials(ctx, cfg, qScale, kv, []SimTrial{{Q: q}})
 	if err != nil {
@@ -108,18 +121,22 @@ type SimToken struct {
 // SimDecodeTrials runs len(trials) decodes at once over the shared cache kv:
 // trial i returns, bit for bit, what SimDecode (and so attention.Run) returns
 // for trials[i].Q on a copy of kv with trials[i].Tokens written in. The
-// batch is one set of dispatches with a workgroup per trial and query head,
-// so that a GPU runs the trials in parallel without a copy of the cache per
-// trial (a needle-in-a-haystack experiment: one haystack, a needle per
-// trial). Each trial replaces at most 256 tokens; cfg, qScale and kv are
-// read as SimDecode reads them.
+// batch is one set of dispatches with a workgroup per trial, query head and
+// split, so that a GPU runs the trials in parallel without a copy of the
+// cache per trial (a needle-in-a-haystack experiment: one haystack, a
+// needle per trial); batches hold at most 65535 workgroups (a trial of more
+// runs alone, its workgroups over two grid dimensions). Each trial
+// replaces at most 256 tokens; cfg, qScale and kv are read as SimDecode
+// reads them.
 func (r *Runner) SimDecodeTrials(ctx context.Context, cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) ([][]float64, error) {
 	p, err := planSim(cfg, qScale, kv, trials)
 	if err != nil {
 		return nil, err
 	}
-	// Workgroups per dispatch are limited to 65535 in x: batches of trials.
-	per := max(1, 65535/p.qHeads)
+	// A batch of trials runs a workgroup per trial, query head and split;
+	// at most maxSimRows of them a batch (a trial of more runs alone, its
+	// workgroups over x and y).
+	per := max(1, maxSimRows/(p.qHeads*p.splits))
 	out := make([][]float64, 0, len(trials))
 	for i := 0; i < len(trials); i += per {
 		o, err := r.simDecode(ctx, p, kv, trials[i:min(i+per, len(trials))])
@@ -134,16 +151,28 @@ func (r *Runner) SimDecodeTrials(ctx context.Context, cfg attention.Config, qSca
 // maxSimTokens is the most tokens one trial of SimDecodeTrials replaces.
 const maxSimTokens = 256
 
-// simPlan is a validated SimDecode.
+// maxSimRows is the most workgroups (trial × query head × split) of one
+// batch of SimDecodeTrials and along x: WebGPU's 65535 workgroups per
+// dimension. A variable only so that a test can run the batching and the
+// y dimension on a small problem.
+var maxSimRows = 65535
+
+// simPlan is a validated SimDecode: attention's Plan and what the WGSL
+// kernel takes of it.
 type simPlan struct {
-	cfg                 attention.Config
-	e                   *Emulation
-	blk                 *simBlock // the block-scaled path, or nil
-	d, kbn, group       int
-	qHeads, kvHeads     int
-	tokens              int
-	nMax, nMin, winLo   int
-	qScale              []float32
+	cfg               attention.Config // the plan's config, every default resolved
+	e                 *Emulation
+	blk               *simBlock // the block-scaled path, or nil
+	d, kbn, group     int
+	qHeads, kvHeads   int
+	tokens            int
+	nMax, nMin, winLo int // the visited tiles, the first key in the window
+	// splits is the number of split-KV ranges (1: none); ranges holds per
+	// split its newest tile + 1 and its tile count (Plan.SplitRange); tps
+	// is the most tiles of a split.
+	splits, tps         int
+	ranges              []uint32
+	qScale              []float32 // per KV head
 	scaleLog2, vDescale []float32
 	// maxTok and maxTiles: the most tokens and V tiles a trial replaces
 	// (the kernel searches them per key and per tile).
@@ -167,7 +196,8 @@ func scaleAt(s []float32, h int) float32 {
 // sm100.tcgen05.mxf4nvf4.ue4m3.f32, or another reading the same element
 // format, scale format and block) with its element format as dtype, or
 // dtype e2m1 with empty models, names the native path: a block-scaled
-// cache of that instruction's format is accepted.
+// cache of that instruction's format is accepted. Splits may be 0 to
+// attention.MaxSplits (128), each run as SimDecode says.
 func SimDecodeSupports(cfg attention.Config) error {
 	if cfg.QHeads == 0 {
 		cfg.QHeads = cfg.KVHeads
@@ -266,66 +296,58 @@ func simCommon(cfg attention.Config, bad func(format string, a ...any)) {
 	if len(cfg.Positions) > 1 {
 		bad("%d query positions: decode is one query at the last position", len(cfg.Positions))
 	}
+	if cfg.Splits < 0 || cfg.Splits > attention.MaxSplits {
+		bad("%d splits is outside 0..%d (0 and 1: one split)", cfg.Splits, attention.MaxSplits)
+	}
 }
 
+// planSim validates a SimDecodeTrials call and resolves it: attention's
+// Plan (cfg.Plan for one query over kv) fills in every default (head dims,
+// heads, dtype, models, kBlockN, softmax scale, splits, scale_log2 and
+// v_descale per KV head, the tile range) as attention.Run does; planSim
+// adds only the WGSL simulator's own limits (simConfig on the plan's
+// config, kBlockN a multiple of 32, the decode position, the trials).
 func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) (*simPlan, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("wgsl: SimDecode: no KV cache")
 	}
-	if cfg.HeadDim == 0 {
-		cfg.HeadDim = kv.Dim()
-	}
-	if cfg.KVHeads == 0 {
-		cfg.KVHeads = kv.Heads()
-	}
-	if cfg.QHeads == 0 {
-		cfg.QHeads = cfg.KVHeads
-	}
-	if cfg.DType == fp8.FormatInvalid {
-		cfg.DType = kv.Format()
-	}
-	if f := kv.BlockFormat(); f != attention.KVInvalid {
-		// As attention's Run: empty models are the format's instruction.
-		name, _ := attention.BlockScaledModel(f)
-		if cfg.QKModel == "" {
-			cfg.QKModel = name
-		}
-		if cfg.PVModel == "" {
-			cfg.PVModel = name
-		}
-	}
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	e, blk := simConfig(cfg, bad)
-	if blk != nil {
+	fail := func() error { return fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; ")) }
+	// A block-scaled instruction named for a cache it does not read: say
+	// which formats differ (the plan refuses it in its own terms too).
+	if blk, err := simBlockOf(cfg.QKModel); err == nil {
 		blk.checkCache(kv, cfg.QKModel, bad)
+	}
+	pl, err := cfg.Plan(1, qScale, kv)
+	if err != nil {
+		bad("%v", err)
+		return nil, fail()
+	}
+	c := pl.Config // every default resolved
+	sc := c
+	if c.VDim != c.HeadDim { // a V narrower than K: the cache's (named once)
+		bad("the cache's V head_dim %d differs from its K head_dim %d: the WGSL simulator runs V as wide as K", c.VDim, c.HeadDim)
+		sc.VDim = sc.HeadDim
+	}
+	e, blk := simConfig(sc, bad)
+	if blk != nil {
 		e = blockHostEmulation()
 	}
-	if len(cfg.Positions) == 1 && cfg.Positions[0] != kv.Tokens()-1 {
-		bad("query position %d: decode is the query at the last position, %d", cfg.Positions[0], kv.Tokens()-1)
-	}
-	if kv.Dim() != cfg.HeadDim {
-		bad("the cache has head_dim %d, the config %d", kv.Dim(), cfg.HeadDim)
-	}
-	if kv.VDim() != kv.Dim() {
-		bad("the cache's V head_dim %d differs from its K head_dim %d: the WGSL simulator runs V as wide as K", kv.VDim(), kv.Dim())
-	}
-	if kv.Heads() != cfg.KVHeads {
-		bad("the cache has %d KV heads, the config %d", kv.Heads(), cfg.KVHeads)
-	}
-	if kv.Format() != cfg.DType {
-		bad("the cache holds %s codes, the config's dtype is %s", kv.Format(), cfg.DType)
+	n := pl.Tokens()
+	if len(c.Positions) == 1 && c.Positions[0] != n-1 {
+		bad("query position %d: decode is the query at the last position, %d", c.Positions[0], n-1)
 	}
 	if kv.BlockScaled() && blk == nil {
-		bad("a block-scaled %s cache is read by its block-scaled instruction (%s), not %s", kv.BlockFormat(), simBlockModels(), cfg.QKModel)
+		bad("a block-scaled %s cache is read by its block-scaled instruction (%s), not %s", kv.BlockFormat(), simBlockModels(), c.QKModel)
 	}
 	if len(trials) == 0 {
 		bad("no trials")
 	}
 	maxTok, maxTiles := 0, 0
 	for i, tr := range trials {
-		if len(tr.Q) != cfg.QHeads*cfg.HeadDim {
-			bad("%d query values: decode takes one query per query head (%d × %d)", len(tr.Q), cfg.QHeads, cfg.HeadDim)
+		if len(tr.Q) != c.QHeads*c.HeadDim {
+			bad("%d query values: decode takes one query per query head (%d × %d)", len(tr.Q), c.QHeads, c.HeadDim)
 			break
 		}
 		if len(tr.Tokens) > maxSimTokens {
@@ -335,13 +357,13 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 		seen := map[[2]int]bool{}
 		for _, tk := range tr.Tokens {
 			switch {
-			case tk.Pos < 0 || tk.Pos >= kv.Tokens() || tk.Head < 0 || tk.Head >= kv.Heads():
-				bad("trial %d replaces token %d of KV head %d, outside the cache's %d tokens × %d heads", i, tk.Pos, tk.Head, kv.Tokens(), kv.Heads())
-			case len(tk.K) != kv.Dim() || len(tk.V) != kv.Dim():
-				bad("trial %d token %d: %d K and %d V codes, want %d each", i, tk.Pos, len(tk.K), len(tk.V), kv.Dim())
-			case blk != nil && (len(tk.KScales) != kv.Dim()/blk.b || len(tk.VScales) != kv.Dim() || len(tk.VBlock) != kv.Dim()*blk.b):
+			case tk.Pos < 0 || tk.Pos >= n || tk.Head < 0 || tk.Head >= c.KVHeads:
+				bad("trial %d replaces token %d of KV head %d, outside the cache's %d tokens × %d heads", i, tk.Pos, tk.Head, n, c.KVHeads)
+			case len(tk.K) != c.HeadDim || len(tk.V) != c.HeadDim:
+				bad("trial %d token %d: %d K and %d V codes, want %d each", i, tk.Pos, len(tk.K), len(tk.V), c.HeadDim)
+			case blk != nil && (len(tk.KScales) != c.HeadDim/blk.b || len(tk.VScales) != c.HeadDim || len(tk.VBlock) != c.HeadDim*blk.b):
 				bad("trial %d token %d: %d K scales, %d V block codes and %d V scales, a block-scaled cache wants %d, %d and %d (SimTokenOf)",
-					i, tk.Pos, len(tk.KScales), len(tk.VBlock), len(tk.VScales), kv.Dim()/blk.b, kv.Dim()*blk.b, kv.Dim())
+					i, tk.Pos, len(tk.KScales), len(tk.VBlock), len(tk.VScales), c.HeadDim/blk.b, c.HeadDim*blk.b, c.HeadDim)
 			case seen[[2]int{tk.Pos, tk.Head}]:
 				bad("trial %d replaces token %d of KV head %d twice", i, tk.Pos, tk.Head)
 			}
@@ -350,64 +372,29 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 		maxTok = max(maxTok, len(tr.Tokens))
 		maxTiles = max(maxTiles, len(tr.Tokens)) // at most one tile each
 	}
-	if qScale == nil {
-		qScale = []float32{1}
-	}
-	checkS := func(name string, s []float32) {
-		if len(s) != 1 && len(s) != cfg.KVHeads {
-			bad("%d %s scales: want 1 or %d", len(s), name, cfg.KVHeads)
-			return
-		}
-		for _, x := range s {
-			if !(x > 0) || math.IsInf(float64(x), 0) {
-				bad("%s scale %g is not positive and finite", name, x)
-			}
-		}
-	}
-	checkS("q", qScale)
-	if cfg.SoftmaxScale == 0 {
-		cfg.SoftmaxScale = 1 / math.Sqrt(float64(cfg.HeadDim))
-	}
-	if !(cfg.SoftmaxScale > 0) || math.IsInf(cfg.SoftmaxScale, 0) {
-		bad("softmax scale %g must be positive and finite", cfg.SoftmaxScale)
+	if c.KBlockN < 32 || c.KBlockN%32 != 0 {
+		bad("kBlockN %d is not a multiple of 32 in 32..%d", c.KBlockN, attention.MaxKBlockN)
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; "))
+		return nil, fail()
 	}
-	group := cfg.QHeads / cfg.KVHeads
-	if cfg.KBlockN == 0 && blk != nil {
-		// FA3's fp8 tiles, kBlockN rounded up to the instruction's K.
-		var err error
-		if _, cfg.KBlockN, err = cfg.TilesFor(1, kv); err != nil {
-			return nil, fmt.Errorf("wgsl: SimDecode: %w", err)
-		}
+	p := &simPlan{cfg: c, e: e, blk: blk, d: c.HeadDim, kbn: c.KBlockN, group: pl.Group(), qHeads: c.QHeads, kvHeads: c.KVHeads,
+		tokens: n, splits: c.Splits, maxTok: maxTok, maxTiles: maxTiles}
+	p.nMin, p.nMax = pl.TileRange(0)
+	if c.Window > 0 {
+		p.winLo = max(0, n-c.Window) // the first key in the last query's window
 	}
-	if cfg.KBlockN == 0 {
-		_, cfg.KBlockN = attention.DefaultTiles(cfg.HeadDim, cfg.DType, attention.IsDecode(cfg.HeadDim, cfg.Window, 1, group), cfg.Window > 0, cfg.Promotion > 0)
+	// Each split's tiles as attention's Plan cuts them: the shader reads
+	// the newest tile and the count of each.
+	for s := 0; s < p.splits; s++ {
+		lo, hi := pl.SplitRange(p.nMin, p.nMax, s)
+		p.ranges = append(p.ranges, uint32(hi), uint32(max(0, hi-lo)))
+		p.tps = max(p.tps, hi-lo)
 	}
-	if cfg.KBlockN < 32 || cfg.KBlockN > attention.MaxKBlockN || cfg.KBlockN%32 != 0 {
-		return nil, fmt.Errorf("wgsl: SimDecode: kBlockN %d is not a multiple of 32 in 32..%d", cfg.KBlockN, attention.MaxKBlockN)
-	}
-	if blk != nil && cfg.KBlockN%blk.k != 0 {
-		return nil, fmt.Errorf("wgsl: SimDecode: kBlockN %d is not a multiple of %s's K = %d", cfg.KBlockN, cfg.PVModel, blk.k)
-	}
-	p := &simPlan{cfg: cfg, e: e, blk: blk, d: cfg.HeadDim, kbn: cfg.KBlockN, group: group, qHeads: cfg.QHeads, kvHeads: cfg.KVHeads,
-		tokens: kv.Tokens(), qScale: qScale, maxTok: maxTok, maxTiles: maxTiles}
-	n := p.tokens
-	p.nMax = (n + p.kbn - 1) / p.kbn
-	if cfg.Window > 0 {
-		first := n - 1
-		p.nMin = max(0, first-cfg.Window+1) / p.kbn
-		p.winLo = max(0, first-cfg.Window+1)
-	}
-	// The host's softmax_scale·log2(e) in double rounded once to float,
-	// times the descales in FP32 (as attention's newKernel).
-	base := float32(cfg.SoftmaxScale * math.Log2E)
-	ks, vs := kv.KScales(), kv.VScales()
 	for h := 0; h < p.kvHeads; h++ {
-		qd, kd := scaleAt(qScale, h), scaleAt(ks, h)
-		p.scaleLog2 = append(p.scaleLog2, float32(float32(base*qd)*kd))
-		p.vDescale = append(p.vDescale, scaleAt(vs, h))
+		p.qScale = append(p.qScale, pl.QScale(h))
+		p.scaleLog2 = append(p.scaleLog2, pl.ScaleLog2(h))
+		p.vDescale = append(p.vDescale, pl.VDescale(h))
 	}
 	return p, nil
 }
@@ -505,16 +492,35 @@ func (p *simPlan) aWords() int {
 func (p *simPlan) stWords() int { return 4 + 2*p.d }
 
 // xtable returns the exp2 tables (2^(j/64) and 2^(j/4096), j < 64, as
-// Q1.63 hi/lo words) followed by scale_log2 and v_descale per KV head.
-func (p *simPlan) xtable() []uint32 {
-	t := exp2Tables()
+// Q1.63 hi/lo words) followed by scale_log2 and v_descale per KV head, the
+// block-scaled path's tables, and at word ranges the split ranges (per
+// split its newest tile + 1 and its tile count).
+func (p *simPlan) xtable() (t []uint32, ranges int) {
+	t = exp2Tables()
 	for h := range p.scaleLog2 {
 		t = append(t, math.Float32bits(p.scaleLog2[h]), math.Float32bits(p.vDescale[h]))
 	}
 	if p.blk != nil {
 		t = append(t, p.blk.tables()...) // at BT = len(t)
 	}
-	return t
+	return append(t, p.ranges...), len(t)
+}
+
+// perSplit returns the rows of A (aWords each, one per trial and query
+// head) repeated for every split: the workgroup of each split has its own
+// P scratch after the query.
+func (p *simPlan) perSplit(a []uint32) []uint32 {
+	if p.splits == 1 {
+		return a
+	}
+	aw := p.aWords()
+	out := make([]uint32, 0, len(a)*p.splits)
+	for r := 0; r < len(a)/aw; r++ {
+		for range p.splits {
+			out = append(out, a[r*aw:(r+1)*aw]...)
+		}
+	}
+	return out
 }
 
 // simLayout is where simDecode's buffer B holds what (word offsets and
@@ -648,7 +654,8 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	if err != nil {
 		return nil, err
 	}
-	rows := len(trials) * p.qHeads // workgroups: trial × query head
+	// Workgroups: trial × query head × split, in that order.
+	rows := len(trials) * p.qHeads * p.splits
 	var a, b []uint32
 	var lay simLayout
 	if p.blk != nil {
@@ -659,10 +666,12 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	} else {
 		a, b, lay = p.packCodes(kv, trials)
 	}
-	n, d := p.tokens, p.d
-	st := make([]uint32, rows*p.stWords())
+	a = p.perSplit(a)
+	xt, ranges := p.xtable()
+	n, sw := p.tokens, p.stWords()
+	st := make([]uint32, rows*sw)
 	for row := 0; row < rows; row++ {
-		s := st[row*p.stWords():]
+		s := st[row*sw:]
 		s[0], s[1], s[2] = 0xff800000, 0, math.Float32bits(1)
 	}
 	if err := r.lock(); err != nil {
@@ -680,7 +689,7 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	for _, u := range []struct {
 		label string
 		data  []uint32
-	}{{"attnsim.table", tab}, {"attnsim.A", a}, {"attnsim.B", b}, {"attnsim.state", st}, {"attnsim.exp2", p.xtable()}} {
+	}{{"attnsim.table", tab}, {"attnsim.A", a}, {"attnsim.B", b}, {"attnsim.state", st}, {"attnsim.exp2", xt}} {
 		x, err := r.be.upload(u.label, u32Bytes(u.data))
 		if err != nil {
 			return nil, err
@@ -688,19 +697,23 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 		bufs = append(bufs, x)
 	}
 	ks := &kernelSpec{file: "attnsim", entry: "decode", consts: cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
-	visits := p.nMax - p.nMin
+	// Every split runs its tiles (at most tps) a dispatch of per tiles at
+	// a time; the last dispatch finalizes. Workgroups beyond 65535 go on
+	// along y.
+	gx := min(rows, maxSimRows)
+	gy := (rows + gx - 1) / gx
 	per := p.tilesPerDispatch()
 	var calls []call
-	for t0 := 0; t0 < visits; t0 += per {
-		t1 := min(t0+per, visits)
+	for t0 := 0; t0 < max(p.tps, 1); t0 += per {
+		t1 := min(t0+per, p.tps)
 		final := uint32(0)
-		if t1 == visits {
+		if t1 >= p.tps {
 			final = 1
 		}
-		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(rows), y: 1,
-			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.nMax), uint32(p.nMin), uint32(p.winLo), final,
+		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(gx), y: uint32(gy),
+			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.splits), uint32(ranges), uint32(p.winLo), final,
 				uint32(p.kvHeads), uint32(lay.kWords), uint32(lay.vStride), uint32(lay.meta),
-				uint32(lay.kScales), uint32(lay.vScales), uint32(lay.vsStride)}})
+				uint32(lay.kScales), uint32(lay.vScales), uint32(lay.vsStride), uint32(rows), uint32(gx)}})
 	}
 	if _, err := r.be.run(ctx, calls, false); err != nil {
 		return nil, err
@@ -709,19 +722,49 @@ func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, tr
 	if err != nil {
 		return nil, err
 	}
-	res := bytesU32(raw)
-	out := make([][]float64, len(trials))
-	for ti := range trials {
+	return p.combine(bytesU32(raw), len(trials)), nil
+}
+
+// combine returns each trial's O from the state the shader left (per
+// workgroup m, l, acc_scale, unused, O[D]): with one split its O; with
+// more, attention.CombineSplits of the splits' O_s with lse_s =
+// attention.LSE(m_s, l_s), so that the merge is attention's own, a NaN
+// given as the shader's canonical 0x7fffffff.
+func (p *simPlan) combine(res []uint32, trials int) [][]float64 {
+	d, sw, S := p.d, p.stWords(), p.splits
+	f32 := func(w uint32) float32 { return math.Float32frombits(w) }
+	os, lse := make([][]float32, S), make([]float32, S)
+	for s := range os {
+		os[s] = make([]float32, d)
+	}
+	o32 := make([]float32, d)
+	out := make([][]float64, trials)
+	for ti := range out {
 		o := make([]float64, p.qHeads*d)
 		for h := 0; h < p.qHeads; h++ {
-			row := ti*p.qHeads + h
-			for i := 0; i < d; i++ {
-				o[h*d+i] = float64(math.Float32frombits(res[row*p.stWords()+4+i]))
+			row := (ti*p.qHeads + h) * S
+			for s := 0; s < S; s++ {
+				st := res[(row+s)*sw:]
+				lse[s] = attention.LSE(f32(st[0]), f32(st[1]))
+				for i := range os[s] {
+					os[s][i] = f32(st[4+i])
+				}
+			}
+			if S == 1 {
+				copy(o32, os[0])
+			} else {
+				attention.CombineSplits(o32, os, lse)
+			}
+			for i, x := range o32 {
+				if x != x {
+					x = math.Float32frombits(accum.NaN32)
+				}
+				o[h*d+i] = float64(x)
 			}
 		}
 		out[ti] = o
 	}
-	return out, nil
+	return out
 }
 
 // simOp runs one of attnsim.wgsl's scalar functions on pairs (x, y) of
@@ -855,7 +898,9 @@ type SimCase struct {
 // models);
 // and, when maxTokens reaches them, 16k-token block-scaled caches (mxfp8,
 // nvfp4, mxfp4 read natively by their tcgen05 instruction), 32k and 128k
-// tokens.
+// tokens, and split-KV decode (Config.Splits): 16 splits at 128k tokens,
+// 32 on bf16 and 7 with a window at 32k, 16 on native mxfp8, and 128
+// splits over 105 tiles (the last 23 empty).
 func SimCases(maxTokens int) []SimCase {
 	cases := []SimCase{
 		{"hd128 gqa4 never kbn96", 8192, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, false, 1},
@@ -890,6 +935,13 @@ func SimCases(maxTokens int) []SimCase {
 			QKModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32", PVModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32"}, false, 2},
 		{"mxfp4 native hd64 gqa4 every-tile window 9000 long", 16384, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 1, Window: 9000, DType: fp8.FormatE2M1,
 			QKModel: "sm100.tcgen05.mxf4.f32", PVModel: "sm100.tcgen05.mxf4.f32"}, false, 1},
+		// Split-KV decode (lavapipe's are TestSimDecodeSplits).
+		{"hd128 gqa4 every-tile kbn128 16 splits long", 131072, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1, Splits: 16}, false, 2},
+		{"bf16 hd128 gqa4 every-4 kbn128 32 splits per-head long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16, Splits: 32}, true, 1},
+		{"hd64 gqa4 never window 9000 7 splits per-head long", 32768, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Window: 9000, Splits: 7}, true, 1},
+		{"mxfp8 native hd128 gqa4 every-4 16 splits long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, Promotion: 4, DType: fp8.FormatE4M3, Splits: 16,
+			QKModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", PVModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32"}, true, 1},
+		{"hd128 gqa4 never kbn96 128 splits long", 10000, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Splits: attention.MaxSplits}, false, 1},
 	} {
 		if c.Tokens <= maxTokens {
 			out = append(out, c)

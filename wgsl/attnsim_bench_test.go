@@ -45,3 +45,34 @@ func BenchmarkSimDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSimDecodeSplits times one SimDecode of a 32k-token e4m3 context
+// (head_dim 128, 8 query heads over 2 KV heads, promotion never, FA3's
+// kBlockN 96: 342 tiles) with 1, 4, 16 and 128 splits: the same tiles, cut
+// into more workgroups that run in parallel (8, 32, 128, 1024 of them).
+func BenchmarkSimDecodeSplits(b *testing.B) {
+	r := testGPU(b)
+	ctx := context.Background()
+	c := SimCase{Tokens: 32768, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8}}
+	q, qs, kv, err := SimInputs(c, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range []int{1, 4, 16, 128} {
+		b.Run(fmt.Sprintf("splits%d", s), func(b *testing.B) {
+			cfg := c.Cfg
+			cfg.Splits = s
+			if _, err := r.SimDecode(ctx, cfg, q, qs, kv); err != nil { // compile
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := r.SimDecode(ctx, cfg, q, qs, kv); err != nil {
+					b.Fatal(err)
+				}
+			}
+			products := float64(2 * cfg.QHeads * c.Tokens * cfg.HeadDim)
+			b.ReportMetric(products*float64(b.N)/b.Elapsed().Seconds(), "products/s")
+		})
+	}
+}

@@ -433,6 +433,8 @@ func TestSimDecodeSupports(t *testing.T) {
 		{"causal decode", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, Causal: true, Positions: []int{9}}, nil},
 		{"models differ", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, PVModel: "fp32"}, []string{"differ"}},
 		{"group", attention.Config{HeadDim: 128, KVHeads: 3, QHeads: 4, DType: fp8.FormatE4M3}, []string{"multiple of 3"}},
+		{"splits", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, Splits: 16}, nil},
+		{"too many splits", attention.Config{HeadDim: 128, KVHeads: 1, DType: fp8.FormatE4M3, Splits: 129}, []string{"129 splits"}},
 		{"mxfp8 tcgen05 block-scaled", attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: fp8.FormatE4M3,
 			QKModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", PVModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32"}, nil},
 		{"nvfp4 tcgen05 block-scaled", attention.Config{HeadDim: 64, KVHeads: 1, DType: fp8.FormatE2M1,

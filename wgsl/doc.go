@@ -44,7 +44,8 @@
 //     attention, attention.Run for one query per head): the same tiles in the
 //     same order, both GEMMs through the T-FDPA chains, the online softmax,
 //     P cast to the dtype and promotion never / every tile / every N tiles,
-//     for e4m3/e5m2 caches and bf16/f16 ones (a 16-bit step with i32
+//     split-KV decode (a workgroup per split, attention's own combine on
+//     the host), for e4m3/e5m2 caches and bf16/f16 ones (a 16-bit step with i32
 //     exponents, 2 codes a word: tfdpa_step16), with
 //     every FP32 multiply, divide, add and a correctly rounded exp2 done in
 //     integer arithmetic, so the whole output equals attention.Run bit for

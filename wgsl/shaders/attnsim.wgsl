@@ -21,12 +21,17 @@
 //                      word (tfdpa.wgsl's constants)
 //   EXC1H..EXC4L: u32  ln2^k/k! as 64-bit fractions (hi, lo words)
 //
-// One workgroup runs one query head of one trial (the row): invocation j < KBN scores
-// key j of the tile and computes its P; invocation 0 runs the row's serial
-// steps in key order (max, row sum); invocation i < D owns O[i]. A dispatch
-// runs the tiles [t0, t1) of the row's visiting order (newest first); the
+// One workgroup runs one split of one query head of one trial (the row;
+// rows are trial-major, then query head, then split): invocation j < KBN
+// scores key j of the tile and computes its P; invocation 0 runs the row's
+// serial steps in key order (max, row sum); invocation i < D owns O[i]. The
+// split's tiles (attention's Plan.SplitRange, from XT at U.ranges: the
+// newest tile + 1 and the count; one split: every visited tile) run newest
+// first, a dispatch running the split's tiles [t0, t1) of that order; the
 // row's state (m, l, acc_scale, O, O_tc) lives in ST between dispatches, so
-// that no invocation runs into lavapipe's loop limit.
+// that no invocation runs into lavapipe's loop limit. The last dispatch
+// finalizes O_s; the host reads m_s and l_s from ST for the lse and
+// combines the splits (attention.LSE, attention.CombineSplits).
 //
 // Block-scaled caches (BLK, attnblock.wgsl): both GEMMs run block_step (blockstep.wgsl), K
 // codes and scales as a block-scaled instruction reads them; A holds each
@@ -48,10 +53,10 @@
 
 struct SimParams {
     tokens: u32,   // tokens in the cache
-    t0: u32,       // first tile of this dispatch, in visiting order
+    t0: u32,       // first tile of this dispatch, in the split's visiting order
     t1: u32,       // end of this dispatch's tiles
-    n_max: u32,    // the row visits tiles n_max-1 down to n_min
-    n_min: u32,
+    splits: u32,   // split-KV ranges per query head (1: none)
+    ranges: u32,   // word offset in XT of the splits' (newest tile + 1, tile count)
     win_lo: u32,   // keys below win_lo are outside the sliding window (0: none)
     final_: u32,   // 1: finalize after the last tile and write O
     kv_heads: u32,
@@ -61,19 +66,22 @@ struct SimParams {
     k_scales: u32, // BLK: word offset in B of K's scales [kv_head][token][D/BB]
     v_scales: u32, // BLK: word offset in B of V's scales [kv_head][D][padded tokens/BB]
     vs_stride: u32, // BLK: scale words per V row
+    rows: u32,     // workgroups: trials × QHEADS × splits
+    gx: u32,       // workgroups along x (row = x + y·gx)
 }
 
 @group(0) @binding(0) var<uniform> U: SimParams;
 @group(0) @binding(1) var<storage, read> tab: array<u32, 256>;
-// A: per query head, its D codes of Q then KBN codes of P (CPW codes a word):
+// A: per row, its D codes of Q then KBN codes of P (CPW codes a word):
 // the T-FDPA functions read the first operand here.
 @group(0) @binding(2) var<storage, read_write> A: array<u32>;
 // B: K codes [kv_head][token][D], then V codes [kv_head][D][padded tokens].
 @group(0) @binding(3) var<storage, read> B: array<u32>;
-// ST: per query head, m, l, acc_scale, (unused), O[D], O_tc[D] (f32 bits).
+// ST: per row, m, l, acc_scale, (unused), O[D], O_tc[D] (f32 bits).
 @group(0) @binding(4) var<storage, read_write> ST: array<u32>;
 // XT: exp2 tables (2^(j/64) and 2^(j/4096) as Q1.63 hi/lo pairs, 64 each),
-// then per KV head scale_log2 and v_descale (f32 bits).
+// then per KV head scale_log2 and v_descale (f32 bits), BLK's tables at BT,
+// the split ranges at U.ranges.
 @group(0) @binding(5) var<storage, read> XT: array<u32>;
 
 var<workgroup> T: array<u32, 256>;
@@ -387,6 +395,10 @@ fn pv_chain(pb: u32, vb: u32, vsb: u32, c0: u32) -> u32 {
 
 @compute @workgroup_size(WG)
 fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let row = wid.x + wid.y * U.gx;   // (trial * QHEADS + query head) * splits + split
+    if (row >= U.rows) {
+        return;
+    }
     for (var i = li; i < 256u; i = i + WG) {
         T[i] = tab[i];
     }
@@ -395,7 +407,10 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             BTAB[i] = XT[BT + i];
         }
     }
-    let hq = wid.x;                   // trial * QHEADS + query head
+    let hq = row / U.splits;          // trial * QHEADS + query head
+    let split = row % U.splits;
+    let n_top = XT[U.ranges + 2u * split];      // the split's newest tile + 1
+    let n_cnt = XT[U.ranges + 2u * split + 1u]; // and its tile count
     let trial = hq / QHEADS;
     let kvh = (hq % QHEADS) / GROUP;
     let tm = U.ov_meta + 4u * trial;
@@ -403,9 +418,9 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     let e1 = B[tm + 1u];
     let f0 = B[tm + 2u];              // and replaced V tiles
     let f1 = B[tm + 3u];
-    let ab = hq * A_WORDS;            // Q codes
+    let ab = row * A_WORDS;           // Q codes
     let pb = ab + D / CPW;            // P codes
-    let sb = hq * ST_WORDS;
+    let sb = row * ST_WORDS;
     let sl = XT[256u + 2u * kvh];     // scale_log2
     let vd = XT[256u + 2u * kvh + 1u]; // v_descale
     if (li == 0u) {
@@ -420,8 +435,9 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         tc = ST[sb + 4u + D + li];
     }
     workgroupBarrier();
-    for (var t = U.t0; t < U.t1; t = t + 1u) {
-        let start = (U.n_max - 1u - t) * KBN;
+    let t_end = min(U.t1, n_cnt);
+    for (var t = U.t0; t < t_end; t = t + 1u) {
+        let start = (n_top - 1u - t) * KBN;
         // gemmQK and mask: S_j = chain(Q, K_j, +0) * scale_log2, or -inf.
         if (li < KBN) {
             let tok = start + li;
@@ -520,7 +536,7 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             } else {
                 acc_scale = f32_mul(acc_scale, alpha);
                 tc = pv_chain(pb, vb, vsb, f32_mul(tc, alpha));
-                if ((t + 1u) % max(PROMOTE, 1u) == 0u) {
+                if ((t + 1u) % max(PROMOTE, 1u) == 0u) { // t counts from the split's first tile
                     o = f32_add(f32_mul(o, acc_scale), tc);
                     tc = 0u;
                     acc_scale = ONE;
