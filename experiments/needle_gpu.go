@@ -180,10 +180,9 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 }
 
 // onGPU reports whether run r goes to the GPU: the WGSL simulator runs its
-// configuration (wgsl.SimDecodeSupports). Until the WGSL simulator runs
-// split-KV, runs of several splits stay on the CPU.
+// configuration (wgsl.SimDecodeSupports, split-KV included).
 func (t attnNeedle) onGPU(r attnNeedleRun) bool {
-	return r.cfg.Splits <= 1 && wgsl.SimDecodeSupports(t.gpuConfig(r)) == nil
+	return wgsl.SimDecodeSupports(t.gpuConfig(r)) == nil
 }
 
 // gpuConfig is run r's configuration as the GPU reads it: one KV head and
@@ -246,12 +245,9 @@ func (t attnNeedle) deviceNote(runs []attnNeedleRun) string {
 	var on, off []string
 	for _, r := range runs {
 		label := strings.Join(r.series, ", ")
-		switch err := wgsl.SimDecodeSupports(t.gpuConfig(r)); {
-		case err != nil:
+		if err := wgsl.SimDecodeSupports(t.gpuConfig(r)); err != nil {
 			off = append(off, fmt.Sprintf("%s (%v)", label, err))
-		case !t.onGPU(r):
-			off = append(off, fmt.Sprintf("%s (%d splits: not in the WGSL simulator yet)", label, r.cfg.Splits))
-		default:
+		} else {
 			on = append(on, label)
 		}
 	}

@@ -11,7 +11,8 @@ import (
 // The GPU path of needle, promotion, kv-formats and scales (device gpu: the FP8 kernels in WGSL,
 // every trial of a haystack in one batch) gives the CPU path's numbers
 // exactly, with sinks (replaced tokens before the needle, baselines from
-// the weights) and without, for every series.
+// the weights) and without, for every series, in the prefill and the
+// decode regime (split-KV).
 func TestNeedleGPUEqualsCPU(t *testing.T) {
 	gpuTestGPU(t) // fails under CI without an adapter, skips elsewhere
 	for _, c := range []struct {
@@ -22,7 +23,9 @@ func TestNeedleGPUEqualsCPU(t *testing.T) {
 		{"needle", Needle{}, map[string]string{"contexts": "700,3000", "trials": "10", "head_dim": "64", "haystacks": "2", "margin": "9"}},
 		{"needle sinks", Needle{}, map[string]string{"contexts": "2000", "trials": "8", "head_dim": "128", "sinks": "3", "series": "fp8-two-level"}},
 		{"needle llama31-8b stats", Needle{}, map[string]string{"contexts": "900", "trials": "4", "head_dim": "64", "stats": "llama31-8b", "series": "fp8-two-level"}},
+		{"needle decode, splits auto", Needle{}, map[string]string{"contexts": "3000", "trials": "6", "head_dim": "64", "haystacks": "2", "regime": "decode", "probe": "legacy"}},
 		{"promotion", Promotion{}, map[string]string{"context": "1500", "trials": "6", "head_dim": "64", "intervals": "0,1,2", "kBlockN": "64,128"}},
+		{"promotion decode, 5 splits", Promotion{}, map[string]string{"context": "2500", "trials": "4", "head_dim": "128", "intervals": "0,1,4", "regime": "decode", "splits": "5", "haystacks": "2"}},
 		{"kv-formats", KVFormats{}, map[string]string{"contexts": "700,2100", "trials": "4", "set": "all", "promotions": "0,1,4", "head_dim": "64", "sinks": "1"}},
 		{"scales", Scales{}, map[string]string{"tokens": "600", "trials": "2", "kv-heads": "2", "q-per-kv": "2", "outlier": "1,100", "promotion": "1"}},
 	} {
