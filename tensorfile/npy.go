@@ -17,7 +17,7 @@ func ReadNPY(file string, r io.Reader, size int64, opt Options) (*Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := opt.accept(file, h.dt); err != nil {
+	if err := opt.CheckType(file, h.dt); err != nil {
 		return nil, err
 	}
 	data, err := readData(file, r, h.n, h.dt, h.bo)

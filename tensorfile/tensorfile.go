@@ -111,9 +111,11 @@ type Options struct {
 // may be stored in.
 var FloatTypes = []DType{F32, F16, BF16, F8E4M3, F64}
 
-// accept returns an error naming file, dt and the accepted types when
-// o.Accept is set and does not hold dt.
-func (o Options) accept(file string, dt DType) error {
+// CheckType returns an error naming what (the file, or the file and the
+// tensor), dt and the accepted types when o.Accept is set and does not
+// hold dt; the readers call it before reading any data, and a caller that
+// has only an Index checks its types with it.
+func (o Options) CheckType(what string, dt DType) error {
 	if len(o.Accept) == 0 || slices.Contains(o.Accept, dt) {
 		return nil
 	}
@@ -121,7 +123,7 @@ func (o Options) accept(file string, dt DType) error {
 	for i, a := range o.Accept {
 		names[i] = a.String()
 	}
-	return fmt.Errorf("%s: element type %s is not accepted here (want %s)", file, dt, strings.Join(names, ", "))
+	return fmt.Errorf("%s: element type %s is not accepted here (want %s)", what, dt, strings.Join(names, ", "))
 }
 
 func (o Options) maxElements() int64 {
