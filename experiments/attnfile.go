@@ -57,8 +57,11 @@ type AttentionFile struct {
 }
 
 // FileRole is one input file of an experiment that reads files: its flag
-// name and doc.
-type FileRole struct{ Name, Doc string }
+// name and doc, and whether it may name a folder.
+type FileRole struct {
+	Name, Doc string
+	Dir       bool
+}
 
 // FileExperiment is an experiment whose inputs include files named outside
 // its parameters (cmd/lab gives each role a flag, -NAME path).
@@ -79,12 +82,12 @@ func (e AttentionFile) WithOutDir(dir string) sim.Experiment { e.OutDir = dir; r
 
 // AttentionFileRoles are the file roles of attention-file, with their doc.
 var AttentionFileRoles = []FileRole{
-	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim]; 2-D: one head"},
-	{"k", "keys: [tokens, kv heads, dim] or [kv heads, tokens, dim]"},
-	{"v", "values: as k, with V's head dim (512 for MLA)"},
-	{"positions", "optional: each query token's position in the sequence"},
-	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part"},
-	{"dump", "instead of q, k, v, positions: a model's every layer, a folder of layer{L}_{q,k,v}.npy (+ positions.npy) or a .safetensors of layer{L}.{q,k,v} (+ positions)"},
+	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim]; 2-D: one head", false},
+	{"k", "keys: [tokens, kv heads, dim] or [kv heads, tokens, dim]", false},
+	{"v", "values: as k, with V's head dim (512 for MLA)", false},
+	{"positions", "optional: each query token's position in the sequence", false},
+	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part", false},
+	{"dump", "every layer of a model: a folder of layer{L}_{q,k,v}.npy or one .safetensors", true},
 }
 
 // WithFiles returns the experiment reading files (role → name).
@@ -758,6 +761,20 @@ func (e AttentionFile) recordInputs(run *sim.Run, layers []attnLayer, dump bool)
 	return nil
 }
 
+// attnAbs returns path made absolute (as given when that fails).
+func attnAbs(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
+// dumpPath is the dump's path (under Root when set).
+func (e AttentionFile) dumpPath() string {
+	p, _, _ := attnFileOpen(e.Root, e.Files["dump"], true)
+	return p
+}
+
 // attnVerdictMaxTable bounds the cells of the layer × head table of the notes.
 const attnVerdictMaxTable = 8192
 
@@ -777,12 +794,12 @@ func (e AttentionFile) report(run *sim.Run, layers []attnLayer, dims []attnDims,
 		if !same {
 			shape = "the layers' shapes differ (the first: " + shape[len("every layer "):] + ")"
 		}
-		notes = append(notes, fmt.Sprintf("dump %s: %d layers (%d … %d), %d query heads in all; %s", e.Files["dump"], len(layers), layers[0].index, layers[len(layers)-1].index, len(quantIn), shape))
+		notes = append(notes, fmt.Sprintf("dump %s: %d layers (%d … %d), %d query heads in all; %s", attnAbs(e.dumpPath()), len(layers), layers[0].index, layers[len(layers)-1].index, len(quantIn), shape))
 	} else {
 		var files []string
 		for _, role := range attnRoles {
 			if r, ok := layers[0].refs[role]; ok {
-				files = append(files, fmt.Sprintf("%s=%s", role, r.name))
+				files = append(files, fmt.Sprintf("%s=%s", role, attnAbs(r.path)+map[bool]string{true: ":" + r.tensor, false: ""}[r.tensor != ""]))
 			}
 		}
 		notes = append(notes, fmt.Sprintf("%s; %d query tokens × %d heads over %d tokens × %d KV heads, head dim %d/%d", strings.Join(files, ", "), d0.mq, d0.qh, d0.n, d0.kvh, d0.d, d0.dv))
