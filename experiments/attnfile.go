@@ -794,12 +794,16 @@ func (e AttentionFile) report(run *sim.Run, layers []attnLayer, dims []attnDims,
 		if !same {
 			shape = "the layers' shapes differ (the first: " + shape[len("every layer "):] + ")"
 		}
-		notes = append(notes, fmt.Sprintf("dump %s: %d layers (%d … %d), %d query heads in all; %s", attnAbs(e.dumpPath()), len(layers), layers[0].index, layers[len(layers)-1].index, len(quantIn), shape))
+		notes = append(notes, fmt.Sprintf("dump %s: %d layers (%d … %d), %d query heads in all; %s", map[bool]string{true: e.Files["dump"], false: attnAbs(e.dumpPath())}[e.Root != ""], len(layers), layers[0].index, layers[len(layers)-1].index, len(quantIn), shape))
 	} else {
 		var files []string
 		for _, role := range attnRoles {
 			if r, ok := layers[0].refs[role]; ok {
-				files = append(files, fmt.Sprintf("%s=%s", role, attnAbs(r.path)+map[bool]string{true: ":" + r.tensor, false: ""}[r.tensor != ""]))
+				name := r.name // in the tensors folder, its name there
+				if e.Root == "" {
+					name = attnAbs(r.path) + map[bool]string{true: ":" + r.tensor, false: ""}[r.tensor != ""]
+				}
+				files = append(files, fmt.Sprintf("%s=%s", role, name))
 			}
 		}
 		notes = append(notes, fmt.Sprintf("%s; %d query tokens × %d heads over %d tokens × %d KV heads, head dim %d/%d", strings.Join(files, ", "), d0.mq, d0.qh, d0.n, d0.kvh, d0.d, d0.dv))
