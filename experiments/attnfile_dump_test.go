@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -587,5 +588,92 @@ func TestAttentionFileDumpCost(t *testing.T) {
 	}
 	if one.Work < 4*300*64*(2*costKernel+2*costRef) {
 		t.Errorf("one layer's work %d is below its kernels'", one.Work)
+	}
+}
+
+// tools/dump_qkv.py: its unit tests (each reported as a subtest: a test
+// Python skipped, the capture through a real model when torch and
+// transformers are missing, is skipped here too, with Python's reason),
+// and a dump its Recorder and DumpWriter write from transformers-layout
+// arrays ([1, heads, tokens, d]) is what attention-file reads: every
+// value in place in layout thd, the positions of the rows chosen, and a
+// run of the command the script prints.
+func TestDumpQKVTool(t *testing.T) {
+	py := numpyPython(t)
+	cmd := exec.Command(py, "-m", "unittest", "-v", "test_dump_qkv")
+	cmd.Dir = filepath.Join("..", "tools")
+	out, err := cmd.CombinedOutput()
+	results := regexp.MustCompile(`(?m)^(test_\w+) \(test_dump_qkv\.(\w+)\.\w+\) \.\.\. (ok|skipped '(.*)'|FAIL|ERROR)`).FindAllStringSubmatch(string(out), -1)
+	if err != nil || len(results) < 9 {
+		t.Fatalf("python -m unittest test_dump_qkv: %v\n%s", err, out)
+	}
+	for _, r := range results {
+		t.Run(r[2]+"/"+r[1], func(t *testing.T) {
+			switch {
+			case strings.HasPrefix(r[3], "skipped"):
+				t.Skip("skipped by Python: " + r[4])
+			case r[3] != "ok":
+				t.Errorf("%s\n%s", r[3], out)
+			}
+		})
+	}
+	dir := t.TempDir()
+	script := `
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np, dump_qkv
+def fake(layer, heads, tokens, d, salt):
+    h, t, i = np.meshgrid(np.arange(heads), np.arange(tokens), np.arange(d), indexing="ij")
+    return ((((layer * 8 + h) * 1024 + t) * 4 + (i % 4) + salt / 8) / 4096).astype(np.float32)[None]
+w = dump_qkv.DumpWriter(sys.argv[2])
+rec = dump_qkv.Recorder([0, 1, 3], "last:2", w)
+for l in range(4):
+    rec(l, fake(l, 4, 300, 64, 0), fake(l, 2, 300, 64, 1), fake(l, 2, 300, 64, 2), scaling=0.125)
+print(w.finish(rec.rows, dict(rec.info(), model="fake")))
+`
+	o, err := exec.Command(py, "-c", script, filepath.Join("..", "tools"), dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, o)
+	}
+	printed := strings.Fields(strings.TrimSpace(string(o)))
+	if strings.Join(printed, " ") != "lab run attention-file -dump "+dir+" -causal" {
+		t.Fatalf("printed %q", o)
+	}
+	fake := func(layer, h, tok, i, salt int) float32 {
+		return float32((float64(((layer*8+h)*1024+tok)*4+i%4) + float64(salt)/8) / 4096)
+	}
+	for _, l := range []int{0, 1, 3} {
+		for r, salt := range map[string]int{"q": 0, "k": 1, "v": 2} {
+			x, err := tensorfile.ReadFile(filepath.Join(dir, fmt.Sprintf("layer%d_%s.npy", l, r)), "", tensorfile.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			heads, first := 2, 0
+			if r == "q" {
+				heads, first = 4, 298
+			}
+			if x.Shape[1] != heads || x.Shape[2] != 64 {
+				t.Fatalf("layer %d %s: shape %v", l, r, x.Shape)
+			}
+			for tok := 0; tok < x.Shape[0]; tok++ {
+				for h := 0; h < heads; h++ {
+					for i := 0; i < 64; i++ {
+						if got, want := x.Data[(tok*heads+h)*64+i], fake(l, h, first+tok, i, salt); got != want {
+							t.Fatalf("layer %d %s[%d, %d, %d] = %g, want %g", l, r, tok, h, i, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "layer2_q.npy")); err == nil {
+		t.Error("layer 2 was dumped, not asked")
+	}
+	rec, err := attnFileRun(t, AttentionFile{}, map[string]string{"dump": dir}, map[string]string{"causal": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rec.SummaryValues(); s["layers"] != 3 || s["query_tokens"] != 2 || s["heads"] != 12 || len(rec.Points()) != 24 {
+		t.Errorf("summary %v, %d points", s, len(rec.Points()))
 	}
 }
