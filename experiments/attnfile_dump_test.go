@@ -602,6 +602,7 @@ func TestDumpQKVTool(t *testing.T) {
 	py := numpyPython(t)
 	cmd := exec.Command(py, "-m", "unittest", "-v", "test_dump_qkv")
 	cmd.Dir = filepath.Join("..", "tools")
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ in the tree
 	out, err := cmd.CombinedOutput()
 	results := regexp.MustCompile(`(?m)^(test_\w+) \(test_dump_qkv\.(\w+)\.\w+\) \.\.\. (ok|skipped '(.*)'|FAIL|ERROR)`).FindAllStringSubmatch(string(out), -1)
 	if err != nil || len(results) < 9 {
@@ -631,7 +632,9 @@ for l in range(4):
     rec(l, fake(l, 4, 300, 64, 0), fake(l, 2, 300, 64, 1), fake(l, 2, 300, 64, 2), scaling=0.125)
 print(w.finish(rec.rows, dict(rec.info(), model="fake")))
 `
-	o, err := exec.Command(py, "-c", script, filepath.Join("..", "tools"), dir).CombinedOutput()
+	pc := exec.Command(py, "-c", script, filepath.Join("..", "tools"), dir)
+	pc.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	o, err := pc.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, o)
 	}
@@ -676,4 +679,40 @@ print(w.finish(rec.rows, dict(rec.info(), model="fake")))
 	if s := rec.SummaryValues(); s["layers"] != 3 || s["query_tokens"] != 2 || s["heads"] != 12 || len(rec.Points()) != 24 {
 		t.Errorf("summary %v, %d points", s, len(rec.Points()))
 	}
+}
+
+// FuzzAttentionFileDumpNames: whatever tensor names a .safetensors dump
+// holds, reading its layout returns layers each with q, k and v, or an
+// error naming the dump; it never panics.
+func FuzzAttentionFileDumpNames(f *testing.F) {
+	f.Add("layer0.q\nlayer0.k\nlayer0.v\npositions")
+	f.Add("layer01.q\nlayer1.k")
+	f.Add("layer999999.q\nlayer-1.v\n__metadata__")
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, names string) {
+		ts := map[string]*tensorfile.Tensor{}
+		for _, n := range strings.Split(names, "\n") {
+			if n != "" && n != "__metadata__" && len(ts) < 64 {
+				ts[n] = &tensorfile.Tensor{Shape: []int{1}, Data: []float32{1}}
+			}
+		}
+		p := filepath.Join(dir, "fuzz.safetensors")
+		if err := tensorfile.WriteSafetensors(p, ts); err != nil {
+			return
+		}
+		layers, _, err := AttentionFile{Files: map[string]string{"dump": p}}.layers()
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.safetensors") {
+				t.Fatalf("error does not name the dump: %v", err)
+			}
+			return
+		}
+		for _, l := range layers {
+			for _, r := range []string{"q", "k", "v"} {
+				if _, ok := l.refs[r]; !ok {
+					t.Fatalf("layer %d has no %s", l.index, r)
+				}
+			}
+		}
+	})
 }
