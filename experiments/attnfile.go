@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -21,32 +22,46 @@ func init() { sim.Register(AttentionFile{}) }
 
 // AttentionFile is the `attention-file` experiment: the simulator on the
 // user's own Q, K and V (and optional query positions and mask), read from
-// .npy or .safetensors files, in any KV format, path and arithmetic, its
-// error against exact float64 attention on the unquantized tensors
-// reported per query head and overall.
+// .npy or .safetensors files, or on every layer of a model's dump (the
+// dump role; layout in attnfile_dump.go, written by tools/dump_qkv.py), in
+// any KV format, path, arithmetic and split count, its error against exact
+// float64 attention on the unquantized tensors reported per query head
+// (and layer), decomposed into shrinkage and residual, with a verdict per
+// promotion.
 //
 // The files are not parameters (sim parameters have no free-text kind):
-// `lab run attention-file -q q.npy -k k.npy -v v.npy` sets Files through
-// WithFiles, and the lab sets them to files inside its tensors folder.
+// `lab run attention-file -q q.npy -k k.npy -v v.npy` (or `-dump DIR`)
+// sets Files through WithFiles, and the lab sets them to files inside its
+// tensors folder.
 type AttentionFile struct {
 	// Files names the tensors by role: q, k, v (required), positions, mask
-	// (optional). A name is a path, or path:tensor for a .safetensors file
-	// holding several tensors.
+	// (optional), or dump (a folder or .safetensors holding every layer's
+	// q, k, v and positions, instead of them). A name is a path, or
+	// path:tensor for a .safetensors file holding several tensors.
 	Files map[string]string
 	// Root, when set, is the folder every file must lie in (the lab's
 	// tensors folder): a name is then relative to it and may not leave it.
 	Root string
 	// MaxElements bounds each tensor (0: tensorfile.DefaultMaxElements).
 	MaxElements int64
+	// MaxTotalElements bounds the elements of Q, K and V over all the
+	// layers of a dump (0: MaxDumpElements).
+	MaxTotalElements int64
 	// OutDir, when set, receives the simulated O of each promotion as
 	// o_promotion{N}.npy (float32, [query tokens, query heads, V head dim])
-	// and the exact attention on the unquantized tensors as o_exact.npy.
+	// and the exact attention on the unquantized tensors as o_exact.npy
+	// (for a dump layer{L}_o_promotion{N}.npy and layer{L}_o_exact.npy),
+	// and heads.csv, every head's figures. The folder is created before
+	// anything is computed.
 	OutDir string
 }
 
 // FileRole is one input file of an experiment that reads files: its flag
-// name and doc.
-type FileRole struct{ Name, Doc string }
+// name and doc, and whether it may name a folder.
+type FileRole struct {
+	Name, Doc string
+	Dir       bool
+}
 
 // FileExperiment is an experiment whose inputs include files named outside
 // its parameters (cmd/lab gives each role a flag, -NAME path).
@@ -67,11 +82,12 @@ func (e AttentionFile) WithOutDir(dir string) sim.Experiment { e.OutDir = dir; r
 
 // AttentionFileRoles are the file roles of attention-file, with their doc.
 var AttentionFileRoles = []FileRole{
-	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim]; 2-D: one head"},
-	{"k", "keys: [tokens, kv heads, dim] or [kv heads, tokens, dim]"},
-	{"v", "values: as k, with V's head dim (512 for MLA)"},
-	{"positions", "optional: each query token's position in the sequence"},
-	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part"},
+	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim]; 2-D: one head", false},
+	{"k", "keys: [tokens, kv heads, dim] or [kv heads, tokens, dim]", false},
+	{"v", "values: as k, with V's head dim (512 for MLA)", false},
+	{"positions", "optional: each query token's position in the sequence", false},
+	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part", false},
+	{"dump", "every layer of a model: a folder of layer{L}_{q,k,v}.npy or one .safetensors", true},
 }
 
 // WithFiles returns the experiment reading files (role → name).
@@ -82,11 +98,37 @@ func (e AttentionFile) WithFiles(files map[string]string) (sim.Experiment, error
 			ok = ok || r.Name == role
 		}
 		if !ok {
-			return nil, fmt.Errorf("attention-file: unknown file role %q (want q, k, v, positions, mask)", role)
+			return nil, fmt.Errorf("attention-file: unknown file role %q (want q, k, v, positions, mask, dump)", role)
 		}
 	}
 	e.Files = files
 	return e, nil
+}
+
+// ArchGPU is the GPU whose SM count FA3's num_splits heuristic uses for an
+// arch of attention-file (splits auto).
+type ArchGPU struct {
+	Arch   string // the arch parameter's value
+	GPUs   string
+	SMs    int
+	Source string
+}
+
+// ArchGPUs are the SM counts of the GPUs each arch stands for, the one
+// place they are kept.
+var ArchGPUs = []ArchGPU{
+	{"hopper", "H100 SXM5 / H200 SXM", 132, "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs on H100 SXM5; the H200 is the same GH100 configuration with HBM3e"},
+	{"blackwell", "B200", 148, "Chips and Cheese, \"Nvidia's B200: Keeping the CUDA Juggernaut Rolling\" (2025): 74 of each die's 80 SMs enabled, 148 in all"},
+}
+
+// archGPU returns the GPU of arch.
+func archGPU(arch string) (ArchGPU, error) {
+	for _, g := range ArchGPUs {
+		if g.Arch == arch {
+			return g, nil
+		}
+	}
+	return ArchGPU{}, fmt.Errorf("no SM count for arch %q", arch)
 }
 
 // Name returns "attention-file".
@@ -94,32 +136,61 @@ func (AttentionFile) Name() string { return "attention-file" }
 
 // Doc describes the experiment.
 func (AttentionFile) Doc() string {
-	return `The simulator on your own Q, K, V tensors (.npy or .safetensors): error per query head against exact attention.
+	return `The simulator on your own Q, K, V tensors or a model's every layer (.npy or .safetensors): error, shrinkage and residual per query head, and a verdict.
 
 Files (lab run attention-file -q q.npy -k k.npy -v v.npy [-positions p.npy]
 [-mask m.npy]; a safetensors file holding several tensors is named
 file.safetensors:tensor): float32, float16, bfloat16 (safetensors BF16, or
 .npy '<V2' with void2=bfloat16) and float8_e4m3fn (safetensors F8_E4M3, or
-.npy '|V1'). Layout thd is [tokens, heads, dim], htd [heads, tokens, dim]; a
-leading batch dimension of 1 is dropped, a 2-D tensor is one head. Query
-heads must be a multiple of KV heads (GQA); K's head dim 64, 128, 192, 256,
-512 or 576 (MLA, with V's 512). Queries are the last tokens of the sequence
-unless positions are given.
+.npy '|V1'); integer tensors are refused for q, k and v. Layout thd is
+[tokens, heads, dim], htd [heads, tokens, dim]; a leading batch dimension
+of 1 is dropped, a 2-D tensor is one head. Query heads must be a multiple
+of KV heads (GQA); K's head dim 64, 128, 192, 256, 512 or 576 (MLA, with
+V's 512). Queries are the last tokens of the sequence unless positions are
+given.
+
+A whole model (-dump DIR or -dump model.safetensors, which
+tools/dump_qkv.py writes): a folder holding layer{L}_q.npy, layer{L}_k.npy,
+layer{L}_v.npy for each layer L (0, 1, …, no leading zeros; any subset of
+layers) and optionally positions.npy shared by every layer, other .npy
+names refused and other files ignored; or one .safetensors holding tensors
+layer{L}.q, layer{L}.k, layer{L}.v and optionally positions, nothing else.
+Every header is checked before any layer runs; the layers then run one at
+a time. Limits: 1024 layers, 2^35 elements of Q, K and V in all, and each
+tensor's own limit.
 
 The cache is stored in format (with k/v scale granularities, the scale
 choice and the saturation), fed to the MMA by path (direct, dequant-bf16,
 dequant-e4m3, or block-scaled: mxfp8/nvfp4/mxfp4 read natively by tcgen05
 kind::mxf8f6f4/mxf4/mxf4nvf4, blackwell only) with the arithmetic of arch (hopper wgmma or blackwell
 tcgen05), P·V promoted as each of promotions says (0 never, 1 every tile,
-N every N tiles). Every input must be finite. device gpu runs the kernels
-through WebGPU (bit for bit with cpu) for a decode (one query token) whose
-MMA reads e4m3, e5m2, bf16 or f16, or the block-scaled codes natively, with
-head_dim 64, 128 or 256 and no mask.
+N every N tiles), the KV tiles cut into splits ranges (FA3's split-KV,
+flash-decoding: each split's O and base-2 LSE in FP32, combined in FP32 in
+split order); splits auto is FA3's num_splits heuristic for the SM count of
+arch (hopper: H100/H200 SXM, 132; blackwell: B200, 148) with batch × the
+file's KV heads sequence-heads at once; the notes give the splits used.
+Every input must be finite. device gpu runs the kernels through WebGPU
+(bit for bit with cpu) for a decode (one query token) whose MMA reads
+e4m3, e5m2, bf16 or f16, or the block-scaled codes natively, with head_dim
+64, 128 or 256, no mask and one split.
 
-y: relative L2 error (%) of O of each query head (x) against exact float64
-attention on the unquantized tensors, one series per promotion; extra
-vs_quantized is the error against exact attention on the quantized inputs.
-The summary gives the same over all heads.`
+y: relative L2 error (%) of O of each query head against exact float64
+attention O* on the unquantized tensors, one point per head (x: the head,
+counted over the layers of a dump: heads of the earlier layers + head), one
+series per promotion. Each point also carries the shrinkage alpha =
+<O,O*>/<O*,O*> (1: none), the residual |O - alpha O*| / |O*| (%; relerr² =
+(1 - alpha)² + residual²), the cosine, and the same against exact attention
+on the quantized inputs (vs_quantized: the kernel's arithmetic alone). The
+summary gives them over all heads (all layers), every relative error in %
+as on the points, and relerr_quantized_inputs, what quantizing the inputs
+alone costs.
+
+Verdict, per promotion: PASS when the worst head's relative error is at
+most threshold (%), FAIL otherwise; the fraction of heads above the
+threshold and the worst heads are given either way. The threshold is the
+reader's tolerance, not a fitted figure: compare it with
+relerr_quantized_inputs, the floor the format sets. -o DIR writes O per
+promotion and layer, the exact O, and heads.csv (every head's figures).`
 }
 
 // Params returns the parameter schema.
@@ -139,6 +210,9 @@ func (AttentionFile) Params() []sim.Param {
 		{Name: "arch", Doc: "tensor-core arithmetic of both GEMMs", Kind: sim.KindChoice, Default: "hopper", Choices: []string{"hopper", "blackwell"}},
 		{Name: "saturation", Doc: "cast of Q, K, V to fp8: satfinite (vLLM) or nosat (PyTorch .to())", Kind: sim.KindChoice, Default: "satfinite", Choices: []string{"satfinite", "nosat"}},
 		{Name: "promotions", Doc: "P·V promotion intervals (0 never, 1 every tile, N every N tiles)", Kind: sim.KindInts, Default: []int{0, 1}, Min: 0, Max: 1 << 20},
+		{Name: "splits", Doc: "split-KV ranges (FA3's num_splits); auto: FA3's heuristic for arch's SM count and batch × KV heads", Kind: sim.KindInt, Default: 1, Min: 1, Max: attention.MaxSplits, Named: []sim.Named{{Name: "auto", Value: 0}}},
+		{Name: "batch", Doc: "sequences decoded at once, for splits auto (bhk = batch × KV heads)", Unit: "sequences", Kind: sim.KindInt, Default: 1, Min: 1, Max: 1 << 16},
+		{Name: "threshold", Doc: "verdict: a head fails when its relative L2 error exceeds this", Unit: "%", Kind: sim.KindFloat, Default: 5.0, Min: 0, Max: 1000},
 		{Name: "k-block-m", Aliases: []string{"kBlockM"}, Doc: "query tile; 0 is FA3's", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockM},
 		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile; 0 is FA3's", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
 		{Name: "causal", Doc: "causal mask (queries at the end, or at their positions)", Kind: sim.KindBool, Default: false},
@@ -147,55 +221,25 @@ func (AttentionFile) Params() []sim.Param {
 		{Name: "void2", Doc: "type of .npy '<V2' elements (ml_dtypes)", Kind: sim.KindChoice, Default: "bfloat16", Choices: []string{"bfloat16", "float16"}},
 		{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
 			Doc: "where the kernel runs: cpu (package attention) or gpu (wgsl.SimDecode, bit for bit: a decode, one query token, " +
-				"whose MMA reads e4m3/e5m2/bf16/f16 or block-scaled codes, head_dim 64/128/256, no mask; the references stay on the CPU)"},
+				"whose MMA reads e4m3/e5m2/bf16/f16 or block-scaled codes, head_dim 64/128/256, no mask, one split; the references stay on the CPU)"},
 	}
 }
 
-// attnFileInputs are the tensors of one run in the simulator's layout.
+// attnFileInputs are the tensors of one layer in the simulator's layout.
 type attnFileInputs struct {
+	attnDims
 	q, k, v     []float32 // [tokens][heads][dim]
-	mq, n       int
-	qh, kvh     int
-	d, dv       int
 	positions   []int
 	mask        []bool
 	names       map[string]string // role → file name, for messages
 	sourceTypes map[string]tensorfile.DType
 }
 
-// attnFileOpen resolves a file name against root (when set), refusing
-// names that leave it.
-func attnFileOpen(root, name string) (path, tensor string, err error) {
-	path = name
-	if i := strings.LastIndex(name, ".safetensors:"); i >= 0 {
-		path, tensor = name[:i+len(".safetensors")], name[i+len(".safetensors:"):]
-	}
-	if root != "" {
-		if !filepath.IsLocal(path) {
-			return "", "", fmt.Errorf("%s: not a name inside the tensors folder", name)
-		}
-		path = filepath.Join(root, path)
-		if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
-			return "", "", fmt.Errorf("%s: not a regular file of the tensors folder (links are refused)", name)
-		}
-	}
-	return path, tensor, nil
-}
-
-// read reads one role's tensor.
-func (e AttentionFile) read(role string, opt tensorfile.Options) (*tensorfile.Tensor, error) {
-	name, ok := e.Files[role]
-	if !ok || name == "" {
-		return nil, nil
-	}
-	path, tensor, err := attnFileOpen(e.Root, name)
-	if err != nil {
-		return nil, err
-	}
-	if e.MaxElements > 0 {
-		opt.MaxElements = e.MaxElements
-	}
-	t, err := tensorfile.ReadFile(path, tensor, opt)
+// read reads one tensor of a layer, with the types its role accepts.
+func (e AttentionFile) read(role string, ref attnRef, opt tensorfile.Options) (*tensorfile.Tensor, error) {
+	opt.MaxElements = e.maxElements()
+	opt.Accept = attnRoleTypes(role)
+	t, err := tensorfile.ReadFile(ref.path, ref.tensor, opt)
 	if err != nil {
 		return nil, fmt.Errorf("%s file: %w", role, err)
 	}
@@ -205,95 +249,69 @@ func (e AttentionFile) read(role string, opt tensorfile.Options) (*tensorfile.Te
 	return t, nil
 }
 
-// attnFileLayout returns t as [tokens][heads][dim] with its sizes.
-func attnFileLayout(role string, t *tensorfile.Tensor, layout string) (x []float32, tokens, heads, dim int, err error) {
-	sh := slices.Clone(t.Shape)
-	if len(sh) == 4 && sh[0] == 1 {
-		sh = sh[1:]
+// attnFileLayout returns x, a tensor of tokens × heads × dim in layout, as
+// [tokens][heads][dim].
+func attnFileLayout(x []float32, layout string, tokens, heads, dim int) []float32 {
+	if layout == "thd" || heads == 1 {
+		return x
 	}
-	switch len(sh) {
-	case 2:
-		return t.Data, sh[0], 1, sh[1], nil
-	case 3:
-	default:
-		return nil, 0, 0, 0, fmt.Errorf("%s file %s: shape %v: want [tokens, heads, dim] or [heads, tokens, dim] (2-D: one head; 4-D with a batch of 1)", role, t.File, t.Shape)
-	}
-	if layout == "thd" {
-		return t.Data, sh[0], sh[1], sh[2], nil
-	}
-	heads, tokens, dim = sh[0], sh[1], sh[2]
-	x = make([]float32, len(t.Data))
+	out := make([]float32, len(x))
 	for h := 0; h < heads; h++ {
 		for tok := 0; tok < tokens; tok++ {
-			copy(x[(tok*heads+h)*dim:][:dim], t.Data[(h*tokens+tok)*dim:][:dim])
+			copy(out[(tok*heads+h)*dim:][:dim], x[(h*tokens+tok)*dim:][:dim])
 		}
 	}
-	return x, tokens, heads, dim, nil
+	return out
 }
 
-// inputs reads and checks every file.
-func (e AttentionFile) inputs(vals sim.Values) (*attnFileInputs, error) {
-	for _, role := range []string{"q", "k", "v"} {
-		if e.Files[role] == "" {
-			return nil, fmt.Errorf("attention-file needs q, k and v files (lab run attention-file -q q.npy -k k.npy -v v.npy; in the lab, upload or pick them): no %s file", role)
-		}
-	}
+// readOptions are the tensorfile options of the values (the .npy void types).
+func attnReadOptions(vals sim.Values) tensorfile.Options {
 	opt := tensorfile.Options{Void1: tensorfile.F8E4M3, Void2: tensorfile.BF16}
 	if vals.String("void2") == "float16" {
 		opt.Void2 = tensorfile.F16
 	}
+	return opt
+}
+
+// inputs reads and checks one layer's files.
+func (e AttentionFile) inputs(vals sim.Values, l attnLayer) (*attnFileInputs, error) {
+	opt := attnReadOptions(vals)
 	layout := vals.String("layout")
 	in := &attnFileInputs{names: map[string]string{}, sourceTypes: map[string]tensorfile.DType{}}
-	var err error
 	ts := map[string]*tensorfile.Tensor{}
-	for _, role := range []string{"q", "k", "v", "positions", "mask"} {
-		t, err := e.read(role, opt)
+	shapes := map[string][]int{}
+	for _, role := range attnRoles {
+		ref, ok := l.refs[role]
+		if !ok {
+			continue
+		}
+		t, err := e.read(role, ref, opt)
 		if err != nil {
 			return nil, err
 		}
-		if t != nil {
-			ts[role] = t
-			in.names[role], in.sourceTypes[role] = t.File, t.DType
+		ts[role], shapes[role] = t, t.Shape
+		in.names[role], in.sourceTypes[role] = t.File, t.DType
+		if t.Name != "" {
+			in.names[role] = t.File + ":" + t.Name
 		}
 	}
-	var qt, kt, vt int
-	if in.q, qt, in.qh, in.d, err = attnFileLayout("q", ts["q"], layout); err != nil {
+	dm, err := attnFileDims(layout, shapes, in.names)
+	if err != nil {
 		return nil, err
 	}
-	var kd int
-	if in.k, kt, in.kvh, kd, err = attnFileLayout("k", ts["k"], layout); err != nil {
-		return nil, err
-	}
-	var vh int
-	if in.v, vt, vh, in.dv, err = attnFileLayout("v", ts["v"], layout); err != nil {
-		return nil, err
-	}
-	in.mq, in.n = qt, kt
-	switch {
-	case kd != in.d:
-		return nil, fmt.Errorf("q file %s has head dim %d, k file %s %d: they must agree", in.names["q"], in.d, in.names["k"], kd)
-	case vt != kt || vh != in.kvh:
-		return nil, fmt.Errorf("v file %s has %d tokens × %d heads, k file %s %d × %d: they must agree (layout %s)", in.names["v"], vt, vh, in.names["k"], kt, in.kvh, layout)
-	case in.qh%in.kvh != 0:
-		return nil, fmt.Errorf("q file %s has %d heads, not a multiple of k's %d (GQA)", in.names["q"], in.qh, in.kvh)
-	case in.mq > in.n && ts["positions"] == nil:
-		return nil, fmt.Errorf("q file %s has %d tokens, more than k's %d: give positions", in.names["q"], in.mq, in.n)
-	}
+	in.attnDims = dm
+	in.q = attnFileLayout(ts["q"].Data, layout, dm.mq, dm.qh, dm.d)
+	in.k = attnFileLayout(ts["k"].Data, layout, dm.n, dm.kvh, dm.d)
+	in.v = attnFileLayout(ts["v"].Data, layout, dm.n, dm.kvh, dm.dv)
 	if p := ts["positions"]; p != nil {
-		if len(p.Data) != in.mq {
-			return nil, fmt.Errorf("positions file %s holds %d values for %d query tokens", p.File, len(p.Data), in.mq)
-		}
 		for i, x := range p.Data {
 			if float64(x) != math.Trunc(float64(x)) || x < 0 || int(x) >= in.n {
-				return nil, fmt.Errorf("positions file %s: element %d is %g, not a position 0 … %d", p.File, i, x, in.n-1)
+				return nil, fmt.Errorf("positions file %s: element %d is %g, not a position 0 … %d", in.names["positions"], i, x, in.n-1)
 			}
 			in.positions = append(in.positions, int(x))
 		}
 	}
 	if m := ts["mask"]; m != nil {
-		if len(m.Data) != in.mq*in.n {
-			return nil, fmt.Errorf("mask file %s has shape %v: want [%d, %d] (query tokens × tokens)", m.File, m.Shape, in.mq, in.n)
-		}
 		in.mask = make([]bool, len(m.Data))
 		for i, x := range m.Data {
 			in.mask[i] = x != 0
@@ -340,16 +358,40 @@ func attnFileSpec(vals sim.Values, in *attnFileInputs) (attention.KVSpec, attent
 	return spec, cfg, nil
 }
 
-// attnFileResult is the outputs of one run.
+// attnFileResult is the outputs of one layer.
 type attnFileResult struct {
 	exact, quantRef []float64   // float64 attention on the unquantized / quantized inputs
 	out             [][]float64 // one O per promotion, [mq][QHeads][VDim]
+	splits          int         // the splits the kernel ran
+	splitsNote      string      // how they were chosen
 }
 
-// compute runs the simulator on the inputs: the query tokens are split
-// into blocks of kBlockM rows run in parallel (sim.Trials) with the tiles
-// and positions of the whole run, which gives the outputs of one run.
-func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Values, in *attnFileInputs) (*attnFileResult, error) {
+// attnFileSplits resolves the splits parameter for the run of cfg (its
+// tiles set) over kv: the number given, or for auto FA3's heuristic on
+// arch's GPU with bhk = batch × KV heads.
+func attnFileSplits(vals sim.Values, cfg attention.Config, in *attnFileInputs, kv *attention.KV) (int, string, error) {
+	if s := vals.Int("splits"); s > 0 {
+		return s, fmt.Sprintf("splits %d (given)", s), nil
+	}
+	gpu, err := archGPU(vals.String("arch"))
+	if err != nil {
+		return 0, "", err
+	}
+	plan, err := cfg.Plan(in.mq, nil, kv)
+	if err != nil {
+		return 0, "", err
+	}
+	bhk := vals.Int("batch") * in.kvh
+	s := plan.AutoSplits(gpu.SMs, bhk)
+	return s, fmt.Sprintf("splits %d (auto: FA3's num_splits heuristic for %d SMs, %s, bhk = batch %d × %d KV heads = %d, kBlockN %d)",
+		s, gpu.SMs, gpu.GPUs, vals.Int("batch"), in.kvh, bhk, plan.KBlockN), nil
+}
+
+// compute runs the simulator on one layer: the query tokens are split
+// into blocks of kBlockM rows run in parallel (sim.Trials) with the tiles,
+// positions and splits of the whole run, which gives the outputs of one
+// run. gpu, when set, runs the kernels instead (a decode).
+func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Values, in *attnFileInputs, gpu *wgsl.Runner) (*attnFileResult, error) {
 	spec, cfg, err := attnFileSpec(vals, in)
 	if err != nil {
 		return nil, err
@@ -372,15 +414,20 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 		}
 	}
 	res := &attnFileResult{}
+	if res.splits, res.splitsNote, err = attnFileSplits(vals, cfg, in, kv); err != nil {
+		return nil, err
+	}
+	cfg.Splits = res.splits
 	q64, k64, v64 := f64s(in.q), f64s(in.k), f64s(in.v)
 	if res.exact, err = attention.Reference(ctx, cfg, q64, k64, v64, in.mq, in.n); err != nil {
 		return nil, err
 	}
+	q64, k64, v64 = nil, nil, nil
 	if res.quantRef, err = attention.ReferenceQuantized(ctx, cfg, in.q, nil, kv); err != nil {
 		return nil, err
 	}
-	if vals.String("device") == deviceGPU {
-		if res.out, err = attnFileGPU(ctx, run, cfg, promotions, in, kv); err != nil {
+	if gpu != nil {
+		if res.out, err = attnFileGPU(ctx, gpu, cfg, promotions, in, kv); err != nil {
 			return nil, err
 		}
 		return res, nil
@@ -411,26 +458,34 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 	return res, nil
 }
 
+// attnFileGPUCheck returns why device gpu cannot run a layer, or nil.
+func attnFileGPUCheck(cfg attention.Config, in *attnFileInputs) error {
+	if in.mq != 1 {
+		return fmt.Errorf("device gpu runs a decode: one query token, the q file %s has %d (use device cpu)", in.names["q"], in.mq)
+	}
+	if cfg.Splits > 1 {
+		// wgsl.SimDecode of this build runs the tiles in one range and does
+		// not refuse Config.Splits: the guard is here until it runs splits.
+		return fmt.Errorf("device gpu runs one split: wgsl.SimDecode of this build has no split-KV (splits %d; use device cpu)", cfg.Splits)
+	}
+	if err := wgsl.SimDecodeSupports(cfg); err != nil {
+		return fmt.Errorf("device gpu: %w (use device cpu)", err)
+	}
+	return nil
+}
+
 // attnFileGPU runs the kernel of each promotion on the GPU
 // (wgsl.SimDecode): a decode, one query token, in a configuration the WGSL
 // simulator runs, else an error naming what it does not run.
-func attnFileGPU(ctx context.Context, run *sim.Run, cfg attention.Config, promotions []int, in *attnFileInputs, kv *attention.KV) ([][]float64, error) {
-	if in.mq != 1 {
-		return nil, fmt.Errorf("device gpu runs a decode: one query token, the q file %s has %d (use device cpu)", in.names["q"], in.mq)
-	}
+func attnFileGPU(ctx context.Context, g *wgsl.Runner, cfg attention.Config, promotions []int, in *attnFileInputs, kv *attention.KV) ([][]float64, error) {
 	if in.positions == nil {
 		cfg.Positions = nil // the last position, SimDecode's
 	}
-	if err := wgsl.SimDecodeSupports(cfg); err != nil {
-		return nil, fmt.Errorf("device gpu: %w (use device cpu)", err)
-	}
-	g, err := openDevice(ctx, run.Values)
-	if err != nil {
+	if err := attnFileGPUCheck(cfg, in); err != nil {
 		return nil, err
 	}
-	defer g.Close()
-	run.Note(fmt.Sprintf("device gpu: the kernels ran on %s (the references on the CPU)", g.Info().Name))
 	out := make([][]float64, len(promotions))
+	var err error
 	for a, p := range promotions {
 		cfg.Promotion = p
 		if out[a], err = g.SimDecode(ctx, cfg, in.q, nil, kv); err != nil {
@@ -466,99 +521,474 @@ func attnFileHead(o []float64, mq, qh, dv, h int) []float64 {
 	return out
 }
 
-// Run reads the files, runs the simulator and reports per head and overall.
+// attnCmp is Compare's figures of one head with the sums that merge heads.
+type attnCmp struct {
+	attention.Errors
+	ref2, o2 float64 // ‖O*‖², ‖O‖²
+}
+
+// attnCompare compares o with ref, keeping the norms.
+func attnCompare(o, ref []float64) attnCmp {
+	c := attnCmp{Errors: attention.Compare(o, ref)}
+	for i, x := range o {
+		c.ref2 += ref[i] * ref[i]
+		c.o2 += x * x
+	}
+	return c
+}
+
+// attnMerge returns the figures of the concatenation of the heads cs, as
+// one Compare of it gives them (up to rounding): relerr² and the
+// residual² are ‖O*‖²-weighted, with each head's residual moved to the
+// common α (‖o − α r‖² = ‖o − α_c r‖² + (α_c − α)²‖r‖², o − α_c r ⟂ r).
+func attnMerge(cs []attnCmp) attention.Errors {
+	var ref2, o2, dot, diff2, maxAbs float64
+	for _, c := range cs {
+		ref2 += c.ref2
+		o2 += c.o2
+		dot += c.Alpha * c.ref2
+		diff2 += c.RelL2 * c.RelL2 * c.ref2
+		if c.MaxAbs > maxAbs || c.MaxAbs != c.MaxAbs {
+			maxAbs = c.MaxAbs
+		}
+	}
+	alpha := dot / ref2
+	var res2 float64
+	for _, c := range cs {
+		res2 += c.ref2 * (c.Residual*c.Residual + (c.Alpha-alpha)*(c.Alpha-alpha))
+	}
+	return attention.Errors{RelL2: math.Sqrt(diff2 / ref2), MaxAbs: maxAbs, Cosine: dot / math.Sqrt(o2*ref2),
+		Alpha: alpha, Residual: math.Sqrt(res2 / ref2)}
+}
+
+// attnHead is one query head's figures for one promotion.
+type attnHead struct {
+	layer, head, x, splits int
+	exact, quant           attnCmp
+}
+
+// worse orders heads by descending error (NaN first: a head whose exact
+// output is zero has no relative error, and is named).
+func worse(a, b attnHead) int {
+	x, y := a.exact.RelL2, b.exact.RelL2
+	switch {
+	case x != x && y != y:
+		return 0
+	case x != x:
+		return -1
+	case y != y:
+		return 1
+	case x > y:
+		return -1
+	case x < y:
+		return 1
+	}
+	return 0
+}
+
+// attnFileOutDir returns the folder the run writes into ("" for none),
+// created, or an error before anything is computed: a runner that chose
+// where runs write (the lab) gets the files there.
+func (e AttentionFile) attnFileOutDir(run *sim.Run) (string, error) {
+	dir := e.OutDir
+	if fd, set := run.FilesDir(); set && dir != "" {
+		if fd == "" {
+			return "", errors.New("-o: this runner keeps no files of its runs (the lab needs a data folder)")
+		}
+		dir = fd
+	}
+	if dir == "" {
+		return "", nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("-o %s: %w (nothing was computed)", dir, err)
+	}
+	return dir, nil
+}
+
+// Run checks every file's header, records each input's path and SHA-256,
+// then runs the layers one at a time, emitting each head's point as its
+// layer ends, and reports over all heads with a verdict per promotion.
 func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
-	in, err := e.inputs(run.Values)
+	vals := run.Values
+	layers, dump, err := e.layers()
 	if err != nil {
 		return err
 	}
-	res, err := e.compute(ctx, run, run.Values, in)
+	dims, err := e.check(layers, vals.String("layout"), attnReadOptions(vals))
 	if err != nil {
 		return err
 	}
-	promotions := run.Values.Ints("promotions")
-	if e.OutDir != "" {
-		shape := []int{in.mq, in.qh, in.dv}
-		if err := tensorfile.WriteNPY(filepath.Join(e.OutDir, "o_exact.npy"), shape, f32s(res.exact)); err != nil {
+	outDir, err := e.attnFileOutDir(run)
+	if err != nil {
+		return err
+	}
+	var csv *os.File
+	if outDir != "" {
+		if csv, err = os.Create(filepath.Join(outDir, "heads.csv")); err != nil {
+			return fmt.Errorf("-o %s: %w (nothing was computed)", outDir, err)
+		}
+		defer csv.Close()
+		fmt.Fprintln(csv, "layer,head,kv_head,promotion,splits,relerr_pct,alpha,residual_pct,cosine,vs_quantized_pct,alpha_vs_quantized,residual_vs_quantized_pct,cosine_vs_quantized")
+	}
+	if err := e.recordInputs(run, layers, dump); err != nil {
+		return err
+	}
+	var gpu *wgsl.Runner
+	if vals.String("device") == deviceGPU {
+		if gpu, err = openDevice(ctx, vals); err != nil {
 			return err
 		}
-		for a, p := range promotions {
-			if err := tensorfile.WriteNPY(filepath.Join(e.OutDir, fmt.Sprintf("o_promotion%d.npy", p)), shape, f32s(res.out[a])); err != nil {
+		defer gpu.Close()
+		run.Note(fmt.Sprintf("device gpu: the kernels ran on %s (the references on the CPU)", gpu.Info().Name))
+	}
+	promotions := vals.Ints("promotions")
+	heads := make([][]attnHead, len(promotions))
+	var quantIn []attnCmp // the quantized-input reference against the exact, per head
+	var splitNotes []string
+	x0 := 0
+	for _, l := range layers {
+		in, err := e.inputs(vals, l)
+		var res *attnFileResult
+		if err == nil {
+			res, err = e.compute(ctx, run, vals, in, gpu)
+		}
+		if err != nil {
+			if dump && ctx.Err() == nil {
+				return fmt.Errorf("layer %d: %w", l.index, err)
+			}
+			return err
+		}
+		splitNotes = append(splitNotes, res.splitsNote)
+		if outDir != "" {
+			if err := attnFileWrite(outDir, dump, l.index, in, promotions, res); err != nil {
 				return err
 			}
 		}
-	}
-	summary := map[string]float64{"query_tokens": float64(in.mq), "tokens": float64(in.n), "query_heads": float64(in.qh), "kv_heads": float64(in.kvh)}
-	var lines []string
-	for a, p := range promotions {
-		series := fmt.Sprintf("promotion %d", p)
 		for h := 0; h < in.qh; h++ {
-			o := attnFileHead(res.out[a], in.mq, in.qh, in.dv, h)
 			ex := attnFileHead(res.exact, in.mq, in.qh, in.dv, h)
 			qr := attnFileHead(res.quantRef, in.mq, in.qh, in.dv, h)
-			err := attention.Compare(o, ex)
-			if err2 := run.Emit(sim.Point{Series: series, X: float64(h), Y: 100 * err.RelL2,
-				Extra: map[string]float64{"vs_quantized": 100 * attention.Compare(o, qr).RelL2, "cosine": err.Cosine}}); err2 != nil {
-				return err2
+			quantIn = append(quantIn, attnCompare(qr, ex))
+			for a, p := range promotions {
+				o := attnFileHead(res.out[a], in.mq, in.qh, in.dv, h)
+				hd := attnHead{layer: l.index, head: h, x: x0 + h, splits: res.splits, exact: attnCompare(o, ex), quant: attnCompare(o, qr)}
+				heads[a] = append(heads[a], hd)
+				if err := run.Emit(attnFilePoint(p, hd)); err != nil {
+					return err
+				}
+				if csv != nil {
+					c, q := hd.exact, hd.quant
+					fmt.Fprintf(csv, "%d,%d,%d,%d,%d,%.9g,%.9g,%.9g,%.12g,%.9g,%.9g,%.9g,%.12g\n", l.index, h, h/(in.qh/in.kvh), p, hd.splits,
+						100*c.RelL2, c.Alpha, 100*c.Residual, c.Cosine, 100*q.RelL2, q.Alpha, 100*q.Residual, q.Cosine)
+				}
 			}
 		}
-		all := attention.Compare(res.out[a], res.exact)
-		summary[fmt.Sprintf("relerr_p%d", p)] = all.RelL2
-		summary[fmt.Sprintf("relerr_vs_quantized_p%d", p)] = attention.Compare(res.out[a], res.quantRef).RelL2
-		lines = append(lines, fmt.Sprintf("  promotion %d: relative L2 %.4g%% vs exact on the unquantized tensors, %.4g%% vs exact on the quantized inputs", p, 100*all.RelL2, 100*summary[fmt.Sprintf("relerr_vs_quantized_p%d", p)]))
+		x0 += in.qh
 	}
-	summary["relerr_quantized_inputs"] = attention.Compare(res.quantRef, res.exact).RelL2
-	run.Summary(summary)
-	var files []string
-	for _, role := range []string{"q", "k", "v", "positions", "mask"} {
-		if n, ok := in.names[role]; ok {
-			files = append(files, fmt.Sprintf("%s=%s (%s)", role, n, in.sourceTypes[role]))
+	if csv != nil {
+		if err := csv.Close(); err != nil {
+			return fmt.Errorf("-o %s: heads.csv: %w", outDir, err)
 		}
 	}
-	run.Note(fmt.Sprintf("%s; %d query tokens × %d heads over %d tokens × %d KV heads, head dim %d/%d\n%s",
-		strings.Join(files, ", "), in.mq, in.qh, in.n, in.kvh, in.d, in.dv, strings.Join(lines, "\n")))
+	e.report(run, layers, dims, dump, promotions, heads, quantIn, splitNotes)
 	return nil
 }
 
-// Chart declares attention-file's chart: the error of each query head.
+// attnFilePoint is the point of one head and promotion: y the relative
+// error against the exact output on the unquantized tensors (%), with its
+// decomposition and the same against the quantized inputs.
+func attnFilePoint(p int, hd attnHead) sim.Point {
+	c, q := hd.exact, hd.quant
+	return sim.Point{Series: fmt.Sprintf("promotion %d", p), X: float64(hd.x), Y: 100 * c.RelL2,
+		Extra: map[string]float64{"layer": float64(hd.layer), "head": float64(hd.head), "splits": float64(hd.splits),
+			"alpha": c.Alpha, "residual": 100 * c.Residual, "cosine": c.Cosine,
+			"vs_quantized": 100 * q.RelL2, "alpha_vs_quantized": q.Alpha, "residual_vs_quantized": 100 * q.Residual, "cosine_vs_quantized": q.Cosine}}
+}
+
+// attnFileWrite writes one layer's O per promotion and the exact O.
+func attnFileWrite(dir string, dump bool, layer int, in *attnFileInputs, promotions []int, res *attnFileResult) error {
+	prefix := ""
+	if dump {
+		prefix = fmt.Sprintf("layer%d_", layer)
+	}
+	shape := []int{in.mq, in.qh, in.dv}
+	if err := tensorfile.WriteNPY(filepath.Join(dir, prefix+"o_exact.npy"), shape, f32s(res.exact)); err != nil {
+		return err
+	}
+	for a, p := range promotions {
+		if err := tensorfile.WriteNPY(filepath.Join(dir, fmt.Sprintf("%so_promotion%d.npy", prefix, p)), shape, f32s(res.out[a])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordInputs records every file the run reads (once, with the roles it
+// serves) with its absolute path and SHA-256 (sim.Run.Input).
+func (e AttentionFile) recordInputs(run *sim.Run, layers []attnLayer, dump bool) error {
+	var paths []string
+	roles := map[string][]string{}
+	for _, l := range layers {
+		for _, role := range attnRoles {
+			ref, ok := l.refs[role]
+			if !ok {
+				continue
+			}
+			if dump {
+				role = "dump"
+			}
+			if _, seen := roles[ref.path]; !seen {
+				paths = append(paths, ref.path)
+			}
+			if !slices.Contains(roles[ref.path], role) {
+				roles[ref.path] = append(roles[ref.path], role)
+			}
+		}
+	}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return err
+		}
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return err
+		}
+		if err := run.Input(sim.Input{Role: strings.Join(roles[p], ","), Path: abs, SHA256: sum}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attnAbs returns path made absolute (as given when that fails).
+func attnAbs(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
+// dumpPath is the dump's path (under Root when set).
+func (e AttentionFile) dumpPath() string {
+	p, _, _ := attnFileOpen(e.Root, e.Files["dump"], true)
+	return p
+}
+
+// attnVerdictMaxTable bounds the cells of the layer × head table of the notes.
+const attnVerdictMaxTable = 8192
+
+// report writes the summary and the notes: the files, the splits, the
+// figures over all heads, the verdict and the worst heads per promotion,
+// and a layer × head table of a dump.
+func (e AttentionFile) report(run *sim.Run, layers []attnLayer, dims []attnDims, dump bool, promotions []int, heads [][]attnHead, quantIn []attnCmp, splitNotes []string) {
+	vals := run.Values
+	threshold := vals.Float("threshold")
+	d0 := dims[0]
+	summary := map[string]float64{"layers": float64(len(layers)), "query_tokens": float64(d0.mq), "tokens": float64(d0.n),
+		"query_heads": float64(d0.qh), "kv_heads": float64(d0.kvh), "threshold": threshold, "heads": float64(len(quantIn))}
+	var notes []string
+	if dump {
+		same := !slices.ContainsFunc(dims, func(d attnDims) bool { return d != d0 })
+		shape := fmt.Sprintf("every layer %d query tokens × %d heads over %d tokens × %d KV heads, head dim %d/%d", d0.mq, d0.qh, d0.n, d0.kvh, d0.d, d0.dv)
+		if !same {
+			shape = "the layers' shapes differ (the first: " + shape[len("every layer "):] + ")"
+		}
+		notes = append(notes, fmt.Sprintf("dump %s: %d layers (%d … %d), %d query heads in all; %s", map[bool]string{true: e.Files["dump"], false: attnAbs(e.dumpPath())}[e.Root != ""], len(layers), layers[0].index, layers[len(layers)-1].index, len(quantIn), shape))
+	} else {
+		var files []string
+		for _, role := range attnRoles {
+			if r, ok := layers[0].refs[role]; ok {
+				name := r.name // in the tensors folder, its name there
+				if e.Root == "" {
+					name = attnAbs(r.path) + map[bool]string{true: ":" + r.tensor, false: ""}[r.tensor != ""]
+				}
+				files = append(files, fmt.Sprintf("%s=%s", role, name))
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s; %d query tokens × %d heads over %d tokens × %d KV heads, head dim %d/%d", strings.Join(files, ", "), d0.mq, d0.qh, d0.n, d0.kvh, d0.d, d0.dv))
+	}
+	lo, hi := heads[0][0].splits, heads[0][0].splits
+	for _, h := range heads[0] {
+		lo, hi = min(lo, h.splits), max(hi, h.splits)
+	}
+	if lo == hi {
+		summary["splits"] = float64(lo)
+		notes = append(notes, splitNotes[0]+map[bool]string{true: ", every layer", false: ""}[dump])
+	} else {
+		summary["splits_min"], summary["splits_max"] = float64(lo), float64(hi)
+		for i, n := range splitNotes {
+			notes = append(notes, fmt.Sprintf("layer %d: %s", layers[i].index, n))
+		}
+	}
+	qi := attnMerge(quantIn)
+	summary["relerr_quantized_inputs"] = 100 * qi.RelL2
+	summary["alpha_quantized_inputs"] = qi.Alpha
+	notes = append(notes, fmt.Sprintf("quantizing the inputs alone (exact attention on the quantized Q, K, V against the unquantized): relative L2 %.4g%% (α %.6g) — the floor the format sets", 100*qi.RelL2, qi.Alpha))
+	setup := fmt.Sprintf("%s, scale %s, path %s, %s", vals.String("format"), vals.String("scale"), vals.String("path"), vals.String("arch"))
+	for a, p := range promotions {
+		hs := heads[a]
+		ex, qs := make([]attnCmp, len(hs)), make([]attnCmp, len(hs))
+		for i, h := range hs {
+			ex[i], qs[i] = h.exact, h.quant
+		}
+		all, vq := attnMerge(ex), attnMerge(qs)
+		key := func(k string) string { return fmt.Sprintf("%s_p%d", k, p) }
+		summary[key("relerr")], summary[key("alpha")], summary[key("residual")], summary[key("cosine")] = 100*all.RelL2, all.Alpha, 100*all.Residual, all.Cosine
+		summary[key("relerr_vs_quantized")], summary[key("alpha_vs_quantized")], summary[key("residual_vs_quantized")], summary[key("cosine_vs_quantized")] = 100*vq.RelL2, vq.Alpha, 100*vq.Residual, vq.Cosine
+		sorted := slices.Clone(hs)
+		slices.SortStableFunc(sorted, worse)
+		w := sorted[0]
+		above := 0
+		for _, h := range hs {
+			if !(100*h.exact.RelL2 <= threshold) { // NaN counts as above
+				above++
+			}
+		}
+		pass := 100*w.exact.RelL2 <= threshold
+		summary[key("worst_relerr")], summary[key("worst_layer")], summary[key("worst_head")] = 100*w.exact.RelL2, float64(w.layer), float64(w.head)
+		summary[key("frac_heads_above")] = float64(above) / float64(len(hs))
+		summary[key("pass")] = map[bool]float64{true: 1, false: 0}[pass]
+		notes = append(notes, fmt.Sprintf("promotion %d: relative L2 %.4g%% over all heads = shrinkage α %.6g (1 − α = %.4g%%) and residual %.4g%% (relerr² = (1 − α)² + residual²), cosine %.9f; against exact attention on the quantized inputs %.4g%% (α %.6g, residual %.4g%%)",
+			p, 100*all.RelL2, all.Alpha, 100*(1-all.Alpha), 100*all.Residual, all.Cosine, 100*vq.RelL2, vq.Alpha, 100*vq.Residual))
+		verdict := "PASS"
+		if !pass {
+			verdict = "FAIL"
+		}
+		where := fmt.Sprintf("head %d", w.head)
+		if dump {
+			where = fmt.Sprintf("layer %d head %d", w.layer, w.head)
+		}
+		notes = append(notes, fmt.Sprintf("verdict, promotion %d (%s): %s — the worst head (%s) has %.4g%% against the threshold %.4g%%; %d of %d heads (%.1f%%) are above it (rule: PASS when the worst head is at most the threshold)",
+			p, setup, verdict, where, 100*w.exact.RelL2, threshold, above, len(hs), 100*float64(above)/float64(len(hs))))
+		var worst []string
+		for _, h := range sorted[:min(5, len(sorted))] {
+			name := fmt.Sprintf("head %d", h.head)
+			if dump {
+				name = fmt.Sprintf("layer %d head %d", h.layer, h.head)
+			}
+			worst = append(worst, fmt.Sprintf("%s %.4g%% (α %.6g, residual %.4g%%)", name, 100*h.exact.RelL2, h.exact.Alpha, 100*h.exact.Residual))
+		}
+		notes = append(notes, fmt.Sprintf("worst heads, promotion %d: %s", p, strings.Join(worst, "; ")))
+		if dump {
+			notes = append(notes, attnLayerTable(p, layers, hs))
+		}
+	}
+	run.Summary(summary)
+	run.Note(strings.Join(notes, "\n"))
+}
+
+// attnLayerTable is the layer × head table of relative errors (%) of one
+// promotion, or a line saying where the figures are when it is too large.
+func attnLayerTable(p int, layers []attnLayer, hs []attnHead) string {
+	if len(hs) > attnVerdictMaxTable {
+		return fmt.Sprintf("layer × head table, promotion %d: %d heads, more than the %d a note shows: every head is a point (and a row of heads.csv with -o)", p, len(hs), attnVerdictMaxTable)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "relative L2 error (%%) per layer (rows) and query head (columns), promotion %d:", p)
+	i := 0
+	for _, l := range layers {
+		fmt.Fprintf(&b, "\n  layer %3d:", l.index)
+		for ; i < len(hs) && hs[i].layer == l.index; i++ {
+			fmt.Fprintf(&b, " %.3g", 100*hs[i].exact.RelL2)
+		}
+	}
+	return b.String()
+}
+
+// attnFileFields are the point quantities of attention-file, each with
+// its axis and unit.
+var attnFileFields = []sim.Field{
+	{Key: "y", Axis: sim.Axis{Quantity: "relative L2 error of O vs exact float64 on the unquantized tensors", Unit: "%"}},
+	{Key: "x", Axis: sim.Axis{Quantity: "query head (a dump: heads of the earlier layers + head)", Unit: "index"}},
+	{Key: "layer", Axis: sim.Axis{Quantity: "layer", Unit: "index"}},
+	{Key: "head", Axis: sim.Axis{Quantity: "query head within its layer", Unit: "index"}},
+	{Key: "splits", Axis: sim.Axis{Quantity: "split-KV ranges the kernel ran", Unit: "splits"}},
+	{Key: "alpha", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩ / ⟨O*, O*⟩ (1: none)", Unit: "ratio"}},
+	{Key: "residual", Axis: sim.Axis{Quantity: "residual ‖O − αO*‖ / ‖O*‖", Unit: "%"}},
+	{Key: "cosine", Axis: sim.Axis{Quantity: "cosine of O and O*", Unit: "cosine"}},
+	{Key: "vs_quantized", Axis: sim.Axis{Quantity: "relative L2 error of O vs exact float64 on the quantized inputs", Unit: "%"}},
+	{Key: "alpha_vs_quantized", Axis: sim.Axis{Quantity: "shrinkage α vs exact on the quantized inputs", Unit: "ratio"}},
+	{Key: "residual_vs_quantized", Axis: sim.Axis{Quantity: "residual vs exact on the quantized inputs", Unit: "%"}},
+	{Key: "cosine_vs_quantized", Axis: sim.Axis{Quantity: "cosine of O and exact on the quantized inputs", Unit: "cosine"}},
+}
+
+// Chart declares attention-file's chart: the error of each query head,
+// drawn as points (heads are categories), every point field declared, the
+// verdict's threshold as a line.
 func (AttentionFile) Chart() sim.Chart {
 	return sim.Chart{
-		X: sim.Axis{Quantity: "query head", Unit: "index"},
-		Y: sim.Axis{Quantity: "relative L2 error of O vs exact float64 on the unquantized tensors", Unit: "%"},
+		X: attnFileFields[1].Axis,
+		Y: attnFileFields[0].Axis,
 		Styles: []sim.Style{
-			{Match: "promotion 0", Family: "never promoted (FA3 as shipped)"},
-			{Match: "promotion 1", Family: "promoted every tile (two-level)"},
-			{Match: "promotion *", Family: "promoted every N tiles"},
+			{Match: "promotion 0", Family: "never promoted (FA3 as shipped)", Points: true},
+			{Match: "promotion 1", Family: "promoted every tile (two-level)", Points: true},
+			{Match: "promotion *", Family: "promoted every N tiles", Points: true},
 		},
+		Fields: attnFileFields,
+		Refs:   []sim.Ref{{Axis: "y", Summary: "threshold", Label: "verdict threshold"}},
 	}
 }
 
-// Cost estimates attention-file from the sizes of its files (every
-// element at least one byte, head dim at least 64): the exact and the
+// Cost estimates attention-file from the headers of its files (the sizes
+// of every layer, read without the data): per layer the exact and the
 // quantized references and one kernel per promotion over every query row
-// and token; K and V held as float32 and float64, the cache, Q and O.
+// and token, the quantization of K and V, and hashing and reading every
+// byte; the memory of the largest layer (K and V as float32 and float64,
+// the cache, Q and the outputs). A file whose header cannot be read counts
+// its size in bytes as its elements (the run then fails on it).
 func (e AttentionFile) Cost(v sim.Values) sim.Cost {
-	size := func(role string) int64 {
-		name, ok := e.Files[role]
-		if !ok {
-			return 0
-		}
-		path, _, err := attnFileOpen(e.Root, name)
-		if err != nil {
-			return 0
-		}
-		info, err := os.Stat(path)
-		if err != nil {
-			return 0
-		}
-		return info.Size()
-	}
-	q, k, vv := size("q"), size("k"), size("v")
 	prom := int64(len(v.Ints("promotions")))
-	work := sim.MulSat(q, k/64+1, prom*costKernel+2*costRef)
-	work = sim.AddSat(work, sim.MulSat(k+vv, 2*costQuant))
-	mem := sim.AddSat(costBase, sim.MulSat(k+vv, 4+8+2))
-	mem = sim.AddSat(mem, sim.MulSat(q, 4+8+8*(prom+2)))
-	mem = sim.AddSat(mem, sim.MulSat(size("mask"), 2))
+	layers, _, err := e.layers()
+	if err != nil {
+		return sim.Cost{Memory: costBase, Work: 1e6} // the run stops at its first check
+	}
+	ix := attnIndex{}
+	opt := attnReadOptions(v)
+	opt.MaxElements = e.maxElements()
+	var work, mem int64
+	sized := map[string]bool{}
+	for _, l := range layers {
+		shapes, names := map[string][]int{}, map[string]string{}
+		var bytes int64
+		for _, role := range attnRoles {
+			ref, ok := l.refs[role]
+			if !ok {
+				continue
+			}
+			if info, err := os.Stat(ref.path); err == nil && !sized[ref.path] {
+				sized[ref.path] = true
+				bytes += info.Size()
+			}
+			if in, err := ix.info(ref, opt); err == nil {
+				shapes[role], names[role] = in.Shape, attnInfoName(in)
+			}
+		}
+		dm, err := attnFileDims(v.String("layout"), shapes, names)
+		if err != nil { // sizes in bytes, an upper bound on the elements
+			size := func(role string) int64 {
+				if info, err := os.Stat(l.refs[role].path); err == nil {
+					return info.Size()
+				}
+				return 0
+			}
+			dm = attnDims{mq: 1, qh: int(min(size("q"), 1<<40)), n: int(min(size("k"), 1<<40)), kvh: 1, d: 1, dv: 1}
+		}
+		rows := sim.MulSat(int64(dm.mq), int64(dm.qh))
+		kvElems := sim.MulSat(int64(dm.n), int64(dm.kvh), int64(dm.d+dv1(dm)))
+		w := sim.MulSat(rows, int64(dm.n), int64(dm.d), prom*costKernel+2*costRef)
+		w = sim.AddSat(w, sim.MulSat(kvElems, 2*costQuant))
+		work = sim.AddSat(work, sim.AddSat(w, sim.MulSat(bytes, 3)))
+		m := sim.AddSat(costBase, sim.MulSat(kvElems, 4+8+2))
+		m = sim.AddSat(m, sim.MulSat(rows, int64(dm.d), 4+8))
+		m = sim.AddSat(m, sim.MulSat(rows, int64(dv1(dm)), 8*(prom+2)))
+		if _, ok := l.refs["mask"]; ok {
+			m = sim.AddSat(m, sim.MulSat(int64(dm.mq), int64(dm.n), 5))
+		}
+		mem = max(mem, m)
+	}
 	return sim.Cost{Memory: mem, Work: max(work, 1e6)} // reading and checking the files: at least a millisecond
 }
+
+// dv1 is the V head dim, at least 1.
+func dv1(d attnDims) int { return max(d.dv, 1) }

@@ -161,6 +161,8 @@ func TestAttentionFileErrors(t *testing.T) {
 	})
 	k128 := write("k128.npy", []int{100, 1, 128}, ones)
 	v3 := write("v3.npy", []int{100, 3, 64}, ones)
+	k32 := filepath.Join(dir, "k32.npy")
+	int32K(t, k32, []int{100, 1, 64})
 	trunc := filepath.Join(dir, "trunc.npy")
 	b, _ := os.ReadFile(k)
 	os.WriteFile(trunc, b[:len(b)-10], 0o644)
@@ -173,6 +175,7 @@ func TestAttentionFileErrors(t *testing.T) {
 		{AttentionFile{Files: map[string]string{"q": q, "k": k128, "v": v}}, nil, "head dim 64, k file k128.npy 128"},
 		{AttentionFile{Files: map[string]string{"q": q, "k": k, "v": v3}}, nil, "v file v3.npy has 100 tokens × 3 heads"},
 		{AttentionFile{Files: map[string]string{"q": q, "k": trunc, "v": v}}, nil, "k file: trunc.npy: truncated"},
+		{AttentionFile{Files: map[string]string{"q": q, "k": k32, "v": v}}, nil, "k file: k32.npy: element type int32 is not accepted here (want float32, float16, bfloat16, float8_e4m3fn, float64)"},
 		{AttentionFile{Files: map[string]string{"q": q, "k": k}}, nil, "no v file"},
 		{AttentionFile{Files: map[string]string{"q": "../q.npy", "k": "k.npy", "v": "v.npy"}, Root: dir}, nil, "not a name inside the tensors folder"},
 		{AttentionFile{Files: map[string]string{"q": "/etc/passwd", "k": "k.npy", "v": "v.npy"}, Root: dir}, nil, "not a name inside the tensors folder"},

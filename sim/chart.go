@@ -111,8 +111,8 @@ func (a Axis) Range(lo, hi float64) Axis {
 func (a Axis) Label() string { return a.Quantity + " (" + a.Unit + ")" }
 
 // Style is the look of the series whose names match Match: colour by
-// Family, dash and marker by Variant, and a large marker without a line for
-// measured hardware.
+// Family, dash and marker by Variant, a large marker without a line for
+// measured hardware, markers alone for categorical x (Points).
 type Style struct {
 	// Match is a pattern over the series name: '*' matches any run of
 	// characters (also none); every other character matches itself.
@@ -125,6 +125,9 @@ type Style struct {
 	// Measured marks measured hardware (the H200 captures): drawn as large
 	// diamonds, without a line.
 	Measured bool `json:"measured,omitempty"`
+	// Points draws the series as markers without a line: its x values are
+	// categories with no order to join (query heads, layers × heads).
+	Points bool `json:"points,omitempty"`
 	// Axis is 2 for a series drawn against [Chart.Y2]; 0 or 1 is Y.
 	Axis int `json:"axis,omitempty"`
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -163,5 +164,17 @@ func TestTableSinkWidth(t *testing.T) {
 	}
 	if c := strings.Count(out, "0.333333"); c != len(names) {
 		t.Errorf("%d values 0.333333, want %d:\n%s", c, len(names), out)
+	}
+}
+
+// A style's Points reaches the page as "points" (markers, no line), and is
+// left out when unset, so existing charts read as before.
+func TestStylePointsJSON(t *testing.T) {
+	b, err := json.Marshal([]Style{{Match: "a", Family: "f", Points: true}, {Match: "b", Family: "f"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != `[{"match":"a","family":"f","points":true},{"match":"b","family":"f"}]` {
+		t.Errorf("JSON %s", got)
 	}
 }

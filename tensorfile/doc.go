@@ -21,6 +21,13 @@
 //     F32, F16, BF16, F8_E4M3 and F64 (and I64, I32, U8, BOOL for
 //     positions and masks).
 //
+// A caller that takes only some types says so ([Options.Accept]; Q, K and
+// V take [FloatTypes]): a tensor of another type, an int32 K say, is then
+// refused with the types accepted named, before its data is read.
+// [Index] reads headers only (types and shapes, for cost estimates and for
+// checking a whole dump before reading any of it); [WriteNPY] and
+// [WriteSafetensors] write float32 files NumPy and safetensors read.
+//
 // Every value is converted exactly (float16, bfloat16 and float8_e4m3fn
 // values are all float32 values), except float64, which is rounded to
 // nearest even; integers beyond ±2^24 are refused. NaN and ±Inf are kept; [Tensor.CheckFinite] reports the

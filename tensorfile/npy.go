@@ -13,15 +13,43 @@ const npyMagic = "\x93NUMPY"
 
 // ReadNPY reads the .npy file r of size bytes; file names it in messages.
 func ReadNPY(file string, r io.Reader, size int64, opt Options) (*Tensor, error) {
+	h, err := readNPYHeader(file, r, size, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := opt.CheckType(file, h.dt); err != nil {
+		return nil, err
+	}
+	data, err := readData(file, r, h.n, h.dt, h.bo)
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{File: file, DType: h.dt, Shape: toInts(h.shape), Data: data}, nil
+}
+
+// npyInfo is what a .npy header says, checked against the file's size:
+// the element type, its byte order, the shape and the element count.
+type npyInfo struct {
+	dt    DType
+	bo    binary.ByteOrder
+	shape []int64
+	n     int64
+}
+
+// readNPYHeader reads the preamble and header of the .npy file r of size
+// bytes, leaving r at the data, and checks that the data the header
+// claims is exactly what the file holds.
+func readNPYHeader(file string, r io.Reader, size int64, opt Options) (npyInfo, error) {
 	var pre [12]byte
+	var info npyInfo
 	if size < 10 {
-		return nil, truncated(file, "NumPy preamble", 10, size)
+		return info, truncated(file, "NumPy preamble", 10, size)
 	}
 	if _, err := io.ReadFull(r, pre[:10]); err != nil {
-		return nil, fmt.Errorf("%s: reading the NumPy preamble: %w", file, err)
+		return info, fmt.Errorf("%s: reading the NumPy preamble: %w", file, err)
 	}
 	if string(pre[:6]) != npyMagic {
-		return nil, fmt.Errorf("%s: not a NumPy .npy file (no \\x93NUMPY magic)", file)
+		return info, fmt.Errorf("%s: not a NumPy .npy file (no \\x93NUMPY magic)", file)
 	}
 	major, minor := pre[6], pre[7]
 	var hlen, off int64
@@ -30,52 +58,48 @@ func ReadNPY(file string, r io.Reader, size int64, opt Options) (*Tensor, error)
 		hlen, off = int64(binary.LittleEndian.Uint16(pre[8:])), 10
 	case 2, 3:
 		if size < 12 {
-			return nil, truncated(file, "NumPy 2.0 preamble", 12, size)
+			return info, truncated(file, "NumPy 2.0 preamble", 12, size)
 		}
 		if _, err := io.ReadFull(r, pre[10:12]); err != nil {
-			return nil, fmt.Errorf("%s: reading the NumPy preamble: %w", file, err)
+			return info, fmt.Errorf("%s: reading the NumPy preamble: %w", file, err)
 		}
 		hlen, off = int64(binary.LittleEndian.Uint32(pre[8:])), 12
 	default:
-		return nil, fmt.Errorf("%s: NumPy format version %d.%d is not supported (1.0, 2.0, 3.0)", file, major, minor)
+		return info, fmt.Errorf("%s: NumPy format version %d.%d is not supported (1.0, 2.0, 3.0)", file, major, minor)
 	}
 	if hlen > MaxHeader {
-		return nil, fmt.Errorf("%s: the header claims %d bytes, more than %d (the limit)", file, hlen, MaxHeader)
+		return info, fmt.Errorf("%s: the header claims %d bytes, more than %d (the limit)", file, hlen, MaxHeader)
 	}
 	if off+hlen > size {
-		return nil, truncated(file, "header", off+hlen, size)
+		return info, truncated(file, "header", off+hlen, size)
 	}
 	hdr := make([]byte, hlen)
 	if _, err := io.ReadFull(r, hdr); err != nil {
-		return nil, fmt.Errorf("%s: reading the header: %w", file, err)
+		return info, fmt.Errorf("%s: reading the header: %w", file, err)
 	}
 	h, err := parseNPYHeader(hdr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: bad header: %w", file, err)
+		return info, fmt.Errorf("%s: bad header: %w", file, err)
 	}
 	if h.fortran {
-		return nil, fmt.Errorf("%s: Fortran-ordered array (save it with np.ascontiguousarray first)", file)
+		return info, fmt.Errorf("%s: Fortran-ordered array (save it with np.ascontiguousarray first)", file)
 	}
 	dt, bo, err := npyDType(h.descr, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return info, fmt.Errorf("%s: %w", file, err)
 	}
 	n, err := elements(file, h.shape, opt.maxElements())
 	if err != nil {
-		return nil, err
+		return info, err
 	}
 	need := n * int64(dt.Size())
 	switch have := size - off - hlen; {
 	case have < need:
-		return nil, truncated(file, fmt.Sprintf("data of shape %v %s", h.shape, dt), off+hlen+need, size)
+		return info, truncated(file, fmt.Sprintf("data of shape %v %s", h.shape, dt), off+hlen+need, size)
 	case have > need:
-		return nil, fmt.Errorf("%s: %d bytes after the data of shape %v %s (not a .npy file as NumPy writes it)", file, have-need, h.shape, dt)
+		return info, fmt.Errorf("%s: %d bytes after the data of shape %v %s (not a .npy file as NumPy writes it)", file, have-need, h.shape, dt)
 	}
-	data, err := readData(file, r, n, dt, bo)
-	if err != nil {
-		return nil, err
-	}
-	return &Tensor{File: file, DType: dt, Shape: toInts(h.shape), Data: data}, nil
+	return npyInfo{dt: dt, bo: bo, shape: h.shape, n: n}, nil
 }
 
 // npyDType maps a NumPy type string to a DType and byte order.

@@ -129,6 +129,9 @@ func ReadSafetensors(file string, r io.ReaderAt, size int64, name string, opt Op
 	}
 	dt := safetensorsDTypes[e.DType]
 	what := fmt.Sprintf("%s: tensor %q", file, name)
+	if err := opt.CheckType(what, dt); err != nil {
+		return nil, err
+	}
 	n, err := elements(what, e.Shape, opt.maxElements())
 	if err != nil {
 		return nil, err

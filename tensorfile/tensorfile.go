@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -99,6 +100,30 @@ type Options struct {
 	// '<V2' and '|V1' that ml_dtypes writes for bfloat16 (or float16) and
 	// float8_e4m3fn arrays; Invalid refuses such files.
 	Void2, Void1 DType
+	// Accept, when not empty, lists the element types the caller takes:
+	// a tensor stored in another type is refused before its data is read,
+	// the error naming the types accepted (attention inputs take
+	// FloatTypes: an int32 K is an error, not a tensor of small integers).
+	Accept []DType
+}
+
+// FloatTypes are the floating-point element types, the ones Q, K and V
+// may be stored in.
+var FloatTypes = []DType{F32, F16, BF16, F8E4M3, F64}
+
+// CheckType returns an error naming what (the file, or the file and the
+// tensor), dt and the accepted types when o.Accept is set and does not
+// hold dt; the readers call it before reading any data, and a caller that
+// has only an Index checks its types with it.
+func (o Options) CheckType(what string, dt DType) error {
+	if len(o.Accept) == 0 || slices.Contains(o.Accept, dt) {
+		return nil
+	}
+	names := make([]string, len(o.Accept))
+	for i, a := range o.Accept {
+		names[i] = a.String()
+	}
+	return fmt.Errorf("%s: element type %s is not accepted here (want %s)", what, dt, strings.Join(names, ", "))
 }
 
 func (o Options) maxElements() int64 {
@@ -160,29 +185,98 @@ func (t *Tensor) index(i int) []int {
 // empty) or a .safetensors file (name picks the tensor; empty means its
 // only tensor). Messages name the file by its base name.
 func ReadFile(path, name string, opt Options) (*Tensor, error) {
-	f, err := os.Open(path)
+	f, size, base, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", filepath.Base(path))
-	}
-	base := filepath.Base(path)
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
 		if name != "" {
 			return nil, fmt.Errorf("%s: a .npy file holds one tensor; no tensor name (got %q)", base, name)
 		}
-		return ReadNPY(base, f, st.Size(), opt)
+		return ReadNPY(base, f, size, opt)
 	case ".safetensors":
-		return ReadSafetensors(base, f, st.Size(), name, opt)
+		return ReadSafetensors(base, f, size, name, opt)
 	}
 	return nil, fmt.Errorf("%s: unknown file type (want .npy or .safetensors)", base)
+}
+
+// Info is what a file says of one tensor it holds, read from its header
+// alone: no data is read.
+type Info struct {
+	File  string // the file's base name, as in messages
+	Name  string // the tensor's name in a safetensors file ("" for .npy)
+	DType DType
+	Shape []int
+}
+
+// Elements is the product of Shape.
+func (i Info) Elements() int64 {
+	n := int64(1)
+	for _, d := range i.Shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// Index reads the header of the file at path and returns every tensor it
+// holds, with the checks of ReadFile that need no data (the header's
+// bounds, the data's size against the file's, opt.MaxElements and the
+// opaque .npy types): one for a .npy file, every tensor of a
+// .safetensors file sorted by name. opt.Accept is not applied: a file may
+// hold tensors of several types (positions next to Q); read each with
+// the types its role takes.
+func Index(path string, opt Options) ([]Info, error) {
+	f, size, base, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		h, err := readNPYHeader(base, f, size, opt)
+		if err != nil {
+			return nil, err
+		}
+		return []Info{{File: base, DType: h.dt, Shape: toInts(h.shape)}}, nil
+	case ".safetensors":
+		h, _, err := safetensorsHeader(base, f, size)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Info, 0, len(h))
+		for name, e := range h {
+			what := fmt.Sprintf("%s: tensor %q", base, name)
+			if _, err := elements(what, e.Shape, opt.maxElements()); err != nil {
+				return nil, err
+			}
+			out = append(out, Info{File: base, Name: name, DType: safetensorsDTypes[e.DType], Shape: toInts(e.Shape)})
+		}
+		slices.SortFunc(out, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: unknown file type (want .npy or .safetensors)", base)
+}
+
+// openRegular opens the regular file at path, returning it with its size
+// and base name.
+func openRegular(path string) (*os.File, int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, "", err
+	}
+	base := filepath.Base(path)
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, "", fmt.Errorf("%s: not a regular file", base)
+	}
+	return f, st.Size(), base, nil
 }
 
 // errTruncated wraps io.ErrUnexpectedEOF with the file and what was being read.

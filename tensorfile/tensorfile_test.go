@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -252,4 +254,111 @@ func want32(n int) []float32 {
 		x[i] = float32(i)
 	}
 	return x
+}
+
+// Options.Accept refuses a tensor stored in another type before reading
+// its data, naming the file, the type and the types accepted: an int32
+// .npy (or an I32 safetensors tensor) given as K is an error.
+func TestAcceptTypes(t *testing.T) {
+	dir := t.TempDir()
+	ints := filepath.Join(dir, "ints.safetensors")
+	h := `{"k":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}}`
+	if err := os.WriteFile(ints, append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))),
+		h+"\x01\x00\x00\x00\x02\x00\x00\x00"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	floats := Options{Accept: FloatTypes}
+	for _, tc := range []struct {
+		path, name string
+		opt        Options
+		msg        string // "" when the read succeeds
+	}{
+		{"testdata/int32.npy", "", floats, "int32.npy: element type int32 is not accepted here (want float32, float16, bfloat16, float8_e4m3fn, float64)"},
+		{ints, "k", floats, `ints.safetensors: tensor "k": element type int32 is not accepted here (want float32`},
+		{"testdata/int32.npy", "", Options{}, ""},
+		{ints, "k", Options{Accept: []DType{I32, I64}}, ""},
+		{"testdata/f16.npy", "", floats, ""},
+		{"testdata/qkv.safetensors", "e4m3", floats, ""},
+		{"testdata/f16.npy", "", Options{Accept: []DType{F32}}, "f16.npy: element type float16 is not accepted here (want float32)"},
+	} {
+		_, err := ReadFile(tc.path, tc.name, tc.opt)
+		switch {
+		case tc.msg == "" && err != nil:
+			t.Errorf("%s %s: %v", tc.path, tc.name, err)
+		case tc.msg != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.msg)):
+			t.Errorf("%s %s: error %v, want %q", tc.path, tc.name, err, tc.msg)
+		}
+	}
+}
+
+// Index reads headers only: the types and shapes of a .npy file and of
+// every tensor of a safetensors file, and the faults ReadFile finds
+// without the data (a truncated file, a shape over the limit).
+func TestIndex(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		opt  Options
+		want string // names:types:shapes, or the error's start
+	}{
+		{"testdata/f32.npy", Options{}, ":float32:[2 3 4]"},
+		{"testdata/int32.npy", Options{Accept: FloatTypes}, ":int32:[4]"}, // Accept is not Index's
+		{"testdata/qkv.safetensors", Options{}, "bf16:bfloat16:[2 3 4] e4m3:float8_e4m3fn:[2 3 4] f16:float16:[2 3 4] f32:float32:[2 3 4]"},
+		{"testdata/bf16_v2.npy", Options{}, "bf16_v2.npy: element type"},
+		{"testdata/f32.npy", Options{MaxElements: 23}, "f32.npy: shape [2 3 4] has more than 23 elements (the limit)"},
+		{"testdata/qkv.safetensors", Options{MaxElements: 23}, `qkv.safetensors: tensor "`},
+		{"testdata/gen.py", Options{}, "gen.py: unknown file type"},
+	} {
+		infos, err := Index(tc.path, tc.opt)
+		var got []string
+		for _, i := range infos {
+			got = append(got, fmt.Sprintf("%s:%s:%v", i.Name, i.DType, i.Shape))
+		}
+		if err != nil {
+			got = []string{err.Error()}
+		}
+		if s := strings.Join(got, " "); !strings.HasPrefix(s, tc.want) {
+			t.Errorf("Index(%s) = %q, want %q", tc.path, s, tc.want)
+		}
+	}
+	good := mustRead(t, "testdata/f32.npy")
+	p := filepath.Join(t.TempDir(), "cut.npy")
+	os.WriteFile(p, good[:len(good)-4], 0o644)
+	if _, err := Index(p, Options{}); err == nil || !errors.Is(err, io.ErrUnexpectedEOF) || !strings.HasPrefix(err.Error(), "cut.npy: truncated") {
+		t.Errorf("truncated: %v", err)
+	}
+	if n := (Info{Shape: []int{2, 3, 4}}).Elements(); n != 24 {
+		t.Errorf("Elements = %d", n)
+	}
+}
+
+// WriteSafetensors writes what ReadFile and Index read back, with the
+// header padded to 8 bytes as the safetensors library pads it, and
+// refuses a shape that does not hold its data.
+func TestWriteSafetensors(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "w.safetensors")
+	ts := map[string]*Tensor{"layer0.q": {Shape: []int{1, 2, 3}, Data: want32(6)}, "a": {Shape: []int{5}, Data: want32(5)}, "s": {Data: []float32{7}}}
+	if err := WriteSafetensors(p, ts); err != nil {
+		t.Fatal(err)
+	}
+	b := mustRead(t, p)
+	if n := binary.LittleEndian.Uint64(b); n%8 != 0 || int(8+n+4*12) != len(b) {
+		t.Errorf("header of %d bytes in a file of %d", n, len(b))
+	}
+	for name, w := range ts {
+		x, err := ReadFile(p, name, Options{})
+		if err != nil || x.DType != F32 || fmt.Sprint(x.Shape) != fmt.Sprint(w.Shape) && len(w.Shape) > 0 || !slices.Equal(x.Data, w.Data) {
+			t.Errorf("%s: %v %+v", name, err, x)
+		}
+	}
+	if infos, err := Index(p, Options{}); err != nil || len(infos) != 3 || infos[1].Name != "layer0.q" {
+		t.Errorf("Index: %v %+v", err, infos)
+	}
+	for _, bad := range []map[string]*Tensor{
+		{"x": {Shape: []int{2}, Data: want32(3)}},
+		{"__metadata__": {Data: []float32{1}}},
+	} {
+		if err := WriteSafetensors(p, bad); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
 }

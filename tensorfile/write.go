@@ -3,9 +3,12 @@ package tensorfile
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -48,6 +51,66 @@ func WriteNPY(path string, shape []int, x []float32) error {
 	for _, v := range x {
 		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
 		w.Write(b[:])
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// WriteSafetensors writes tensors (name → shape and float32 data; DType
+// and File are ignored) to path as a .safetensors file as the safetensors
+// library writes it: the 8-byte header length, the JSON header padded
+// with spaces to a multiple of 8 bytes, then every tensor's data as F32,
+// little-endian, in name order. A name may not be empty or
+// "__metadata__"; each shape must hold its data.
+func WriteSafetensors(path string, tensors map[string]*Tensor) error {
+	type entry struct {
+		DType       string   `json:"dtype"`
+		Shape       []int    `json:"shape"`
+		DataOffsets [2]int64 `json:"data_offsets"`
+	}
+	names := slices.Sorted(maps.Keys(tensors))
+	header := map[string]entry{}
+	var off int64
+	for _, name := range names {
+		t := tensors[name]
+		n := 1
+		for _, d := range t.Shape {
+			n *= d
+		}
+		switch {
+		case name == "" || name == "__metadata__":
+			return fmt.Errorf("tensorfile: tensor name %q is reserved", name)
+		case n != len(t.Data):
+			return fmt.Errorf("tensorfile: tensor %q: shape %v holds %d elements, got %d", name, t.Shape, n, len(t.Data))
+		}
+		shape := t.Shape
+		if shape == nil {
+			shape = []int{}
+		}
+		header[name] = entry{"F32", shape, [2]int64{off, off + 4*int64(n)}}
+		off += 4 * int64(n)
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	h = append(h, strings.Repeat(" ", (8-len(h)%8)%8)...)
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	binary.Write(w, binary.LittleEndian, uint64(len(h)))
+	w.Write(h)
+	var b [4]byte
+	for _, name := range names {
+		for _, v := range tensors[name].Data {
+			binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+			w.Write(b[:])
+		}
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -102,7 +103,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if exp, err = withFiles(); err != nil {
+	exp, fileArgs, err := withFiles()
+	if err != nil {
 		return err
 	}
 
@@ -110,7 +112,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *jsonOut {
 		out = sim.NewJSONSink(stdout)
 	} else {
-		fmt.Fprintf(stdout, "%s\n\n", wrapCommand(fmt.Sprintf("lab run %s %s -seed %d", name, values.Flags(), *seed), termWidth))
+		// The reproduce line: the parameters, the input files, the seed.
+		line := strings.Join(slices.DeleteFunc([]string{"lab run", name, values.Flags(), fileArgs, fmt.Sprintf("-seed %d", *seed)}, func(s string) bool { return s == "" }), " ")
+		fmt.Fprintf(stdout, "%s\n\n", wrapCommand(line, termWidth))
 		out = sim.NewTableSink(stdout)
 	}
 	sink := out

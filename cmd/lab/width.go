@@ -14,9 +14,10 @@ const termWidth = 100
 
 // wrapCommand writes a shell command on lines of at most width columns,
 // continued with " \" and indented, so that it can still be pasted and run.
-// A flag stays on the line of its value.
+// A flag stays on the line of its value; a quoted word (a path with a
+// space) is never cut.
 func wrapCommand(cmd string, width int) string {
-	fields := strings.Fields(cmd)
+	fields := shellFields(cmd)
 	// Pair each flag with its value: "-K 1024,2048" moves as one.
 	var words []string
 	for i := 0; i < len(fields); i++ {
@@ -44,6 +45,40 @@ func wrapCommand(cmd string, width int) string {
 		line += n
 	}
 	return b.String()
+}
+
+// shellFields splits cmd at the blanks outside single quotes and outside a
+// backslash's escape, keeping the quoting: the words a POSIX shell sees,
+// as written.
+func shellFields(cmd string) []string {
+	var out []string
+	var w strings.Builder
+	quoted, escaped, in := false, false, false
+	for _, r := range cmd {
+		switch {
+		case escaped:
+			escaped = false
+		case quoted:
+			quoted = r != '\''
+		case r == '\'':
+			quoted = true
+		case r == '\\':
+			escaped = true
+		case r == ' ' || r == '\t' || r == '\n':
+			if in {
+				out = append(out, w.String())
+				w.Reset()
+				in = false
+			}
+			continue
+		}
+		w.WriteRune(r)
+		in = true
+	}
+	if in {
+		out = append(out, w.String())
+	}
+	return out
 }
 
 // wrapText writes text as lines of at most width columns, each starting
