@@ -463,11 +463,6 @@ func attnFileGPUCheck(cfg attention.Config, in *attnFileInputs) error {
 	if in.mq != 1 {
 		return fmt.Errorf("device gpu runs a decode: one query token, the q file %s has %d (use device cpu)", in.names["q"], in.mq)
 	}
-	if cfg.Splits > 1 {
-		// wgsl.SimDecode of this build runs the tiles in one range and does
-		// not refuse Config.Splits: the guard is here until it runs splits.
-		return fmt.Errorf("device gpu runs one split: wgsl.SimDecode of this build has no split-KV (splits %d; use device cpu)", cfg.Splits)
-	}
 	if err := wgsl.SimDecodeSupports(cfg); err != nil {
 		return fmt.Errorf("device gpu: %w (use device cpu)", err)
 	}

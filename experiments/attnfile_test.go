@@ -207,7 +207,8 @@ func TestAttentionFileErrors(t *testing.T) {
 }
 
 // attention-file with device gpu gives the CPU's O bit for bit (a decode
-// with GQA over a cache in several KV formats and paths, every promotion),
+// with GQA over a cache in several KV formats and paths, every promotion,
+// one split and several),
 // and names what it does not run.
 func TestAttentionFileGPUEqualsCPU(t *testing.T) {
 	gpuTestGPU(t)
@@ -239,6 +240,8 @@ func TestAttentionFileGPUEqualsCPU(t *testing.T) {
 		{"format": "nvfp4", "scale": "amax", "path": "dequant-e4m3"},
 		{"format": "mxfp8", "path": "dequant-e4m3", "arch": "blackwell", "k-block-n": "64"},
 		{"format": "e5m2", "causal": "true"},
+		{"format": "e4m3", "splits": "3"},
+		{"format": "bf16", "splits": "auto", "batch": "1"},
 	} {
 		args["promotions"] = "0,1,4"
 		var outs [2]string
