@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
@@ -116,19 +117,35 @@ func instrJSON(m accum.Instruction) modelJSON {
 }
 
 // checkCodes returns an error naming the first code of x (rows of k) that
-// is not a code of format f.
+// is not a code of format f. Codes are OR-reduced a block at a time (one
+// operation an element), and only a block with a bad code is searched; ctx
+// is looked at between blocks.
 func checkCodes[T accum.Code](ctx context.Context, what string, x []T, k int, f fp8.Format) error {
-	bits := f.CodeBits()
-	if bits >= 64 {
-		return nil
+	return checkWidth(ctx, what, x, k, f.String(), f.CodeBits())
+}
+
+func checkWidth[T accum.Code](ctx context.Context, what string, x []T, k int, name string, bits int) error {
+	var zero T
+	if bits >= 8*int(unsafe.Sizeof(zero)) {
+		return nil // every value of T is a code
 	}
-	limit := uint64(1) << bits
-	for i, v := range x {
-		if i&(1<<20-1) == 0 && ctx.Err() != nil {
+	const block = 1 << 16
+	for lo := 0; lo < len(x); lo += block {
+		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if uint64(v) >= limit {
-			return fmt.Errorf("%s[%d, %d] = %#x is not a %s code (%d bits)", what, i/k, i%k, uint64(v), f, bits)
+		hi := min(lo+block, len(x))
+		var or T
+		for _, v := range x[lo:hi] {
+			or |= v
+		}
+		if uint64(or)>>bits == 0 {
+			continue
+		}
+		for i := lo; i < hi; i++ {
+			if uint64(x[i])>>bits != 0 {
+				return fmt.Errorf("%s[%d, %d] = %#x is not a %s code (%d bits)", what, i/max(k, 1), i%max(k, 1), uint64(x[i]), name, bits)
+			}
 		}
 	}
 	return nil
@@ -202,8 +219,15 @@ func chainModel[T accum.Code](ctx context.Context, name string, a, b []T, rows, 
 // widen16 returns x as uint16 codes: x itself when it is []uint16, else
 // buf filled with x.
 func widen16[T accum.Code](buf []uint16, x []T) []uint16 {
-	if y, ok := any(x).([]uint16); ok {
+	switch y := any(x).(type) {
+	case []uint16:
 		return y
+	case []uint8:
+		buf = buf[:len(y)]
+		for i, v := range y {
+			buf[i] = uint16(v)
+		}
+		return buf
 	}
 	for i, v := range x {
 		buf[i] = uint16(v)
@@ -250,20 +274,7 @@ func peerBits(name string) int {
 }
 
 func checkBits[T accum.Code](ctx context.Context, what string, x []T, k int, format string) error {
-	bits := peerBits(format)
-	if bits >= 64 {
-		return nil
-	}
-	limit := uint64(1) << bits
-	for i, v := range x {
-		if i&(1<<20-1) == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if uint64(v) >= limit {
-			return fmt.Errorf("%s[%d, %d] = %#x is not a %s code (%d bits)", what, i/max(k, 1), i%max(k, 1), uint64(v), format, bits)
-		}
-	}
-	return nil
+	return checkWidth(ctx, what, x, k, format, peerBits(format))
 }
 
 // chainInstr computes rows output elements of the instruction named name:
