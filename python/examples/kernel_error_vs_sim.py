@@ -12,7 +12,8 @@ fp8lab.attention on the same Q, K, V: the same e4m3 cache (PyTorch's nosat
 cast) read by FlashAttention-3's FP8 kernel on Hopper, through the
 bit-exact wgmma model, with and without two-level accumulation.  The CPU
 kernel computes in FP32, so its error is the cache quantization alone; the
-prediction adds what the tensor cores' accumulation does.
+prediction adds what FA3's FP8 kernel does beyond the cache: Q and P cast
+to e4m3 and the tensor cores' accumulation.
 
     python3 examples/kernel_error_vs_sim.py --lab http://127.0.0.1:8080
 """
