@@ -210,8 +210,14 @@ def chain(name, a, b, c=None, promote=0, scale_a=None, scale_b=None, threads=0, 
     Block-scaled instructions take scale_a and scale_b (uint8 codes,
     ceil(K/block) per row).  Returns the outputs as float32 (the C format's
     floats for instructions; bits=True: their bit patterns), bit for bit the
-    Go model's (accum.Chain / accum.ChainCodes).  threads <= 0 uses every CPU.
-    Raises fp8lab.Error on a bad name, shape, dtype, code or promotion."""
+    Go model's (accum.Chain / accum.ChainCodes): each instruction's final
+    conversion is the model's (RZ to e8m13 for sm90 FP8 wgmma, RZ to FP32 for
+    most others, see fp8lab.model(name)["rho"]), a promotion's FP32 add rounds
+    to nearest even; specials as the model gives them (a NaN input, inf x 0 or
+    +inf with -inf give the canonical NaN 0x7fffffff, a zero sum is +0).
+    threads <= 0 uses every CPU.  Raises fp8lab.Error on a bad name, shape,
+    dtype, code or promotion; a call of LONG_CALL products or more runs in a
+    worker thread and is cancelled by KeyboardInterrupt."""
     return _run(name, a, b, c, scale_a, scale_b, promote, False, 0, threads, bits, "chain")
 
 
