@@ -17,7 +17,13 @@ REVISION        ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git
 LAB_LDFLAGS     := -X github.com/fp8lab/fp8lab/sim.buildRevision=$(REVISION)
 ECHARTS_VERSION ?= 5.6.0
 
-.PHONY: lab build lab-wasm verify verify-exhaustive test test-cold test-deps vet bench fuzz vendor-echarts lab-screenshot gpucheck
+# The Python package (python/): its shared library, built from capi/, and
+# the interpreter it is installed for and tested with: the first of python3
+# and Debian's /usr/bin/python3 that has NumPy.
+PYLIB   := python/fp8lab/libfp8lab.so
+PYTHON  ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' >/dev/null 2>&1 && { command -v $$p; break; }; done)
+
+.PHONY: lab build lab-wasm verify verify-exhaustive test test-cold test-deps vet bench fuzz vendor-echarts lab-screenshot gpucheck python python-lib python-deps test-python bench-python
 
 # The experiment registry for the page's Web Worker, and the wasm_exec.js of
 # the same Go (they must match); go:embed picks them up from web/static/wasm.
@@ -43,11 +49,13 @@ verify-exhaustive: build
 
 # Debian packages the tests need: lavapipe (Vulkan on the CPU) for the WGSL
 # tests, Chromium for the browser tests, NumPy for the tests that read files
-# np.save writes (attention-file), Node.js for the tests that run the
-# WebAssembly build (TestWasmEqualsNative). Installed only when missing.
+# np.save writes (attention-file) and for the Python package, Node.js for
+# the tests that run the WebAssembly build (TestWasmEqualsNative), pytest,
+# pip and setuptools for the Python package's tests and install. Installed
+# only when missing.
 test-deps:
 	@missing=""; \
-	for p in mesa-vulkan-drivers libvulkan1 chromium python3-numpy nodejs; do \
+	for p in mesa-vulkan-drivers libvulkan1 chromium python3-numpy nodejs python3-pytest python3-pip python3-setuptools; do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -72,9 +80,47 @@ test: test-deps vet
 	plain=0; $(GO) test -timeout 20m ./... || plain=$$?; \
 	$(GO) run ./cmd/lab verify $(VERIFY_PATHS) >$$tmp/verify.txt 2>&1 || { plain=1; tail -n 40 $$tmp/verify.txt; }; \
 	echo "lab verify: $$(tail -n 1 $$tmp/verify.txt)"; \
-	race=0; $(GO) test -race -timeout 10m ./sim/... ./lab/... ./cmd/lab || race=$$?; \
-	echo "make test: plain tests exit $$plain, race tests exit $$race"; \
-	[ $$plain = 0 ] && [ $$race = 0 ]
+	race=0; $(GO) test -race -timeout 10m ./sim/... ./lab/... ./cmd/lab ./capi || race=$$?; \
+	py=0; $(MAKE) --no-print-directory test-python || py=$$?; \
+	echo "make test: plain tests exit $$plain, race tests exit $$race, Python tests exit $$py"; \
+	[ $$plain = 0 ] && [ $$race = 0 ] && [ $$py = 0 ]
+
+# The Python package from NumPy's side: pytest over python/tests with the
+# library built here (no install needed; one test installs it with pip
+# into a temporary folder, offline).
+test-python: python-lib
+	@test -n "$(PYTHON)" || { echo "no python3 with NumPy (apt-get install python3-numpy; make test-deps does)"; exit 1; }
+	cd python && PYTHONPATH=$(CURDIR)/python GO=$(GO) $(PYTHON) -m pytest -q -p no:cacheprovider -rs tests
+
+# The Debian packages of the Python package alone (make python).
+python-deps:
+	@missing=""; \
+	for p in python3-numpy python3-pip python3-setuptools; do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			-o Dpkg::Use-Pty=0 $$missing >/dev/null || exit 1; \
+	fi
+
+# The shared library the package loads (go build -buildmode=c-shared).
+python-lib:
+	$(GO) build -buildmode=c-shared -ldflags '$(LAB_LDFLAGS)' -o $(PYLIB) ./capi
+
+# Builds the library and installs the package for $(PYTHON), offline (pip
+# with no index; the package's build backend needs nothing but Go). Debian
+# marks its Python as externally managed: outside a virtual environment
+# pip installs under /usr/local, beside Debian's packages, not over them.
+python: python-deps python-lib
+	@py="$(PYTHON)"; test -n "$$py" || py=/usr/bin/python3; \
+	PIP_BREAK_SYSTEM_PACKAGES=1 $$py -m pip install -q --no-index --no-deps --force-reinstall ./python && \
+	echo "fp8lab installed for $$py: $$py -c 'import fp8lab; print(fp8lab.info()[\"version\"])'"
+
+# fp8lab from Python beside the Go benchmark, in the same session (BENCHMARKS.md).
+bench-python: python-lib
+	$(GO) test ./accum -run '^$$' -bench 'Chain$$/sm90.wgmma.e4m3.f32$$' -cpu 1 -benchtime 2s -count 3
+	cd python && PYTHONPATH=$(CURDIR)/python $(PYTHON) bench.py
 
 # The WebGPU tests 10 times, each with an empty shader cache (issue: the
 # fresh-machine segmentation faults); about 1 to 2 minutes a run on 2 cores.

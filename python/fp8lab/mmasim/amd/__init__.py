@@ -1,0 +1,1 @@
+"""MMA-Sim's mmasim.amd (its README's layout)."""

@@ -1,0 +1,1 @@
+"""MMA-Sim's mmasim.nv_ptx (its README's layout)."""
