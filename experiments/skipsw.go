@@ -48,7 +48,8 @@ P·V) and in bf16, and for contrast a full-attention layer of the same shape in
 fp8 single-level, fp8 two-level (every tile) and bf16; y = relative L2 error
 of O against float64 attention on the unquantized inputs (mean over trials);
 extra: max over trials, accum (the error against float64 attention on the
-quantized cache, i.e. the arithmetic alone) and cosine.`
+quantized cache, i.e. the arithmetic alone), cosine, and the decomposition
+alpha (the shrinkage <O, O*>/<O*, O*>) and residual (relative, after it).`
 }
 
 // skipswModels are the model presets with sliding-window layers.
@@ -160,8 +161,8 @@ type skipswCase struct {
 
 // skipswResult is one trial's errors per case.
 type skipswResult struct {
-	rel, accum, cosine []float64
-	err                error
+	rel, accum, cosine, alpha, residual []float64
+	err                                 error
 }
 
 // skipswAccuracy runs the simulator on sliding and full layers of the
@@ -212,14 +213,15 @@ func skipswAccuracy(ctx context.Context, run *sim.Run, m presets.Model, summary 
 			}
 		}
 		for i, c := range cases {
-			var rel, acc, cos []float64
+			var rel, acc, cos, alpha, resid []float64
 			for _, r := range res {
 				rel, acc, cos = append(rel, r.rel[i]), append(acc, r.accum[i]), append(cos, r.cosine[i])
+				alpha, resid = append(alpha, r.alpha[i]), append(resid, r.residual[i])
 			}
 			st := contractionStatsOf(rel)
 			mean := func(x []float64) float64 { return contractionStatsOf(x).mean }
 			p := sim.Point{Series: skipswErrPrefix + c.name, X: float64(n), Y: st.mean, Extra: map[string]float64{
-				"max": st.max, "accum": mean(acc), "cosine": mean(cos), "trials": float64(trials),
+				"max": st.max, "accum": mean(acc), "cosine": mean(cos), "alpha": mean(alpha), "residual": mean(resid), "trials": float64(trials),
 			}}
 			if err := run.Emit(p); err != nil {
 				return err
@@ -242,7 +244,8 @@ func skipswAccuracy(ctx context.Context, run *sim.Run, m presets.Model, summary 
 // skipswTrial draws one decode's inputs over n tokens and returns the errors
 // of every case.
 func skipswTrial(ctx context.Context, rng *rand.Rand, cases []skipswCase, n, d, group, window int, mu float64) skipswResult {
-	res := skipswResult{rel: make([]float64, len(cases)), accum: make([]float64, len(cases)), cosine: make([]float64, len(cases))}
+	res := skipswResult{rel: make([]float64, len(cases)), accum: make([]float64, len(cases)), cosine: make([]float64, len(cases)),
+		alpha: make([]float64, len(cases)), residual: make([]float64, len(cases))}
 	q := make([]float32, group*d)
 	k := make([]float32, n*d)
 	vv := make([]float32, n*d)
@@ -312,7 +315,7 @@ func skipswTrial(ctx context.Context, rng *rand.Rand, cases []skipswCase, n, d, 
 			return res
 		}
 		e := attention.Compare(o, ref)
-		res.rel[i], res.cosine[i] = e.RelL2, e.Cosine
+		res.rel[i], res.cosine[i], res.alpha[i], res.residual[i] = e.RelL2, e.Cosine, e.Alpha, e.Residual
 		res.accum[i] = attention.Compare(o, qref).RelL2
 		if math.IsNaN(e.RelL2) {
 			res.err = fmt.Errorf("skip-sw: %s at %d tokens: NaN error", c.name, n)
