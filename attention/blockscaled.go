@@ -219,20 +219,6 @@ var (
 	ue4m3Values = sync.OnceValue(func() *[256]float64 { return newScaleValues(fp8.FormatUE4M3) })
 )
 
-// BlockScaledModel returns the name of the tcgen05 block-scaled
-// instruction that reads a cache of format f natively (both GEMMs), or an
-// error for a format without block scales.
-func BlockScaledModel(f KVFormat) (string, error) {
-	switch f {
-	case KVMXFP8:
-		return "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", nil
-	case KVMXFP4:
-		return "sm100.tcgen05.mxf4.f32", nil
-	case KVNVFP4:
-		return "sm100.tcgen05.mxf4nvf4.ue4m3.f32", nil
-	}
-	return "", fmt.Errorf("attention: a %s cache has no block scales: block-scaled MMA reads mxfp8, nvfp4 or mxfp4", f)
-}
 
 // Models returns the QK and PV model names of arch ("hopper"/"sm90":
 // wgmma, FA3's order; "blackwell"/"sm100": tcgen05, FP32 accumulator in
@@ -245,14 +231,15 @@ func (s KVSpec) Models(arch string) (qk, pv string, err error) {
 		name, err := ModelFor(arch, s.DType())
 		return name, name, err
 	}
-	switch arch {
-	case "hopper", "sm90":
-		return "", "", fmt.Errorf("attention: hopper arithmetic cannot read a block-scaled %s cache natively (wgmma has no block-scaled kind): use blackwell, or dequant-bf16/dequant-e4m3", s.Format)
-	case "blackwell", "sm100":
-		name, err := BlockScaledModel(s.Format)
-		return name, name, err
+	a, err := LookupArch(arch)
+	if err != nil {
+		return "", "", err
 	}
-	return "", "", fmt.Errorf("unknown arithmetic %q (want hopper or blackwell)", arch)
+	name := a.Block[s.Format]
+	if name == "" {
+		return "", "", fmt.Errorf("attention: %s arithmetic cannot read a block-scaled %s cache natively (%s has no block-scaled kind for it): use an architecture that has one, or dequant-bf16/dequant-e4m3", a.Name, s.Format, a.MMA)
+	}
+	return name, name, nil
 }
 
 // lookupBlockInstr resolves a GEMM's model for a block-scaled cache: an

@@ -225,21 +225,6 @@ func (p *Plan) SplitRange(nMin, nMax, s int) (lo, hi int) {
 	return lo, min(lo+tps, nMax)
 }
 
-// DefaultModel returns the name of the Hopper wgmma model reading format f,
-// or "" when there is none.
-func DefaultModel(f fp8.Format) string {
-	switch f {
-	case fp8.FormatE4M3:
-		return "sm90.wgmma.e4m3.f32"
-	case fp8.FormatE5M2:
-		return "sm90.wgmma.e5m2.f32"
-	case fp8.FormatBF16:
-		return "sm90.wgmma.bf16.f32"
-	case fp8.FormatFP16:
-		return "sm90.wgmma.f16.f32"
-	}
-	return ""
-}
 
 // IsDecode reports whether FA3's use_one_mma_wg heuristic picks the decode
 // tiles: head_dim 64 or 128, no sliding window, and mq queries × q-heads
@@ -650,34 +635,6 @@ func (c Config) fromCache(kv *KV) Config {
 	return c
 }
 
-// ModelFor returns the name of the accum model of arch ("hopper": wgmma,
-// FA3's order; "blackwell": tcgen05, its accumulator in tensor memory in
-// FP32) reading format f, or an error naming what is missing.
-func ModelFor(arch string, f fp8.Format) (string, error) {
-	var name string
-	switch arch {
-	case "hopper", "sm90":
-		name = DefaultModel(f)
-	case "blackwell", "sm100":
-		switch f {
-		case fp8.FormatE4M3:
-			name = "sm100.tcgen05.f8f6f4.f32"
-		case fp8.FormatFP16:
-			name = "sm100.tcgen05.f16.f32"
-		case fp8.FormatBF16:
-			name = "sm100.tcgen05.bf16.f32"
-		}
-	default:
-		return "", fmt.Errorf("unknown arithmetic %q (want hopper or blackwell)", arch)
-	}
-	if name == "" {
-		return "", fmt.Errorf("no %s model reads %s", arch, f)
-	}
-	if _, err := accum.Lookup(name); err != nil {
-		return "", fmt.Errorf("%s arithmetic on %s needs the model %s: %w", arch, f, name, err)
-	}
-	return name, nil
-}
 
 // AutoSplits returns the number of splits FA3 picks for this plan
 // (get_num_splits, hopper/flash_api.cpp, and num_splits_heuristic,

@@ -100,10 +100,10 @@ const (
 	attnRegimePrefill = "prefill"
 )
 
-// attnSMs is the SM count that splits=auto assumes for Hopper kernels (H100
-// and H200 SXM: 132; NVIDIA's H100 datasheet, and
-// torch.cuda.get_device_properties on the H200 here).
-const attnSMs = 132
+// attnSMs is the SM count that splits=auto assumes: Hopper's row of
+// attention.Arches (H100 and H200 SXM, 132), the GPUs the needle
+// experiments model.
+var attnSMs = func() int { a, _ := attention.LookupArch("hopper"); return a.SMs }()
 
 // exact is float64 attention of the unquantized q over the haystack h with
 // the trial's sinks and needle at pos: softmax(q·k/√d)·v, exp through

@@ -105,32 +105,6 @@ func (e AttentionFile) WithFiles(files map[string]string) (sim.Experiment, error
 	return e, nil
 }
 
-// ArchGPU is the GPU whose SM count FA3's num_splits heuristic uses for an
-// arch of attention-file (splits auto).
-type ArchGPU struct {
-	Arch   string // the arch parameter's value
-	GPUs   string
-	SMs    int
-	Source string
-}
-
-// ArchGPUs are the SM counts of the GPUs each arch stands for, the one
-// place they are kept.
-var ArchGPUs = []ArchGPU{
-	{"hopper", "H100 SXM5 / H200 SXM", 132, "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs on H100 SXM5; the H200 is the same GH100 configuration with HBM3e"},
-	{"blackwell", "B200", 148, "Chips and Cheese, \"Nvidia's B200: Keeping the CUDA Juggernaut Rolling\" (2025): 74 of each die's 80 SMs enabled, 148 in all"},
-}
-
-// archGPU returns the GPU of arch.
-func archGPU(arch string) (ArchGPU, error) {
-	for _, g := range ArchGPUs {
-		if g.Arch == arch {
-			return g, nil
-		}
-	}
-	return ArchGPU{}, fmt.Errorf("no SM count for arch %q", arch)
-}
-
 // Name returns "attention-file".
 func (AttentionFile) Name() string { return "attention-file" }
 
@@ -207,7 +181,7 @@ func (AttentionFile) Params() []sim.Param {
 		{Name: "scale", Doc: "static scales: 1.0, amax of the cache, amax of a calibration prefix", Kind: sim.KindChoice, Default: "one", Choices: []string{"one", "amax", "prefix"}},
 		{Name: "prefix", Doc: "calibration prefix of scale=prefix", Unit: "tokens", Kind: sim.KindInt, Default: 1024, Min: 1, Max: 1 << 24},
 		{Name: "path", Doc: "how the MMA reads the cache", Kind: sim.KindChoice, Default: "direct", Choices: []string{"direct", "dequant-bf16", "dequant-e4m3", "block-scaled"}},
-		{Name: "arch", Doc: "tensor-core arithmetic of both GEMMs", Kind: sim.KindChoice, Default: "hopper", Choices: []string{"hopper", "blackwell"}},
+		{Name: "arch", Doc: "tensor-core arithmetic of both GEMMs", Kind: sim.KindChoice, Default: "hopper", Choices: attention.ArchNames()},
 		{Name: "saturation", Doc: "cast of Q, K, V to fp8: satfinite (vLLM) or nosat (PyTorch .to())", Kind: sim.KindChoice, Default: "satfinite", Choices: []string{"satfinite", "nosat"}},
 		{Name: "promotions", Doc: "P·V promotion intervals (0 never, 1 every tile, N every N tiles)", Kind: sim.KindInts, Default: []int{0, 1}, Min: 0, Max: 1 << 20},
 		{Name: "splits", Doc: "split-KV ranges (FA3's num_splits); auto: FA3's heuristic for arch's SM count and batch × KV heads", Kind: sim.KindInt, Default: 1, Min: 1, Max: attention.MaxSplits, Named: []sim.Named{{Name: "auto", Value: 0}}},
@@ -373,7 +347,7 @@ func attnFileSplits(vals sim.Values, cfg attention.Config, in *attnFileInputs, k
 	if s := vals.Int("splits"); s > 0 {
 		return s, fmt.Sprintf("splits %d (given)", s), nil
 	}
-	gpu, err := archGPU(vals.String("arch"))
+	gpu, err := attention.LookupArch(vals.String("arch"))
 	if err != nil {
 		return 0, "", err
 	}

@@ -387,7 +387,7 @@ func TestAttentionFileSplits(t *testing.T) {
 		{map[string]string{"splits": "1"}, 1, 0, 0, "splits 1 (given)"},
 		{map[string]string{"splits": "4"}, 4, 0, 0, "splits 4 (given)"},
 		{map[string]string{"splits": "64"}, 64, 0, 0, "splits 64 (given)"},
-		{map[string]string{"splits": "auto"}, 0, 132, 1, "(auto: FA3's num_splits heuristic for 132 SMs, H100 SXM5 / H200 SXM, bhk = batch 1 × 2 KV heads = 2"},
+		{map[string]string{"splits": "auto"}, 0, 132, 1, "(auto: FA3's num_splits heuristic for 132 SMs, H100 SXM5, H200 SXM, bhk = batch 1 × 2 KV heads = 2"},
 		{map[string]string{"splits": "auto", "arch": "blackwell", "format": "e4m3"}, 0, 148, 1, "for 148 SMs, B200"},
 		{map[string]string{"splits": "auto", "batch": "512"}, 0, 132, 512, "splits 1 (auto"},
 	} {
