@@ -219,7 +219,6 @@ var (
 	ue4m3Values = sync.OnceValue(func() *[256]float64 { return newScaleValues(fp8.FormatUE4M3) })
 )
 
-
 // Models returns the QK and PV model names of arch ("hopper"/"sm90":
 // wgmma, FA3's order; "blackwell"/"sm100": tcgen05, FP32 accumulator in
 // tensor memory) for the spec's path: the model reading DType() for the

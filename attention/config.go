@@ -225,7 +225,6 @@ func (p *Plan) SplitRange(nMin, nMax, s int) (lo, hi int) {
 	return lo, min(lo+tps, nMax)
 }
 
-
 // IsDecode reports whether FA3's use_one_mma_wg heuristic picks the decode
 // tiles: head_dim 64 or 128, no sliding window, and mq queries × q-heads
 // per KV head ≤ 64 (fp8-attention.md §2.3, hopper/heuristics.h).
@@ -634,7 +633,6 @@ func (c Config) fromCache(kv *KV) Config {
 	}
 	return c
 }
-
 
 // AutoSplits returns the number of splits FA3 picks for this plan
 // (get_num_splits, hopper/flash_api.cpp, and num_splits_heuristic,
