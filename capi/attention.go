@@ -7,38 +7,27 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
 // attentionParams is the schema of fp8lab_attention's parameters: those of
-// the attention-file experiment (experiments/attnfile.go; the files, void2
-// and device are not parameters here: the tensors are the arguments and
-// the kernel runs on the CPU), plus splits and sms. TestAttentionParamsMatch
-// checks them against the experiment's.
+// the attention-file experiment, taken from its schema (the files, layout,
+// void2, device and the whole-model verdict's threshold are not parameters
+// here: the tensors are the arguments, the kernel runs on the CPU, one
+// layer a call), plus sms, the SM count for splits=auto (0: the arch's, as
+// attention-file takes it).
 func attentionParams() []sim.Param {
-	var formats []string
-	for _, f := range attention.KVFormats() {
-		formats = append(formats, f.String())
+	var out []sim.Param
+	for _, p := range (experiments.AttentionFile{}).Params() {
+		switch p.Name {
+		case "layout", "void2", "device", "threshold":
+			continue
+		}
+		out = append(out, p)
 	}
-	return []sim.Param{
-		{Name: "format", Doc: "KV-cache format", Kind: sim.KindChoice, Default: "e4m3", Choices: formats},
-		{Name: "k-scales", Doc: "K scale granularity (e4m3/e5m2)", Kind: sim.KindChoice, Default: "tensor", Choices: []string{"tensor", "head", "token-head", "channel"}},
-		{Name: "v-scales", Doc: "V scale granularity (e4m3/e5m2)", Kind: sim.KindChoice, Default: "tensor", Choices: []string{"tensor", "head", "token-head"}},
-		{Name: "scale", Doc: "static scales: 1.0, amax of the cache, amax of a calibration prefix", Kind: sim.KindChoice, Default: "one", Choices: []string{"one", "amax", "prefix"}},
-		{Name: "prefix", Doc: "calibration prefix of scale=prefix", Unit: "tokens", Kind: sim.KindInt, Default: 1024, Min: 1, Max: 1 << 24},
-		{Name: "path", Doc: "how the MMA reads the cache", Kind: sim.KindChoice, Default: "direct", Choices: []string{"direct", "dequant-bf16", "dequant-e4m3", "block-scaled"}},
-		{Name: "arch", Doc: "tensor-core arithmetic of both GEMMs", Kind: sim.KindChoice, Default: "hopper", Choices: []string{"hopper", "blackwell"}},
-		{Name: "saturation", Doc: "cast of Q, K, V to fp8: satfinite (vLLM) or nosat (PyTorch .to())", Kind: sim.KindChoice, Default: "satfinite", Choices: []string{"satfinite", "nosat"}},
-		{Name: "promotions", Doc: "P·V promotion intervals (0 never, 1 every tile, N every N tiles)", Kind: sim.KindInts, Default: []int{0, 1}, Min: 0, Max: 1 << 20},
-		{Name: "k-block-m", Doc: "query tile; 0 is FA3's", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockM},
-		{Name: "k-block-n", Doc: "KV tile; 0 is FA3's", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
-		{Name: "causal", Doc: "causal mask (queries at the end, or at their positions)", Kind: sim.KindBool, Default: false},
-		{Name: "window", Doc: "sliding window; 0 none", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: 1 << 24},
-		{Name: "softmax-scale", Doc: "multiplies Q·Kᵀ; 0 is 1/sqrt(head dim)", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1e6},
-		{Name: "splits", Doc: "split-KV ranges (FA3's num_splits); auto is FA3's heuristic for sms SMs", Kind: sim.KindInt, Default: 1, Min: 1, Max: attention.MaxSplits,
-			Named: []sim.Named{{Name: "auto", Value: 0}}},
-		{Name: "sms", Doc: "streaming multiprocessors for splits=auto (132: H100/H200 SXM)", Kind: sim.KindInt, Default: 132, Min: 1, Max: 1 << 16},
-	}
+	return append(out, sim.Param{Name: "sms", Doc: "streaming multiprocessors for splits=auto; 0 is the arch's (attention.Arches: 132 for hopper, 148 for blackwell)",
+		Kind: sim.KindInt, Default: 0, Min: 0, Max: 1 << 16})
 }
 
 // attnInputs are the tensors of one call, in the simulator's layout
@@ -214,7 +203,15 @@ func runAttention(ctx context.Context, vals map[string]string, in *attnInputs, o
 		if err != nil {
 			return nil, err
 		}
-		splits = p.AutoSplits(values.Int("sms"), in.kvh)
+		sms := values.Int("sms")
+		if sms == 0 {
+			a, err := attention.LookupArch(values.String("arch"))
+			if err != nil {
+				return nil, err
+			}
+			sms = a.SMs
+		}
+		splits = p.AutoSplits(sms, values.Int("batch")*in.kvh)
 	}
 	cfg.Splits = splits
 	plan, err := cfg.Plan(in.mq, nil, kv)

@@ -12,12 +12,13 @@ from .core import as_array
 __all__ = ["attention", "AttentionResult", "PARAMS"]
 
 # The parameters and their defaults: those of `lab run attention-file`
-# (experiments/attnfile.go) plus splits and sms; names with "-" or "_".
+# (experiments/attnfile.go: splits a number or "auto", batch for auto) plus
+# sms (0: the arch's SM count); names with "-" or "_".
 PARAMS = {
     "format": "e4m3", "k-scales": "tensor", "v-scales": "tensor", "scale": "one", "prefix": 1024,
     "path": "direct", "arch": "hopper", "saturation": "satfinite", "promotions": (0, 1),
     "k-block-m": 0, "k-block-n": 0, "causal": False, "window": 0, "softmax-scale": 0.0,
-    "splits": 1, "sms": 132,
+    "splits": 1, "batch": 1, "sms": 0,
 }
 
 
