@@ -64,6 +64,13 @@ type Chart struct {
 	// extras. Every extra a point of the experiment emits should be
 	// declared, so that no quantity is shown without its unit.
 	Fields []Field `json:"fields,omitempty"`
+	// Summary declares the units of the run's summary values: each entry
+	// names a pattern over the summary keys ('*' as in [Style.Match]; the
+	// first match wins) with the axis the value would be drawn on, so that
+	// a summary value is shown with its unit wherever it appears (the run's
+	// table, a comparison, a sweep). Every key an experiment's summary holds
+	// should match one.
+	Summary []SummaryField `json:"summary,omitempty"`
 	// Refs are reference lines (chance level, a bound).
 	Refs []Ref `json:"refs,omitempty"`
 	// Marks are published figures, drawn as labelled markers.
@@ -99,6 +106,43 @@ type Field struct {
 	Error string `json:"error,omitempty"`
 	Lo    string `json:"lo,omitempty"`
 	Hi    string `json:"hi,omitempty"`
+}
+
+// SummaryField declares the quantity and unit of the summary values whose
+// keys match Match ('*' matches any run of characters).
+type SummaryField struct {
+	Match string `json:"match"`
+	Axis  Axis   `json:"axis"`
+}
+
+// FieldOf returns the declared field of the point quantity key: the entry
+// of Fields with that key, else for "y" the chart's own y (with its Error,
+// Lo and Hi) and for "x" its x. ok is false for an undeclared key.
+func (c Chart) FieldOf(key string) (f Field, ok bool) {
+	for _, f := range c.Fields {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	switch key {
+	case "y":
+		return Field{Key: "y", Axis: c.Y, Error: c.Error, Lo: c.Lo, Hi: c.Hi}, true
+	case "x":
+		return Field{Key: "x", Axis: c.X}, true
+	}
+	return Field{}, false
+}
+
+// SummaryAxis returns the declared axis (quantity and unit) of the summary
+// value key: the first entry of Summary whose pattern matches it. ok is
+// false when none does.
+func (c Chart) SummaryAxis(key string) (a Axis, ok bool) {
+	for _, s := range c.Summary {
+		if MatchSeries(s.Match, key) {
+			return s.Axis, true
+		}
+	}
+	return Axis{}, false
 }
 
 // Range returns a copy of a with the range fixed to [lo, hi].
@@ -205,8 +249,9 @@ func (c Chart) Variants() []string {
 
 // Check reports what a reader would stumble on: an axis without quantity
 // or unit, a log base other than 2 or 10, more families than [MaxFamilies],
-// a style without a pattern or family, a series on a missing Y2, a
-// reference on another axis than x or y, a non-finite mark.
+// a style without a pattern or family, a series on a missing Y2, a field
+// without a key, declared twice or with half an interval, a summary entry without a pattern, a reference on
+// another axis than x or y, a non-finite mark.
 func (c Chart) Check() error {
 	var errs []error
 	axis := func(name string, a Axis) {
@@ -255,6 +300,12 @@ func (c Chart) Check() error {
 		if (f.Lo == "") != (f.Hi == "") {
 			errs = append(errs, fmt.Errorf("field %q: interval lo %q and hi %q (both or neither)", f.Key, f.Lo, f.Hi))
 		}
+	}
+	for i, f := range c.Summary {
+		if f.Match == "" {
+			errs = append(errs, fmt.Errorf("summary field %d: empty pattern", i))
+		}
+		axis("summary "+f.Match, f.Axis)
 	}
 	for _, r := range c.Refs {
 		if r.Axis != "x" && r.Axis != "y" {

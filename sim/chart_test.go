@@ -165,3 +165,46 @@ func TestTableSinkWidth(t *testing.T) {
 		t.Errorf("%d values 0.333333, want %d:\n%s", c, len(names), out)
 	}
 }
+
+// TestChartFieldOfAndSummaryAxis: a field is found by its key, "y" and "x"
+// fall back to the chart's own axes (with y's interval extras), and a
+// summary key takes the unit of the first pattern it matches.
+func TestChartFieldOfAndSummaryAxis(t *testing.T) {
+	c := Chart{
+		X: Axis{Quantity: "K", Unit: "elements"}, Y: Axis{Quantity: "error", Unit: "relative"}, Error: "se",
+		Styles: []Style{{Match: "*", Family: "all"}},
+		Fields: []Field{{Key: "p99", Axis: Axis{Quantity: "error p99", Unit: "relative"}}},
+		Summary: []SummaryField{
+			{Match: "*_diff_pct", Axis: Axis{Quantity: "difference", Unit: "%"}},
+			{Match: "slope*", Axis: Axis{Quantity: "slope", Unit: "ms/token"}},
+		},
+	}
+	if f, ok := c.FieldOf("p99"); !ok || f.Axis.Quantity != "error p99" {
+		t.Errorf("p99: %+v %v", f, ok)
+	}
+	if f, ok := c.FieldOf("y"); !ok || f.Axis != c.Y || f.Error != "se" {
+		t.Errorf("y: %+v %v", f, ok)
+	}
+	if f, ok := c.FieldOf("x"); !ok || f.Axis != c.X {
+		t.Errorf("x: %+v %v", f, ok)
+	}
+	if _, ok := c.FieldOf("p50"); ok {
+		t.Error("p50 is not declared")
+	}
+	if a, ok := c.SummaryAxis("slope_bf16_diff_pct"); !ok || a.Unit != "%" {
+		t.Errorf("the first matching pattern wins: %+v %v", a, ok)
+	}
+	if a, ok := c.SummaryAxis("slope_bf16"); !ok || a.Unit != "ms/token" {
+		t.Errorf("slope_bf16: %+v %v", a, ok)
+	}
+	if _, ok := c.SummaryAxis("break_even"); ok {
+		t.Error("break_even is not declared")
+	}
+	if err := c.Check(); err != nil {
+		t.Error(err)
+	}
+	c.Summary = append(c.Summary, SummaryField{Match: "", Axis: Axis{Quantity: "q"}})
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), "summary field 2: empty pattern") || !strings.Contains(err.Error(), "no unit") {
+		t.Errorf("a summary entry without pattern or unit: %v", err)
+	}
+}
