@@ -1,6 +1,10 @@
 package experiments
 
-import "github.com/fp8lab/fp8lab/sim"
+import (
+	"slices"
+
+	"github.com/fp8lab/fp8lab/sim"
+)
 
 // The charts of the experiments (sim.Charter): axes with quantity and unit,
 // declared scales, and series grouped by colour (family: architecture,
@@ -40,6 +44,19 @@ func (Contraction) Chart() sim.Chart {
 			{Match: "kahan", Family: "kahan (fp32)"},
 			{Match: "pairwise", Family: "pairwise (fp32)"},
 		},
+		Fields: []sim.Field{
+			{Key: "p50", Axis: sim.Axis{Quantity: "relative L2 error over the columns, median over trials", Unit: "relative", Log: true}},
+			{Key: "p99", Axis: sim.Axis{Quantity: "relative L2 error over the columns, 99th percentile over trials", Unit: "relative", Log: true}},
+			{Key: "max", Axis: sim.Axis{Quantity: "relative L2 error over the columns, worst trial", Unit: "relative", Log: true}},
+			{Key: "bias", Axis: sim.Axis{Quantity: "signed relative error of the outputs, mean over trials (bias)", Unit: "relative"}},
+			{Key: "trials", Axis: sim.Axis{Quantity: "trials", Unit: "count"}},
+			{Key: "rows", Axis: sim.Axis{Quantity: "captured outputs compared (H200 captures)", Unit: "count"}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "*_mean_K*", Axis: sim.Axis{Quantity: "relative L2 error, mean over trials, at K", Unit: "relative", Log: true}},
+			{Match: "*_p99_K*", Axis: sim.Axis{Quantity: "relative L2 error, 99th percentile over trials, at K", Unit: "relative", Log: true}},
+			{Match: "captures_*", Axis: sim.Axis{Quantity: "H200 capture files or outputs", Unit: "count"}},
+		},
 	}
 }
 
@@ -61,6 +78,19 @@ func (GPUAccum) Chart() sim.Chart {
 			{Match: "go kahan", Family: "kahan (fp32)"},
 			{Match: "go pairwise", Family: "pairwise (fp32)"},
 		},
+		Fields: []sim.Field{
+			{Key: "mean", Axis: sim.Axis{Quantity: "relative error, mean over trials", Unit: "relative", Log: true}},
+			{Key: "max", Axis: sim.Axis{Quantity: "relative error, worst trial", Unit: "relative", Log: true}},
+			{Key: "wgsl_mismatches", Axis: sim.Axis{Quantity: "WGSL results differing from the Go model (bits)", Unit: "trials"}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "*_eq_*", Axis: sim.Axis{Quantity: "GPU results bit-equal to the Go baseline", Unit: "fraction of trials"}.Range(0, 1)},
+			{Match: "wgsl_*", Axis: sim.Axis{Quantity: "WGSL chains compared or differing from the Go models", Unit: "count"}},
+			{Match: "attn_decode_*", Axis: sim.Axis{Quantity: "WGSL decode attention outputs compared or bit-equal", Unit: "count"}},
+			{Match: "fused", Axis: sim.Axis{Quantity: "the GPU fuses a*b+c", Unit: "1 yes, 0 no"}},
+			{Match: "fma_builtin_fused", Axis: sim.Axis{Quantity: "WGSL fma() is fused", Unit: "1 yes, 0 no"}},
+			{Match: "hardware", Axis: sim.Axis{Quantity: "a hardware GPU (not a CPU adapter)", Unit: "1 yes, 0 no"}},
+		},
 	}
 }
 
@@ -69,7 +99,7 @@ func (H200Attention) Chart() sim.Chart {
 	return sim.Chart{
 		X: sim.Axis{Quantity: "context length N", Unit: "tokens", Log: true, Base: 2},
 		Y: sim.Axis{Quantity: "relative L2 error of O", Unit: "%", Log: true},
-		Styles: []sim.Style{
+		Styles: append([]sim.Style{
 			{Match: "fp8 bn128 single-level", Family: "fp8 bn128", Variant: "single-level"},
 			{Match: "fp8 bn128 every tile", Family: "fp8 bn128", Variant: "every tile"},
 			{Match: "fp8 bn128 every * tiles", Family: "fp8 bn128", Variant: "every N tiles"},
@@ -81,17 +111,76 @@ func (H200Attention) Chart() sim.Chart {
 			{Match: "fp8 *", Family: "fp8 other tile", Variant: "every N tiles"},
 			{Match: "bf16*", Family: "bf16", Variant: "single-level"},
 			{Match: "exact attention", Family: "exact"},
+		}, h200AttentionMeasuredStyles()...),
+		Fields: []sim.Field{
+			{Key: "acc", Axis: axisRowAccuracy},
+			{Key: "h200", Axis: sim.Axis{Quantity: "the H200's relative L2 error of O", Unit: "%", Log: true}},
+			{Key: "h200_acc", Axis: sim.Axis{Quantity: "the H200's needle retrieval", Unit: "fraction of the 64 queries"}.Range(0, 1)},
+			{Key: "diff_pct", Axis: sim.Axis{Quantity: "simulated minus the H200's error, relative to the H200's", Unit: "%"}},
+			{Key: "vs_h200", Axis: sim.Axis{Quantity: "relative L2 distance between the simulated and the H200's O", Unit: "relative", Log: true}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "relerr_pct_*", Axis: sim.Axis{Quantity: "relative L2 error of O at N", Unit: "%", Log: true}},
+			{Match: "acc_*", Axis: axisRowAccuracy},
+			{Match: "diff_pct_*", Axis: sim.Axis{Quantity: "simulated minus the H200's error, relative to the H200's, at N", Unit: "%"}},
+			{Match: "max_abs_diff_pct", Axis: sim.Axis{Quantity: "largest |simulated − H200| relative to the H200's", Unit: "%"}},
+			{Match: "figures_*", Axis: sim.Axis{Quantity: "H200 figures compared, or within 1 % of the simulation", Unit: "count"}},
 		},
 	}
 }
 
-// Chart declares itl's chart.
+// axisRowAccuracy is h200-attention's retrieval: the share of its 64 queries
+// whose needle code is read back.
+var axisRowAccuracy = sim.Axis{Quantity: "needle retrieval", Unit: "fraction of the 64 queries"}.Range(0, 1)
+
+// h200AttentionMeasuredStyles style the H200's own figures ("H200 " and the
+// simulated series' label) as measured hardware in the simulated series'
+// colour, one diamond per promotion variant.
+func h200AttentionMeasuredStyles() []sim.Style {
+	var out []sim.Style
+	for _, fam := range []struct{ match, family string }{{"fp8 bn128", "fp8 bn128"}, {"fp8 bn64", "fp8 bn64"}, {"fp8 *", "fp8 other tile"}} {
+		for _, v := range []struct{ match, variant string }{{"single-level", "single-level"}, {"every tile", "every tile"}, {"every * tiles", "every N tiles"}} {
+			out = append(out, sim.Style{Match: h200AttentionMeasured + fam.match + " " + v.match, Family: fam.family, Variant: v.variant, Measured: true})
+		}
+	}
+	return append(out, sim.Style{Match: h200AttentionMeasured + "bf16*", Family: "bf16", Variant: "single-level", Measured: true})
+}
+
+// Chart declares itl's chart: the modelled and published ITL lines, and
+// the break-even context (modelled and published) where FP8 KV starts to
+// pay.
 func (ITL) Chart() sim.Chart {
 	return sim.Chart{
-		X:      sim.Axis{Quantity: "context length", Unit: "tokens"},
-		Y:      sim.Axis{Quantity: "inter-token latency", Unit: "ms"},
-		Styles: itlStyles(""),
+		X:       sim.Axis{Quantity: "context length", Unit: "tokens"},
+		Y:       sim.Axis{Quantity: "inter-token latency", Unit: "ms"},
+		Styles:  itlStyles(""),
+		Fields:  itlFields,
+		Summary: itlSummaryFields,
+		Refs: []sim.Ref{
+			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
+			{Axis: "x", Summary: "break_even_published", Label: "FP8 break-even (published)"},
+		},
 	}
+}
+
+// itlFields are the point extras of the ITL curves.
+var itlFields = []sim.Field{
+	{Key: "slope", Axis: sim.Axis{Quantity: "ITL slope against context", Unit: "ms/token", Log: true}},
+	{Key: "kv_ms", Axis: sim.Axis{Quantity: "KV-cache read time per step", Unit: "ms"}},
+}
+
+// itlSummaryFields are the units of itl's (and skip-sw's) summary values;
+// the first matching pattern wins.
+var itlSummaryFields = []sim.SummaryField{
+	{Match: "*_diff_pct", Axis: sim.Axis{Quantity: "model minus published, relative to published", Unit: "%"}},
+	{Match: "slope_ratio*", Axis: sim.Axis{Quantity: "ITL slope ratio (over bf16)", Unit: "ratio"}},
+	{Match: "slope*", Axis: sim.Axis{Quantity: "ITL slope against context", Unit: "ms/token", Log: true}},
+	{Match: "break_even*", Axis: sim.Axis{Quantity: "break-even context of FP8 KV", Unit: "tokens"}},
+	{Match: "itl0*", Axis: sim.Axis{Quantity: "ITL at zero context (intercept)", Unit: "ms"}},
+	{Match: "eta_*", Axis: sim.Axis{Quantity: "achieved-bandwidth factor", Unit: "fraction of the roofline"}},
+	{Match: "fp8_overhead*", Axis: sim.Axis{Quantity: "fixed FP8 cost per step", Unit: "ms"}},
+	{Match: "kv_bytes_per_token_*", Axis: sim.Axis{Quantity: "KV-cache bytes per token of context", Unit: "bytes"}},
+	{Match: "bandwidth_tbs", Axis: sim.Axis{Quantity: "memory bandwidth of the GPU preset", Unit: "TB/s"}},
 }
 
 // itlStyles are the styles of the ITL curves whose names start with prefix.
@@ -163,10 +252,13 @@ func (Scales) Chart() sim.Chart {
 // Chart declares skip-sw's chart: the ITL curves on the left axis, the
 // accuracy runs' errors on the right.
 func (SkipSW) Chart() sim.Chart {
-	y2 := sim.Axis{Quantity: "relative L2 error of O [rel err: series]", Unit: "relative", Log: true}
+	y2 := sim.Axis{Quantity: "relative L2 error of O (right: rel err series)", Unit: "relative", Log: true}
 	return sim.Chart{
-		X:  sim.Axis{Quantity: "context length", Unit: "tokens"},
-		Y:  sim.Axis{Quantity: "inter-token latency [ITL ms: series]", Unit: "ms"},
+		X: sim.Axis{Quantity: "context length", Unit: "tokens"},
+		// The presets with sliding-window layers carry no weight bytes
+		// (the run's notes say so): the modelled ITL is what the KV cache,
+		// the FP8 overhead and launch-ms cost, not a whole step.
+		Y:  sim.Axis{Quantity: "modelled ITL: KV read + FP8 overhead + launch, no weights (left: ITL series)", Unit: "ms"},
 		Y2: &y2,
 		Styles: append(itlStyles(skipswITLPrefix),
 			sim.Style{Match: "rel err: sliding* fp8", Family: "fp8", Variant: "sliding-window layer", Axis: 2},
@@ -175,6 +267,21 @@ func (SkipSW) Chart() sim.Chart {
 			sim.Style{Match: "rel err: full fp8*", Family: "fp8", Variant: "full layer", Axis: 2},
 			sim.Style{Match: "rel err: full bf16", Family: "bf16", Variant: "full layer", Axis: 2},
 		),
+		Fields: append(slices.Clone(itlFields),
+			sim.Field{Key: "max", Axis: sim.Axis{Quantity: "relative L2 error of O, worst trial", Unit: "relative", Log: true}},
+			sim.Field{Key: "accum", Axis: sim.Axis{Quantity: "relative L2 error of O against attention on the quantized cache (the arithmetic alone)", Unit: "relative", Log: true}},
+			sim.Field{Key: "cosine", Axis: sim.Axis{Quantity: "cosine similarity of O to exact attention, mean over trials", Unit: "cosine"}},
+			sim.Field{Key: "trials", Axis: sim.Axis{Quantity: "trials", Unit: "count"}},
+		),
+		Summary: append([]sim.SummaryField{
+			{Match: "*_rel_l2_n*", Axis: sim.Axis{Quantity: "relative L2 error of O at n tokens, mean over trials", Unit: "relative", Log: true}},
+			{Match: "sliding_fp8_growth", Axis: sim.Axis{Quantity: "sliding fp8 error at the longest over the shortest context", Unit: "ratio"}},
+			{Match: "sliding_fp8_over_bf16", Axis: sim.Axis{Quantity: "sliding fp8 error over bf16's at the longest context", Unit: "ratio"}},
+		}, itlSummaryFields...),
+		Refs: []sim.Ref{
+			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
+			{Axis: "x", Summary: "break_even_skip", Label: "FP8 skip-sw break-even (model)"},
+		},
 	}
 }
 
@@ -186,6 +293,22 @@ func (DecodeBW) Chart() sim.Chart {
 		Styles: []sim.Style{
 			{Match: "fp16", Family: "fp16 KV", Variant: "this GPU", Measured: true},
 			{Match: "e4m3", Family: "fp8 e4m3 KV", Variant: "this GPU", Measured: true},
+			{Match: "fp16" + decodeBWFit, Family: "fp16 KV", Variant: "least-squares line (slope: summary)"},
+			{Match: "e4m3" + decodeBWFit, Family: "fp8 e4m3 KV", Variant: "least-squares line (slope: summary)"},
+		},
+		Fields: []sim.Field{
+			{Key: "bandwidth_gbs", Axis: sim.Axis{Quantity: "KV bytes read per step / time", Unit: "GB/s"}},
+			{Key: "batch", Axis: sim.Axis{Quantity: "sequences per step", Unit: "sequences"}},
+			{Key: "timestamp", Axis: sim.Axis{Quantity: "timed by GPU timestamps", Unit: "1 yes, 0 wall clock"}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "*_slope_ns", Axis: sim.Axis{Quantity: "decode time slope against context (whole batch)", Unit: "ns/token"}},
+			{Match: "*_intercept_ms", Axis: sim.Axis{Quantity: "decode time at zero context (fitted intercept)", Unit: "ms"}},
+			{Match: "slope_ratio", Axis: sim.Axis{Quantity: "e4m3 slope over fp16 slope", Unit: "ratio"}},
+			{Match: "*_gbs", Axis: sim.Axis{Quantity: "bandwidth", Unit: "GB/s"}},
+			{Match: "batch", Axis: sim.Axis{Quantity: "sequences per step", Unit: "sequences"}},
+			{Match: "hardware", Axis: sim.Axis{Quantity: "a hardware GPU (not a CPU adapter)", Unit: "1 yes, 0 no"}},
+			{Match: "math_qreg", Axis: sim.Axis{Quantity: "math f32-qreg", Unit: "1 yes, 0 no"}},
 		},
 	}
 }
