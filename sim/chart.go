@@ -99,13 +99,15 @@ type Axis struct {
 // Field is one quantity of a point that the page can put on an axis: the
 // point extra Key ("y" and "x" are the point's own coordinates) drawn on
 // Axis, with the 95 % interval from the extras Lo and Hi (both, or
-// neither) or ±1.96 Error.
+// neither) or ±1.96 Error. Method says how Lo and Hi were computed, for the
+// chart's notes (as [Chart.Method] for y).
 type Field struct {
-	Key   string `json:"key"`
-	Axis  Axis   `json:"axis"`
-	Error string `json:"error,omitempty"`
-	Lo    string `json:"lo,omitempty"`
-	Hi    string `json:"hi,omitempty"`
+	Key    string `json:"key"`
+	Axis   Axis   `json:"axis"`
+	Error  string `json:"error,omitempty"`
+	Lo     string `json:"lo,omitempty"`
+	Hi     string `json:"hi,omitempty"`
+	Method string `json:"method,omitempty"`
 }
 
 // SummaryField declares the quantity and unit of the summary values whose
@@ -126,7 +128,7 @@ func (c Chart) FieldOf(key string) (f Field, ok bool) {
 	}
 	switch key {
 	case "y":
-		return Field{Key: "y", Axis: c.Y, Error: c.Error, Lo: c.Lo, Hi: c.Hi}, true
+		return Field{Key: "y", Axis: c.Y, Error: c.Error, Lo: c.Lo, Hi: c.Hi, Method: c.Method}, true
 	case "x":
 		return Field{Key: "x", Axis: c.X}, true
 	}

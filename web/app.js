@@ -358,10 +358,60 @@ function chartOf(name) {
   return e && e.chart ? e.chart : null;
 }
 
+// lab.axes holds, per experiment, the quantities the reader put on the
+// axes: {y, x} (field keys of fp8chart.fields, or y = 'summary:KEY').
+lab.axes = {};
+
+// axesOf returns the quantities chosen for an experiment's charts.
+function axesOf(expName) { return lab.axes[expName] || { y: 'y', x: 'x' }; }
+
+// fillAxisPicker offers, in the selects ySel and xSel, every declared point
+// quantity of the experiment with its unit, and for y also every summary
+// value the runs hold (one value per run); a choice redraws.
+function fillAxisPicker(ySel, xSel, expName, runs, redraw) {
+  const decl = chartOf(expName);
+  const fs = fp8chart.fields(decl);
+  const axes = axesOf(expName);
+  const keys = [...new Set(runs.flatMap((r) => Object.keys(r.summary || {})))].sort();
+  const opt = (value, text) => el('option', { value, text });
+  const pointGroup = el('optgroup', { label: 'point quantities' }, ...fs.map((f) => opt(f.key, (f.default ? 'default: ' : '') + f.label)));
+  const sumGroup = el('optgroup', { label: 'summary values (one per run)' }, ...keys.map((k) => {
+    const a = fp8chart.summaryAxis(decl, k);
+    return opt('summary:' + k, k + (a ? ` — ${a.quantity} (${a.unit})` : ' (unit not declared)'));
+  }));
+  const sig = JSON.stringify([expName, fs.map((f) => f.key), keys]);
+  if (ySel.dataset.sig !== sig) {
+    ySel.replaceChildren(pointGroup, ...(keys.length ? [sumGroup] : []));
+    xSel.replaceChildren(...fs.map((f) => opt(f.key, (f.default ? 'default: ' : '') + f.label)));
+    ySel.dataset.sig = sig;
+  }
+  ySel.value = [...ySel.options].some((o) => o.value === axes.y) ? axes.y : 'y';
+  xSel.value = [...xSel.options].some((o) => o.value === axes.x) ? axes.x : 'x';
+  xSel.disabled = ySel.value.startsWith('summary:');
+  const pick = () => { lab.axes[expName] = { y: ySel.value, x: xSel.value }; redraw(); };
+  ySel.onchange = pick;
+  xSel.onchange = pick;
+}
+
 // drawChart draws runs ({label, series, summary}) with the experiment's
-// declared chart on chart, its legend in legendBox and its notes in notesBox.
+// declared chart on chart, its legend in legendBox and its notes in
+// notesBox, with the quantities the reader chose on the axes.
 function drawChart(chart, legendBox, notesBox, expName, runs, hidden, redraw) {
-  const built = fp8chart.build(chartOf(expName), runs, hidden);
+  const axes = axesOf(expName);
+  if (axes.y.startsWith('summary:')) {
+    const built = fp8chart.buildSummary(chartOf(expName), runs, axes.y.slice('summary:'.length));
+    chart.setOption(built.option, { notMerge: true });
+    legendBox.replaceChildren();
+    notesBox.replaceChildren(...built.notes.map((n) => el('li', { class: 'note-' + n.kind, text: n.text })));
+    return built;
+  }
+  let built;
+  try {
+    built = fp8chart.build(chartOf(expName), runs, hidden, axes);
+  } catch (err) { // a choice the experiment no longer declares
+    delete lab.axes[expName];
+    built = fp8chart.build(chartOf(expName), runs, hidden);
+  }
   chart.setOption(built.option, { notMerge: true });
   fp8chart.renderLegend(legendBox, built, hidden, (key) => {
     if (hidden.has(key)) hidden.delete(key); else hidden.add(key);
@@ -439,8 +489,9 @@ function scheduleDraw(view) {
 function drawRun(view) {
   const t0 = performance.now();
   const exp = view.meta ? view.meta.experiment : '';
-  view.built = drawChart(lab.chart, $('chart-legend'), $('chart-notes'), exp,
-    [{ label: null, series: view.store.series, summary: view.meta ? view.meta.summary : {} }], view.hidden, () => drawRun(view));
+  const runs = [{ label: null, series: view.store.series, summary: view.meta ? view.meta.summary : {} }];
+  fillAxisPicker($('chart-y'), $('chart-x'), exp, runs, () => drawRun(view));
+  view.built = drawChart(lab.chart, $('chart-legend'), $('chart-notes'), exp, runs, view.hidden, () => drawRun(view));
   $('chart').dataset.points = String(view.store.count);
   const t = lab.timings[view.id];
   if (t && t.firstData && !t.firstPoint) { t.firstPoint = performance.now(); t.drawMs = t.firstPoint - t0; }
@@ -469,7 +520,12 @@ function renderRunMeta(view) {
   $('chart-caption').textContent = `${r.experiment}: ${reproduceLine(r)}`;
   $('run-meta').replaceChildren(...rows.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: v }))));
   const sum = Object.entries(r.summary || {}).sort(([a], [b]) => a.localeCompare(b));
-  $('summary').replaceChildren(...sum.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: fmtNum(v) }))));
+  const decl = chartOf(r.experiment);
+  $('summary').replaceChildren(...sum.map(([k, v]) => {
+    const a = fp8chart.summaryAxis(decl, k);
+    return el('tr', { title: a ? a.quantity : 'the experiment declares no unit for this value' }, el('th', { text: k }), el('td', { text: fmtNum(v) }),
+      el('td', { class: 'muted', text: a ? a.unit : '(unit not declared)' }));
+  }));
   $('exp-notes').replaceChildren(...(r.notes || []).map((n) => el('li', { text: n })));
   if (document.activeElement !== $('note') && document.activeElement !== $('title')) {
     $('note').value = r.note || '';
@@ -566,8 +622,12 @@ async function openCompare(ids) {
   if (lab.view !== view) return;
   if (!lab.compareChart) lab.compareChart = echarts.init($('compare-chart'));
   const exps = [...new Set(runs.map((r) => r.experiment))];
-  const draw = () => drawChart(lab.compareChart, $('compare-legend'), $('compare-notes'), exps.length === 1 ? exps[0] : '',
-    runs.map((r, i) => ({ label: '#' + r.id, series: stores[i].series, summary: r.summary || {} })), view.hidden, draw);
+  const exp = exps.length === 1 ? exps[0] : '';
+  const shown = runs.map((r, i) => ({ label: '#' + r.id, series: stores[i].series, summary: r.summary || {} }));
+  const draw = () => {
+    fillAxisPicker($('compare-y'), $('compare-x'), exp, shown, draw);
+    return (view.built = drawChart(lab.compareChart, $('compare-legend'), $('compare-notes'), exp, shown, view.hidden, draw));
+  };
   view.built = draw();
   $('compare-chart').dataset.points = String(stores.reduce((n, s) => n + s.count, 0));
   renderCompareTable(runs);

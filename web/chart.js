@@ -11,7 +11,10 @@
 //   - a value a log axis cannot show (exact 0, a negative) and a value that
 //     is not finite are drawn at the axis floor as ▽ and counted in the notes;
 //   - ticks across decades read as powers (10⁻⁸), powers of two as 4k, 128k;
-//   - points carrying a standard error get 95 % bars (±1.96 se).
+//   - points carrying a standard error get 95 % bars (±1.96 se), points
+//     carrying an interval (lo, hi) get that interval, its method named;
+//   - any declared point quantity can go on either axis (view.y, view.x);
+//     points that lack it are counted in the notes, never dropped silently.
 'use strict';
 
 (function () {
@@ -86,8 +89,11 @@
   // tickFormatter writes one axis's ticks in one form: powers (10⁻⁸) on
   // log axes, 4k … 128k for powers of two, and on a linear axis thousands
   // as k (M for millions) or small values with one common exponent.
-  function tickFormatter(axis, maxAbs) {
+  function tickFormatter(axis, maxAbs, lowest) {
     if (axis.log && (axis.base || 10) === 2) return (v) => powerOfTwo(v);
+    // One style per axis: powers for every tick when the axis reaches
+    // below 10⁻³ or above 10⁵ (10⁻⁴ beside 0.01 reads as two scales).
+    if (axis.log && ((lowest > 0 && lowest < 1e-3) || maxAbs >= 1e5)) return (v) => fmtPower(v);
     if (axis.log) return (v) => fmtTick(v);
     if (maxAbs >= 1e7) return (v) => (v === 0 ? '0' : +(v / 1e6).toPrecision(6) + 'M');
     if (maxAbs >= 1e4) return (v) => (v === 0 ? '0' : +(v / 1e3).toPrecision(6) + 'k');
@@ -117,6 +123,15 @@
     return String(+v.toPrecision(6));
   }
 
+  // fmtPower writes v as 10ᵉ, or m×10ᵉ when it is not a power of ten.
+  function fmtPower(v) {
+    if (v === 0) return '0';
+    const e = Math.floor(Math.log10(Math.abs(v)) + 1e-9);
+    const m = v / Math.pow(10, e);
+    if (Math.abs(Math.abs(m) - 1) < 1e-9) return (v < 0 ? '−' : '') + '10' + sup(e);
+    return +m.toPrecision(3) + '×10' + sup(e);
+  }
+
   function fmtValue(v) {
     if (v === null || v === undefined || !isFinite(v)) return 'not finite (NaN or ±∞)';
     if (v === 0) return '0 (exact)';
@@ -126,13 +141,16 @@
 
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
 
-  function axisOption(axis, maxAbs, extra) {
+  function axisOption(axis, maxAbs, lowest, extra) {
     const o = Object.assign({
       type: axis.log ? 'log' : 'value',
       name: axis.quantity + ' (' + axis.unit + ')',
       nameLocation: 'middle',
       nameTextStyle: { fontSize: 13, color: '#1d2330' },
-      axisLabel: { formatter: tickFormatter(axis, maxAbs), hideOverlap: true },
+      // The other axis crosses at the edge, never at 0 (or 1 on a log
+      // axis, which put the y axis mid-chart over values below 1).
+      axisLine: { onZero: false },
+      axisLabel: { formatter: tickFormatter(axis, maxAbs, lowest), hideOverlap: true },
       splitLine: { lineStyle: { color: '#eceff3' } },
       scale: !axis.log,
     }, extra);
@@ -143,12 +161,73 @@
     return o;
   }
 
+  // fields returns the quantities a point of the experiment carries, for
+  // an axis selector: {key, axis, error, lo, hi, label}, the declared y
+  // and x first ('y', 'x'), then every declared field.
+  function fields(decl) {
+    decl = decl || genericChart();
+    const out = [{ key: 'y', axis: decl.y, error: decl.error, lo: decl.lo, hi: decl.hi, method: decl.method, default: 'y' },
+      { key: 'x', axis: decl.x, default: 'x' }];
+    for (const f of decl.fields || []) {
+      const i = out.findIndex((o) => o.key === f.key);
+      const o = Object.assign({}, f, { method: f.key === 'y' ? decl.method : f.method });
+      if (i >= 0) out[i] = Object.assign(o, { default: out[i].default }); else out.push(o);
+    }
+    for (const o of out) o.label = o.axis.quantity + ' (' + o.axis.unit + ')' + (o.key === 'x' || o.key === 'y' ? '' : ' [' + o.key + ']');
+    return out;
+  }
+
+  // summaryAxis returns the declared axis of a summary key (the first
+  // pattern that matches), or null.
+  function summaryAxis(decl, key) {
+    for (const f of (decl && decl.summary) || []) if (matchSeries(f.match, key)) return f.axis;
+    return null;
+  }
+
+  // derive returns the chart declaration and the runs for the quantities
+  // view.y and view.x (field keys; default 'y' and 'x'): the axes are the
+  // fields', the intervals the fields' own, the right-hand axis, the
+  // references and the published marks kept only where they are of the
+  // quantity shown. missing counts the points that lack a quantity.
+  function derive(decl, runs, view) {
+    const yk = (view && view.y) || 'y', xk = (view && view.x) || 'x';
+    if (yk === 'y' && xk === 'x') return { decl, runs, missing: [] };
+    const fs = fields(decl);
+    const fy = fs.find((f) => f.key === yk), fx = fs.find((f) => f.key === xk);
+    if (!fy || !fx) throw new Error(`no declared quantity ${!fy ? yk : xk} in this chart`);
+    const d = Object.assign({}, decl, { y: fy.axis, x: fx.axis, error: fy.error, lo: fy.lo, hi: fy.hi, method: fy.method, scatter: xk !== 'x' });
+    if (yk !== 'y') { delete d.y2; d.marks = []; }
+    if (xk !== 'x') d.marks = [];
+    d.refs = (decl.refs || []).filter((r) => (r.axis === 'x' ? xk === 'x' : yk === 'y'));
+    const val = (p, k) => (k === 'x' ? p[0] : k === 'y' ? p[1] : p[3] ? p[3][k] : undefined);
+    const missing = new Map(); // series → points without the quantity
+    const out = runs.map((r) => {
+      const series = new Map();
+      for (const [n, pts] of r.series) {
+        const kept = [];
+        for (const p of pts) {
+          const x = val(p, xk), y = val(p, yk);
+          if (x === undefined || y === undefined) { missing.set(n, (missing.get(n) || 0) + 1); continue; }
+          kept.push([x, y, null, p[3]]);
+        }
+        if (kept.length) series.set(n, kept);
+      }
+      return Object.assign({}, r, { series });
+    });
+    return { decl: d, runs: out, missing: [...missing].map(([n, c]) => ({ series: n, count: c, key: [yk, xk].filter((k) => k !== 'x' && k !== 'y').join(', ') })) };
+  }
+
   // build returns {option, legend, notes, drawn} for runs: a list of
   // {label, series: Map(name → [[x, y, se], …]), summary}; label is null
   // for a single run. hidden is the set of legend keys switched off.
-  function build(decl, runs, hidden) {
+  // view picks the quantities on the axes ({y, x}: field keys, see
+  // fields); omitted, the declared y and x.
+  function build(decl, runs, hidden, view) {
     decl = decl || genericChart();
     hidden = hidden || new Set();
+    const derived = derive(decl, runs, view);
+    decl = derived.decl;
+    runs = derived.runs;
     const names = [...new Set(runs.flatMap((r) => [...r.series.keys()]))];
     const { look, families } = styler(decl, names);
     const multi = runs.length > 1;
@@ -205,10 +284,19 @@
             continue;
           }
           data.push([tx(p[0]), p[1]]);
-          const se = decl.error ? (p[3] ? p[3][decl.error] : p[2]) : null;
-          if (se !== undefined && se !== null && isFinite(se) && se > 0) {
+          // The interval: the points' own bounds (lo, hi) where the chart
+          // names them, else ±1.96 standard errors.
+          let lo, hi;
+          const ex = p[3] || {};
+          if (decl.lo && decl.hi) {
+            lo = ex[decl.lo]; hi = ex[decl.hi];
+          } else {
+            const se = decl.error ? (p[3] ? ex[decl.error] : p[2]) : null;
+            if (se !== undefined && se !== null && isFinite(se) && se > 0) { lo = p[1] - 1.96 * se; hi = p[1] + 1.96 * se; }
+          }
+          if (lo !== undefined && lo !== null && hi !== undefined && hi !== null && isFinite(lo) && isFinite(hi) && hi > lo) {
             // Clipped to a declared range (an accuracy stays in [0, 1]).
-            const am = axes[ya], lo = p[1] - 1.96 * se, hi = p[1] + 1.96 * se;
+            const am = axes[ya];
             bars.push([tx(p[0]), am.min !== undefined && am.min !== null ? Math.max(lo, am.min) : lo, am.max !== undefined && am.max !== null ? Math.min(hi, am.max) : hi]);
           }
         }
@@ -216,7 +304,7 @@
         const yAxisIndex = ya === 'y2' ? 1 : 0;
         const base = multi && ri > 0;
         series.push({
-          id: key, name: key, type: l.measured ? 'scatter' : 'line', data, yAxisIndex,
+          id: key, name: key, type: l.measured || decl.scatter ? 'scatter' : 'line', data, yAxisIndex,
           color: l.color,
           symbol: base ? hollow(l.symbol) : l.symbol,
           symbolSize: l.measured ? 13 : (base ? 10 : 7),
@@ -268,7 +356,15 @@
       if (offCount.nonfinite) parts.push(`${offCount.nonfinite} non-finite value${offCount.nonfinite > 1 ? 's' : ''} (NaN or ±∞)`);
       notes.push({ kind: 'floor', text: `${parts.join(', ')}: drawn as ▽ at the axis floor (${fmtTick(floor.y)}), not dropped. ` + offNotes.join('; ') + (offTotal > offNotes.length ? '; …' : '') });
     }
-    if (decl.error && series.some((s) => s.type === 'custom')) notes.push({ kind: 'error', text: 'bars: 95 % intervals, ±1.96 standard errors (the points\' "' + decl.error + '")' + (decl.y.min !== undefined || decl.y.max !== undefined ? ', clipped to the axis range' : '') });
+    const clipped = decl.y.min !== undefined || decl.y.max !== undefined ? ', clipped to the axis range' : '';
+    if (series.some((s) => s.type === 'custom')) {
+      if (decl.lo && decl.hi) notes.push({ kind: 'error', text: `bars: ${decl.method || 'intervals'} (the points' "${decl.lo}", "${decl.hi}")${clipped}` });
+      else if (decl.error) notes.push({ kind: 'error', text: 'bars: 95 % intervals, ±1.96 standard errors (the points\' "' + decl.error + '")' + clipped });
+    }
+    if (derived.missing.length) {
+      const n = derived.missing.reduce((a, m) => a + m.count, 0);
+      notes.push({ kind: 'missing', text: `${n} point${n > 1 ? 's' : ''} without ${derived.missing[0].key}, not drawn: ` + derived.missing.slice(0, 8).map((m) => `${m.series} (${m.count})`).join(', ') + (derived.missing.length > 8 ? `, and ${derived.missing.length - 8} more series` : '') });
+    }
 
     // Reference lines and published marks.
     const summary = runs.length ? runs[0].summary || {} : {};
@@ -297,13 +393,32 @@
     if (families.length > PALETTE.length) notes.push({ kind: 'colours', text: `${families.length} families for ${PALETTE.length} colours: families beyond the tenth repeat a colour (the experiment declares too few styles)` });
     if (decl.generic) notes.push({ kind: 'generic', text: 'this lab does not know the experiment: its axes and series are not declared' });
 
-    // Coinciding series: one hides the other.
-    const coincide = [];
+    // Coinciding series: one hides the other. Identical series are
+    // grouped into classes (a = b = c); series within 2 % of each other at
+    // every point (drawn on top of each other) are named apart.
+    const coincide = [], near = [];
+    const sameAt = (a, b, tol) => a.length > 1 && a.length === b.length && a.every((p, k) => p[0] === b[k][0] &&
+      (p[1] === b[k][1] || (tol > 0 && isFinite(p[1]) && isFinite(b[k][1]) && Math.abs(p[1] - b[k][1]) <= tol * Math.max(Math.abs(p[1]), Math.abs(b[k][1])))));
+    const classes = (keys, get, tol) => {
+      const out = [], used = new Set();
+      for (let i = 0; i < keys.length; i++) {
+        if (used.has(keys[i])) continue;
+        const cls = [keys[i]];
+        for (let j = i + 1; j < keys.length; j++) if (!used.has(keys[j]) && sameAt(get(keys[i]), get(keys[j]), tol)) { cls.push(keys[j]); used.add(keys[j]); }
+        if (cls.length > 1) out.push(cls);
+      }
+      return out;
+    };
+    const sortedPts = (pts) => pts.slice().sort((a, b) => a[0] - b[0]);
     for (const r of runs) {
       const keys = [...r.series.keys()].sort(order);
-      for (let i = 0; i < keys.length; i++) for (let j = i + 1; j < keys.length; j++) {
-        const a = r.series.get(keys[i]), b = r.series.get(keys[j]);
-        if (a.length > 1 && a.length === b.length && a.every((p, k) => p[0] === b[k][0] && p[1] === b[k][1])) coincide.push(`${multi ? r.label + ' ' : ''}${keys[i]} = ${keys[j]}`);
+      const got = new Map(keys.map((k) => [k, sortedPts(r.series.get(k))]));
+      const same = classes(keys, (k) => got.get(k), 0);
+      for (const c of same) coincide.push((multi ? r.label + ' ' : '') + c.join(' = '));
+      const inSame = new Set(same.flatMap((c) => c.slice(1)));
+      for (const c of classes(keys.filter((k) => !inSame.has(k)), (k) => got.get(k), 0.02)) {
+        if (c.every((k) => same.some((sc) => sc.includes(k)))) continue;
+        near.push((multi ? r.label + ' ' : '') + c.join(' ≈ '));
       }
     }
     if (multi) {
@@ -312,11 +427,13 @@
         if (got.every(Boolean) && got.every((s) => s.length === got[0].length && s.every((p, k) => p[0] === got[0][k][0] && p[1] === got[0][k][1]))) coincide.push(`${n} in ${runs.map((r) => r.label).join(' and ')}`);
       }
     }
-    if (coincide.length) notes.push({ kind: 'coincide', text: 'identical at every point (one line hides the other): ' + coincide.join('; ') });
+    const list = (xs) => xs.slice(0, 10).join('; ') + (xs.length > 10 ? `; and ${xs.length - 10} more` : '');
+    if (coincide.length) notes.push({ kind: 'coincide', text: 'identical at every point (one line hides the other): ' + list(coincide) });
+    if (near.length) notes.push({ kind: 'near', text: 'within 2 % of each other at every point (drawn on top of each other): ' + list(near) });
 
-    const yAxes = [axisOption(decl.y, maxAbs.y, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'left' } })];
-    if (decl.y2) yAxes.push(axisOption(decl.y2, maxAbs.y2, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'right' }, position: 'right', splitLine: { show: false } }));
-    const xOpt = axisOption(decl.x, maxAbs.x, { nameGap: 30 });
+    const yAxes = [axisOption(decl.y, maxAbs.y, lowest.y, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'left' } })];
+    if (decl.y2) yAxes.push(axisOption(decl.y2, maxAbs.y2, lowest.y2, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'right' }, position: 'right', splitLine: { show: false } }));
+    const xOpt = axisOption(decl.x, maxAbs.x, lowest.x, { nameGap: 30 });
     if (log2x) {
       const xOff = floorPts.some((p) => p.value[0] === tx(floor.x) && offScale(decl.x, p.raw[0]));
       const lo = Math.floor(Math.log2(isFinite(lowest.x) ? (xOff ? floor.x : lowest.x) : 1)), hi = Math.ceil(Math.log2(Math.max(maxAbs.x, 2)));
@@ -434,5 +551,33 @@
     }
   }
 
-  window.fp8chart = { build, renderLegend, matchSeries, fmtTick, fmtValue, PALETTE, genericChart };
+  // buildSummary returns {option, notes} for one summary value across
+  // runs ({label, summary}): a value per run, with the declared unit.
+  function buildSummary(decl, runs, key) {
+    const axis = summaryAxis(decl, key) || { quantity: key, unit: 'unit not declared by the experiment' };
+    const labels = runs.map((r) => r.label || 'this run');
+    const vals = runs.map((r) => (r.summary ? r.summary[key] : undefined));
+    const notes = [];
+    const absent = labels.filter((l, i) => vals[i] === undefined);
+    if (absent.length) notes.push({ kind: 'missing', text: `no summary value ${key} in ${absent.join(', ')}` });
+    const bad = labels.filter((l, i) => vals[i] === null || (vals[i] !== undefined && !isFinite(vals[i])));
+    if (bad.length) notes.push({ kind: 'floor', text: `${key} is not finite (NaN or ±∞) in ${bad.join(', ')}: not drawn` });
+    const ok = vals.filter((v) => v !== undefined && v !== null && isFinite(v));
+    const log = axis.log && ok.every((v) => v > 0) && ok.length > 0;
+    if (axis.log && !log && ok.length) notes.push({ kind: 'floor', text: `${key} has values ≤ 0: drawn on a linear axis` });
+    const maxAbs = ok.reduce((a, v) => Math.max(a, Math.abs(v)), 0), lowest = ok.reduce((a, v) => Math.min(a, v), Infinity);
+    const ya = axisOption(Object.assign({}, axis, { log }), maxAbs, lowest, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'left' } });
+    const option = {
+      animation: false,
+      tooltip: { trigger: 'item', confine: true, formatter: (p) => `${esc(labels[p.dataIndex])}<br>${esc(key)} = ${fmtValue(vals[p.dataIndex])} ${esc(axis.unit)}` },
+      grid: { top: 40, left: 16, right: 28, bottom: 40, containLabel: true },
+      xAxis: { type: 'category', data: labels, name: 'run', nameLocation: 'middle', nameGap: 30, axisLine: { onZero: false } },
+      yAxis: [ya],
+      series: [{ id: 'summary:' + key, name: key, type: 'scatter', symbolSize: 12, color: PALETTE[0],
+        data: vals.map((v) => (v !== undefined && v !== null && isFinite(v) && (!log || v > 0) ? v : null)), animation: false }],
+    };
+    return { option, notes, legend: [], axis };
+  }
+
+  window.fp8chart = { build, buildSummary, fields, summaryAxis, renderLegend, matchSeries, fmtTick, fmtValue, PALETTE, genericChart };
 })();

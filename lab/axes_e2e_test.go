@@ -1,0 +1,109 @@
+package lab
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/fp8lab/fp8lab/lab/notebook"
+)
+
+// TestBrowserAxisPicker: the run and comparison views put any declared
+// point quantity on y or x, with its quantity and unit on the axis and its
+// own interval (the field's lo and hi, its method named), count the points
+// that lack it, and put a summary value (with its unit) on y, one value per
+// run; the run's summary table shows every value's unit.
+func TestBrowserAxisPicker(t *testing.T) {
+	ctx := browser(t)
+	l := newTestLab(t, Options{})
+	a := l.wait(l.start("lab-chart", map[string]any{"points": 5, "scale": 2}, 1).ID, 10*time.Second, ended)
+	b := l.wait(l.start("lab-chart", map[string]any{"points": 5, "scale": 4}, 1).ID, 10*time.Second, ended)
+	if a.State != notebook.Done || b.State != notebook.Done {
+		t.Fatalf("runs %s %s", a.State, b.State)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+a.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `document.body.dataset.ready === 'true' && lab.view && lab.view.ended && !lab.view.drawPending && !!lab.view.built && document.getElementById('chart-y').options.length > 0`, 20*time.Second)
+
+	options := eval[string](t, tctx, `[...document.getElementById('chart-y').options].map((o) => o.value + '=' + o.textContent).join('|')`)
+	for _, want := range []string{"y=default: error (relative)", "p90=error, 90th percentile (relative) [p90]", "acc=accuracy (fraction of trials) [acc]", "summary:floor=floor — error floor (relative)"} {
+		if !strings.Contains(options, want) {
+			t.Errorf("y selector lacks %q: %s", want, options)
+		}
+	}
+	if got := eval[string](t, tctx, `[...document.querySelectorAll('#summary tr')].map((r) => r.textContent).join('|')`); !strings.Contains(got, "floor") || !strings.Contains(got, "relative") {
+		t.Errorf("summary table without the unit: %s", got)
+	}
+
+	pick := func(sel, v string) {
+		eval[chromedp.Void](t, tctx, `(() => { const s = document.getElementById('`+sel+`'); s.value = '`+v+`'; s.dispatchEvent(new Event('change')); })()`)
+	}
+	pick("chart-y", "p90")
+	if got := eval[string](t, tctx, `lab.chart.getOption().yAxis[0].name`); got != "error, 90th percentile (relative)" {
+		t.Errorf("y axis after picking p90: %q", got)
+	}
+	notes := eval[string](t, tctx, `document.getElementById('chart-notes').textContent`)
+	for _, want := range []string{"95 % test interval (p90/2, 2·p90)", `"p90_lo", "p90_hi"`, "without p90, not drawn", "a exact (5)", "hw (5)"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes with p90 on y lack %q: %s", want, notes)
+		}
+	}
+	// a's bars are its own interval [y, 4y] (not ±1.96 se): y = 2/16 at x = 16.
+	if got := eval[string](t, tctx, `JSON.stringify(lab.chart.getOption().series.find((s) => s.type === 'custom').data[0])`); got != "[4,0.125,0.5]" {
+		t.Errorf("p90 interval of a's first point: %s, want [4 (log2 16), 0.125, 0.5]", got)
+	}
+	if got := eval[string](t, tctx, `JSON.stringify(lab.chart.getOption().series.filter((s) => s.type !== 'custom').map((s) => [s.name, s.data.length]))`); got != `[["a",5],["b",5]]` {
+		t.Errorf("series with p90: %s", got)
+	}
+
+	// x = acc: a scatter of p90 against accuracy, on a linear x of [0, 1].
+	pick("chart-x", "acc")
+	if got := eval[string](t, tctx, `JSON.stringify([lab.chart.getOption().xAxis[0].name, lab.chart.getOption().xAxis[0].min, lab.chart.getOption().series.filter((s) => s.type !== 'custom').map((s) => s.type + ' ' + s.name)])`); got != `["accuracy (fraction of trials)",0,["scatter a"]]` {
+		t.Errorf("x = acc: %s", got)
+	}
+
+	// A summary value on y: one value per run, with its unit.
+	pick("chart-y", "summary:floor")
+	if got := eval[string](t, tctx, `JSON.stringify([lab.chart.getOption().yAxis[0].name, lab.chart.getOption().series[0].data])`); got != `["error floor (relative)",[0.00390625]]` {
+		t.Errorf("summary floor on y: %s", got)
+	}
+	if eval[bool](t, tctx, `!document.getElementById('chart-x').disabled`) {
+		t.Error("the x selector is offered for a summary value")
+	}
+
+	// The comparison keeps the choice: floor per run, 2/2^9 and 4/2^9.
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#compare/"+a.ID+","+b.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `+(document.getElementById('compare-chart').dataset.points || 0) > 0 && !!lab.view.built`, 20*time.Second)
+	if got := eval[string](t, tctx, `JSON.stringify([document.getElementById('compare-y').value, lab.compareChart.getOption().xAxis[0].data, lab.compareChart.getOption().series[0].data])`); got != `["summary:floor",["#`+a.ID+`","#`+b.ID+`"],[0.00390625,0.0078125]]` {
+		t.Errorf("comparison of floor: %s", got)
+	}
+	pick("compare-y", "p90")
+	if got := eval[string](t, tctx, `document.getElementById('compare-notes').textContent`); !strings.Contains(got, "without p90, acc, not drawn: a exact (10), b (10)") {
+		t.Errorf("b lacks acc, still on x: %s", got)
+	}
+	pick("compare-x", "x")
+	if got := eval[string](t, tctx, `JSON.stringify([lab.compareChart.getOption().yAxis[0].name, lab.compareChart.getOption().series.filter((s) => s.type !== 'custom').map((s) => s.name)])`); got != `["error, 90th percentile (relative)",["#`+a.ID+` a","#`+a.ID+` b","#`+b.ID+` a","#`+b.ID+` b"]]` {
+		t.Errorf("comparison of p90: %s; notes %s", got, eval[string](t, tctx, `document.getElementById("compare-notes").textContent`))
+	}
+
+	// A log x below 1 (p90 of a long run, 1.2e-4 … 0.25): the y axis at the
+	// chart's edge, not at x = 1 mid-chart, and one tick style (powers).
+	c := l.wait(l.start("lab-chart", map[string]any{"points": 12, "scale": 2}, 1).ID, 10*time.Second, ended)
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+c.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `lab.view && lab.view.id === '`+c.ID+`' && lab.view.ended && !lab.view.drawPending && !!lab.view.built`, 20*time.Second)
+	pick("chart-y", "y")
+	pick("chart-x", "p90")
+	if got := eval[string](t, tctx, `JSON.stringify([lab.chart.getOption().xAxis[0].type, lab.chart.getOption().yAxis[0].axisLine.onZero, lab.chart.getOption().xAxis[0].axisLine.onZero, [1e-4, 1e-3, 0.01, 0.1, 0.5].map(lab.chart.getOption().xAxis[0].axisLabel.formatter)])`); got != `["log",false,false,["10⁻⁴","10⁻³","10⁻²","10⁻¹","5×10⁻¹"]]` {
+		t.Errorf("log x below 1: %s", got)
+	}
+}
