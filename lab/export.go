@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fp8lab/fp8lab/lab/notebook"
+	"github.com/fp8lab/fp8lab/lab/sweep"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/web"
 )
@@ -222,16 +223,9 @@ func formatCSV(f float64) string {
 }
 
 // csvText escapes a text cell (a series or an extra value's name) that a
-// spreadsheet program would read as a formula — one starting with =, +, -,
-// @, a tab or a carriage return — by a leading apostrophe, as OWASP's CSV
-// injection advice has it. Numbers are written by formatCSV and never
-// escaped, so "-1.5" and "-Inf" stay numbers.
-func csvText(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
+// spreadsheet program would read as a formula: see [sweep.CSVText], which
+// the sweep aggregate's CSV uses too.
+func csvText(s string) string { return sweep.CSVText(s) }
 
 // csvColumns returns the names of the run's extra values, sorted, read a
 // page at a time; more than maxCSVColumns is an errTooBig.

@@ -28,7 +28,7 @@ import (
 //	GET  /api/sweeps/{id}              one, with the states of its runs (and of its Slurm tasks)
 //	POST /api/sweeps/{id}/cancel       cancel: queued runs end, running ones stop, Slurm jobs get scancel
 //	POST /api/sweeps/{id}/resume       run again what did not end done in an ended sweep (failed, cancelled)
-//	GET  /api/sweeps/{id}/aggregate    ?group=a,b (default: every swept parameter) &format=json|csv
+//	GET  /api/sweeps/{id}/aggregate    ?group=a,b (default: every swept parameter) &field=y|EXTRA &format=json|csv
 //	PUT  /api/runs/{id}/tags           {"tags": [...]}
 //	GET  /api/runs?q=QUERY             the runs list filtered (package runquery)
 //
@@ -723,7 +723,16 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 	} else {
 		groupBy = axisNames(rec)
 	}
-	res, err := s.sw.aggregate(rec, groupBy)
+	field := r.URL.Query().Get("field")
+	if field == "" {
+		field = "y"
+	}
+	opt, err := aggregateOptions(rec.Experiment, field)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	res, err := s.sw.aggregate(rec, groupBy, opt)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err)
 		return
@@ -763,11 +772,53 @@ func axisNames(rec notebook.Sweep) []string {
 	return out
 }
 
+// aggregateOptions returns what the aggregate of a sweep of experiment
+// describes: field (the point quantity: "y" or a point extra the
+// experiment's chart declares), with the units the chart declares, and
+// percentile-bootstrap intervals for the quantities it draws on a log axis
+// (positive ones: an error, a time), whose t interval can go below zero.
+func aggregateOptions(experiment, field string) (sweep.Options, error) {
+	opt := sweep.Options{Field: field}
+	var ch sim.Chart
+	if e, err := sim.Lookup(experiment); err == nil {
+		if c, ok := e.(sim.Charter); ok {
+			ch = c.Chart()
+		}
+	}
+	f, declared := ch.FieldOf(field)
+	if !declared {
+		return opt, errorf("field %q: not a point quantity %s declares (y, x or one of its fields)", field, experiment)
+	}
+	if field == "x" {
+		return opt, errorf("field x: the aggregate's points are per x already; pick y or a field")
+	}
+	axisOf := func(kind, name string) (sim.Axis, bool) {
+		if kind == "summary" {
+			return ch.SummaryAxis(name)
+		}
+		if field == "y" && ch.Y2 != nil {
+			if st, _ := ch.StyleOf(name); st.Axis == 2 {
+				return *ch.Y2, true
+			}
+		}
+		return f.Axis, true
+	}
+	opt.Positive = func(kind, name string) bool {
+		a, ok := axisOf(kind, name)
+		return ok && a.Log
+	}
+	opt.Unit = func(kind, name string) string {
+		a, _ := axisOf(kind, name)
+		return a.Unit
+	}
+	return opt, nil
+}
+
 // aggregate reads the sweep's runs that ended done and aggregates them;
 // runs that did not (yet) end done are listed in Excluded. The result of
 // an ended sweep is cached.
-func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string) (sweep.Result, error) {
-	ckey := rec.ID + "\x00" + strings.Join(groupBy, ",")
+func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string, opt sweep.Options) (sweep.Result, error) {
+	ckey := rec.ID + "\x00" + strings.Join(groupBy, ",") + "\x00" + opt.Field
 	final := rec.State != notebook.Running
 	if final {
 		sw.mu.Lock()
@@ -807,7 +858,7 @@ func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string) (sweep.Result
 			excluded = append(excluded, fmt.Sprintf("run number %d: not started", n))
 		}
 	}
-	res := sweep.Aggregate(groupBy, samples)
+	res := sweep.AggregateWith(groupBy, samples, opt)
 	res.Excluded = excluded
 	if final {
 		sw.mu.Lock()

@@ -134,10 +134,10 @@ func TestSweepPoolAggregateFilter(t *testing.T) {
 	}
 
 	status, b = l.do("GET", "/api/sweeps/"+st.ID+"/aggregate?format=csv&group=", nil)
-	if status != http.StatusOK || !strings.HasPrefix(string(b), "kind,name,x,n,mean,sd,se,ci95_lo,ci95_hi,nonfinite\nsummary,n,,6,7.5,") {
+	if status != http.StatusOK || !strings.HasPrefix(string(b), "kind,name,x,n,mean,sd,se,ci95_lo,ci95_hi,nonfinite,ci95_method,field,unit\nsummary,n,,6,7.5,") {
 		t.Errorf("csv without groups: %d %.200s", status, b)
 	}
-	for _, bad := range []string{"?group=trials", "?format=xml"} {
+	for _, bad := range []string{"?group=trials", "?format=xml", "?field=nope", "?field=x"} {
 		if status, b := l.do("GET", "/api/sweeps/"+st.ID+"/aggregate"+bad, nil); status != http.StatusBadRequest {
 			t.Errorf("aggregate%s: %d %s", bad, status, b)
 		}
