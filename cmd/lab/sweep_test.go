@@ -250,3 +250,29 @@ func TestSweepSlurm(t *testing.T) {
 		t.Errorf("sweep %s after cancel: %s", id, st.State)
 	}
 }
+
+// TestFollowSweepFinalLine: the progress line of `lab sweep` counts the
+// states of the last answer only (it ended "40/40 done, 1 running, 2
+// queued": JSON decoding into the previous answer's map kept its keys).
+func TestFollowSweepFinalLine(t *testing.T) {
+	answers := []string{
+		`{"state":"running","runs":40,"states":{"done":37,"running":1,"queued":2}}`,
+		`{"state":"done","runs":40,"states":{"done":40}}`,
+	}
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answers[min(n, len(answers)-1)])
+		n++
+	}))
+	defer srv.Close()
+	var stderr bytes.Buffer
+	state, err := followSweep(t.Context(), &labHTTP{base: srv.URL, client: srv.Client()}, "1", &stderr, false)
+	if err != nil || state != "done" {
+		t.Fatalf("followSweep: %q %v", state, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\r")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "40/40 done, 0 running, 0 queued, 0 failed") {
+		t.Errorf("final line %q", last)
+	}
+}
