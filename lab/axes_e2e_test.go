@@ -106,4 +106,30 @@ func TestBrowserAxisPicker(t *testing.T) {
 	if got := eval[string](t, tctx, `JSON.stringify([lab.chart.getOption().xAxis[0].type, lab.chart.getOption().yAxis[0].axisLine.onZero, lab.chart.getOption().xAxis[0].axisLine.onZero, [1e-4, 1e-3, 0.01, 0.1, 0.5].map(lab.chart.getOption().xAxis[0].axisLabel.formatter)])`); got != `["log",false,false,["10⁻⁴","10⁻³","10⁻²","10⁻¹","5×10⁻¹"]]` {
 		t.Errorf("log x below 1: %s", got)
 	}
+
+	// The sweep view: the experiment's first declared series by default,
+	// axes with the declared quantities and units, any field of the
+	// points, the interval's method named (p90 is positive: bootstrap).
+	sst := l.startSweep(map[string]any{"experiment": "lab-chart", "params": map[string]any{"points": 4},
+		"axes": []map[string]any{{"name": "scale", "values": []any{1, 2}}}, "seeds": "1..3"})
+	l.waitSweep(sst.ID, 20*time.Second, sweepEnded)
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#sweep/"+sst.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `document.body.dataset.sweeps === 'ready' && document.getElementById('sweep-view').dataset.shown === '`+sst.ID+`:done' && !!lab.sweeps.chart`, 20*time.Second)
+	axes := `JSON.stringify([document.getElementById('sweep-quantity').value, lab.sweeps.chart.getOption().xAxis[0].name, lab.sweeps.chart.getOption().yAxis[0].name, lab.sweeps.chart.getOption().yAxis[0].type])`
+	if got := eval[string](t, tctx, axes); got != `["series:a","size (elements)","error (relative)","log"]` {
+		t.Errorf("sweep view: %s", got)
+	}
+	pick("sweep-field", "p90")
+	poll(t, tctx, `lab.sweeps.view.agg && lab.sweeps.view.agg.field === 'p90'`, 10*time.Second)
+	if got := eval[string](t, tctx, axes); got != `["series:a","size (elements)","error, 90th percentile (relative)","log"]` {
+		t.Errorf("sweep view of p90: %s", got)
+	}
+	if got := eval[string](t, tctx, `document.getElementById('sweep-notes').textContent`); !strings.Contains(got, "percentile bootstrap of the mean") {
+		t.Errorf("sweep notes: %q %s", got, eval[string](t, tctx, `JSON.stringify(lab.sweeps.view.agg.groups[0].series.a)`))
+	}
+	if got := eval[string](t, tctx, `[...document.getElementById('sweep-quantity').options].map((o) => o.textContent).join('|')`); !strings.Contains(got, "floor (relative)") {
+		t.Errorf("summary options without units: %s", got)
+	}
 }

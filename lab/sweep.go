@@ -833,7 +833,7 @@ func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string, opt sweep.Opt
 	var total int64
 	seen := make([]bool, rec.Runs)
 	errTooMany := errorf("sweep %s: more than %d points to aggregate; export its runs instead", rec.ID, maxAggPoints)
-	err := sw.store.ReadSweep(rec.ID, func(st notebook.State) bool { return st == notebook.Done }, func(smp notebook.SweepSample) error {
+	err := sw.store.ReadSweepField(rec.ID, func(st notebook.State) bool { return st == notebook.Done }, opt.Field, func(smp notebook.SweepSample) error {
 		if smp.N >= 0 && smp.N < len(seen) {
 			seen[smp.N] = true
 		}
@@ -858,7 +858,11 @@ func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string, opt sweep.Opt
 			excluded = append(excluded, fmt.Sprintf("run number %d: not started", n))
 		}
 	}
+	// The points' y holds the field already (ReadSweepField).
+	field := opt.Field
+	opt.Field = ""
 	res := sweep.AggregateWith(groupBy, samples, opt)
+	res.Field = field
 	res.Excluded = excluded
 	if final {
 		sw.mu.Lock()

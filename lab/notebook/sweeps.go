@@ -69,6 +69,10 @@ type SweepStore interface {
 	// extras) are read when withPoints says so for the run's state. An
 	// error of fn ends the read and is returned.
 	ReadSweep(id string, withPoints func(State) bool, fn func(SweepSample) error) error
+	// ReadSweepField is ReadSweep with each point's y replaced by its
+	// extra value field (points without it are left out); "" or "y" is
+	// ReadSweep.
+	ReadSweepField(id string, withPoints func(State) bool, field string, fn func(SweepSample) error) error
 }
 
 // SweepSample is what [SweepStore.ReadSweep] reads of one run.
@@ -245,6 +249,15 @@ func (s *Bolt) SweepRuns(id string) (map[int]string, error) {
 
 // ReadSweep reads the sweep's runs for the aggregation.
 func (s *Bolt) ReadSweep(id string, withPoints func(State) bool, fn func(SweepSample) error) error {
+	return s.ReadSweepField(id, withPoints, "", fn)
+}
+
+// ReadSweepField reads the sweep's runs for the aggregation of the point
+// quantity field.
+func (s *Bolt) ReadSweepField(id string, withPoints func(State) bool, field string, fn func(SweepSample) error) error {
+	if field == "y" {
+		field = ""
+	}
 	return s.view(func(tx *bolt.Tx) error {
 		k, _, err := getSweep(tx, id)
 		if err != nil {
@@ -282,6 +295,23 @@ func (s *Bolt) ReadSweep(id string, withPoints func(State) bool, fn func(SweepSa
 				}
 				smp.Points = make([]sim.Point, 0, r.Points)
 				err := pb.ForEach(func(pk, pv []byte) error {
+					if field != "" {
+						p, err := decodePoint(pv)
+						if err != nil {
+							return fmt.Errorf("run %s point %d: %w", rid, binary.BigEndian.Uint64(pk), err)
+						}
+						v, ok := p.Extra[field]
+						if !ok {
+							return nil
+						}
+						name, ok := names[p.Series]
+						if !ok {
+							name = p.Series
+							names[name] = name
+						}
+						smp.Points = append(smp.Points, sim.Point{Series: name, X: p.X, Y: v})
+						return nil
+					}
 					p, err := decodeXY(pv, names)
 					if err != nil {
 						return fmt.Errorf("run %s point %d: %w", rid, binary.BigEndian.Uint64(pk), err)
