@@ -258,7 +258,7 @@ func (SkipSW) Chart() sim.Chart {
 		// The presets with sliding-window layers carry no weight bytes
 		// (the run's notes say so): the modelled ITL is what the KV cache,
 		// the FP8 overhead and launch-ms cost, not a whole step.
-		Y:  sim.Axis{Quantity: "modelled ITL: KV read + FP8 overhead + launch, no weights (left: ITL series)", Unit: "ms"},
+		Y:  sim.Axis{Quantity: "modelled ITL without the weight read (left: ITL series)", Unit: "ms"},
 		Y2: &y2,
 		Styles: append(itlStyles(skipswITLPrefix),
 			sim.Style{Match: "rel err: sliding* fp8", Family: "fp8", Variant: "sliding-window layer", Axis: 2},

@@ -41,7 +41,7 @@ submit and wait, launch overhead included).
 Series fp16 and e4m3: y = milliseconds per step at x = context tokens; extra:
 bandwidth_gbs (KV bytes read / time), batch, timestamp (1 when timed by GPU
 timestamps). Series "fp16 least-squares fit" and "e4m3 least-squares fit":
-the fitted line at the measured contexts. Summary: the least-squares slope
+the fitted line over the measured contexts (25 points). Summary: the least-squares slope
 of time against context for each (fp16_slope_ns, e4m3_slope_ns: nanoseconds
 per token of context, for the whole batch) and its intercept
 (fp16_intercept_ms, e4m3_intercept_ms), slope_ratio = e4m3 / fp16 (the
@@ -114,6 +114,28 @@ func gpuFit(x, t []float64) (a, b float64) {
 // format's measured points.
 const decodeBWFit = " least-squares fit"
 
+// decodeBWFitPoints is the number of points of a fitted line.
+const decodeBWFitPoints = 25
+
+// decodeBWFitXs returns the contexts the fitted line is drawn at: from the
+// smallest to the largest measured one, evenly spaced in log x (the
+// measured contexts themselves when there are fewer than two distinct).
+func decodeBWFitXs(xs []float64) []float64 {
+	lo, hi := gomath.Inf(1), gomath.Inf(-1)
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if !(hi > lo) || lo <= 0 {
+		return xs
+	}
+	out := make([]float64, decodeBWFitPoints)
+	for i := range out {
+		out[i] = lo * gomath.Pow(hi/lo, float64(i)/float64(decodeBWFitPoints-1))
+	}
+	out[len(out)-1] = hi
+	return out
+}
+
 // Run runs the experiment.
 func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 	r, done, err := gpuOpen(ctx, e.Runner, "decode-bw")
@@ -174,8 +196,10 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 		slopes[kv] = slope
 		name := kv.String()
 		// The fitted line, whose slope is the experiment's result, drawn
-		// through the measured points.
-		for _, x := range xs {
+		// over the measured contexts (decodeBWFitPoints points spaced
+		// evenly in log x: the chart's x axis is logarithmic, on which the
+		// straight line is a curve).
+		for _, x := range decodeBWFitXs(xs) {
 			if err := run.Emit(sim.Point{Series: name + decodeBWFit, X: x, Y: (icpt + slope*x) * 1e3}); err != nil {
 				return err
 			}

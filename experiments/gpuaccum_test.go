@@ -88,8 +88,8 @@ func TestDecodeBW(t *testing.T) {
 	for _, n := range rec.Notes() {
 		t.Log(n)
 	}
-	if len(rec.Points()) != 8 { // 2 formats × 2 contexts, measured and fitted
-		t.Errorf("%d points, want 8", len(rec.Points()))
+	if want := 2 * (2 + decodeBWFitPoints); len(rec.Points()) != want { // 2 formats × (2 contexts measured, the fitted line)
+		t.Errorf("%d points, want %d", len(rec.Points()), want)
 	}
 	for _, p := range rec.Points() {
 		if strings.HasSuffix(p.Series, decodeBWFit) {

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,29 @@ func TestBrowserAxisPicker(t *testing.T) {
 	}
 	if got := eval[string](t, tctx, `[...document.getElementById('sweep-quantity').options].map((o) => o.textContent).join('|')`); !strings.Contains(got, "floor (relative)") {
 		t.Errorf("summary options without units: %s", got)
+	}
+
+	// Two curves 3 % apart over seven decades of a log axis are drawn on
+	// top of each other: the notes name them (contraction's sm90.wgmma
+	// never under sm89.mma.sync), and not a curve twice as high.
+	id := l.clientRun(map[string]any{"experiment": "lab-chart"})
+	var pts []map[string]any
+	for k := range 6 {
+		y := math.Pow(10, -float64(k)-2)
+		x := math.Ldexp(1, 4+k)
+		pts = append(pts, map[string]any{"series": "lo", "x": x, "y": 1e-9},
+			map[string]any{"series": "never", "x": x, "y": y}, map[string]any{"series": "sm89", "x": x, "y": 1.03 * y},
+			map[string]any{"series": "double", "x": x, "y": 2 * y})
+	}
+	if status, b := l.do("POST", "/api/runs/"+id+"/events", map[string]any{"from": 0, "points": pts, "end": map[string]any{"state": "done"}}); status != 200 {
+		t.Fatalf("events: %d %s", status, b)
+	}
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+id)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `lab.view && lab.view.id === '`+id+`' && lab.view.ended && !lab.view.drawPending && !!lab.view.built`, 20*time.Second)
+	eval[chromedp.Void](t, tctx, `lab.axes = {}; drawRun(lab.view)`)
+	if got := eval[string](t, tctx, `document.getElementById('chart-notes').textContent`); !strings.Contains(got, "drawn on top of each other") || !strings.Contains(got, "never ≈ sm89") || strings.Contains(got, "double") {
+		t.Errorf("near-identical curves not named (or a distinct one named): %s", got)
 	}
 }

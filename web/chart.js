@@ -243,13 +243,14 @@
     const tx = log2x ? Math.log2 : (v) => v;
     const ux = log2x ? (v) => Math.pow(2, v) : (v) => v;
     const lowest = { x: Infinity, y: Infinity, y2: Infinity };
+    const highest = { x: -Infinity, y: -Infinity, y2: -Infinity };
     const maxAbs = { x: 0, y: 0, y2: 0 };
     const offScale = (axis, v) => v === null || v === undefined || !isFinite(v) || (axis.log && v <= 0);
     const yOf = (n) => (look.get(n).axis === 2 && decl.y2 ? 'y2' : 'y');
     for (const r of runs) for (const [n, pts] of r.series) for (const p of pts) {
       if (!offScale(decl.x, p[0])) { lowest.x = Math.min(lowest.x, p[0]); maxAbs.x = Math.max(maxAbs.x, Math.abs(p[0])); }
       const ya = yOf(n);
-      if (!offScale(axes[ya], p[1])) { lowest[ya] = Math.min(lowest[ya], p[1]); maxAbs[ya] = Math.max(maxAbs[ya], Math.abs(p[1])); }
+      if (!offScale(axes[ya], p[1])) { lowest[ya] = Math.min(lowest[ya], p[1]); highest[ya] = Math.max(highest[ya], p[1]); maxAbs[ya] = Math.max(maxAbs[ya], Math.abs(p[1])); }
     }
     const floor = {};
     for (const k of ['x', 'y', 'y2']) {
@@ -369,10 +370,15 @@
     // Reference lines and published marks.
     const summary = runs.length ? runs[0].summary || {} : {};
     const refLines = [];
+    // Labels of lines on the same axis at three heights (end, middle,
+    // start), so that two references close together stay readable.
+    const LABEL_AT = ['insideEndTop', 'insideMiddleTop', 'insideStartTop'];
+    const perAxis = { x: 0, y: 0 };
     for (const ref of decl.refs || []) {
       const v = ref.summary ? summary[ref.summary] : ref.value;
       if (v === undefined || v === null || !isFinite(v)) { notes.push({ kind: 'ref', text: `reference "${ref.label}": the run has no summary value "${ref.summary}" (yet)` }); continue; }
-      refLines.push({ [ref.axis === 'x' ? 'xAxis' : 'yAxis']: ref.axis === 'x' ? tx(v) : v, name: ref.label, label: { formatter: `${ref.label} = ${fmtTick(v)}`, position: 'insideEndTop', color: '#444' } });
+      const at = LABEL_AT[perAxis[ref.axis === 'x' ? 'x' : 'y']++ % LABEL_AT.length];
+      refLines.push({ [ref.axis === 'x' ? 'xAxis' : 'yAxis']: ref.axis === 'x' ? tx(v) : v, name: ref.label, label: { formatter: `${ref.label} = ${fmtTick(v)}`, position: at, color: '#444' } });
     }
     if (refLines.length && !hidden.has('refs')) {
       series.push({ id: 'refs', name: 'reference lines', type: 'line', data: [], markLine: { symbol: 'none', silent: true, lineStyle: { type: [6, 4], color: '#555', width: 1.2 }, data: refLines }, animation: false });
@@ -394,17 +400,27 @@
     if (decl.generic) notes.push({ kind: 'generic', text: 'this lab does not know the experiment: its axes and series are not declared' });
 
     // Coinciding series: one hides the other. Identical series are
-    // grouped into classes (a = b = c); series within 2 % of each other at
-    // every point (drawn on top of each other) are named apart.
+    // grouped into classes (a = b = c); series drawn within NEAR of the
+    // axis height of each other at every point (one hides the other on
+    // screen, e.g. two curves a few per cent apart on a log axis over seven
+    // decades) are named apart.
+    const NEAR = 0.01;
     const coincide = [], near = [];
-    const sameAt = (a, b, tol) => a.length > 1 && a.length === b.length && a.every((p, k) => p[0] === b[k][0] &&
-      (p[1] === b[k][1] || (tol > 0 && isFinite(p[1]) && isFinite(b[k][1]) && Math.abs(p[1] - b[k][1]) <= tol * Math.max(Math.abs(p[1]), Math.abs(b[k][1])))));
-    const classes = (keys, get, tol) => {
+    const onAxis = (k) => { const a = axes[k]; return a && a.log ? (v) => Math.log10(v) : (v) => v; };
+    const tolOf = (k) => { const t = onAxis(k); return isFinite(lowest[k]) && highest[k] > lowest[k] ? NEAR * (t(highest[k]) - t(lowest[k])) : 0; };
+    const sameAt = (a, b, k, near) => {
+      if (!(a.length > 1 && a.length === b.length)) return false;
+      const t = onAxis(k), tol = near ? tolOf(k) : 0;
+      return a.every((p, i) => p[0] === b[i][0] && (p[1] === b[i][1] || (near && tol > 0 && !offScale(axes[k], p[1]) && !offScale(axes[k], b[i][1]) && Math.abs(t(p[1]) - t(b[i][1])) <= tol)));
+    };
+    const classes = (keys, get, near) => {
       const out = [], used = new Set();
       for (let i = 0; i < keys.length; i++) {
         if (used.has(keys[i])) continue;
         const cls = [keys[i]];
-        for (let j = i + 1; j < keys.length; j++) if (!used.has(keys[j]) && sameAt(get(keys[i]), get(keys[j]), tol)) { cls.push(keys[j]); used.add(keys[j]); }
+        for (let j = i + 1; j < keys.length; j++) {
+          if (!used.has(keys[j]) && yOf(keys[i]) === yOf(keys[j]) && sameAt(get(keys[i]), get(keys[j]), yOf(keys[i]), near)) { cls.push(keys[j]); used.add(keys[j]); }
+        }
         if (cls.length > 1) out.push(cls);
       }
       return out;
@@ -413,10 +429,10 @@
     for (const r of runs) {
       const keys = [...r.series.keys()].sort(order);
       const got = new Map(keys.map((k) => [k, sortedPts(r.series.get(k))]));
-      const same = classes(keys, (k) => got.get(k), 0);
+      const same = classes(keys, (k) => got.get(k), false);
       for (const c of same) coincide.push((multi ? r.label + ' ' : '') + c.join(' = '));
       const inSame = new Set(same.flatMap((c) => c.slice(1)));
-      for (const c of classes(keys.filter((k) => !inSame.has(k)), (k) => got.get(k), 0.02)) {
+      for (const c of classes(keys.filter((k) => !inSame.has(k)), (k) => got.get(k), true)) {
         if (c.every((k) => same.some((sc) => sc.includes(k)))) continue;
         near.push((multi ? r.label + ' ' : '') + c.join(' ≈ '));
       }
@@ -429,7 +445,7 @@
     }
     const list = (xs) => xs.slice(0, 10).join('; ') + (xs.length > 10 ? `; and ${xs.length - 10} more` : '');
     if (coincide.length) notes.push({ kind: 'coincide', text: 'identical at every point (one line hides the other): ' + list(coincide) });
-    if (near.length) notes.push({ kind: 'near', text: 'within 2 % of each other at every point (drawn on top of each other): ' + list(near) });
+    if (near.length) notes.push({ kind: 'near', text: `drawn on top of each other (within ${100 * NEAR} % of the axis height at every point): ` + list(near) });
 
     const yAxes = [axisOption(decl.y, maxAbs.y, lowest.y, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'left' } })];
     if (decl.y2) yAxes.push(axisOption(decl.y2, maxAbs.y2, lowest.y2, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'right' }, position: 'right', splitLine: { show: false } }));
