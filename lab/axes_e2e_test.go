@@ -157,4 +157,15 @@ func TestBrowserAxisPicker(t *testing.T) {
 	if got := eval[string](t, tctx, `document.getElementById('chart-notes').textContent`); !strings.Contains(got, "drawn on top of each other") || !strings.Contains(got, "never ≈ sm89") || strings.Contains(got, "double") {
 		t.Errorf("near-identical curves not named (or a distinct one named): %s", got)
 	}
+
+	// itl's two break-evens (7156 and 7010 tokens on a 125k axis) share one
+	// label: two labels on almost the same line could not be read.
+	itl := l.wait(l.start("itl", nil, 1).ID, 20*time.Second, ended)
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+itl.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `lab.view && lab.view.id === '`+itl.ID+`' && lab.view.ended && !lab.view.drawPending && !!lab.view.built && lab.chart.getOption().series.some((s) => s.id === 'refs')`, 20*time.Second)
+	if got := eval[string](t, tctx, `JSON.stringify(lab.chart.getOption().series.find((s) => s.id === 'refs').markLine.data.map((d) => d.label.show === false ? 'hidden' : d.label.formatter))`); got != `["hidden","FP8 break-even (published) = 7010; FP8 break-even (model) = 7156.37"]` {
+		t.Errorf("itl's break-even labels: %s", got)
+	}
 }

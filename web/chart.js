@@ -248,7 +248,7 @@
     const offScale = (axis, v) => v === null || v === undefined || !isFinite(v) || (axis.log && v <= 0);
     const yOf = (n) => (look.get(n).axis === 2 && decl.y2 ? 'y2' : 'y');
     for (const r of runs) for (const [n, pts] of r.series) for (const p of pts) {
-      if (!offScale(decl.x, p[0])) { lowest.x = Math.min(lowest.x, p[0]); maxAbs.x = Math.max(maxAbs.x, Math.abs(p[0])); }
+      if (!offScale(decl.x, p[0])) { lowest.x = Math.min(lowest.x, p[0]); highest.x = Math.max(highest.x, p[0]); maxAbs.x = Math.max(maxAbs.x, Math.abs(p[0])); }
       const ya = yOf(n);
       if (!offScale(axes[ya], p[1])) { lowest[ya] = Math.min(lowest[ya], p[1]); highest[ya] = Math.max(highest[ya], p[1]); maxAbs[ya] = Math.max(maxAbs[ya], Math.abs(p[1])); }
     }
@@ -369,6 +369,7 @@
 
     // Reference lines and published marks.
     const summary = runs.length ? runs[0].summary || {} : {};
+    const onAxisT = (k) => { const a = axes[k]; return a && a.log ? (v) => Math.log10(v) : (v) => v; };
     const refLines = [];
     // Labels of lines on the same axis at three heights (end, middle,
     // start), so that two references close together stay readable.
@@ -379,6 +380,25 @@
       if (v === undefined || v === null || !isFinite(v)) { notes.push({ kind: 'ref', text: `reference "${ref.label}": the run has no summary value "${ref.summary}" (yet)` }); continue; }
       const at = LABEL_AT[perAxis[ref.axis === 'x' ? 'x' : 'y']++ % LABEL_AT.length];
       refLines.push({ [ref.axis === 'x' ? 'xAxis' : 'yAxis']: ref.axis === 'x' ? tx(v) : v, name: ref.label, label: { formatter: `${ref.label} = ${fmtTick(v)}`, position: at, color: '#444' } });
+    }
+    // References within 2 % of the axis span of each other share one label
+    // (two labels on almost the same line cannot both be read).
+    for (const ax of ['xAxis', 'yAxis']) {
+      const k = ax === 'xAxis' ? 'x' : 'y';
+      // Reference values are stored as drawn (x through tx: log2 of a
+      // base-2 axis); t maps them to screen-linear units.
+      const t = ax === 'xAxis' ? (log2x || !decl.x.log ? (v) => v : (v) => Math.log10(v)) : onAxisT(k);
+      const at = ax === 'xAxis' ? tx : (v) => v;
+      const span = isFinite(lowest[k]) && highest[k] > lowest[k] ? t(at(highest[k])) - t(at(lowest[k])) : 0;
+      const lines = refLines.filter((r) => r[ax] !== undefined).sort((a, b) => a[ax] - b[ax]);
+      for (let i = 0; i < lines.length; i++) {
+        const head = lines[i];
+        while (i + 1 < lines.length && span > 0 && Math.abs(t(lines[i + 1][ax]) - t(head[ax])) <= 0.02 * span) {
+          i++;
+          head.label.formatter += '; ' + lines[i].label.formatter;
+          lines[i].label = { show: false };
+        }
+      }
     }
     if (refLines.length && !hidden.has('refs')) {
       series.push({ id: 'refs', name: 'reference lines', type: 'line', data: [], markLine: { symbol: 'none', silent: true, lineStyle: { type: [6, 4], color: '#555', width: 1.2 }, data: refLines }, animation: false });
