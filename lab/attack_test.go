@@ -265,3 +265,27 @@ func TestIdleCheckOnTime(t *testing.T) {
 		t.Errorf("the silent client was marked after %v, want %v (within %v)", d, timeout, timeout/8)
 	}
 }
+
+// TestSweepParamsLimit: a sweep's runs keep their parameters within the
+// 16 KiB that POST /api/runs allows (issue 18, red team: fixed params of
+// 0.99 MB were stored on every run of a sweep, then GET /api/runs decoded
+// 200 × 0.9 MB); a swept value beyond it is refused too, the limit named.
+func TestSweepParamsLimit(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 1})
+	big := make([]int, 6000) // 18 KB as JSON, a cheap run
+	for i := range big {
+		big[i] = 64
+	}
+	for _, body := range []map[string]any{
+		{"experiment": "contraction", "params": map[string]any{"K": big, "trials": 1}, "axes": []map[string]any{{"name": "cols", "values": []any{1, 2}}}, "seeds": "1"},
+		{"experiment": "contraction", "params": map[string]any{"trials": 1}, "axes": []map[string]any{{"name": "K", "values": []any{[]int{64}, big}}}, "seeds": "1"},
+	} {
+		status, b := l.do("POST", "/api/sweeps", body)
+		if status != http.StatusBadRequest || !strings.Contains(string(b), "at most 16384") {
+			t.Errorf("a sweep whose runs hold %d-byte parameters: %d %.200s", 3*len(big), status, b)
+		}
+	}
+	if status, b := l.do("GET", "/api/sweeps", nil); status != 200 || strings.Contains(string(b), `"experiment":"contraction"`) {
+		t.Errorf("a refused sweep was recorded: %d %.200s", status, b)
+	}
+}

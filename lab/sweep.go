@@ -365,6 +365,16 @@ func (s *Server) handleStartSweep(w http.ResponseWriter, r *http.Request) {
 		spec.Axes = append(spec.Axes, ax)
 	}
 	g, err := sweep.NewGrid(exp, spec)
+	if err == nil {
+		// Every run keeps its parameters within the limit of POST
+		// /api/runs: checked on the run that holds the most.
+		var largest sim.Values
+		if largest, err = g.LargestRun(); err == nil {
+			if err = checkParams(paramsMap(largest)); err != nil {
+				err = fmt.Errorf("a run of this sweep: %w", err)
+			}
+		}
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
