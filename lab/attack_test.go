@@ -289,3 +289,53 @@ func TestSweepParamsLimit(t *testing.T) {
 		t.Errorf("a refused sweep was recorded: %d %.200s", status, b)
 	}
 }
+
+// TestSweepListBounded: GET /api/sweeps answers at most limit sweeps
+// (default 50, at most 1000), newest first, with "more" when there are
+// others, and brief=1 leaves out what the list does not need (fixed
+// parameters, axis values), so that the page's poll every 3 s costs a few
+// KB (issue 18, red team: no limit, 80 sweeps gave 70.5 MB in 2.2-2.7 s).
+func TestSweepListBounded(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 1})
+	vals := make([]any, 1000)
+	for i := range vals {
+		vals[i] = 100000 + float64(i)/1024 // 1000 distinct values, about 16 KB of axis
+	}
+	for range 6 {
+		st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"pause": 60000},
+			"axes": []map[string]any{{"name": "delay", "values": vals}}, "seeds": "1"})
+		if status, b := l.do("POST", "/api/sweeps/"+st.ID+"/cancel", nil); status != 200 {
+			t.Fatalf("cancel: %d %s", status, b)
+		}
+	}
+	list := func(q string) (int, []map[string]any, bool) {
+		status, b := l.do("GET", "/api/sweeps"+q, nil)
+		var ans struct {
+			Sweeps []map[string]any `json:"sweeps"`
+			More   bool             `json:"more"`
+		}
+		if err := json.Unmarshal(b, &ans); err != nil || status != 200 {
+			t.Fatalf("list%s: %d %v %.200s", q, status, err, b)
+		}
+		return len(b), ans.Sweeps, ans.More
+	}
+	if _, got, more := list("?limit=2"); len(got) != 2 || !more || got[0]["id"] != "6" || got[1]["id"] != "5" {
+		t.Errorf("limit 2: %d sweeps, more %v, ids %v %v", len(got), more, got[0]["id"], got[1]["id"])
+	}
+	full, got, more := list("")
+	if len(got) != 6 || more {
+		t.Errorf("default: %d sweeps, more %v", len(got), more)
+	}
+	brief, got, _ := list("?brief=1")
+	if len(got) != 6 || got[0]["params"] != nil || brief > full/20 {
+		t.Errorf("brief: %d bytes (full %d), first %v", brief, full, got[0])
+	}
+	if axes, _ := got[0]["axes"].([]any); len(axes) != 1 || axes[0].(map[string]any)["values"] != nil || axes[0].(map[string]any)["count"] != float64(1000) {
+		t.Errorf("brief axes: %v", got[0]["axes"])
+	}
+	for _, bad := range []string{"?limit=0", "?limit=1001", "?limit=x", "?brief=2"} {
+		if status, _ := l.do("GET", "/api/sweeps"+bad, nil); status != http.StatusBadRequest {
+			t.Errorf("list%s: %d", bad, status)
+		}
+	}
+}

@@ -523,20 +523,97 @@ func (s *Server) writeSweepError(w http.ResponseWriter, id string, err error) {
 	writeError(w, http.StatusInternalServerError, errorf("notebook: %v", err))
 }
 
+// handleListSweeps answers GET /api/sweeps?limit=N&brief=1: the newest N
+// sweeps (default 50, at most maxSweepList), "more" when there are older
+// ones, at most maxListBytes of records ("truncated" past it); brief=1
+// leaves out the fixed parameters and the axes' values (keeping each
+// axis's name and count), all a list needs. Only N records are read.
 func (s *Server) handleListSweeps(w http.ResponseWriter, r *http.Request) {
-	if s.sw.store == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"sweeps": []notebook.Sweep{}})
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSweepList {
+			writeError(w, http.StatusBadRequest, errorf("limit %q: want a whole number from 1 to %d", v, maxSweepList))
+			return
+		}
+		limit = n
+	}
+	brief := false
+	switch v := r.URL.Query().Get("brief"); v {
+	case "":
+	case "1", "true":
+		brief = true
+	case "0", "false":
+	default:
+		writeError(w, http.StatusBadRequest, errorf("brief %q: want 1 or 0", v))
 		return
 	}
-	list, err := s.sw.store.ListSweeps()
+	if s.sw.store == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"sweeps": []notebook.Sweep{}, "more": false})
+		return
+	}
+	list, more, err := s.sw.store.ListSweepsN(limit)
 	if err != nil {
 		s.writeSweepError(w, "", err)
 		return
 	}
-	if list == nil {
-		list = []notebook.Sweep{}
+	b := []byte(`{"sweeps":[`)
+	truncated := false
+	for i, rec := range list {
+		var v any = rec
+		if brief {
+			v = briefSweep(rec)
+		}
+		rb, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		if len(b)+len(rb) > maxListBytes {
+			truncated = true
+			break
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rb...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sweeps": list})
+	b = append(b, `],"more":`...)
+	b = strconv.AppendBool(b, more || truncated)
+	if truncated {
+		b = append(b, `,"truncated":true`...)
+	}
+	writeRawJSON(w, http.StatusOK, append(b, '}'))
+}
+
+// maxSweepList is the most sweeps one GET /api/sweeps answers.
+const maxSweepList = 1000
+
+// briefSweep is a sweep as a list shows it: no fixed parameters, no seeds,
+// the axes by name and number of values.
+func briefSweep(rec notebook.Sweep) any {
+	type axis struct {
+		Name  string `json:"name"`
+		Count int    `json:"count"`
+	}
+	axes := make([]axis, len(rec.Axes))
+	for i, a := range rec.Axes {
+		axes[i] = axis{a.Name, len(a.Values)}
+	}
+	return struct {
+		ID         string         `json:"id"`
+		Experiment string         `json:"experiment"`
+		Axes       []axis         `json:"axes"`
+		Seeds      int            `json:"seeds"`
+		Runs       int            `json:"runs"`
+		Executor   string         `json:"executor"`
+		State      notebook.State `json:"state"`
+		Error      string         `json:"error,omitempty"`
+		Title      string         `json:"title,omitempty"`
+		Tags       []string       `json:"tags,omitempty"`
+		Created    time.Time      `json:"created"`
+		Updated    time.Time      `json:"updated"`
+		Ended      *time.Time     `json:"ended,omitempty"`
+	}{rec.ID, rec.Experiment, axes, len(rec.Seeds), rec.Runs, rec.Executor, rec.State, rec.Error, rec.Title, rec.Tags, rec.Created, rec.Updated, rec.Ended}
 }
 
 func (s *Server) handleGetSweep(w http.ResponseWriter, r *http.Request) {

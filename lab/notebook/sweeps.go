@@ -56,6 +56,9 @@ type SweepStore interface {
 	GetSweep(id string) (Sweep, error)
 	// ListSweeps returns every sweep, newest first.
 	ListSweeps() ([]Sweep, error)
+	// ListSweepsN returns the newest limit sweeps, newest first, reading
+	// no more, and whether there are older ones.
+	ListSweepsN(limit int) ([]Sweep, bool, error)
 	// UpdateSweep applies fn to the stored sweep and stores the result
 	// unless fn returns an error.
 	UpdateSweep(id string, fn func(*Sweep) error) error
@@ -167,7 +170,15 @@ func (s *Bolt) GetSweep(id string) (Sweep, error) {
 
 // ListSweeps returns every sweep, newest first.
 func (s *Bolt) ListSweeps() ([]Sweep, error) {
+	out, _, err := s.ListSweepsN(0)
+	return out, err
+}
+
+// ListSweepsN returns the newest limit sweeps (every sweep when limit is
+// 0), newest first, and whether there are older ones.
+func (s *Bolt) ListSweepsN(limit int) ([]Sweep, bool, error) {
 	var out []Sweep
+	more := false
 	err := s.view(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketSweeps)
 		if bk == nil {
@@ -175,6 +186,10 @@ func (s *Bolt) ListSweeps() ([]Sweep, error) {
 		}
 		c := bk.Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if limit > 0 && len(out) == limit {
+				more = true
+				return nil
+			}
 			var sw Sweep
 			if err := json.Unmarshal(v, &sw); err != nil {
 				return fmt.Errorf("sweep %d: %w", binary.BigEndian.Uint64(k), err)
@@ -183,7 +198,7 @@ func (s *Bolt) ListSweeps() ([]Sweep, error) {
 		}
 		return nil
 	})
-	return out, err
+	return out, more, err
 }
 
 // UpdateSweep applies fn to the stored sweep.

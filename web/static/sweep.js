@@ -71,7 +71,7 @@
     const ul = $('sweep-list');
     if (!ul) return;
     try {
-      const ans = await api('GET', '/api/sweeps');
+      const ans = await api('GET', '/api/sweeps?limit=50&brief=1');
       ul.replaceChildren(...ans.sweeps.slice(0, 50).map((s) => el('li', { 'data-id': s.id, class: sw.view && sw.view.id === s.id ? 'sel' : '', onclick: () => { location.hash = '#sweep/' + s.id; } },
         el('span', { class: 'what', text: `sweep ${s.id} ${s.experiment} · ${s.runs} runs${s.title ? ' — ' + s.title : ''}` }), el('span', { class: 'state ' + s.state, text: s.state }))));
     } catch (e) { /* the lab is restarting */ }
