@@ -12,10 +12,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +26,7 @@ import (
 // run it so, with the test experiment registered).
 func TestMain(m *testing.M) {
 	if os.Getenv("FP8LAB_LAB_MAIN") == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := mainContext(os.Args[1:], os.Stderr)
 		defer stop()
 		if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "lab:", err)
