@@ -340,3 +340,29 @@ func TestSweepListBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepsLeaveQueueRoom: however many pool sweeps run, their runs hold
+// at most half the queue, so that other users' runs are still taken
+// (issue 18, red team: 100 pool sweeps answered everyone's POST /api/runs
+// with 503 until they were cancelled).
+func TestSweepsLeaveQueueRoom(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 1, MaxQueue: 8})
+	var ids []string
+	for range 10 {
+		st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"pause": 60000},
+			"axes": []map[string]any{{"name": "n", "values": []any{1, 2, 3, 4}}}, "seeds": "1..4", "executor": "pool"})
+		ids = append(ids, st.ID)
+	}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			l.do("POST", "/api/sweeps/"+id+"/cancel", nil)
+		}
+	})
+	time.Sleep(300 * time.Millisecond) // the sweeps queue what they may
+	for i := range 3 {
+		status, b := l.do("POST", "/api/runs", map[string]any{"experiment": "lab-demo", "params": map[string]any{"n": 1}})
+		if status != http.StatusCreated {
+			t.Fatalf("a user's run %d beside 10 sweeps: %d %s", i, status, b)
+		}
+	}
+}

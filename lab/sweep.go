@@ -3,6 +3,9 @@ package lab
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +59,9 @@ type sweeper struct {
 	active map[string]*runner // running sweeps
 	cache  map[string]aggCacheEntry
 	tasks  map[string]map[string]string // sweep → Slurm task → state, as last seen
+	// shared bounds the runs of all pool sweeps queued or running at once
+	// to half the queue, so that other users' runs always find room.
+	shared chan struct{}
 }
 
 // runner is the goroutine that executes a sweep.
@@ -70,7 +76,8 @@ type aggCacheEntry struct {
 }
 
 func newSweeper(s *Server) *sweeper {
-	sw := &sweeper{s: s, active: map[string]*runner{}, cache: map[string]aggCacheEntry{}, tasks: map[string]map[string]string{}}
+	sw := &sweeper{s: s, active: map[string]*runner{}, cache: map[string]aggCacheEntry{}, tasks: map[string]map[string]string{},
+		shared: make(chan struct{}, max(s.opts.MaxQueue/2, 1))}
 	sw.store, _ = s.store.(notebook.SweepStore)
 	return sw
 }
@@ -191,8 +198,9 @@ func (sw *sweeper) finish(id string, total int) {
 }
 
 // runPool executes the sweep's missing runs in the lab's pool, keeping at
-// most twice the pool's workers of them queued or running, so that a large
-// sweep neither fills the queue nor starves other users' runs for long.
+// most twice the pool's workers of them queued or running, and all pool
+// sweeps together at most half the queue (sweeper.shared), so that neither
+// a large sweep nor many sweeps fill the queue or starve other users' runs.
 func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Grid) {
 	done, err := sw.doneRuns(rec.ID)
 	if err != nil {
@@ -215,9 +223,17 @@ func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Gri
 			stopped = true
 			continue
 		}
+		select {
+		case sw.shared <- struct{}{}:
+		case <-ctx.Done():
+			<-slots
+			stopped = true
+			continue
+		}
+		release := func() { <-sw.shared; <-slots }
 		values, seed, err := g.Run(i)
 		if err != nil {
-			<-slots
+			release()
 			sw.end(rec.ID, notebook.Failed, err.Error())
 			return
 		}
@@ -226,11 +242,19 @@ func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Gri
 			run, err = sw.s.submit(exp, values, seed, rec.Title, "", "", func(r *notebook.Run) {
 				r.Sweep, r.SweepRun, r.Tags = rec.ID, i, slices.Clone(rec.Tags)
 			})
-			if !errors.Is(err, errBusy) {
+			wait := 100 * time.Millisecond // other users filled the queue: wait for room
+			switch {
+			case errors.Is(err, errBusy):
+			case errors.Is(err, notebook.ErrDiskFull):
+				wait = time.Second // the run cannot be recorded yet: wait for space
+			default:
+				wait = 0
+			}
+			if wait == 0 {
 				break
 			}
-			select { // other users filled the queue: wait for room
-			case <-time.After(100 * time.Millisecond):
+			select {
+			case <-time.After(wait):
 			case <-ctx.Done():
 			}
 			if ctx.Err() != nil {
@@ -238,7 +262,7 @@ func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Gri
 			}
 		}
 		if err != nil {
-			<-slots
+			release()
 			stopped = true
 			if !errors.Is(err, errClosing) && ctx.Err() == nil {
 				sw.end(rec.ID, notebook.Failed, err.Error())
@@ -246,15 +270,25 @@ func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Gri
 			}
 			continue
 		}
-		if err := sw.store.SetSweepRun(rec.ID, i, run.ID); err != nil {
-			sw.s.log.Error("sweep: recording a run", "sweep", rec.ID, "run", run.ID, "err", err)
+		for { // the run's number must be recorded, or the sweep loses the run
+			err := sw.store.SetSweepRun(rec.ID, i, run.ID)
+			if err == nil || !errors.Is(err, notebook.ErrDiskFull) || ctx.Err() != nil {
+				if err != nil {
+					sw.s.log.Error("sweep: recording a run", "sweep", rec.ID, "run", run.ID, "err", err)
+				}
+				break
+			}
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
 		}
 		l := sw.s.liveRun(run.ID)
 		go func() {
 			if l != nil {
 				<-l.ended
 			}
-			<-slots
+			release()
 		}()
 	}
 	for range window { // wait for the last runs
@@ -967,17 +1001,40 @@ func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string, opt sweep.Opt
 
 // ---- runs of a sweep streamed in by clients (Slurm tasks)
 
-// parseSweepRef reads "ID/N", the -sweep of `lab run`.
-func parseSweepRef(ref string) (string, int, error) {
-	id, num, ok := strings.Cut(ref, "/")
-	n, err := strconv.Atoi(num)
-	if !ok || err != nil || n < 0 {
-		return "", 0, errorf("sweep %q: want SWEEP/RUN, e.g. 3/17", ref)
+// parseSweepRef reads "ID/N/KEY", the -sweep of `lab run` that the lab
+// writes into a sweep's Slurm tasks: the sweep, the run's number and the
+// run's credential (sweepRunKey).
+func parseSweepRef(ref string) (string, int, string, error) {
+	parts := strings.Split(ref, "/")
+	if len(parts) < 2 || len(parts) > 3 {
+		return "", 0, "", errorf("sweep %q: want SWEEP/RUN/KEY as the lab writes it into a sweep's Slurm tasks", ref)
 	}
-	if _, err := notebook.ParseID(id); err != nil {
-		return "", 0, errorf("sweep %q: no sweep %q", ref, id)
+	n, err := strconv.Atoi(parts[1])
+	if err != nil || n < 0 {
+		return "", 0, "", errorf("sweep %q: want SWEEP/RUN/KEY, RUN a run number", ref)
 	}
-	return id, n, nil
+	if _, err := notebook.ParseID(parts[0]); err != nil {
+		return "", 0, "", errorf("sweep %q: no sweep %q", ref, parts[0])
+	}
+	key := ""
+	if len(parts) == 3 {
+		key = parts[2]
+	}
+	return parts[0], n, key, nil
+}
+
+// sweepRunKey returns the credential of run n of sweep id: an HMAC-SHA256
+// of "id/n" under the notebook's secret, in hex (128 bits). Only the lab
+// makes them, for the Slurm tasks it submits; a client without it cannot
+// stand in for a run of a sweep.
+func (sw *sweeper) sweepRunKey(id string, n int) (string, error) {
+	key, err := sw.store.SweepKey()
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "%s/%d", id, n)
+	return hex.EncodeToString(m.Sum(nil)[:16]), nil
 }
 
 // checkSweepRun verifies that a client's run is run n of the sweep: the
@@ -986,7 +1043,7 @@ func (sw *sweeper) checkSweepRun(ref string, meta *notebook.Run) (int, error) {
 	if sw.store == nil {
 		return http.StatusBadRequest, errorf("this lab's notebook keeps no sweeps")
 	}
-	id, n, err := parseSweepRef(ref)
+	id, n, key, err := parseSweepRef(ref)
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
@@ -996,6 +1053,28 @@ func (sw *sweeper) checkSweepRun(ref string, meta *notebook.Run) (int, error) {
 	}
 	if rec.State != notebook.Running {
 		return http.StatusConflict, errorf("sweep %s has ended (%s)", id, rec.State)
+	}
+	if rec.Executor != "slurm" {
+		return http.StatusForbidden, errorf("sweep %s runs in the lab's pool: its runs are the lab's own, not a client's", id)
+	}
+	want, err := sw.sweepRunKey(id, n)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	if !hmac.Equal([]byte(key), []byte(want)) {
+		return http.StatusForbidden, errorf("sweep %s run %d: the key is not the one the lab gave its Slurm task", id, n)
+	}
+	// A run number held by a run that is live or ended done is not
+	// replaced (the lab submits again only what did not end done).
+	if held, err := sw.store.SweepRuns(id); err == nil {
+		if rid := held[n]; rid != "" {
+			if l := sw.s.liveRun(rid); l != nil {
+				return http.StatusConflict, errorf("run %d of sweep %s is run %s, still running", n, id, rid)
+			}
+			if r, err := sw.s.store.Get(rid); err == nil && r.State == notebook.Done {
+				return http.StatusConflict, errorf("run %d of sweep %s is run %s, which ended done", n, id, rid)
+			}
+		}
 	}
 	g, err := gridOf(rec)
 	if err != nil {

@@ -1,10 +1,12 @@
 package notebook
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -72,6 +74,10 @@ type SweepStore interface {
 	// extras) are read when withPoints says so for the run's state. An
 	// error of fn ends the read and is returned.
 	ReadSweep(id string, withPoints func(State) bool, fn func(SweepSample) error) error
+	// SweepKey returns the notebook's secret for the credentials of
+	// sweep runs that clients stream in (32 random bytes, made on first
+	// use and kept in the notebook, never in a record).
+	SweepKey() ([]byte, error)
 	// ReadSweepField is ReadSweep with each point's y replaced by its
 	// extra value field (points without it are left out); "" or "y" is
 	// ReadSweep.
@@ -362,4 +368,32 @@ func decodeXY(b []byte, names map[string]string) (sim.Point, error) {
 	p.X = math.Float64frombits(binary.BigEndian.Uint64(b))
 	p.Y = math.Float64frombits(binary.BigEndian.Uint64(b[8:]))
 	return p, nil
+}
+
+// SweepKey returns the notebook's secret for sweep-run credentials, making
+// it on first use.
+func (s *Bolt) SweepKey() ([]byte, error) {
+	var key []byte
+	err := s.view(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get([]byte("sweep-key")); len(v) == 32 {
+			key = slices.Clone(v)
+		}
+		return nil
+	})
+	if err != nil || key != nil {
+		return key, err
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get([]byte("sweep-key")); len(v) == 32 { // made meanwhile
+			key = slices.Clone(v)
+			return nil
+		}
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return err
+		}
+		return meta.Put([]byte("sweep-key"), key)
+	})
+	return key, err
 }
