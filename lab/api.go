@@ -196,6 +196,8 @@ type startRequest struct {
 	Revision  string `json:"revision"`
 	GoVersion string `json:"go_version"`
 	Platform  string `json:"platform"`
+	Bindings  string `json:"bindings"`
+	Device    string `json:"device"`
 }
 
 // Limits on what a request may hold.
@@ -290,7 +292,8 @@ func (s *Server) answerCreated(w http.ResponseWriter, run notebook.Run, err erro
 // An experiment the lab knows has its values validated like a server run's;
 // an unknown one (a user's own program) is kept with its values as given.
 func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed uint64) (notebook.Run, int, error) {
-	for name, v := range map[string]string{"version": req.Version, "revision": req.Revision, "go_version": req.GoVersion, "platform": req.Platform} {
+	for name, v := range map[string]string{"version": req.Version, "revision": req.Revision, "go_version": req.GoVersion, "platform": req.Platform,
+		"bindings": req.Bindings, "device": req.Device} {
 		if len(v) > maxBuildText {
 			return notebook.Run{}, http.StatusBadRequest, errorf("%s longer than %d bytes", name, maxBuildText)
 		}
@@ -298,6 +301,7 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 	meta := notebook.Run{
 		Experiment: req.Experiment, Seed: seed, Origin: notebook.Origin(req.Origin), State: notebook.Running,
 		Version: req.Version, Revision: req.Revision, GoVersion: req.GoVersion, Platform: req.Platform,
+		Bindings: req.Bindings, Device: req.Device,
 		Title: req.Title, Note: req.Note,
 	}
 	if exp != nil {

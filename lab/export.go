@@ -518,6 +518,8 @@ func reportRows(runs []reportRun) []reportSection {
 			{"origin", string(run.Origin)},
 			{"fp8lab", strings.TrimSpace(run.Version + " " + run.Revision)},
 			{"built with", strings.TrimSpace(run.GoVersion + " " + run.Platform)},
+			{"bindings", run.Bindings},
+			{"device", run.Device},
 			{"started / ended", ts(run.Started) + " / " + ts(run.Ended)},
 			{"points", strconv.FormatInt(run.Points, 10)},
 		}

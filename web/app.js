@@ -196,8 +196,9 @@ async function runInBrowser() {
   try {
     run = await api('POST', '/api/runs', {
       experiment: lab.exp.name, params, seed, origin: 'browser',
-      version: b.version, revision: b.revision, go_version: b.go_version,
+      version: b.version, revision: b.revision, go_version: b.go_version, bindings: b.bindings || '',
       platform: (b.platform || 'js/wasm') + ' · ' + navigator.userAgent.slice(0, 120),
+      device: `browser, ${navigator.hardwareConcurrency || '?'} logical CPUs`,
     });
   } catch (err) {
     showFormError(err);
@@ -513,6 +514,8 @@ function renderRunMeta(view) {
     ['origin', r.origin + (r.registered ? '' : ' (experiment unknown to this lab)')],
     ['fp8lab', `${r.version || '?'} ${r.revision || ''}`],
     ['built with', `${r.go_version || ''} ${r.platform || ''}`],
+    ['bindings', r.bindings || '–'],
+    ['device', r.device || '–'],
     ['started', fmtTime(r.started)], ['ended', fmtTime(r.ended)],
     ['points', String(r.points)],
   ];

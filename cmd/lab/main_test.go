@@ -246,3 +246,11 @@ func TestVerifyDirOneFileAtATime(t *testing.T) {
 		t.Errorf("the file before the broken one was not verified first:\n%s", out.String())
 	}
 }
+
+// TestBuildNamesBinding: the lab program records the WebGPU binding it
+// links (which bundles wgpu-native) with its version.
+func TestBuildNamesBinding(t *testing.T) {
+	if b := sim.Build(); !strings.Contains(b.Bindings, "github.com/cogentcore/webgpu v") {
+		t.Errorf("bindings %q", b.Bindings)
+	}
+}

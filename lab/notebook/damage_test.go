@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"time"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 

@@ -79,6 +79,8 @@ type Run struct {
 	Revision  string `json:"revision,omitempty"` // VCS revision, "+dirty" when modified
 	GoVersion string `json:"go_version,omitempty"`
 	Platform  string `json:"platform,omitempty"` // GOOS/GOARCH, and the browser for wasm runs
+	Bindings  string `json:"bindings,omitempty"` // native bindings and their versions (the WebGPU binding)
+	Device    string `json:"device,omitempty"`   // the machine that computed: CPU model and logical CPUs, or the browser's
 
 	State    State      `json:"state"`
 	Error    string     `json:"error,omitempty"`
