@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
 )
@@ -310,6 +311,9 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 			return meta, http.StatusBadRequest, err
 		}
 		meta.Params, meta.Flags, meta.Registered = paramsMap(values), values.Flags(), true
+		if _, files := exp.(interface{ FileRoles() []experiments.FileRole }); !files {
+			meta.Reproduce = sim.Reproduce(exp, values, seed) // a client's files are not the lab's to name
+		}
 	} else {
 		if req.Sweep != "" {
 			return meta, http.StatusBadRequest, errorf("sweep: the lab does not know experiment %q", req.Experiment)

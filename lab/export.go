@@ -210,6 +210,15 @@ func (s *Server) writeExportJSON(w io.Writer, run notebook.Run) error {
 	return err
 }
 
+// reproduceOf is the run's reproduce line: the lab's (sim.Reproduce) when
+// it has one, else built from the recorded flags.
+func reproduceOf(run notebook.Run) string {
+	if run.Reproduce != "" {
+		return run.Reproduce
+	}
+	return strings.Join(strings.Fields(fmt.Sprintf("lab run %s %s -seed %d", run.Experiment, run.Flags, run.Seed)), " ")
+}
+
 func formatCSV(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -513,7 +522,7 @@ func reportRows(runs []reportRun) []reportSection {
 			return t.Format(time.RFC3339)
 		}
 		sec.Rows = []reportRow{
-			{"reproduce", fmt.Sprintf("lab run %s %s -seed %d", run.Experiment, run.Flags, run.Seed)},
+			{"reproduce", reproduceOf(run)},
 			{"state", string(run.State) + map[bool]string{true: " — " + run.Error, false: ""}[run.Error != ""]},
 			{"origin", string(run.Origin)},
 			{"fp8lab", strings.TrimSpace(run.Version + " " + run.Revision)},

@@ -548,6 +548,7 @@ function renderRunMeta(view) {
 // recorded, or built from its parameters (a run streamed in by a program
 // the lab does not know gets its flags in the same form).
 function reproduceLine(r) {
+  if (r.reproduce) return r.reproduce; // the lab's (sim.Reproduce): runs as printed
   let flags = r.flags;
   if (!flags) {
     flags = Object.entries(r.params || {}).map(([k, v]) => typeof v === 'boolean' ? `-${k}=${v}` : `-${k} ${Array.isArray(v) ? v.join(',') : v}`).join(' ');

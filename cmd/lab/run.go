@@ -110,7 +110,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *jsonOut {
 		out = sim.NewJSONSink(stdout)
 	} else {
-		fmt.Fprintf(stdout, "%s\n\n", wrapCommand(fmt.Sprintf("lab run %s %s -seed %d", name, values.Flags(), *seed), termWidth))
+		fmt.Fprintf(stdout, "%s\n\n", wrapCommand(sim.Reproduce(exp, values, *seed), termWidth))
 		out = sim.NewTableSink(stdout)
 	}
 	sink := out
