@@ -132,6 +132,7 @@ func TestExportsBounded(t *testing.T) {
 		t.Errorf("report of %d points: %d %.200s, want 413 with the limit", 2*n, status, body)
 	}
 	status, body = l.doHeader("/api/runs/"+id+"/export?format=csv", nil)
+	body = csvData(body)
 	if status != 200 || strings.Count(body, "\n") != n+1 {
 		t.Errorf("csv export: %d, %d lines, want %d", status, strings.Count(body, "\n"), n+1)
 	}
@@ -159,6 +160,7 @@ func TestCSVFormulaEscaped(t *testing.T) {
 		t.Fatalf("events: %d %s", status, b)
 	}
 	status, body := l.doHeader("/api/runs/"+id+"/export?format=csv", nil)
+	body = csvData(body)
 	want := "series,x,y,'=HYPERLINK(1)\n'=cmd|' /C calc'!A0,-1.5,NaN,-3\n'+1,-1.5,NaN,-3\n'-2,-1.5,NaN,-3\n'@SUM(A1),-1.5,NaN,-3\n'\tx,-1.5,NaN,-3\nok,-1.5,NaN,-3\n"
 	if status != 200 || body != want {
 		t.Errorf("csv export: %d\n%q\nwant\n%q", status, body, want)
