@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"regexp"
@@ -41,6 +42,18 @@ func (s *Server) routes() {
 	m.HandleFunc("/api/", s.handleNoRoute)
 	m.Handle("GET /wasm/", http.StripPrefix("/wasm/", http.FileServerFS(s.opts.WASM)))
 	page := http.FileServerFS(s.opts.Page)
+	// Browsers ask for /favicon.ico whatever the page links (reports, the
+	// API's JSON pages): the page's SVG icon, never a 404.
+	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		b, err := fs.ReadFile(s.opts.Page, "favicon.svg")
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "max-age=86400")
+		w.Write(b)
+	})
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -220,6 +220,7 @@ function startWorker() {
       const m = ev.data;
       if (m.type === 'ready') {
         wasm.experiments = new Set(m.experiments.map((e) => e.name));
+        wasm.serverOnly = m.serverOnly || {};
         wasm.build = m.build;
         wasm.worker.removeEventListener('message', onReady);
         resolve(wasm.worker);
@@ -242,6 +243,7 @@ function wasmReady() {
 
 function updateBrowserButton() {
   const btn = $('run-browser'), note = $('browser-note');
+  btn.hidden = false;
   if (!lab.info || !lab.info.wasm) {
     btn.disabled = true;
     note.textContent = 'in-browser runs need the WebAssembly build (make lab)';
@@ -252,8 +254,12 @@ function updateBrowserButton() {
     btn.disabled = true;
     note.textContent = 'loading the WebAssembly build…';
   } else if (lab.exp && !lab.wasm.experiments.has(lab.exp.name)) {
+    // Not offered at all: a browser run of it could only fail (and be
+    // kept in the notebook as a failure).
     btn.disabled = true;
-    note.textContent = `${lab.exp.name} is not in the browser's registry (it has: ${[...lab.wasm.experiments].join(', ')})`;
+    btn.hidden = true;
+    const why = (lab.wasm.serverOnly || {})[lab.exp.name];
+    note.textContent = why ? `${lab.exp.name} cannot run in this browser: ${why}` : `${lab.exp.name} cannot run in this browser: it is not in the WebAssembly build (run it on the server)`;
   } else {
     btn.disabled = !!lab.wasm.busy;
     note.textContent = lab.wasm.busy ? 'a run is computing in this browser' : `computes in a Web Worker (${lab.wasm.build.go_version}, ${lab.wasm.build.platform})`;
@@ -795,7 +801,9 @@ async function main() {
   warmChart();
   if (lab.info.wasm) startWorker();
   await refreshRuns();
-  if (!location.hash && lab.experiments.length) location.hash = '#exp/' + lab.experiments[0].name;
+  // The landing page is contraction, the lab's first experiment to try
+  // (the list is alphabetical; attention-file needs the user's files).
+  if (!location.hash && lab.experiments.length) location.hash = '#exp/' + (lab.experiments.some((e) => e.name === 'contraction') ? 'contraction' : lab.experiments[0].name);
   route();
   setInterval(() => { refreshInfo(); refreshRuns(); }, 3000);
   document.body.dataset.ready = 'true';
