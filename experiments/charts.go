@@ -19,11 +19,16 @@ var (
 	axisAccuracy = sim.Axis{Quantity: "retrieval accuracy", Unit: "fraction of trials"}.Range(0, 1)
 )
 
-// Chart declares contraction's chart.
+// trialsSuffix names the series of per-trial values (sim.Chart.Trials).
+const trialsSuffix = " · trials"
+
+// Chart declares contraction's chart; its per-trial relative errors (and
+// biases) are in the series "… · trials".
 func (Contraction) Chart() sim.Chart {
 	return sim.Chart{
-		X: axisK,
-		Y: sim.Axis{Quantity: "relative L2 error over the columns, mean over trials", Unit: "relative", Log: true},
+		Trials: trialsSuffix,
+		X:      axisK,
+		Y:      sim.Axis{Quantity: "relative L2 error over the columns, mean over trials", Unit: "relative", Log: true},
 		Styles: []sim.Style{
 			{Match: "sm90.wgmma never", Family: "sm90 wgmma", Variant: "never"},
 			{Match: "sm90.wgmma every32", Family: "sm90 wgmma", Variant: "every32"},
@@ -60,11 +65,13 @@ func (Contraction) Chart() sim.Chart {
 	}
 }
 
-// Chart declares gpu-accum's chart.
+// Chart declares gpu-accum's chart; its per-trial relative errors (and
+// errors in float32 ulps of the exact value) are in the series "… · trials".
 func (GPUAccum) Chart() sim.Chart {
 	return sim.Chart{
-		X: axisK,
-		Y: sim.Axis{Quantity: "relative error, median over trials", Unit: "relative", Log: true},
+		Trials: trialsSuffix,
+		X:      axisK,
+		Y:      sim.Axis{Quantity: "relative error, median over trials", Unit: "relative", Log: true},
 		Styles: []sim.Style{
 			{Match: "sm90.wgmma never", Family: "sm90 wgmma", Variant: "never"},
 			{Match: "sm90.wgmma every128", Family: "sm90 wgmma", Variant: "every128"},
@@ -82,6 +89,7 @@ func (GPUAccum) Chart() sim.Chart {
 			{Key: "mean", Axis: sim.Axis{Quantity: "relative error, mean over trials", Unit: "relative", Log: true}},
 			{Key: "max", Axis: sim.Axis{Quantity: "relative error, worst trial", Unit: "relative", Log: true}},
 			{Key: "wgsl_mismatches", Axis: sim.Axis{Quantity: "WGSL results differing from the Go model (bits)", Unit: "trials"}},
+			{Key: "ulp", Axis: sim.Axis{Quantity: "error of the result in float32 ulps of the exact value (per trial)", Unit: "ulp"}},
 		},
 		Summary: []sim.SummaryField{
 			{Match: "*_eq_*", Axis: sim.Axis{Quantity: "GPU results bit-equal to the Go baseline", Unit: "fraction of trials"}.Range(0, 1)},

@@ -145,7 +145,7 @@ func TestChartSeriesStyled(t *testing.T) {
 				t.Fatal(err)
 			}
 			ch := e.(sim.Charter).Chart()
-			declared := map[string]bool{}
+			declared := map[string]bool{"trial": ch.Trials != ""}
 			for _, f := range append(slices.Clone(ch.Fields), sim.Field{Key: "y", Error: ch.Error, Lo: ch.Lo, Hi: ch.Hi}) {
 				for _, k := range []string{f.Key, f.Error, f.Lo, f.Hi} {
 					if k != "" {
@@ -165,10 +165,16 @@ func TestChartSeriesStyled(t *testing.T) {
 					continue
 				}
 				seen[p.Series] = true
+				if of, ok := ch.TrialsOf(p.Series); ok && !seen[of] {
+					t.Errorf("series %q of per-trial values before (or without) its series %q", p.Series, of)
+				}
 				if _, i := ch.StyleOf(p.Series); i < 0 {
 					t.Errorf("series %q has no declared style", p.Series)
 				}
 				for _, k := range []string{ch.Error, ch.Lo, ch.Hi} {
+					if _, trials := ch.TrialsOf(p.Series); trials {
+						break // a trial's value has no interval
+					}
 					if _, ok := p.Extra[k]; k != "" && !ok {
 						t.Errorf("series %q: no %q extra for the intervals of y", p.Series, k)
 					}

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/tensorfile"
 )
 
 // screenshotParams are the parameters of the runs whose charts go into
@@ -48,7 +51,8 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := browser(t)
-	l := newTestLab(t, Options{Workers: 1})
+	tensors := filepath.Join(t.TempDir(), "tensors")
+	l := newTestLab(t, Options{Workers: 1, TensorsDir: tensors})
 	only := os.Getenv("LAB_SCREENSHOTS_ONLY") // comma-separated names, to refresh a few
 	var ids []string
 	var names []string
@@ -60,7 +64,15 @@ func TestScreenshots(t *testing.T) {
 		if params == nil {
 			params = map[string]any{}
 		}
-		code, body := l.do("POST", "/api/runs", map[string]any{"experiment": e.Name(), "params": params, "seed": 1})
+		var code int
+		var body []byte
+		if fe, ok := e.(experiments.FileExperiment); ok {
+			// Its own small Q, K, V in the tensors folder (one query
+			// head per KV head, 4096 tokens).
+			code, body = l.do("POST", "/api/tensors/run", map[string]any{"files": screenshotTensors(t, tensors, fe), "params": params, "seed": 1})
+		} else {
+			code, body = l.do("POST", "/api/runs", map[string]any{"experiment": e.Name(), "params": params, "seed": 1})
+		}
 		if code != 201 {
 			t.Fatalf("%s: %d %s", e.Name(), code, body)
 		}
@@ -106,6 +118,33 @@ func TestScreenshots(t *testing.T) {
 		}
 		t.Logf("screenshot: %s; chart: %s", path, eval[string](t, ctx, `JSON.stringify(lab.chart.getOption().series.map((s) => [s.type, s.name, (s.data || []).length]))`))
 	}
+}
+
+// screenshotTensors writes Q [1, 8, 128], K and V [4096, 8, 128] (.npy,
+// normal values, V with mean 0.5) for the file experiment's required roles
+// into dir and returns the role → name map.
+func screenshotTensors(t *testing.T, dir string, fe experiments.FileExperiment) map[string]string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	files := map[string]string{}
+	for _, r := range fe.FileRoles() {
+		tokens, mean := map[string]int{"q": 1, "k": 4096, "v": 4096}[r.Name], map[string]float64{"v": 0.5}[r.Name]
+		if tokens == 0 {
+			continue
+		}
+		x := make([]float32, tokens*8*128)
+		for i := range x {
+			x[i] = float32(mean + rng.NormFloat64())
+		}
+		if err := tensorfile.WriteNPY(filepath.Join(dir, r.Name+".npy"), []int{tokens, 8, 128}, x); err != nil {
+			t.Fatal(err)
+		}
+		files[r.Name] = r.Name + ".npy"
+	}
+	return files
 }
 
 func idOf(t *testing.T, body []byte) string {

@@ -71,6 +71,14 @@ type Chart struct {
 	// table, a comparison, a sweep). Every key an experiment's summary holds
 	// should match one.
 	Summary []SummaryField `json:"summary,omitempty"`
+	// Trials, when set, is the suffix of the series that hold per-trial
+	// values: the points of series S+Trials are the trials of S's points
+	// (same x, y the trial's value of S's quantity, the extra "trial" its
+	// index, other extras as declared in Fields), at most [MaxTrialValues]
+	// per point. The page leaves them off the chart, draws them as a
+	// distribution (histogram, CDF, scatter over trials) and pairs two runs
+	// on the same seeds trial by trial.
+	Trials string `json:"trials,omitempty"`
 	// Refs are reference lines (chance level, a bound).
 	Refs []Ref `json:"refs,omitempty"`
 	// Marks are published figures, drawn as labelled markers.
@@ -214,9 +222,48 @@ func MatchSeries(pattern, name string) bool {
 	return false
 }
 
+// MaxTrialValues is the most per-trial values an experiment emits for one
+// point (series, x): a run's distributions stay bounded whatever its
+// trials; the first MaxTrialValues trials are kept, in order.
+const MaxTrialValues = 256
+
+// TrialsOf returns the series whose per-trial values series holds, and
+// whether it is such a series (c.Trials set and a suffix of it).
+func (c Chart) TrialsOf(series string) (string, bool) {
+	if c.Trials == "" || !strings.HasSuffix(series, c.Trials) {
+		return "", false
+	}
+	return strings.TrimSuffix(series, c.Trials), true
+}
+
+// EmitTrials emits the per-trial values of series' point at x as points of
+// series+c.Trials ([Chart.Trials]): the first MaxTrialValues of values,
+// each with the extra "trial" (its index) and, when extra is not nil, the
+// extras extra(i) of trial i. It does nothing when c.Trials is empty.
+func (c Chart) EmitTrials(run *Run, series string, x float64, values []float64, extra func(i int) map[string]float64) error {
+	if c.Trials == "" {
+		return nil
+	}
+	for i, v := range values[:min(len(values), MaxTrialValues)] {
+		e := map[string]float64{}
+		if extra != nil {
+			e = extra(i)
+		}
+		e["trial"] = float64(i)
+		if err := run.Emit(Point{Series: series + c.Trials, X: x, Y: v, Extra: e}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // StyleOf returns the style of the series and its index in c.Styles, or a
-// style of its own (family = the name) and -1 when none matches.
+// style of its own (family = the name) and -1 when none matches. A series
+// of per-trial values ([Chart.Trials]) takes the style of its series.
 func (c Chart) StyleOf(series string) (Style, int) {
+	if of, ok := c.TrialsOf(series); ok {
+		series = of
+	}
 	for i, s := range c.Styles {
 		if MatchSeries(s.Match, series) {
 			return s, i

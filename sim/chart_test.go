@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -206,5 +207,35 @@ func TestChartFieldOfAndSummaryAxis(t *testing.T) {
 	c.Summary = append(c.Summary, SummaryField{Match: "", Axis: Axis{Quantity: "q"}})
 	if err := c.Check(); err == nil || !strings.Contains(err.Error(), "summary field 2: empty pattern") || !strings.Contains(err.Error(), "no unit") {
 		t.Errorf("a summary entry without pattern or unit: %v", err)
+	}
+}
+
+// TestChartTrials: per-trial values go to the series S+Trials with the
+// trial's index, at most MaxTrialValues per point, styled as S; nothing is
+// emitted when the chart declares no Trials.
+func TestChartTrials(t *testing.T) {
+	c := Chart{X: Axis{Quantity: "K", Unit: "el"}, Y: Axis{Quantity: "e", Unit: "rel"}, Styles: []Style{{Match: "a", Family: "A"}}, Trials: " · trials"}
+	if of, ok := c.TrialsOf("a · trials"); !ok || of != "a" {
+		t.Errorf("TrialsOf: %q %v", of, ok)
+	}
+	if _, i := c.StyleOf("a · trials"); i != 0 {
+		t.Errorf("the trials of a are not styled as a: %d", i)
+	}
+	rec := &Recorder{}
+	vals := make([]float64, MaxTrialValues+10)
+	for i := range vals {
+		vals[i] = float64(i)
+	}
+	run := &Run{ctx: context.Background(), sink: rec}
+	if err := c.EmitTrials(run, "a", 4, vals, func(i int) map[string]float64 { return map[string]float64{"u": 2 * float64(i)} }); err != nil {
+		t.Fatal(err)
+	}
+	pts := rec.Points()
+	if len(pts) != MaxTrialValues || pts[3].Series != "a · trials" || pts[3].X != 4 || pts[3].Y != 3 || pts[3].Extra["trial"] != 3 || pts[3].Extra["u"] != 6 {
+		t.Errorf("%d points, the fourth %+v", len(pts), pts[3])
+	}
+	c.Trials = ""
+	if err := c.EmitTrials(run, "a", 4, vals, nil); err != nil || len(rec.Points()) != MaxTrialValues {
+		t.Errorf("no Trials: %v, %d points", err, len(rec.Points()))
 	}
 }

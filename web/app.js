@@ -386,25 +386,88 @@ function fillAxisPicker(ySel, xSel, expName, runs, redraw) {
     const a = fp8chart.summaryAxis(decl, k);
     return opt('summary:' + k, k + (a ? ` — ${a.quantity} (${a.unit})` : ' (unit not declared)'));
   }));
-  const sig = JSON.stringify([expName, fs.map((f) => f.key), keys]);
+  const decl2 = decl || {};
+  const paired = runs.length === 2 && decl2.trials && runs.every((r) => fp8chart.trialsOf(decl2, r.series).size > 0);
+  const pairGroup = el('optgroup', { label: `paired over trials (${runs.length === 2 ? runs[1].label + ' − ' + runs[0].label : ''}, same seeds)` },
+    ...fs.filter((f) => f.key !== 'x').map((f) => opt('paired:' + f.key, 'difference of ' + f.label)));
+  const sig = JSON.stringify([expName, fs.map((f) => f.key), keys, paired]);
   if (ySel.dataset.sig !== sig) {
-    ySel.replaceChildren(pointGroup, ...(keys.length ? [sumGroup] : []));
+    ySel.replaceChildren(pointGroup, ...(paired ? [pairGroup] : []), ...(keys.length ? [sumGroup] : []));
     xSel.replaceChildren(...fs.map((f) => opt(f.key, (f.default ? 'default: ' : '') + f.label)));
     ySel.dataset.sig = sig;
   }
   ySel.value = [...ySel.options].some((o) => o.value === axes.y) ? axes.y : 'y';
   xSel.value = [...xSel.options].some((o) => o.value === axes.x) ? axes.x : 'x';
-  xSel.disabled = ySel.value.startsWith('summary:');
+  xSel.disabled = ySel.value.startsWith('summary:') || ySel.value.startsWith('paired:');
   const pick = () => { lab.axes[expName] = { y: ySel.value, x: xSel.value }; redraw(); };
   ySel.onchange = pick;
   xSel.onchange = pick;
 }
 
+// fillDist offers the distribution panel (prefix '' for the run view,
+// 'compare-' for the comparison) when the runs hold per-trial values: a
+// series, an x and a quantity of the trials, drawn as a histogram, an
+// empirical CDF or per trial, every run overlaid.
+function fillDist(prefix, expName, runs) {
+  const decl = chartOf(expName);
+  const panel = $(prefix + 'dist-panel');
+  const trials = new Map();
+  for (const r of runs) for (const [n, byX] of fp8chart.trialsOf(decl, r.series)) {
+    if (!trials.has(n)) trials.set(n, new Set());
+    for (const x of byX.keys()) trials.get(n).add(x);
+  }
+  panel.hidden = trials.size === 0;
+  if (!trials.size) return;
+  const ss = $(prefix + 'dist-series'), xs = $(prefix + 'dist-x'), fs = $(prefix + 'dist-field'), ks = $(prefix + 'dist-kind');
+  const opt = (v, t) => el('option', { value: v, text: t });
+  const keep = (sel, vals, show) => {
+    const old = sel.value;
+    const sig = JSON.stringify(vals);
+    if (sel.dataset.sig !== sig) { sel.replaceChildren(...vals.map((v) => opt(String(v), show ? show(v) : String(v)))); sel.dataset.sig = sig; }
+    if (vals.map(String).includes(old)) sel.value = old;
+  };
+  const names = [...trials.keys()].sort();
+  keep(ss, names);
+  const xv = [...trials.get(ss.value)].sort((a, b) => a - b);
+  keep(xs, xv, (v) => fp8chart.fmtTick(v) + ' ' + (decl ? decl.x.unit : ''));
+  if (!xv.map(String).includes(xs.value)) xs.value = String(xv[xv.length - 1]);
+  const inTrials = new Set(['y']);
+  for (const r of runs) {
+    const l = (fp8chart.trialsOf(decl, r.series).get(ss.value) || new Map()).get(+xs.value) || [];
+    for (const p of l) for (const k of Object.keys(p.extra)) if (k !== 'trial') inTrials.add(k);
+  }
+  const fl = fp8chart.fields(decl).filter((f) => inTrials.has(f.key));
+  keep(fs, fl.map((f) => f.key), (k) => fl.find((f) => f.key === k).label);
+  const draw = () => {
+    if (panel.hidden || !panel.open) return;
+    const key = prefix + 'distChart';
+    if (!lab[key]) lab[key] = echarts.init($(prefix + 'dist-chart'));
+    const built = fp8chart.buildDistribution(decl, runs, ss.value, +xs.value, fs.value, ks.value);
+    lab[key].setOption(built.option, { notMerge: true });
+    lab[key].resize();
+    $(prefix + 'dist-notes').replaceChildren(...built.notes.map((n) => el('li', { class: 'note-' + n.kind, text: n.text })));
+  };
+  for (const s of [ss, xs, fs, ks]) s.onchange = () => { fillDist(prefix, expName, runs); };
+  panel.ontoggle = draw;
+  draw();
+}
+
 // drawChart draws runs ({label, series, summary}) with the experiment's
 // declared chart on chart, its legend in legendBox and its notes in
-// notesBox, with the quantities the reader chose on the axes.
+// notesBox, with the quantities the reader chose on the axes (a summary
+// value; with two runs, 'paired:FIELD', the paired differences of a field
+// over their trials).
 function drawChart(chart, legendBox, notesBox, expName, runs, hidden, redraw) {
   const axes = axesOf(expName);
+  if (axes.y.startsWith('paired:') && runs.length === 2) {
+    const p = fp8chart.buildPaired(chartOf(expName), runs[0], runs[1], axes.y.slice('paired:'.length));
+    const built = fp8chart.build(p.decl, [p.run], hidden);
+    chart.setOption(built.option, { notMerge: true });
+    fp8chart.renderLegend(legendBox, built, hidden, (key) => { if (hidden.has(key)) hidden.delete(key); else hidden.add(key); redraw(); });
+    const extra = [{ kind: 'paired', text: `${p.pairs} pairs of trials (${runs[1].label} − ${runs[0].label})` + (p.missing ? `; ${p.missing} trials without a partner or not finite, left out` : '') }];
+    notesBox.replaceChildren(...extra.concat(built.notes).map((n) => el('li', { class: 'note-' + n.kind, text: n.text })));
+    return built;
+  }
   if (axes.y.startsWith('summary:')) {
     const built = fp8chart.buildSummary(chartOf(expName), runs, axes.y.slice('summary:'.length));
     chart.setOption(built.option, { notMerge: true });
@@ -499,6 +562,7 @@ function drawRun(view) {
   const runs = [{ label: null, series: view.store.series, summary: view.meta ? view.meta.summary : {} }];
   fillAxisPicker($('chart-y'), $('chart-x'), exp, runs, () => drawRun(view));
   view.built = drawChart(lab.chart, $('chart-legend'), $('chart-notes'), exp, runs, view.hidden, () => drawRun(view));
+  if (view.ended || !view.distShown) { view.distShown = true; fillDist('', exp, runs); }
   $('chart').dataset.points = String(view.store.count);
   const t = lab.timings[view.id];
   if (t && t.firstData && !t.firstPoint) { t.firstPoint = performance.now(); t.drawMs = t.firstPoint - t0; }
@@ -636,7 +700,9 @@ async function openCompare(ids) {
   const shown = runs.map((r, i) => ({ label: '#' + r.id, series: stores[i].series, summary: r.summary || {} }));
   const draw = () => {
     fillAxisPicker($('compare-y'), $('compare-x'), exp, shown, draw);
-    return (view.built = drawChart(lab.compareChart, $('compare-legend'), $('compare-notes'), exp, shown, view.hidden, draw));
+    view.built = drawChart(lab.compareChart, $('compare-legend'), $('compare-notes'), exp, shown, view.hidden, draw);
+    fillDist('compare-', exp, shown);
+    return view.built;
   };
   view.built = draw();
   $('compare-chart').dataset.points = String(stores.reduce((n, s) => n + s.count, 0));

@@ -161,6 +161,157 @@
     return o;
   }
 
+  // isTrials reports whether series name holds per-trial values.
+  const isTrials = (decl, name) => !!(decl && decl.trials) && name.endsWith(decl.trials);
+
+  function withoutTrials(decl, series) {
+    if (!decl || !decl.trials) return series;
+    return new Map([...series].filter(([n]) => !isTrials(decl, n)));
+  }
+
+  // trialsOf returns the per-trial values of a run's series: series →
+  // x → [{trial, y, extra}] in trial order.
+  function trialsOf(decl, series) {
+    const out = new Map();
+    if (!decl || !decl.trials) return out;
+    for (const [n, pts] of series) {
+      if (!isTrials(decl, n)) continue;
+      const of = n.slice(0, n.length - decl.trials.length);
+      const byX = new Map();
+      for (const p of pts) {
+        if (!byX.has(p[0])) byX.set(p[0], []);
+        byX.get(p[0]).push({ trial: p[3] ? p[3].trial : undefined, y: p[1], extra: p[3] || {} });
+      }
+      for (const l of byX.values()) l.sort((a, b) => a.trial - b.trial);
+      out.set(of, byX);
+    }
+    return out;
+  }
+
+  // t975 is Student's t(0.975, df): exact table to 30, then a close
+  // expansion (for the paired intervals).
+  function t975(df) {
+    const T = [NaN, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042];
+    if (df <= 30) return T[df];
+    const z = 1.959964;
+    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df);
+  }
+
+  // buildPaired returns the chart declaration and the run of the paired
+  // differences of a field between two runs on the same seeds: per series
+  // and x, the mean over the trials both runs hold of (b − a), with its 95 %
+  // t interval; pairs counts them. Trials pair by index, which is the same
+  // random stream when the seeds are the same.
+  function buildPaired(decl, a, b, field) {
+    const f = fields(decl).find((x) => x.key === (field || 'y')) || fields(decl)[0];
+    const ta = trialsOf(decl, a.series), tb = trialsOf(decl, b.series);
+    const series = new Map();
+    let pairs = 0, missing = 0;
+    // Series pair by name; one the other run lacks pairs with the only
+    // series of the other run under the same declared style that has no
+    // partner of its own (every64 ↔ every256 of "every* (kBlockN)").
+    const styleOf = (n) => (decl.styles || []).findIndex((s) => matchSeries(s.match, n));
+    const partner = new Map();
+    for (const na of ta.keys()) {
+      if (tb.has(na)) { partner.set(na, [na, na]); continue; }
+      const cands = [...tb.keys()].filter((nb) => !ta.has(nb) && styleOf(nb) >= 0 && styleOf(nb) === styleOf(na));
+      const rivals = [...ta.keys()].filter((n) => !tb.has(n) && styleOf(n) === styleOf(na));
+      if (cands.length === 1 && rivals.length === 1) partner.set(na, [cands[0], na + ' ↔ ' + cands[0]]);
+    }
+    for (const [name, byX] of ta) {
+      if (!partner.has(name)) continue;
+      const [nb, label] = partner.get(name);
+      const other = tb.get(nb);
+      const pts = [];
+      for (const [x, list] of byX) {
+        const olist = other.get(x);
+        if (!olist) continue;
+        const ob = new Map(olist.map((p) => [p.trial, p]));
+        const d = [];
+        for (const p of list) {
+          const q = ob.get(p.trial);
+          const va = f.key === 'y' ? p.y : p.extra[f.key], vb = q && (f.key === 'y' ? q.y : q.extra[f.key]);
+          if (q === undefined || va === undefined || vb === undefined || !isFinite(va) || !isFinite(vb)) { missing++; continue; }
+          d.push(vb - va);
+        }
+        if (!d.length) continue;
+        pairs += d.length;
+        const n = d.length, mean = d.reduce((s, v) => s + v, 0) / n;
+        const sd = n > 1 ? Math.sqrt(d.reduce((s, v) => s + (v - mean) ** 2, 0) / (n - 1)) : NaN;
+        const h = n > 1 ? t975(n - 1) * sd / Math.sqrt(n) : NaN;
+        pts.push([x, mean, null, { lo: mean - h, hi: mean + h, n }]);
+      }
+      if (pts.length) series.set(label, pts);
+    }
+    const d = Object.assign({}, decl, {
+      y: { quantity: `difference of ${f.axis.quantity}, ${b.label} − ${a.label}, mean over paired trials`, unit: f.axis.unit },
+      lo: 'lo', hi: 'hi', method: '95 % paired Student-t interval over the trials both runs hold (same seeds: trial i of each run draws the same inputs)',
+      error: undefined, y2: undefined, refs: [{ axis: 'y', value: 0, label: 'no difference' }], marks: [], fields: [], trials: undefined,
+    });
+    return { decl: d, run: { label: null, series, summary: {} }, pairs, missing };
+  }
+
+  // buildDistribution returns {option, notes} for the trials of one point
+  // (series, x) of one or more runs ({label, series}): a histogram (kind
+  // 'hist'), the empirical CDF ('cdf') or the values against the trial
+  // index ('scatter'), of the field (its axis: quantity, unit, log).
+  function buildDistribution(decl, runs, name, x, field, kind) {
+    const f = fields(decl).find((q) => q.key === (field || 'y')) || fields(decl)[0];
+    const notes = [];
+    const sets = [];
+    for (const r of runs) {
+      const byX = trialsOf(decl, r.series).get(name);
+      const list = byX && byX.get(x);
+      if (!list) { notes.push({ kind: 'missing', text: `${r.label || 'the run'} holds no trials of ${name} at x = ${fmtValue(x)}` }); continue; }
+      const vals = list.map((p) => ({ trial: p.trial, v: f.key === 'y' ? p.y : p.extra[f.key] }));
+      const bad = vals.filter((p) => p.v === undefined || p.v === null || !isFinite(p.v) || (f.axis.log && p.v <= 0));
+      if (bad.length) notes.push({ kind: 'floor', text: `${r.label || 'the run'}: ${bad.length} of ${vals.length} trials not finite${f.axis.log ? ' or ≤ 0 on the log axis' : ''}: not drawn, counted here` });
+      sets.push({ label: r.label, vals: vals.filter((p) => !bad.includes(p)) });
+    }
+    const log = !!f.axis.log;
+    const all = sets.flatMap((s) => s.vals.map((p) => p.v));
+    const t = log ? Math.log10 : (v) => v, ut = log ? (v) => Math.pow(10, v) : (v) => v;
+    const lo = Math.min(...all.map(t)), hi = Math.max(...all.map(t));
+    const axisName = f.axis.quantity + ' (' + f.axis.unit + ')';
+    const series = [];
+    let xAxis, yAxis;
+    const maxAbs = all.reduce((m, v) => Math.max(m, Math.abs(v)), 0), lowest = all.reduce((m, v) => Math.min(m, v), Infinity);
+    if (kind === 'scatter') {
+      xAxis = { type: 'value', name: 'trial', nameLocation: 'middle', nameGap: 28, minInterval: 1, axisLine: { onZero: false } };
+      yAxis = axisOption(f.axis, maxAbs, lowest, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, align: 'left' } });
+      sets.forEach((s, i) => series.push({ type: 'scatter', name: s.label || name, data: s.vals.map((p) => [p.trial, p.v]), color: PALETTE[i % PALETTE.length], symbolSize: 6 }));
+    } else if (kind === 'cdf') {
+      xAxis = axisOption(f.axis, maxAbs, lowest, { nameGap: 30 });
+      yAxis = { type: 'value', min: 0, max: 1, name: 'fraction of trials ≤ x (empirical CDF)', nameLocation: 'end', nameTextStyle: { align: 'left' }, axisLine: { onZero: false } };
+      sets.forEach((s, i) => {
+        const v = s.vals.map((p) => p.v).sort((a, b) => a - b);
+        const data = [];
+        v.forEach((x0, k) => { data.push([x0, k / v.length], [x0, (k + 1) / v.length]); });
+        series.push({ type: 'line', name: s.label || name, data, color: PALETTE[i % PALETTE.length], showSymbol: false, step: false });
+      });
+    } else {
+      const bins = Math.max(5, Math.min(40, Math.ceil(Math.sqrt(all.length))));
+      const w = hi > lo ? (hi - lo) / bins : 1;
+      xAxis = { type: 'category', name: axisName + (log ? ', bins equal on the log scale' : ''), nameLocation: 'middle', nameGap: 30,
+        data: Array.from({ length: bins }, (_, k) => fmtTick(ut(lo + (k + 0.5) * w))) };
+      yAxis = { type: 'value', name: 'trials', nameLocation: 'end', minInterval: 1, nameTextStyle: { align: 'left' } };
+      sets.forEach((s, i) => {
+        const c = new Array(bins).fill(0);
+        for (const p of s.vals) c[Math.min(bins - 1, Math.max(0, Math.floor((t(p.v) - lo) / w)))]++;
+        series.push({ type: 'bar', name: s.label || name, data: c, color: PALETTE[i % PALETTE.length], barGap: '5%' });
+      });
+    }
+    const n = sets.map((s) => `${s.label ? s.label + ': ' : ''}${s.vals.length} trials`).join(', ');
+    notes.push({ kind: 'dist', text: `${name} at x = ${fmtValue(x)} (${decl.x.quantity}, ${decl.x.unit}): ${n}; an experiment keeps at most the first 256 trials of a point` });
+    const option = {
+      animation: false, tooltip: { trigger: 'item', confine: true },
+      legend: sets.length > 1 ? { top: 0 } : { show: false },
+      grid: { top: 40, left: 16, right: 28, bottom: 40, containLabel: true },
+      xAxis, yAxis, series,
+    };
+    return { option, notes, axis: f.axis };
+  }
+
   // fields returns the quantities a point of the experiment carries, for
   // an axis selector: {key, axis, error, lo, hi, label}, the declared y
   // and x first ('y', 'x'), then every declared field.
@@ -225,6 +376,9 @@
   function build(decl, runs, hidden, view) {
     decl = decl || genericChart();
     hidden = hidden || new Set();
+    // Per-trial values (decl.trials) are drawn apart (buildDistribution,
+    // buildPaired), not as lines.
+    runs = runs.map((r) => Object.assign({}, r, { series: withoutTrials(decl, r.series) }));
     const derived = derive(decl, runs, view);
     decl = derived.decl;
     runs = derived.runs;
@@ -615,5 +769,5 @@
     return { option, notes, legend: [], axis };
   }
 
-  window.fp8chart = { build, buildSummary, fields, summaryAxis, renderLegend, matchSeries, fmtTick, fmtValue, PALETTE, genericChart };
+  window.fp8chart = { build, buildSummary, buildDistribution, buildPaired, trialsOf, isTrials, fields, summaryAxis, renderLegend, matchSeries, fmtTick, fmtValue, PALETTE, genericChart };
 })();

@@ -135,7 +135,9 @@
     const pick = $('sweep-quantity');
     const styles = (v.decl && v.decl.styles) || [];
     const rank = (n) => { const i = styles.findIndex((st) => window.fp8chart.matchSeries(st.match, n)); return i < 0 ? 1e9 : i; };
-    const series = v.agg.series.slice().sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1));
+    // Per-trial series (decl.trials) pool every trial of every run: left
+    // out, the runs' own distributions are in their run views.
+    const series = v.agg.series.filter((n) => !window.fp8chart.isTrials(v.decl, n)).sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1));
     const unit = (kind, n) => v.agg.units && v.agg.units[kind + ':' + n];
     const opt = (value, text) => el('option', { value, text });
     const keep = pick.value;
