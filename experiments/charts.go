@@ -60,8 +60,12 @@ func (Contraction) Chart() sim.Chart {
 		Summary: []sim.SummaryField{
 			{Match: "*_mean_K*", Axis: sim.Axis{Quantity: "relative L2 error, mean over trials, at K", Unit: "relative", Log: true}},
 			{Match: "*_p99_K*", Axis: sim.Axis{Quantity: "relative L2 error, 99th percentile over trials, at K", Unit: "relative", Log: true}},
-			{Match: "captures_*", Axis: sim.Axis{Quantity: "H200 capture files or outputs", Unit: "count"}},
+			{Match: "captures_files", Axis: sim.Axis{Quantity: "H200 long-contraction capture files read", Unit: "files"}},
+			{Match: "captures_total", Axis: sim.Axis{Quantity: "H200 outputs compared (every32 and every128)", Unit: "outputs"}},
+			{Match: "captures_*bitexact", Axis: sim.Axis{Quantity: "H200 outputs the model reproduces bit for bit", Unit: "outputs"}},
+			{Match: "captures_ref_mismatch", Axis: sim.Axis{Quantity: "captures whose exact reference differs from the file's", Unit: "outputs"}},
 		},
+		Show: []string{"captures_bitexact", "captures_total"},
 	}
 }
 
@@ -134,6 +138,7 @@ func (H200Attention) Chart() sim.Chart {
 			{Match: "max_abs_diff_pct", Axis: sim.Axis{Quantity: "largest |simulated − H200| relative to the H200's", Unit: "%"}},
 			{Match: "figures_*", Axis: sim.Axis{Quantity: "H200 figures compared, or within 1 % of the simulation", Unit: "count"}},
 		},
+		Show: []string{"figures_within_1pct", "figures_compared", "max_abs_diff_pct"},
 	}
 }
 
@@ -164,6 +169,7 @@ func (ITL) Chart() sim.Chart {
 		Styles:  itlStyles(""),
 		Fields:  itlFields,
 		Summary: itlSummaryFields,
+		Show:    []string{"slope_ratio", "slope_ratio_published", "break_even", "break_even_published"},
 		Refs: []sim.Ref{
 			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
 			{Axis: "x", Summary: "break_even_published", Label: "FP8 break-even (published)"},
@@ -197,9 +203,9 @@ func itlStyles(prefix string) []sim.Style {
 		{Match: prefix + "bf16", Family: "bf16", Variant: "predicted"},
 		{Match: prefix + "fp8", Family: "fp8", Variant: "predicted"},
 		{Match: prefix + "fp8 skip-sw", Family: "fp8 skip-sw", Variant: "predicted"},
-		{Match: prefix + "bf16 published fit", Family: "bf16", Variant: "published fit"},
-		{Match: prefix + "fp8 published fit", Family: "fp8", Variant: "published fit"},
-		{Match: prefix + "fp8 skip-sw published fit", Family: "fp8 skip-sw", Variant: "published fit"},
+		{Match: prefix + "bf16 published fit", Family: "bf16", Variant: "published fit", Fit: true},
+		{Match: prefix + "fp8 published fit", Family: "fp8", Variant: "published fit", Fit: true},
+		{Match: prefix + "fp8 skip-sw published fit", Family: "fp8 skip-sw", Variant: "published fit", Fit: true},
 	}
 }
 
@@ -286,6 +292,7 @@ func (SkipSW) Chart() sim.Chart {
 			{Match: "sliding_fp8_growth", Axis: sim.Axis{Quantity: "sliding fp8 error at the longest over the shortest context", Unit: "ratio"}},
 			{Match: "sliding_fp8_over_bf16", Axis: sim.Axis{Quantity: "sliding fp8 error over bf16's at the longest context", Unit: "ratio"}},
 		}, itlSummaryFields...),
+		Show: []string{"slope_ratio", "slope_ratio_skip", "break_even", "break_even_skip", "sliding_fp8_over_bf16"},
 		Refs: []sim.Ref{
 			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
 			{Axis: "x", Summary: "break_even_skip", Label: "FP8 skip-sw break-even (model)"},
@@ -301,9 +308,10 @@ func (DecodeBW) Chart() sim.Chart {
 		Styles: []sim.Style{
 			{Match: "fp16", Family: "fp16 KV", Variant: "this GPU", Measured: true},
 			{Match: "e4m3", Family: "fp8 e4m3 KV", Variant: "this GPU", Measured: true},
-			{Match: "fp16" + decodeBWFit, Family: "fp16 KV", Variant: "least-squares line (slope: summary)"},
-			{Match: "e4m3" + decodeBWFit, Family: "fp8 e4m3 KV", Variant: "least-squares line (slope: summary)"},
+			{Match: "fp16" + decodeBWFit, Family: "fp16 KV", Variant: "least-squares line", Fit: true},
+			{Match: "e4m3" + decodeBWFit, Family: "fp8 e4m3 KV", Variant: "least-squares line", Fit: true},
 		},
+		Show: []string{"fp16_slope_ns", "e4m3_slope_ns", "slope_ratio"},
 		Fields: []sim.Field{
 			{Key: "bandwidth_gbs", Axis: sim.Axis{Quantity: "KV bytes read per step / time", Unit: "GB/s"}},
 			{Key: "batch", Axis: sim.Axis{Quantity: "sequences per step", Unit: "sequences"}},

@@ -168,4 +168,12 @@ func TestBrowserAxisPicker(t *testing.T) {
 	if got := eval[string](t, tctx, `JSON.stringify(lab.chart.getOption().series.find((s) => s.id === 'refs').markLine.data.map((d) => d.label.show === false ? 'hidden' : d.label.formatter))`); got != `["hidden","FP8 break-even (published) = 7010; FP8 break-even (model) = 7156.37"]` {
 		t.Errorf("itl's break-even labels: %s", got)
 	}
+	// Its answer in numbers under the chart, with units; the published
+	// fits drawn as thin dashed lines without markers.
+	if got := eval[string](t, tctx, `document.querySelector('#chart-notes .note-show').textContent`); !strings.Contains(got, "ITL slope ratio (over bf16) [slope_ratio] = 0.5 ratio") || !strings.Contains(got, "[break_even_published] = 7010 tokens") {
+		t.Errorf("itl's shown values: %q", got)
+	}
+	if got := eval[string](t, tctx, `JSON.stringify(lab.chart.getOption().series.filter((s) => s.name.endsWith('published fit')).map((s) => [s.showSymbol, s.lineStyle.type]))`); got != `[[false,[7,4]],[false,[7,4]]]` {
+		t.Errorf("published fits: %s", got)
+	}
 }

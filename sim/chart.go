@@ -79,6 +79,10 @@ type Chart struct {
 	// distribution (histogram, CDF, scatter over trials) and pairs two runs
 	// on the same seeds trial by trial.
 	Trials string `json:"trials,omitempty"`
+	// Show names summary values that are the experiment's answer (a fitted
+	// slope, a ratio, a count of figures matched): the page writes each
+	// under the chart with the quantity and unit Summary declares for it.
+	Show []string `json:"show,omitempty"`
 	// Refs are reference lines (chance level, a bound).
 	Refs []Ref `json:"refs,omitempty"`
 	// Marks are published figures, drawn as labelled markers.
@@ -181,6 +185,9 @@ type Style struct {
 	Measured bool `json:"measured,omitempty"`
 	// Axis is 2 for a series drawn against [Chart.Y2]; 0 or 1 is Y.
 	Axis int `json:"axis,omitempty"`
+	// Fit marks a fitted or modelled curve drawn through measured or
+	// simulated points: a thin dashed line without markers.
+	Fit bool `json:"fit,omitempty"`
 }
 
 // Ref is a reference line: y = Value (Axis "y") or x = Value (Axis "x"),
@@ -355,6 +362,11 @@ func (c Chart) Check() error {
 			errs = append(errs, fmt.Errorf("summary field %d: empty pattern", i))
 		}
 		axis("summary "+f.Match, f.Axis)
+	}
+	for _, k := range c.Show {
+		if _, ok := c.SummaryAxis(k); !ok {
+			errs = append(errs, fmt.Errorf("shown summary value %q: no unit declared in Summary", k))
+		}
 	}
 	for _, r := range c.Refs {
 		if r.Axis != "x" && r.Axis != "y" {

@@ -204,6 +204,11 @@ func TestChartFieldOfAndSummaryAxis(t *testing.T) {
 	if err := c.Check(); err != nil {
 		t.Error(err)
 	}
+	c.Show = []string{"slope_bf16", "break_even"}
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `shown summary value "break_even": no unit`) {
+		t.Errorf("a shown value without a unit: %v", err)
+	}
+	c.Show = nil
 	c.Summary = append(c.Summary, SummaryField{Match: "", Axis: Axis{Quantity: "q"}})
 	if err := c.Check(); err == nil || !strings.Contains(err.Error(), "summary field 2: empty pattern") || !strings.Contains(err.Error(), "no unit") {
 		t.Errorf("a summary entry without pattern or unit: %v", err)

@@ -72,8 +72,8 @@
       const f = families.indexOf(l.family), v = Math.max(0, (variants.get(vkey(l)) || []).indexOf(l.variant));
       l.color = PALETTE[f % PALETTE.length];
       l.recycled = f >= PALETTE.length;
-      l.dash = DASHES[v % DASHES.length];
-      l.symbol = l.measured ? MEASURED[v % MEASURED.length] : SYMBOLS[v % SYMBOLS.length];
+      l.dash = l.fit ? [7, 4] : DASHES[v % DASHES.length];
+      l.symbol = l.measured ? MEASURED[v % MEASURED.length] : l.fit ? 'none' : SYMBOLS[v % SYMBOLS.length];
       l.familyIndex = f;
     }
     return { look, families };
@@ -463,9 +463,9 @@
           color: l.color,
           symbol: base ? hollow(l.symbol) : l.symbol,
           symbolSize: l.measured ? 13 : (base ? 10 : 7),
-          showSymbol: true,
+          showSymbol: !l.fit,
           z: l.measured ? 5 : 3,
-          lineStyle: { type: l.dash, width: multi ? (ri === 0 ? 5 : 1.8) : 2, opacity: multi && ri === 0 ? 0.45 : 1 },
+          lineStyle: { type: l.dash, width: l.fit ? 1.6 : multi ? (ri === 0 ? 5 : 1.8) : 2, opacity: multi && ri === 0 ? 0.45 : 1 },
           itemStyle: l.measured ? ((base || l.symbol.startsWith('empty')) ? { borderColor: l.color, borderWidth: 2.5 } : { borderColor: '#111', borderWidth: 1 }) : (multi && ri === 0 ? { opacity: 0.6 } : undefined),
           emphasis: { focus: 'series' },
           animation: false,
@@ -569,6 +569,17 @@
         });
       }
       notes.push({ kind: 'marks', text: '★ ' + marks.map((m) => m.label).join('; ') });
+    }
+    // The experiment's answer in numbers: the summary values it shows.
+    if (!multi && (decl.show || []).length) {
+      const parts = [];
+      for (const k of decl.show) {
+        const v = summary[k];
+        if (v === undefined) continue;
+        const a = summaryAxis(decl, k);
+        parts.push(`${a ? a.quantity : k} [${k}] = ${fmtValue(v)}${a ? ' ' + a.unit : ''}`);
+      }
+      if (parts.length) notes.unshift({ kind: 'show', text: parts.join('; ') });
     }
     if (families.length > PALETTE.length) notes.push({ kind: 'colours', text: `${families.length} families for ${PALETTE.length} colours: families beyond the tenth repeat a colour (the experiment declares too few styles)` });
     if (decl.generic) notes.push({ kind: 'generic', text: 'this lab does not know the experiment: its axes and series are not declared' });
