@@ -136,7 +136,8 @@ func (H200Attention) Chart() sim.Chart {
 			{Match: "acc_*", Axis: axisRowAccuracy},
 			{Match: "diff_pct_*", Axis: sim.Axis{Quantity: "simulated minus the H200's error, relative to the H200's, at N", Unit: "%"}},
 			{Match: "max_abs_diff_pct", Axis: sim.Axis{Quantity: "largest |simulated − H200| relative to the H200's", Unit: "%"}},
-			{Match: "figures_*", Axis: sim.Axis{Quantity: "H200 figures compared, or within 1 % of the simulation", Unit: "count"}},
+			{Match: "figures_compared", Axis: sim.Axis{Quantity: "H200 figures compared", Unit: "figures"}},
+			{Match: "figures_within_1pct", Axis: sim.Axis{Quantity: "H200 figures the simulation matches within 1 %", Unit: "figures"}},
 		},
 		Show: []string{"figures_within_1pct", "figures_compared", "max_abs_diff_pct"},
 	}

@@ -157,3 +157,73 @@ func idOf(t *testing.T, body []byte) string {
 	}
 	return r.ID
 }
+
+// TestViewScreenshots writes the screenshots of the views beyond an
+// experiment's default chart to $LAB_SCREENSHOTS (docs/img): fields.png
+// (h200-attention with another field on y: the simulated minus the H200's
+// error, %), dist.png (the distribution of contraction's trials at one K),
+// paired.png (two contraction runs on the same seeds, their paired
+// difference with its interval). Skipped without LAB_SCREENSHOTS.
+func TestViewScreenshots(t *testing.T) {
+	dir := os.Getenv("LAB_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("LAB_SCREENSHOTS is not set (make lab-screenshot sets it to docs/img)")
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", dir)
+	}
+	ctx := browser(t)
+	l := newTestLab(t, Options{Workers: 2})
+	h := l.start("h200-attention", map[string]any{"N": "4096,16384,65536"}, 1)
+	cp := func(kb int) map[string]any {
+		return map[string]any{"K": "1024,4096,16384,65536", "trials": 64, "series": "wgmma-kblockn", "k-block-n": kb, "captures": "off"}
+	}
+	a, b := l.start("contraction", cp(64), 1), l.start("contraction", cp(512), 1)
+	for _, id := range []string{h.ID, a.ID, b.ID} {
+		if r := l.wait(id, 10*time.Minute, ended); r.State != notebook.Done {
+			t.Fatalf("run %s: %s %s", id, r.State, r.Error)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 1100)); err != nil {
+		t.Fatal(err)
+	}
+	shot := func(name, id string) {
+		t.Helper()
+		time.Sleep(400 * time.Millisecond)
+		png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot %s", name)
+	}
+	pick := func(sel, v string) {
+		eval[chromedp.Void](t, ctx, `(() => { const s = document.getElementById('`+sel+`'); s.value = '`+v+`'; s.dispatchEvent(new Event('change')); })()`)
+	}
+	open := func(hash, ready string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate(l.url+"/"+hash)); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, ctx, `document.body.dataset.ready === 'true' && `+ready, 30*time.Second)
+	}
+	open("#run/"+h.ID, `lab.view && lab.view.ended && !lab.view.drawPending && !!lab.view.built`)
+	pick("chart-y", "diff_pct")
+	shot("fields.png", "chart-panel")
+	pick("chart-y", "y")
+
+	open("#run/"+a.ID, `lab.view && lab.view.ended && !lab.view.drawPending && !document.getElementById('dist-panel').hidden`)
+	eval[chromedp.Void](t, ctx, `document.getElementById('dist-panel').open = true`)
+	pick("dist-x", "65536")
+	poll(t, ctx, `!!lab.distChart`, 10*time.Second)
+	eval[chromedp.Void](t, ctx, `lab.distChart.resize()`)
+	shot("dist.png", "dist-panel")
+
+	open("#compare/"+a.ID+","+b.ID, `!!lab.view && !!lab.view.built && [...document.getElementById('compare-y').options].some((o) => o.value === 'paired:y')`)
+	pick("compare-y", "paired:y")
+	eval[chromedp.Void](t, ctx, `lab.compareChart.resize()`)
+	shot("paired.png", "compare-view")
+	pick("compare-y", "y")
+}

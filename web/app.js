@@ -725,7 +725,11 @@ function renderCompareTable(runs) {
   add('run', 'state', runs.map((r) => r.state));
   add('run', 'points', runs.map((r) => r.points));
   const snames = [...new Set(runs.flatMap((r) => Object.keys(r.summary || {})))].sort();
-  for (const k of snames) add('summary', k, runs.map((r) => r.summary ? r.summary[k] : undefined));
+  const decls = [...new Set(runs.map((r) => r.experiment))].map(chartOf);
+  for (const k of snames) {
+    const a = decls.length === 1 ? fp8chart.summaryAxis(decls[0], k) : null;
+    add('summary', k + (a ? ` (${a.unit})` : ''), runs.map((r) => r.summary ? r.summary[k] : undefined));
+  }
   const same = (vals) => vals.every((v) => JSON.stringify(v) === JSON.stringify(vals[0]));
   const differ = rows.filter((r) => !same(r.vals));
   const equal = rows.length - differ.length;

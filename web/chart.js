@@ -152,7 +152,7 @@
       axisLine: { onZero: false },
       axisLabel: { formatter: tickFormatter(axis, maxAbs, lowest), hideOverlap: true },
       splitLine: { lineStyle: { color: '#eceff3' } },
-      scale: !axis.log,
+      scale: !axis.log && !axis.zero, // zero: the axis always shows 0 (differences)
     }, extra);
     if (axis.log) o.logBase = axis.base || 10;
     if (axis.log && (axis.base || 10) === 2) { o.splitNumber = 24; o.minInterval = 1; }
@@ -244,7 +244,7 @@
       if (pts.length) series.set(label, pts);
     }
     const d = Object.assign({}, decl, {
-      y: { quantity: `difference of ${f.axis.quantity}, ${b.label} − ${a.label}, mean over paired trials`, unit: f.axis.unit },
+      y: { quantity: `difference of ${f.axis.quantity}, ${b.label} − ${a.label}, mean over paired trials`, unit: f.axis.unit, zero: true },
       lo: 'lo', hi: 'hi', method: '95 % paired Student-t interval over the trials both runs hold (same seeds: trial i of each run draws the same inputs)',
       error: undefined, y2: undefined, refs: [{ axis: 'y', value: 0, label: 'no difference' }], marks: [], fields: [], trials: undefined,
     });
