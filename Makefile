@@ -117,4 +117,4 @@ vendor-echarts:
 # the chart of every experiment's default run (minutes of CPU).
 lab-screenshot: test-deps
 	LAB_SCREENSHOT=docs/img/lab.png $(GO) test ./lab -run 'TestBrowser$$' -count=1 -v
-	LAB_SCREENSHOTS=docs/img $(GO) test ./lab -run 'Test(Screenshots|BrowserCharts)$$' -count=1 -v -timeout 60m
+	LAB_SCREENSHOTS=docs/img $(GO) test ./lab -run 'Test(Screenshots|ViewScreenshots|BrowserCharts|BrowserSweep)$$' -count=1 -v -timeout 60m

@@ -71,4 +71,17 @@ func TestBrowserTrialsAndPairs(t *testing.T) {
 			t.Errorf("paired notes lack %q: %s", want, notes)
 		}
 	}
+
+	// A sweep over k-block-n: the series differ by group (every64,
+	// every128), one choice of the declared style shows them all.
+	st := l.startSweep(map[string]any{"experiment": "contraction", "params": map[string]any{"K": "1024,2048", "trials": 4, "series": "wgmma-kblockn", "captures": "off"},
+		"axes": []map[string]any{{"name": "k-block-n", "values": []any{64, 128}}}, "seeds": "1..2"})
+	l.waitSweep(st.ID, 60*time.Second, sweepEnded)
+	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#sweep/"+st.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, tctx, `document.body.dataset.sweeps === 'ready' && document.getElementById('sweep-view').dataset.shown === '`+st.ID+`:done' && !!lab.sweeps.chart`, 20*time.Second)
+	if got := eval[string](t, tctx, `JSON.stringify([document.getElementById('sweep-quantity').selectedOptions[0].textContent, lab.sweeps.chart.getOption().series.filter((s) => s.type === 'line').map((s) => [s.name, s.data.length])])`); got != `["sm90.wgmma every* (kBlockN) (each group's series)",[["k-block-n=64",2],["k-block-n=128",2]]]` {
+		t.Errorf("the sweep's default view: %s", got)
+	}
 }

@@ -14,8 +14,8 @@ import (
 // TestBrowserSweep drives the page's sweep: the form under the experiment,
 // the sweep's view with its aggregate table, CI chart and parallel
 // coordinates, the runs list's query filter and a run's tags. It writes a
-// screenshot of the sweep's view to docs/img/sweep.png when
-// FP8LAB_SCREENSHOTS is set.
+// screenshot of the sweep's view to $LAB_SCREENSHOTS/sweep.png when
+// LAB_SCREENSHOTS is set (make lab-screenshot).
 func TestBrowserSweep(t *testing.T) {
 	ctx := browser(t)
 	l := newTestLab(t, Options{Workers: 2})
@@ -81,15 +81,19 @@ func TestBrowserSweep(t *testing.T) {
 	if run := l.get(id); strings.Join(run.Tags, ",") != "best,paper" {
 		t.Errorf("tags %v", run.Tags)
 	}
-	if os.Getenv("FP8LAB_SCREENSHOTS") != "" {
-		screenshotSweep(t, tctx, l)
+	if dir := os.Getenv("LAB_SCREENSHOTS"); dir != "" {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join("..", dir)
+		}
+		screenshotSweep(t, tctx, l, dir)
 	}
 }
 
 // screenshotSweep runs a contraction sweep from the page (the two-level
-// wgmma series over kBlockN × 8 seeds) and writes its view to
-// docs/img/sweep.png.
-func screenshotSweep(t *testing.T, ctx context.Context, l *testLab) {
+// wgmma series over kBlockN × 8 seeds) and writes its default view (the
+// series' mean against K per kBlockN, bootstrap intervals) to
+// dir/sweep.png.
+func screenshotSweep(t *testing.T, ctx context.Context, l *testLab, dir string) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(l.url+"/#exp/contraction")); err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +110,13 @@ func screenshotSweep(t *testing.T, ctx context.Context, l *testLab) {
 	})()`)
 	poll(t, ctx, `location.hash !== '#sweep/1' && document.getElementById('sweep-view').dataset.shown === location.hash.slice(7) + ':done'`, 120*time.Second)
 	poll(t, ctx, `document.querySelectorAll('#sweep-quantity option').length > 0`, 5*time.Second)
-	eval[chromedp.Void](t, ctx, `(() => { const s = document.getElementById('sweep-quantity'); s.value = 'summary:wgmma-kblockn_mean_K16384'; s.dispatchEvent(new Event('change')); })()`)
 	time.Sleep(time.Second)
 	eval[chromedp.Void](t, ctx, `window.scrollTo(0, document.getElementById('sweep-view').offsetTop)`)
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("..", "docs", "img", "sweep.png"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "sweep.png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

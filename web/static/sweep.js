@@ -140,11 +140,19 @@
     const series = v.agg.series.filter((n) => !window.fp8chart.isTrials(v.decl, n)).sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1));
     const unit = (kind, n) => v.agg.units && v.agg.units[kind + ':' + n];
     const opt = (value, text) => el('option', { value, text });
+    // A declared style whose series differ by group (every64, every128 of
+    // "every* (kBlockN)" across a k-block-n sweep) is one choice: each
+    // group's series of that style.
+    const styleChoices = [];
+    styles.forEach((st, i) => {
+      const ns = series.filter((n) => rank(n) === i);
+      if (ns.length > 1 && a_groupsEachOne(v.agg, ns)) styleChoices.push({ value: 'style:' + i, text: st.match + ' (each group\'s series)' });
+    });
     const keep = pick.value;
     pick.replaceChildren(
-      el('optgroup', { label: 'series (mean over seeds against x)' }, ...series.map((n) => opt('series:' + n, n))),
+      el('optgroup', { label: 'series (mean over seeds against x)' }, ...styleChoices.map((c) => opt(c.value, c.text)), ...series.map((n) => opt('series:' + n, n))),
       el('optgroup', { label: 'summary values' }, ...v.agg.summary.map((n) => opt('summary:' + n, n + (unit('summary', n) ? ` (${unit('summary', n)})` : ' (unit not declared)')))));
-    const options = [...series.map((n) => 'series:' + n), ...v.agg.summary.map((n) => 'summary:' + n)];
+    const options = [...styleChoices.map((c) => c.value), ...series.map((n) => 'series:' + n), ...v.agg.summary.map((n) => 'summary:' + n)];
     pick.value = options.includes(keep) ? keep : options[0] || '';
     const fsel = $('sweep-field');
     const fs = window.fp8chart.fields(v.decl).filter((f) => f.key !== 'x');
@@ -169,13 +177,30 @@
     }
     $('sweep-table').replaceChildren(head, ...rows);
   }
+  // a_groupsEachOne reports whether every group holds exactly one of the
+  // series names.
+  function a_groupsEachOne(agg, names) {
+    return agg.groups.every((g) => names.filter((n) => g.series[n] && g.series[n].length).length === 1);
+  }
+  // seriesOf returns a group's points of the chosen series: the named one,
+  // or (style:I) the group's one series of declared style I.
+  function seriesOf(v, g, kind, name) {
+    if (kind !== 'style') return g.series[name] || [];
+    const st = (v.decl.styles || [])[+name];
+    const n = Object.keys(g.series).find((s) => !window.fp8chart.isTrials(v.decl, s) && window.fp8chart.matchSeries(st.match, s) &&
+      (v.decl.styles || []).findIndex((x) => window.fp8chart.matchSeries(x.match, s)) === +name);
+    return n ? g.series[n] : [];
+  }
   // A value a log axis cannot show (≤ 0) or a non-finite one is not drawn
   // but counted under the chart.
   const okOn = (log) => (x) => x !== null && x !== undefined && isFinite(x) && (!log || x > 0);
   function yAxisOf(decl, kind, name, field, vals) {
     let axis = null;
     if (kind === 'summary') axis = window.fp8chart.summaryAxis(decl, name);
-    else {
+    else if (kind === 'style') {
+      const f = window.fp8chart.fields(decl).find((x) => x.key === field);
+      axis = f ? f.axis : null;
+    } else {
       const f = window.fp8chart.fields(decl).find((x) => x.key === field);
       axis = f ? f.axis : null;
       const st = decl && (decl.styles || []).find((x) => window.fp8chart.matchSeries(x.match, name));
@@ -231,24 +256,26 @@
       };
     } else {
       const series = [];
-      const all = a.groups.flatMap((g) => (g.series[name] || []).flatMap((p) => [p.mean, p.ci95_lo]));
+      const all = a.groups.flatMap((g) => seriesOf(v, g, kind, name).flatMap((p) => [p.mean, p.ci95_lo]));
       const { axis, log } = yAxisOf(v.decl, kind, name, field, all);
       const ok = okOn(log);
       const xd = (v.decl && v.decl.x) || { quantity: 'x', unit: 'unit not declared' };
-      const xs = a.groups.flatMap((g) => (g.series[name] || []).map((p) => p.x)).filter((x) => x !== undefined && x !== null);
+      const xs = a.groups.flatMap((g) => seriesOf(v, g, kind, name).map((p) => p.x)).filter((x) => x !== undefined && x !== null);
       const logX = !!xd.log && xs.every((x) => x > 0);
       a.groups.forEach((g, i) => {
-        const pts = (g.series[name] || []).filter((p) => p.x !== undefined && p.x !== null);
+        const pts = seriesOf(v, g, kind, name).filter((p) => p.x !== undefined && p.x !== null);
         const color = palette[i % palette.length];
         for (const p of pts) { if (p.ci95_method) methods.add(p.ci95_method); if (!ok(p.mean)) dropped++; }
         series.push({ type: 'line', name: g.label, data: pts.filter((p) => ok(p.mean)).map((p) => [p.x, p.mean]), itemStyle: { color }, lineStyle: { color }, symbolSize: 6 });
         series.push({ type: 'custom', name: g.label + ' (95 %)', data: pts.filter((p) => ok(p.ci95_lo) && ok(p.ci95_hi)).map((p) => [p.x, p.ci95_lo, p.ci95_hi]), renderItem: bar(color), z: 1, tooltip: { show: false } });
       });
       option = {
-        title: { text: `${name}${field !== 'y' ? ' · ' + field : ''}: mean over seeds per group, 95 % interval bars`, textStyle: { fontSize: 13 } },
+        title: { text: `${kind === 'style' ? v.decl.styles[+name].match : name}${field !== 'y' ? ' · ' + field : ''}: mean over seeds per group, 95 % interval bars`, textStyle: { fontSize: 13 } },
         tooltip: { trigger: 'item' }, legend: { type: 'scroll', bottom: 0, data: a.groups.map((g) => g.label) }, grid: { left: 90, right: 30, bottom: 70 },
-        xAxis: { type: logX ? 'log' : 'value', logBase: logX ? (xd.base || 10) : undefined, name: `${xd.quantity} (${xd.unit})`, nameLocation: 'middle', nameGap: 28, scale: true, axisLine: { onZero: false } },
-        yAxis: { type: log ? 'log' : 'value', name: `${axis.quantity} (${axis.unit})`, nameLocation: 'end', nameTextStyle: { align: 'left' }, scale: true, axisLine: { onZero: false }, axisLabel: { formatter: (x) => fmt(x) } },
+        xAxis: { type: logX ? 'log' : 'value', logBase: logX ? (xd.base || 10) : undefined, name: `${xd.quantity} (${xd.unit})`, nameLocation: 'middle', nameGap: 28, scale: true, axisLine: { onZero: false },
+          axisLabel: { formatter: (x) => (logX && (xd.base || 10) === 2 && x >= 1024 && x % 1024 === 0 ? x / 1024 + 'k' : window.fp8chart.fmtTick(x)) } },
+        yAxis: { type: log ? 'log' : 'value', name: `${axis.quantity} (${axis.unit})`, nameLocation: 'end', nameTextStyle: { align: 'left' }, scale: true, axisLine: { onZero: false },
+          axisLabel: { formatter: (x) => (log ? window.fp8chart.fmtTick(x) : fmt(x)) } },
         series,
       };
     }
