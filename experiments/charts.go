@@ -292,6 +292,11 @@ func (SkipSW) Chart() sim.Chart {
 			{Match: "*_rel_l2_n*", Axis: sim.Axis{Quantity: "relative L2 error of O at n tokens, mean over trials", Unit: "relative", Log: true}},
 			{Match: "sliding_fp8_growth", Axis: sim.Axis{Quantity: "sliding fp8 error at the longest over the shortest context", Unit: "ratio"}},
 			{Match: "sliding_fp8_over_bf16", Axis: sim.Axis{Quantity: "sliding fp8 error over bf16's at the longest context", Unit: "ratio"}},
+			{Match: "*skip*_diff_pct", Axis: sim.Axis{Quantity: "model minus published, relative to published (fp8 skip-sw)", Unit: "%"}},
+			{Match: "slope_ratio_skip*", Axis: sim.Axis{Quantity: "ITL slope ratio of fp8 skip-sw over bf16", Unit: "ratio"}},
+			{Match: "slope_skip*", Axis: sim.Axis{Quantity: "ITL slope of fp8 skip-sw against context", Unit: "ms/token", Log: true}},
+			{Match: "break_even_skip*", Axis: sim.Axis{Quantity: "break-even context of fp8 skip-sw (bf16 sliding layers)", Unit: "tokens"}},
+			{Match: "fp8_overhead_skip*", Axis: sim.Axis{Quantity: "fixed cost per step of fp8 skip-sw", Unit: "ms"}},
 		}, itlSummaryFields...),
 		Show: []string{"slope_ratio", "slope_ratio_skip", "break_even", "break_even_skip", "sliding_fp8_over_bf16"},
 		Refs: []sim.Ref{

@@ -550,6 +550,8 @@
         while (i + 1 < lines.length && span > 0 && Math.abs(t(lines[i + 1][ax]) - t(head[ax])) <= 0.02 * span) {
           i++;
           head.label.formatter += '; ' + lines[i].label.formatter;
+          head.label.position = 'insideMiddleTop'; // the longer text centred on the line
+          head.label.fontSize = 11;
           lines[i].label = { show: false };
         }
       }
