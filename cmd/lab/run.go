@@ -156,7 +156,7 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	fmt.Fprintln(tw, "  -json\twrite JSON lines on stdout instead of a table")
 	fmt.Fprintln(tw, "  -quiet\tno progress bar on stderr")
 	fmt.Fprintln(tw, "  -lab URL\talso stream the run into the lab at URL (http://127.0.0.1:8080), into its notebook")
-	fmt.Fprintln(tw, "  -sweep ID/N/KEY\twith -lab: the run is run N of sweep ID (a sweep's Slurm task; KEY is the lab's)")
+	fmt.Fprintln(tw, "  -sweep REF\twith -lab: run N of sweep ID (REF = ID/N/KEY, as a sweep's Slurm task has it)")
 	tw.Flush()
 	b.WriteString("\nA bool parameter is given as -name or -name=false; a list as -name 1,2,3.\n")
 	_, err := io.WriteString(w, b.String())
