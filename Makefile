@@ -12,8 +12,9 @@ DATA ?= data
 WASM_DIR        := web/static/wasm
 GOROOT_WASM      = $(shell $(GO) env GOROOT)/lib/wasm
 # The revision recorded with every run (sim.Build): stamped, since -buildvcs
-# may be off and the js build never has it.
-REVISION        ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+# may be off and the js build never has it. tools/revision.sh: the full
+# hash, +dirty when a tracked file differs or an untracked one is there.
+REVISION        ?= $(shell sh tools/revision.sh)
 LAB_LDFLAGS     := -X github.com/fp8lab/fp8lab/sim.buildRevision=$(REVISION)
 ECHARTS_VERSION ?= 5.6.0
 
@@ -34,8 +35,14 @@ lab-wasm:
 build: lab-wasm
 	$(GO) build -ldflags '$(LAB_LDFLAGS)' -o bin/lab ./cmd/lab
 
+# A private XDG_RUNTIME_DIR when there is none, as for make test:
+# lavapipe's window-system probe logs "XDG_RUNTIME_DIR is invalid" on every
+# GPU run without one.
 lab: build
-	./bin/lab serve -addr $(ADDR) -data $(DATA)
+	@if [ -z "$$XDG_RUNTIME_DIR" ] || [ ! -d "$$XDG_RUNTIME_DIR" ]; then \
+		export XDG_RUNTIME_DIR=$$(mktemp -d); chmod 700 $$XDG_RUNTIME_DIR; \
+	fi; \
+	exec ./bin/lab serve -addr $(ADDR) -data $(DATA)
 
 # Every ground-truth file: the H200 captures (shared and fp8lab's own), the
 # seven GPUs' published outputs, and the MMA-Sim peer records.
@@ -157,4 +164,4 @@ vendor-echarts:
 # the chart of every experiment's default run (minutes of CPU).
 lab-screenshot: test-deps
 	LAB_SCREENSHOT=docs/img/lab.png $(GO) test ./lab -run 'TestBrowser$$' -count=1 -v
-	LAB_SCREENSHOTS=docs/img $(GO) test ./lab -run 'Test(Screenshots|BrowserCharts)$$' -count=1 -v -timeout 60m
+	LAB_SCREENSHOTS=docs/img $(GO) test ./lab -run 'Test(Screenshots|ViewScreenshots|BrowserCharts|BrowserSweep)$$' -count=1 -v -timeout 60m

@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -111,9 +112,9 @@ func (q *tokenQuant) quantBlock(x []float32, out []uint8, stride int) uint8 {
 	return code
 }
 
-// quantizeBlockScaled is QuantizeKV for PathBlockScaled (shape and spec
-// checked): K as the other paths store it, V in blocks along tokens.
-func quantizeBlockScaled(k, v []float32, shape KVShape, spec KVSpec) *KV {
+// quantizeBlockScaled is QuantizeKVContext for PathBlockScaled (shape and
+// spec checked): K as the other paths store it, V in blocks along tokens.
+func quantizeBlockScaled(ctx context.Context, k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 	kq := newTokenQuant(k, shape.Tokens, shape.Heads, shape.KDim, spec, spec.KScales)
 	vq := newTokenQuant(v, shape.Tokens, shape.Heads, shape.VDim, spec, spec.VScales)
 	elem := spec.Format.Elem()
@@ -124,6 +125,11 @@ func quantizeBlockScaled(k, v []float32, shape KVShape, spec KVSpec) *KV {
 		vt8: make([]uint8, len(c.vt)), vs: make([]uint8, len(c.vt)/b), vraw: make([]float32, len(c.vt))}
 	c.bs = bs
 	for t := 0; t < c.tokens; t++ {
+		if t%quantizeCheckTokens == 0 && t > 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		for h := 0; h < c.heads; h++ {
 			bs.putK(c, t, h, k[(t*c.heads+h)*c.dim:][:c.dim])
 			vr := v[(t*c.heads+h)*c.vdim:][:c.vdim]
@@ -134,12 +140,15 @@ func quantizeBlockScaled(k, v []float32, shape KVShape, spec KVSpec) *KV {
 	}
 	for h := 0; h < c.heads; h++ {
 		for d := 0; d < c.vdim; d++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			for lo := 0; lo < c.stride; lo += b {
 				bs.quantV(c, h, d, lo)
 			}
 		}
 	}
-	return c
+	return c, nil
 }
 
 // putK stores token t of head h of K: blocks along head_dim.

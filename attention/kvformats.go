@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -329,6 +330,21 @@ func (s KVSpec) Check(shape KVShape) error {
 // dequantizing paths compute the stored value in FP32 (code × s, then × t)
 // and round it to bf16 (RNE) or e4m3 (RNE, satfinite), with descale 1.
 func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
+	return QuantizeKVContext(context.Background(), k, v, shape, spec)
+}
+
+// quantizeCheckTokens is how many tokens QuantizeKVContext stores between
+// two looks at its context (a few milliseconds of work).
+const quantizeCheckTokens = 1024
+
+// QuantizeKVContext is [QuantizeKV] that gives up, with ctx's error, when
+// ctx is done: it looks at ctx before any work and every
+// quantizeCheckTokens tokens, so that a cancelled run does not finish
+// quantizing a long cache (seconds at 256k tokens).
+func QuantizeKVContext(ctx context.Context, k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if shape.VDim == 0 {
 		shape.VDim = shape.KDim
 	}
@@ -343,7 +359,7 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 		return nil, err
 	}
 	if spec.Path == PathBlockScaled {
-		return quantizeBlockScaled(k, v, shape, spec), nil
+		return quantizeBlockScaled(ctx, k, v, shape, spec)
 	}
 	dt := spec.DType()
 	sat := spec.Saturation
@@ -359,6 +375,11 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 	c := newKV(shape.Tokens, shape.Heads, shape.KDim, shape.VDim, dt, sat, kScale, vScale)
 	c.kq, c.vq = kq, vq
 	for t := 0; t < c.tokens; t++ {
+		if t%quantizeCheckTokens == 0 && t > 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		for h := 0; h < c.heads; h++ {
 			c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
 		}

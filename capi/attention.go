@@ -6,8 +6,8 @@ import (
 	"math"
 
 	"github.com/fp8lab/fp8lab/attention"
-	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/experiments"
+	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
 )
 

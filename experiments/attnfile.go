@@ -90,6 +90,29 @@ var AttentionFileRoles = []FileRole{
 	{"dump", "every layer of a model: a folder of layer{L}_{q,k,v}.npy or one .safetensors", true},
 }
 
+// ReproduceFlags returns the file flags of the run for its reproduce line
+// (sim.Reproduce): -role PATH for every file, the path absolute (inside
+// the lab's tensors folder when Root is set), so that the line runs from
+// any folder.
+func (e AttentionFile) ReproduceFlags() []string {
+	var out []string
+	for _, r := range AttentionFileRoles {
+		name := e.Files[r.Name]
+		if name == "" {
+			continue
+		}
+		path := name
+		if e.Root != "" {
+			path = filepath.Join(e.Root, name)
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		out = append(out, "-"+r.Name, path)
+	}
+	return out
+}
+
 // WithFiles returns the experiment reading files (role → name).
 func (e AttentionFile) WithFiles(files map[string]string) (sim.Experiment, error) {
 	for role := range files {
@@ -895,7 +918,28 @@ func (AttentionFile) Chart() sim.Chart {
 			{Match: "promotion *", Family: "promoted every N tiles", Points: true},
 		},
 		Fields: attnFileFields,
-		Refs:   []sim.Ref{{Axis: "y", Summary: "threshold", Label: "verdict threshold"}},
+		Summary: []sim.SummaryField{
+			{Match: "relerr_vs_quantized_*", Axis: sim.Axis{Quantity: "relative L2 error of O vs exact on the quantized inputs, over all heads", Unit: "%", Log: true}},
+			{Match: "relerr_quantized_inputs", Axis: sim.Axis{Quantity: "relative L2 error of exact attention on the quantized inputs vs on the unquantized ones", Unit: "%", Log: true}},
+			{Match: "relerr_*", Axis: sim.Axis{Quantity: "relative L2 error of O vs exact on the unquantized tensors, over all heads", Unit: "%", Log: true}},
+			{Match: "residual_*", Axis: sim.Axis{Quantity: "residual ‖O − αO*‖/‖O*‖, over all heads", Unit: "%", Log: true}},
+			{Match: "alpha_*", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩/⟨O*, O*⟩, over all heads", Unit: "ratio"}},
+			{Match: "cosine_*", Axis: sim.Axis{Quantity: "cosine of O and O*, over all heads", Unit: "ratio"}},
+			{Match: "worst_relerr_*", Axis: sim.Axis{Quantity: "relative L2 error of the worst head", Unit: "%", Log: true}},
+			{Match: "worst_layer_*", Axis: sim.Axis{Quantity: "layer of the worst head", Unit: "index"}},
+			{Match: "worst_head_*", Axis: sim.Axis{Quantity: "query head of the worst head", Unit: "index"}},
+			{Match: "frac_heads_above_*", Axis: sim.Axis{Quantity: "heads whose error is above the threshold", Unit: "fraction of heads"}},
+			{Match: "pass_*", Axis: sim.Axis{Quantity: "verdict: the worst head within the threshold (1) or not (0)", Unit: "boolean"}},
+			{Match: "threshold", Axis: sim.Axis{Quantity: "verdict threshold on the worst head's error", Unit: "%"}},
+			{Match: "splits*", Axis: sim.Axis{Quantity: "split-KV ranges", Unit: "splits"}},
+			{Match: "layers", Axis: sim.Axis{Quantity: "layers", Unit: "layers"}},
+			{Match: "heads", Axis: sim.Axis{Quantity: "query heads over all layers", Unit: "heads"}},
+			{Match: "query_heads", Axis: sim.Axis{Quantity: "query heads", Unit: "heads"}},
+			{Match: "kv_heads", Axis: sim.Axis{Quantity: "KV heads", Unit: "heads"}},
+			{Match: "query_tokens", Axis: sim.Axis{Quantity: "query tokens", Unit: "tokens"}},
+			{Match: "tokens", Axis: sim.Axis{Quantity: "tokens of the cache", Unit: "tokens"}},
+		},
+		Refs: []sim.Ref{{Axis: "y", Summary: "threshold", Label: "verdict threshold"}},
 	}
 }
 

@@ -79,6 +79,31 @@ func TestCancelledBeforeBigWork(t *testing.T) {
 	if _, err := tn.haystack(ctx, n, sim.TrialRand(1, "x", 0), []attnNeedleRun{{dtype: fp8.FormatE4M3}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("haystack on a cancelled context: %v", err)
 	}
+	// The KV formats' caches (kv-formats, attention-file), the block-scaled
+	// path included: a cancelled kv-formats run at 262144 tokens and head
+	// dim 256 went on quantizing its six caches for 23.5 s (issue 18, red
+	// team: 34 s of a held worker).
+	for _, spec := range []attention.KVSpec{
+		{Format: attention.KVE4M3, KScales: attention.PerTensor, VScales: attention.PerTensor, Scale: attention.ScaleAmax, Path: attention.PathDirect},
+		{Format: attention.KVMXFP8, KScales: attention.PerTensor, VScales: attention.PerTensor, Path: attention.PathBlockScaled},
+	} {
+		if _, err := attention.QuantizeKVContext(ctx, k, k, attention.KVShape{Tokens: n, Heads: 1, KDim: d}, spec); !errors.Is(err, context.Canceled) {
+			t.Errorf("QuantizeKVContext %v on a cancelled context: %v", spec.Format, err)
+		}
+	}
+	// A context cancelled while quantizing: given up within the next
+	// 1024 tokens.
+	late, stop := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, stop)
+	start := time.Now()
+	spec := attention.KVSpec{Format: attention.KVNVFP4, KScales: attention.PerTensor, VScales: attention.PerTensor, Scale: attention.ScaleAmax, Path: attention.PathDequantE4M3}
+	if _, err := attention.QuantizeKVContext(late, k, k, attention.KVShape{Tokens: n, Heads: 1, KDim: d}, spec); !errors.Is(err, context.Canceled) {
+		t.Errorf("QuantizeKVContext cancelled after 20 ms: %v after %v", err, time.Since(start))
+	}
+	spec.Format, spec.Path = attention.KVNVFP4, attention.PathDequantE4M3
+	if _, err := tn.haystack(ctx, n, sim.TrialRand(1, "x", 0), []attnNeedleRun{{dtype: fp8.FormatE4M3, spec: &spec}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("haystack of a KV format on a cancelled context: %v", err)
+	}
 }
 
 // cancelSink cancels its run at the first progress report of some work

@@ -1,6 +1,10 @@
 package experiments
 
-import "github.com/fp8lab/fp8lab/sim"
+import (
+	"slices"
+
+	"github.com/fp8lab/fp8lab/sim"
+)
 
 // The charts of the experiments (sim.Charter): axes with quantity and unit,
 // declared scales, and series grouped by colour (family: architecture,
@@ -15,11 +19,16 @@ var (
 	axisAccuracy = sim.Axis{Quantity: "retrieval accuracy", Unit: "fraction of trials"}.Range(0, 1)
 )
 
-// Chart declares contraction's chart.
+// trialsSuffix names the series of per-trial values (sim.Chart.Trials).
+const trialsSuffix = " · trials"
+
+// Chart declares contraction's chart; its per-trial relative errors (and
+// biases) are in the series "… · trials".
 func (Contraction) Chart() sim.Chart {
 	return sim.Chart{
-		X: axisK,
-		Y: sim.Axis{Quantity: "relative L2 error over the columns, mean over trials", Unit: "relative", Log: true},
+		Trials: trialsSuffix,
+		X:      axisK,
+		Y:      sim.Axis{Quantity: "relative L2 error over the columns, mean over trials", Unit: "relative", Log: true},
 		Styles: []sim.Style{
 			{Match: "sm90.wgmma never", Family: "sm90 wgmma", Variant: "never"},
 			{Match: "sm90.wgmma every32", Family: "sm90 wgmma", Variant: "every32"},
@@ -40,14 +49,33 @@ func (Contraction) Chart() sim.Chart {
 			{Match: "kahan", Family: "kahan (fp32)"},
 			{Match: "pairwise", Family: "pairwise (fp32)"},
 		},
+		Fields: []sim.Field{
+			{Key: "p50", Axis: sim.Axis{Quantity: "relative L2 error over the columns, median over trials", Unit: "relative", Log: true}},
+			{Key: "p99", Axis: sim.Axis{Quantity: "relative L2 error over the columns, 99th percentile over trials", Unit: "relative", Log: true}},
+			{Key: "max", Axis: sim.Axis{Quantity: "relative L2 error over the columns, worst trial", Unit: "relative", Log: true}},
+			{Key: "bias", Axis: sim.Axis{Quantity: "signed relative error of the outputs, mean over trials (bias)", Unit: "relative"}},
+			{Key: "trials", Axis: sim.Axis{Quantity: "trials", Unit: "count"}},
+			{Key: "rows", Axis: sim.Axis{Quantity: "captured outputs compared (H200 captures)", Unit: "count"}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "*_mean_K*", Axis: sim.Axis{Quantity: "relative L2 error, mean over trials, at K", Unit: "relative", Log: true}},
+			{Match: "*_p99_K*", Axis: sim.Axis{Quantity: "relative L2 error, 99th percentile over trials, at K", Unit: "relative", Log: true}},
+			{Match: "captures_files", Axis: sim.Axis{Quantity: "H200 long-contraction capture files read", Unit: "files"}},
+			{Match: "captures_total", Axis: sim.Axis{Quantity: "H200 outputs compared (every32 and every128)", Unit: "outputs"}},
+			{Match: "captures_*bitexact", Axis: sim.Axis{Quantity: "H200 outputs the model reproduces bit for bit", Unit: "outputs"}},
+			{Match: "captures_ref_mismatch", Axis: sim.Axis{Quantity: "captures whose exact reference differs from the file's", Unit: "outputs"}},
+		},
+		Show: []string{"captures_bitexact", "captures_total"},
 	}
 }
 
-// Chart declares gpu-accum's chart.
+// Chart declares gpu-accum's chart; its per-trial relative errors (and
+// errors in float32 ulps of the exact value) are in the series "… · trials".
 func (GPUAccum) Chart() sim.Chart {
 	return sim.Chart{
-		X: axisK,
-		Y: sim.Axis{Quantity: "relative error, median over trials", Unit: "relative", Log: true},
+		Trials: trialsSuffix,
+		X:      axisK,
+		Y:      sim.Axis{Quantity: "relative error, median over trials", Unit: "relative", Log: true},
 		Styles: []sim.Style{
 			{Match: "sm90.wgmma never", Family: "sm90 wgmma", Variant: "never"},
 			{Match: "sm90.wgmma every128", Family: "sm90 wgmma", Variant: "every128"},
@@ -61,6 +89,20 @@ func (GPUAccum) Chart() sim.Chart {
 			{Match: "go kahan", Family: "kahan (fp32)"},
 			{Match: "go pairwise", Family: "pairwise (fp32)"},
 		},
+		Fields: []sim.Field{
+			{Key: "mean", Axis: sim.Axis{Quantity: "relative error, mean over trials", Unit: "relative", Log: true}},
+			{Key: "max", Axis: sim.Axis{Quantity: "relative error, worst trial", Unit: "relative", Log: true}},
+			{Key: "wgsl_mismatches", Axis: sim.Axis{Quantity: "WGSL results differing from the Go model (bits)", Unit: "trials"}},
+			{Key: "ulp", Axis: sim.Axis{Quantity: "error of the result in float32 ulps of the exact value (per trial)", Unit: "ulp"}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "*_eq_*", Axis: sim.Axis{Quantity: "GPU results bit-equal to the Go baseline", Unit: "fraction of trials"}.Range(0, 1)},
+			{Match: "wgsl_*", Axis: sim.Axis{Quantity: "WGSL chains compared or differing from the Go models", Unit: "count"}},
+			{Match: "attn_decode_*", Axis: sim.Axis{Quantity: "WGSL decode attention outputs compared or bit-equal", Unit: "count"}},
+			{Match: "fused", Axis: sim.Axis{Quantity: "the GPU fuses a*b+c", Unit: "1 yes, 0 no"}},
+			{Match: "fma_builtin_fused", Axis: sim.Axis{Quantity: "WGSL fma() is fused", Unit: "1 yes, 0 no"}},
+			{Match: "hardware", Axis: sim.Axis{Quantity: "a hardware GPU (not a CPU adapter)", Unit: "1 yes, 0 no"}},
+		},
 	}
 }
 
@@ -69,7 +111,7 @@ func (H200Attention) Chart() sim.Chart {
 	return sim.Chart{
 		X: sim.Axis{Quantity: "context length N", Unit: "tokens", Log: true, Base: 2},
 		Y: sim.Axis{Quantity: "relative L2 error of O", Unit: "%", Log: true},
-		Styles: []sim.Style{
+		Styles: append([]sim.Style{
 			{Match: "fp8 bn128 single-level", Family: "fp8 bn128", Variant: "single-level"},
 			{Match: "fp8 bn128 every tile", Family: "fp8 bn128", Variant: "every tile"},
 			{Match: "fp8 bn128 every * tiles", Family: "fp8 bn128", Variant: "every N tiles"},
@@ -81,17 +123,79 @@ func (H200Attention) Chart() sim.Chart {
 			{Match: "fp8 *", Family: "fp8 other tile", Variant: "every N tiles"},
 			{Match: "bf16*", Family: "bf16", Variant: "single-level"},
 			{Match: "exact attention", Family: "exact"},
+		}, h200AttentionMeasuredStyles()...),
+		Fields: []sim.Field{
+			{Key: "acc", Axis: axisRowAccuracy},
+			{Key: "h200", Axis: sim.Axis{Quantity: "the H200's relative L2 error of O", Unit: "%", Log: true}},
+			{Key: "h200_acc", Axis: sim.Axis{Quantity: "the H200's needle retrieval", Unit: "fraction of the 64 queries"}.Range(0, 1)},
+			{Key: "diff_pct", Axis: sim.Axis{Quantity: "simulated minus the H200's error, relative to the H200's", Unit: "%"}},
+			{Key: "vs_h200", Axis: sim.Axis{Quantity: "relative L2 distance between the simulated and the H200's O", Unit: "relative", Log: true}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "relerr_pct_*", Axis: sim.Axis{Quantity: "relative L2 error of O at N", Unit: "%", Log: true}},
+			{Match: "acc_*", Axis: axisRowAccuracy},
+			{Match: "diff_pct_*", Axis: sim.Axis{Quantity: "simulated minus the H200's error, relative to the H200's, at N", Unit: "%"}},
+			{Match: "max_abs_diff_pct", Axis: sim.Axis{Quantity: "largest |simulated − H200| relative to the H200's", Unit: "%"}},
+			{Match: "figures_compared", Axis: sim.Axis{Quantity: "H200 figures compared", Unit: "figures"}},
+			{Match: "figures_within_1pct", Axis: sim.Axis{Quantity: "H200 figures the simulation matches within 1 %", Unit: "figures"}},
+		},
+		Show: []string{"figures_within_1pct", "figures_compared", "max_abs_diff_pct"},
+	}
+}
+
+// axisRowAccuracy is h200-attention's retrieval: the share of its 64 queries
+// whose needle code is read back.
+var axisRowAccuracy = sim.Axis{Quantity: "needle retrieval", Unit: "fraction of the 64 queries"}.Range(0, 1)
+
+// h200AttentionMeasuredStyles style the H200's own figures ("H200 " and the
+// simulated series' label) as measured hardware in the simulated series'
+// colour, one diamond per promotion variant.
+func h200AttentionMeasuredStyles() []sim.Style {
+	var out []sim.Style
+	for _, fam := range []struct{ match, family string }{{"fp8 bn128", "fp8 bn128"}, {"fp8 bn64", "fp8 bn64"}, {"fp8 *", "fp8 other tile"}} {
+		for _, v := range []struct{ match, variant string }{{"single-level", "single-level"}, {"every tile", "every tile"}, {"every * tiles", "every N tiles"}} {
+			out = append(out, sim.Style{Match: h200AttentionMeasured + fam.match + " " + v.match, Family: fam.family, Variant: v.variant, Measured: true})
+		}
+	}
+	return append(out, sim.Style{Match: h200AttentionMeasured + "bf16*", Family: "bf16", Variant: "single-level", Measured: true})
+}
+
+// Chart declares itl's chart: the modelled and published ITL lines, and
+// the break-even context (modelled and published) where FP8 KV starts to
+// pay.
+func (ITL) Chart() sim.Chart {
+	return sim.Chart{
+		X:       sim.Axis{Quantity: "context length", Unit: "tokens"},
+		Y:       sim.Axis{Quantity: "inter-token latency", Unit: "ms"},
+		Styles:  itlStyles(""),
+		Fields:  itlFields,
+		Summary: itlSummaryFields,
+		Show:    []string{"slope_ratio", "slope_ratio_published", "break_even", "break_even_published"},
+		Refs: []sim.Ref{
+			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
+			{Axis: "x", Summary: "break_even_published", Label: "FP8 break-even (published)"},
 		},
 	}
 }
 
-// Chart declares itl's chart.
-func (ITL) Chart() sim.Chart {
-	return sim.Chart{
-		X:      sim.Axis{Quantity: "context length", Unit: "tokens"},
-		Y:      sim.Axis{Quantity: "inter-token latency", Unit: "ms"},
-		Styles: itlStyles(""),
-	}
+// itlFields are the point extras of the ITL curves.
+var itlFields = []sim.Field{
+	{Key: "slope", Axis: sim.Axis{Quantity: "ITL slope against context", Unit: "ms/token", Log: true}},
+	{Key: "kv_ms", Axis: sim.Axis{Quantity: "KV-cache read time per step", Unit: "ms"}},
+}
+
+// itlSummaryFields are the units of itl's (and skip-sw's) summary values;
+// the first matching pattern wins.
+var itlSummaryFields = []sim.SummaryField{
+	{Match: "*_diff_pct", Axis: sim.Axis{Quantity: "model minus published, relative to published", Unit: "%"}},
+	{Match: "slope_ratio*", Axis: sim.Axis{Quantity: "ITL slope ratio (over bf16)", Unit: "ratio"}},
+	{Match: "slope*", Axis: sim.Axis{Quantity: "ITL slope against context", Unit: "ms/token", Log: true}},
+	{Match: "break_even*", Axis: sim.Axis{Quantity: "break-even context of FP8 KV", Unit: "tokens"}},
+	{Match: "itl0*", Axis: sim.Axis{Quantity: "ITL at zero context (intercept)", Unit: "ms"}},
+	{Match: "eta_*", Axis: sim.Axis{Quantity: "achieved-bandwidth factor", Unit: "fraction of the roofline"}},
+	{Match: "fp8_overhead*", Axis: sim.Axis{Quantity: "fixed FP8 cost per step", Unit: "ms"}},
+	{Match: "kv_bytes_per_token_*", Axis: sim.Axis{Quantity: "KV-cache bytes per token of context", Unit: "bytes"}},
+	{Match: "bandwidth_tbs", Axis: sim.Axis{Quantity: "memory bandwidth of the GPU preset", Unit: "TB/s"}},
 }
 
 // itlStyles are the styles of the ITL curves whose names start with prefix.
@@ -100,14 +204,32 @@ func itlStyles(prefix string) []sim.Style {
 		{Match: prefix + "bf16", Family: "bf16", Variant: "predicted"},
 		{Match: prefix + "fp8", Family: "fp8", Variant: "predicted"},
 		{Match: prefix + "fp8 skip-sw", Family: "fp8 skip-sw", Variant: "predicted"},
-		{Match: prefix + "bf16 published fit", Family: "bf16", Variant: "published fit"},
-		{Match: prefix + "fp8 published fit", Family: "fp8", Variant: "published fit"},
-		{Match: prefix + "fp8 skip-sw published fit", Family: "fp8 skip-sw", Variant: "published fit"},
+		{Match: prefix + "bf16 published fit", Family: "bf16", Variant: "published fit", Fit: true},
+		{Match: prefix + "fp8 published fit", Family: "fp8", Variant: "published fit", Fit: true},
+		{Match: prefix + "fp8 skip-sw published fit", Family: "fp8 skip-sw", Variant: "published fit", Fit: true},
 	}
 }
 
 // attnFieldsRefQuantized is the O* of needle and promotion.
 const attnFieldsRefQuantized = "exact attention on the same quantized inputs"
+
+// attnSummary declares the summary keys of the needle experiments whose
+// names are prefix_<rest>: accuracy with its interval bounds, the errors in
+// % and the shrinkage, ref the O* they are against.
+func attnSummary(ref string) []sim.SummaryField {
+	return []sim.SummaryField{
+		{Match: "acc_lo_*", Axis: sim.Axis{Quantity: "retrieval accuracy, lower 95 % bound between haystacks", Unit: "fraction of trials"}},
+		{Match: "acc_hi_*", Axis: sim.Axis{Quantity: "retrieval accuracy, upper 95 % bound between haystacks", Unit: "fraction of trials"}},
+		{Match: "acc_*", Axis: axisAccuracy},
+		{Match: "relerr_lo_*", Axis: sim.Axis{Quantity: "relative L2 error of O vs " + ref + ", lower 95 % bound", Unit: "%", Log: true}},
+		{Match: "relerr_hi_*", Axis: sim.Axis{Quantity: "relative L2 error of O vs " + ref + ", upper 95 % bound", Unit: "%", Log: true}},
+		{Match: "relerr_*", Axis: sim.Axis{Quantity: "relative L2 error of O vs " + ref, Unit: "%", Log: true}},
+		{Match: "residual_*", Axis: sim.Axis{Quantity: "residual ‖O − αO*‖/‖O*‖, O* " + ref, Unit: "%", Log: true}},
+		{Match: "alpha_*", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩/⟨O*, O*⟩, O* " + ref, Unit: "ratio"}},
+		{Match: "splits_*", Axis: sim.Axis{Quantity: "split-KV ranges of the decode", Unit: "splits"}},
+		{Match: "chance", Axis: sim.Axis{Quantity: "chance level of retrieval (1/candidates)", Unit: "fraction of trials"}},
+	}
+}
 
 // attnRunFields are the fields of the needle experiments' points besides
 // the decomposition: the kernel's splits and tile.
@@ -122,12 +244,13 @@ var attnRunFields = []sim.Field{
 func (Needle) Chart() sim.Chart {
 	const src = "published, RULER niah_multikey_2, Llama-3.1-8B, 128k"
 	return sim.Chart{
-		X:      axisContext,
-		Y:      axisAccuracy,
-		Lo:     "acc_lo",
-		Hi:     "acc_hi",
-		Method: attnIntervalMethod(8),
-		Fields: append(attnNeedleFields(attnFieldsRefQuantized), attnRunFields...),
+		X:       axisContext,
+		Y:       axisAccuracy,
+		Lo:      "acc_lo",
+		Hi:      "acc_hi",
+		Method:  attnIntervalMethod(8),
+		Fields:  append(attnNeedleFields(attnFieldsRefQuantized), attnRunFields...),
+		Summary: attnSummary(attnFieldsRefQuantized),
 		Styles: []sim.Style{
 			{Match: "bf16", Family: "bf16"},
 			{Match: "fp8", Family: "fp8 e4m3", Variant: "single-level"},
@@ -155,12 +278,13 @@ func (Promotion) Chart() sim.Chart {
 		sim.Field{Key: "interval", Axis: sim.Axis{Quantity: "promotion interval (0 = never)", Unit: "tiles"}},
 		sim.Field{Key: "tokens", Axis: sim.Axis{Quantity: "tokens accumulated in the tensor core between promotions", Unit: "tokens", Log: true, Base: 2}})
 	return sim.Chart{
-		X:      sim.Axis{Quantity: "tokens accumulated in the tensor core between promotions", Unit: "tokens", Log: true, Base: 2},
-		Y:      sim.Axis{Quantity: "relative L2 error of O vs " + attnFieldsRefQuantized, Unit: "%", Log: true},
-		Lo:     "relerr_lo",
-		Hi:     "relerr_hi",
-		Method: attnIntervalMethod(8),
-		Fields: fields,
+		X:       sim.Axis{Quantity: "tokens accumulated in the tensor core between promotions", Unit: "tokens", Log: true, Base: 2},
+		Y:       sim.Axis{Quantity: "relative L2 error of O vs " + attnFieldsRefQuantized, Unit: "%", Log: true},
+		Lo:      "relerr_lo",
+		Hi:      "relerr_hi",
+		Method:  attnIntervalMethod(8),
+		Fields:  fields,
+		Summary: attnSummary(attnFieldsRefQuantized),
 		Styles: []sim.Style{
 			{Match: "kBlockN 96", Family: "fp8, tile 96"},
 			{Match: "kBlockN 192", Family: "fp8, tile 192"},
@@ -190,6 +314,11 @@ func (Scales) Chart() sim.Chart {
 		Lo:     "relerr_lo",
 		Hi:     "relerr_hi",
 		Method: "95 % intervals from the variation between trials (t on the log scale; each trial a cache of its own)",
+		Summary: []sim.SummaryField{
+			{Match: "relerr_*", Axis: sim.Axis{Quantity: "relative L2 error of O vs " + ref + ", mean over query heads and trials", Unit: "%", Log: true}},
+			{Match: "worst_*", Axis: sim.Axis{Quantity: "relative L2 error of the worst query head", Unit: "%", Log: true}},
+			{Match: "alpha_*", Axis: sim.Axis{Quantity: "shrinkage α, mean over query heads and trials", Unit: "ratio"}},
+		},
 		Fields: []sim.Field{
 			{Key: "relerr", Axis: sim.Axis{Quantity: "relative L2 error of O vs " + ref + ", mean over query heads", Unit: "%", Log: true}, Lo: "relerr_lo", Hi: "relerr_hi"},
 			{Key: "alpha", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩/⟨O*, O*⟩, mean over query heads", Unit: "ratio"}, Lo: "alpha_lo", Hi: "alpha_hi"},
@@ -212,19 +341,14 @@ func (Scales) Chart() sim.Chart {
 // Chart declares skip-sw's chart: the ITL curves on the left axis, the
 // accuracy runs' errors on the right.
 func (SkipSW) Chart() sim.Chart {
-	y2 := sim.Axis{Quantity: "relative L2 error of O [rel err: series]", Unit: "relative", Log: true}
+	y2 := sim.Axis{Quantity: "relative L2 error of O (right: rel err series)", Unit: "relative", Log: true}
 	return sim.Chart{
-		X:  sim.Axis{Quantity: "context length", Unit: "tokens"},
-		Y:  sim.Axis{Quantity: "inter-token latency [ITL ms: series]", Unit: "ms"},
+		X: sim.Axis{Quantity: "context length", Unit: "tokens"},
+		// The presets with sliding-window layers carry no weight bytes
+		// (the run's notes say so): the modelled ITL is what the KV cache,
+		// the FP8 overhead and launch-ms cost, not a whole step.
+		Y:  sim.Axis{Quantity: "modelled ITL without the weight read (left: ITL series)", Unit: "ms"},
 		Y2: &y2,
-		Fields: []sim.Field{
-			{Key: "max", Axis: sim.Axis{Quantity: "relative L2 error of O, worst trial", Unit: "relative", Log: true}},
-			{Key: "accum", Axis: sim.Axis{Quantity: "relative L2 error of O vs exact on the quantized cache (the arithmetic alone)", Unit: "relative", Log: true}},
-			{Key: "cosine", Axis: sim.Axis{Quantity: "cosine of O and the exact O*", Unit: "ratio"}},
-			{Key: "alpha", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩/⟨O*, O*⟩, mean over trials", Unit: "ratio"}},
-			{Key: "residual", Axis: sim.Axis{Quantity: "residual ‖O − αO*‖/‖O*‖, mean over trials", Unit: "relative", Log: true}},
-			{Key: "trials", Axis: sim.Axis{Quantity: "trials", Unit: "trials"}},
-		},
 		Styles: append(itlStyles(skipswITLPrefix),
 			sim.Style{Match: "rel err: sliding* fp8", Family: "fp8", Variant: "sliding-window layer", Axis: 2},
 			sim.Style{Match: "rel err: sliding* bf16", Family: "bf16", Variant: "sliding-window layer", Axis: 2},
@@ -232,6 +356,29 @@ func (SkipSW) Chart() sim.Chart {
 			sim.Style{Match: "rel err: full fp8*", Family: "fp8", Variant: "full layer", Axis: 2},
 			sim.Style{Match: "rel err: full bf16", Family: "bf16", Variant: "full layer", Axis: 2},
 		),
+		Fields: append(slices.Clone(itlFields),
+			sim.Field{Key: "max", Axis: sim.Axis{Quantity: "relative L2 error of O, worst trial", Unit: "relative", Log: true}},
+			sim.Field{Key: "accum", Axis: sim.Axis{Quantity: "relative L2 error of O against attention on the quantized cache (the arithmetic alone)", Unit: "relative", Log: true}},
+			sim.Field{Key: "cosine", Axis: sim.Axis{Quantity: "cosine similarity of O to exact attention, mean over trials", Unit: "cosine"}},
+			sim.Field{Key: "alpha", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩/⟨O*, O*⟩, mean over trials", Unit: "ratio"}},
+			sim.Field{Key: "residual", Axis: sim.Axis{Quantity: "residual ‖O − αO*‖/‖O*‖, mean over trials", Unit: "relative", Log: true}},
+			sim.Field{Key: "trials", Axis: sim.Axis{Quantity: "trials", Unit: "count"}},
+		),
+		Summary: append([]sim.SummaryField{
+			{Match: "*_rel_l2_n*", Axis: sim.Axis{Quantity: "relative L2 error of O at n tokens, mean over trials", Unit: "relative", Log: true}},
+			{Match: "sliding_fp8_growth", Axis: sim.Axis{Quantity: "sliding fp8 error at the longest over the shortest context", Unit: "ratio"}},
+			{Match: "sliding_fp8_over_bf16", Axis: sim.Axis{Quantity: "sliding fp8 error over bf16's at the longest context", Unit: "ratio"}},
+			{Match: "*skip*_diff_pct", Axis: sim.Axis{Quantity: "model minus published, relative to published (fp8 skip-sw)", Unit: "%"}},
+			{Match: "slope_ratio_skip*", Axis: sim.Axis{Quantity: "ITL slope ratio of fp8 skip-sw over bf16", Unit: "ratio"}},
+			{Match: "slope_skip*", Axis: sim.Axis{Quantity: "ITL slope of fp8 skip-sw against context", Unit: "ms/token", Log: true}},
+			{Match: "break_even_skip*", Axis: sim.Axis{Quantity: "break-even context of fp8 skip-sw (bf16 sliding layers)", Unit: "tokens"}},
+			{Match: "fp8_overhead_skip*", Axis: sim.Axis{Quantity: "fixed cost per step of fp8 skip-sw", Unit: "ms"}},
+		}, itlSummaryFields...),
+		Show: []string{"slope_ratio", "slope_ratio_skip", "break_even", "break_even_skip", "sliding_fp8_over_bf16"},
+		Refs: []sim.Ref{
+			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
+			{Axis: "x", Summary: "break_even_skip", Label: "FP8 skip-sw break-even (model)"},
+		},
 	}
 }
 
@@ -243,6 +390,23 @@ func (DecodeBW) Chart() sim.Chart {
 		Styles: []sim.Style{
 			{Match: "fp16", Family: "fp16 KV", Variant: "this GPU", Measured: true},
 			{Match: "e4m3", Family: "fp8 e4m3 KV", Variant: "this GPU", Measured: true},
+			{Match: "fp16" + decodeBWFit, Family: "fp16 KV", Variant: "least-squares line", Fit: true},
+			{Match: "e4m3" + decodeBWFit, Family: "fp8 e4m3 KV", Variant: "least-squares line", Fit: true},
+		},
+		Show: []string{"fp16_slope_ns", "e4m3_slope_ns", "slope_ratio"},
+		Fields: []sim.Field{
+			{Key: "bandwidth_gbs", Axis: sim.Axis{Quantity: "KV bytes read per step / time", Unit: "GB/s"}},
+			{Key: "batch", Axis: sim.Axis{Quantity: "sequences per step", Unit: "sequences"}},
+			{Key: "timestamp", Axis: sim.Axis{Quantity: "timed by GPU timestamps", Unit: "1 yes, 0 wall clock"}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "*_slope_ns", Axis: sim.Axis{Quantity: "decode time slope against context (whole batch)", Unit: "ns/token"}},
+			{Match: "*_intercept_ms", Axis: sim.Axis{Quantity: "decode time at zero context (fitted intercept)", Unit: "ms"}},
+			{Match: "slope_ratio", Axis: sim.Axis{Quantity: "e4m3 slope over fp16 slope", Unit: "ratio"}},
+			{Match: "*_gbs", Axis: sim.Axis{Quantity: "bandwidth", Unit: "GB/s"}},
+			{Match: "batch", Axis: sim.Axis{Quantity: "sequences per step", Unit: "sequences"}},
+			{Match: "hardware", Axis: sim.Axis{Quantity: "a hardware GPU (not a CPU adapter)", Unit: "1 yes, 0 no"}},
+			{Match: "math_qreg", Axis: sim.Axis{Quantity: "math f32-qreg", Unit: "1 yes, 0 no"}},
 		},
 	}
 }

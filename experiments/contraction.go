@@ -198,6 +198,7 @@ type contractionTrial struct {
 // Run runs the experiment.
 func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
+	chart := c.Chart()
 	ks := v.Ints("K")
 	trials, cols := v.Int("trials"), v.Int("cols")
 	dist, sigma := v.String("dist"), v.Float("logit-std")
@@ -273,6 +274,11 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 				"p50": st.p50, "p99": st.p99, "max": st.max, "bias": bias / float64(trials), "trials": float64(trials),
 			}}
 			if err := run.Emit(p); err != nil {
+				return err
+			}
+			if err := chart.EmitTrials(run, p.Series, p.X, rel, func(t int) map[string]float64 {
+				return map[string]float64{"bias": res[t].bias[i]}
+			}); err != nil {
 				return err
 			}
 			if k == 131072 || k == ks[len(ks)-1] {

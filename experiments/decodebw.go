@@ -39,9 +39,12 @@ timestamp queries where the adapter has them (else the wall clock around
 submit and wait, launch overhead included).
 
 Series fp16 and e4m3: y = milliseconds per step at x = context tokens; extra:
-bandwidth_gbs (KV bytes read / time), batch. Summary: the least-squares slope
+bandwidth_gbs (KV bytes read / time), batch, timestamp (1 when timed by GPU
+timestamps). Series "fp16 least-squares fit" and "e4m3 least-squares fit":
+the fitted line over the measured contexts (25 points). Summary: the least-squares slope
 of time against context for each (fp16_slope_ns, e4m3_slope_ns: nanoseconds
-per token of context, for the whole batch), slope_ratio = e4m3 / fp16 (the
+per token of context, for the whole batch) and its intercept
+(fp16_intercept_ms, e4m3_intercept_ms), slope_ratio = e4m3 / fp16 (the
 published H100 FA3 figure: 0.54), the bandwidth at the longest context
 (fp16_bw_gbs, e4m3_bw_gbs), the marginal bandwidth bytes-per-token / slope
 (fp16_marginal_gbs, e4m3_marginal_gbs), the bandwidth of a plain streaming
@@ -84,6 +87,13 @@ func gpuDecodeBatch(param, kvHeads, maxL int, maxBinding uint64) int {
 // gpuSlope fits t = a + b·x by least squares and returns b (0 for fewer
 // than two distinct x).
 func gpuSlope(x, t []float64) float64 {
+	_, b := gpuFit(x, t)
+	return b
+}
+
+// gpuFit fits t = a + b·x by least squares and returns a and b (0, 0 for
+// fewer than two distinct x).
+func gpuFit(x, t []float64) (a, b float64) {
 	n := float64(len(x))
 	var sx, st, sxx, sxt float64
 	for i := range x {
@@ -94,9 +104,36 @@ func gpuSlope(x, t []float64) float64 {
 	}
 	d := n*sxx - sx*sx
 	if len(x) < 2 || d == 0 {
-		return 0
+		return 0, 0
 	}
-	return (n*sxt - sx*st) / d
+	b = (n*sxt - sx*st) / d
+	return (st - b*sx) / n, b
+}
+
+// decodeBWFit suffixes the series of the least-squares line through a
+// format's measured points.
+const decodeBWFit = " least-squares fit"
+
+// decodeBWFitPoints is the number of points of a fitted line.
+const decodeBWFitPoints = 25
+
+// decodeBWFitXs returns the contexts the fitted line is drawn at: from the
+// smallest to the largest measured one, evenly spaced in log x (the
+// measured contexts themselves when there are fewer than two distinct).
+func decodeBWFitXs(xs []float64) []float64 {
+	lo, hi := gomath.Inf(1), gomath.Inf(-1)
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if !(hi > lo) || lo <= 0 {
+		return xs
+	}
+	out := make([]float64, decodeBWFitPoints)
+	for i := range out {
+		out[i] = lo * gomath.Pow(hi/lo, float64(i)/float64(decodeBWFitPoints-1))
+	}
+	out[len(out)-1] = hi
+	return out
 }
 
 // Run runs the experiment.
@@ -155,9 +192,19 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 			}
 			run.Advance(1)
 		}
-		slope := gpuSlope(xs, ts)
+		icpt, slope := gpuFit(xs, ts)
 		slopes[kv] = slope
 		name := kv.String()
+		// The fitted line, whose slope is the experiment's result, drawn
+		// over the measured contexts (decodeBWFitPoints points spaced
+		// evenly in log x: the chart's x axis is logarithmic, on which the
+		// straight line is a curve).
+		for _, x := range decodeBWFitXs(xs) {
+			if err := run.Emit(sim.Point{Series: name + decodeBWFit, X: x, Y: (icpt + slope*x) * 1e3}); err != nil {
+				return err
+			}
+		}
+		summary[name+"_intercept_ms"] = icpt * 1e3
 		summary[name+"_slope_ns"] = slope * 1e9
 		summary[name+"_bw_gbs"] = last.Bandwidth / 1e9
 		bytesPerToken := float64(2 * batch * kvh * 128 * kv.Bytes())
@@ -171,7 +218,7 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 		summary["slope_ratio"] = gomath.NaN()
 	}
 	run.Summary(summary)
-	run.Note(fmt.Sprintf("decode-bw (math "+math+"): slope fp16 %.3g ns/token, e4m3 %.3g ns/token (ratio %.3f); at %d tokens fp16 %.1f GB/s, e4m3 %.1f GB/s; a plain streaming read: %.1f GB/s",
+	run.Note(fmt.Sprintf("decode-bw (math "+math+"): slope fp16 %.3g ns/token, e4m3 %.3g ns/token (ratio %.3f); at %d tokens fp16 %.3g GB/s, e4m3 %.3g GB/s; a plain streaming read: %.3g GB/s",
 		summary["fp16_slope_ns"], summary["e4m3_slope_ns"], summary["slope_ratio"], maxL, summary["fp16_bw_gbs"], summary["e4m3_bw_gbs"], summary["stream_gbs"]))
 	return nil
 }

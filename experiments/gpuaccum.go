@@ -113,6 +113,22 @@ func gpuOpen(ctx context.Context, r *wgsl.Runner, name string) (*wgsl.Runner, fu
 	return r, func() { r.Close() }, nil
 }
 
+// gpuULPs returns |d − ref| in units in the last place of float32 at ref
+// (the spacing of the float32 values around the exact result; the
+// subnormal spacing below the normal range).
+func gpuULPs(d float32, ref float64) float64 {
+	a := math.Abs(ref)
+	if a == 0 || math.IsInf(a, 0) || math.IsNaN(a) {
+		if float64(d) == ref {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	_, e := math.Frexp(a) // a = f·2^e, f in [0.5, 1)
+	ulp := math.Ldexp(1, max(e-24, -149))
+	return math.Abs(float64(d)-ref) / ulp
+}
+
 func gpuRel(d float32, ref float64) float64 {
 	if ref == 0 {
 		if d == 0 {
@@ -279,7 +295,12 @@ func (ta *gpuAccumTally) contraction(ctx context.Context, run *sim.Run, r *wgsl.
 		for key, val := range extra {
 			e[key] = val
 		}
-		return run.Emit(sim.Point{Series: series, X: float64(k), Y: med, Extra: e})
+		if err := run.Emit(sim.Point{Series: series, X: float64(k), Y: med, Extra: e}); err != nil {
+			return err
+		}
+		return GPUAccum{}.Chart().EmitTrials(run, series, float64(k), rel, func(i int) map[string]float64 {
+			return map[string]float64{"ulp": gpuULPs(out[i], res[i].ref)}
+		})
 	}
 	for mi, m := range gpuAccumModels {
 		got, err := r.Chain(ctx, m.model, in, m.promote)

@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -87,8 +88,16 @@ func TestDecodeBW(t *testing.T) {
 	for _, n := range rec.Notes() {
 		t.Log(n)
 	}
-	if len(rec.Points()) != 4 {
-		t.Errorf("%d points, want 4", len(rec.Points()))
+	if want := 2 * (2 + decodeBWFitPoints); len(rec.Points()) != want { // 2 formats × (2 contexts measured, the fitted line)
+		t.Errorf("%d points, want %d", len(rec.Points()), want)
+	}
+	for _, p := range rec.Points() {
+		if strings.HasSuffix(p.Series, decodeBWFit) {
+			kv := strings.TrimSuffix(p.Series, decodeBWFit)
+			if want := s[kv+"_intercept_ms"] + s[kv+"_slope_ns"]*1e-6*p.X; math.Abs(p.Y-want) > 1e-9*math.Abs(want) {
+				t.Errorf("%s at %v: %v, the summary's line gives %v", p.Series, p.X, p.Y, want)
+			}
+		}
 	}
 	for _, k := range []string{"fp16_slope_ns", "e4m3_slope_ns", "slope_ratio", "fp16_bw_gbs", "e4m3_bw_gbs", "batch"} {
 		if _, ok := s[k]; !ok {

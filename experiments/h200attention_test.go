@@ -36,7 +36,22 @@ func TestH200AttentionMatchesHardware(t *testing.T) {
 	if s["figures_compared"] != 7 || s["figures_within_1pct"] != 7 {
 		t.Errorf("%v of %v figures within 1%% of the H200 (max |diff| %.3g%%)", s["figures_within_1pct"], s["figures_compared"], s["max_abs_diff_pct"])
 	}
+	measured := map[string]float64{}
 	for _, p := range rec.Points() {
+		if strings.HasPrefix(p.Series, h200AttentionMeasured) {
+			measured[strings.TrimPrefix(p.Series, h200AttentionMeasured)] = p.Y
+		}
+	}
+	if len(measured) != 7 {
+		t.Errorf("%d measured H200 series drawn, want 7: %v", len(measured), measured)
+	}
+	for _, p := range rec.Points() {
+		if strings.HasPrefix(p.Series, h200AttentionMeasured) {
+			continue
+		}
+		if h, ok := p.Extra["h200"]; ok && measured[p.Series] != h {
+			t.Errorf("%s: the H200 series holds %v, the point's h200 %v", p.Series, measured[p.Series], h)
+		}
 		if p.Extra["h200_acc"] != p.Extra["acc"] {
 			t.Errorf("%s: accuracy %v, H200 %v", p.Series, p.Extra["acc"], p.Extra["h200_acc"])
 		}

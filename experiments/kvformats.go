@@ -306,6 +306,8 @@ func (KVFormats) Chart() sim.Chart {
 	return sim.Chart{
 		X: axisContext, Y: sim.Axis{Quantity: "relative L2 error of O vs exact float64 attention on the unquantized inputs, never promoted", Unit: "%", Log: true},
 		Lo: "relerr_lo", Hi: "relerr_hi", Method: attnIntervalMethod(8), Fields: fields, Styles: styles,
+		Summary: append(attnSummary("exact float64 attention on the unquantized inputs"),
+			sim.SummaryField{Match: "need_*", Axis: sim.Axis{Quantity: "longest promotion interval within 0.01 of bf16's accuracy (0 never; -1 none tried)", Unit: "tiles"}}),
 	}
 }
 

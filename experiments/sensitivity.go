@@ -180,12 +180,13 @@ func (Sensitivity) Chart() sim.Chart {
 		fields = append(fields, sim.Field{Key: sensitivityXField[v], Axis: sensitivityAxes[v]})
 	}
 	return sim.Chart{
-		X:      sim.Axis{Quantity: "the varied quantity (the run's vary parameter): value mean in σ, sink share, score std in nats, or splits", Unit: "its own unit, as the x fields say"},
-		Y:      sim.Axis{Quantity: "relative L2 error of O vs " + attnFieldsRefQuantized, Unit: "%", Log: true},
-		Lo:     "relerr_lo",
-		Hi:     "relerr_hi",
-		Method: attnIntervalMethod(8),
-		Fields: fields,
+		X:       sim.Axis{Quantity: "the varied quantity (the run's vary parameter): value mean in σ, sink share, score std in nats, or splits", Unit: "its own unit, as the x fields say"},
+		Y:       sim.Axis{Quantity: "relative L2 error of O vs " + attnFieldsRefQuantized, Unit: "%", Log: true},
+		Lo:      "relerr_lo",
+		Hi:      "relerr_hi",
+		Method:  attnIntervalMethod(8),
+		Fields:  fields,
+		Summary: attnSummary(attnFieldsRefQuantized),
 		Styles: []sim.Style{
 			{Match: "bf16", Family: "bf16"},
 			{Match: "fp8 single-level", Family: "fp8 e4m3", Variant: "single-level"},

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"github.com/fp8lab/fp8lab/presets"
 	"math"
 	"strings"
 	"testing"
@@ -117,6 +118,21 @@ func TestSkipSWParams(t *testing.T) {
 		_, err := sim.ParseValues(params, tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestSkipSWPresetsHaveNoWeights: skip-sw's y axis says its ITL holds no
+// weight read, true only while every preset with sliding-window layers has
+// WeightBytes 0; a preset with weights makes the axis false.
+func TestSkipSWPresetsHaveNoWeights(t *testing.T) {
+	for _, id := range skipswModels() {
+		m, err := presets.LookupModel(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.WeightBytes != 0 {
+			t.Errorf("%s has weights (%g bytes): skip-sw's y axis (\"no weights\") must change", id, m.WeightBytes)
 		}
 	}
 }

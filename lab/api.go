@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
 )
@@ -40,6 +42,18 @@ func (s *Server) routes() {
 	m.HandleFunc("/api/", s.handleNoRoute)
 	m.Handle("GET /wasm/", http.StripPrefix("/wasm/", http.FileServerFS(s.opts.WASM)))
 	page := http.FileServerFS(s.opts.Page)
+	// Browsers ask for /favicon.ico whatever the page links (reports, the
+	// API's JSON pages): the page's SVG icon, never a 404.
+	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		b, err := fs.ReadFile(s.opts.Page, "favicon.svg")
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "max-age=86400")
+		w.Write(b)
+	})
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -196,6 +210,8 @@ type startRequest struct {
 	Revision  string `json:"revision"`
 	GoVersion string `json:"go_version"`
 	Platform  string `json:"platform"`
+	Bindings  string `json:"bindings"`
+	Device    string `json:"device"`
 }
 
 // Limits on what a request may hold.
@@ -290,7 +306,8 @@ func (s *Server) answerCreated(w http.ResponseWriter, run notebook.Run, err erro
 // An experiment the lab knows has its values validated like a server run's;
 // an unknown one (a user's own program) is kept with its values as given.
 func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed uint64) (notebook.Run, int, error) {
-	for name, v := range map[string]string{"version": req.Version, "revision": req.Revision, "go_version": req.GoVersion, "platform": req.Platform} {
+	for name, v := range map[string]string{"version": req.Version, "revision": req.Revision, "go_version": req.GoVersion, "platform": req.Platform,
+		"bindings": req.Bindings, "device": req.Device} {
 		if len(v) > maxBuildText {
 			return notebook.Run{}, http.StatusBadRequest, errorf("%s longer than %d bytes", name, maxBuildText)
 		}
@@ -298,6 +315,7 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 	meta := notebook.Run{
 		Experiment: req.Experiment, Seed: seed, Origin: notebook.Origin(req.Origin), State: notebook.Running,
 		Version: req.Version, Revision: req.Revision, GoVersion: req.GoVersion, Platform: req.Platform,
+		Bindings: req.Bindings, Device: req.Device,
 		Title: req.Title, Note: req.Note,
 	}
 	if exp != nil {
@@ -306,6 +324,9 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 			return meta, http.StatusBadRequest, err
 		}
 		meta.Params, meta.Flags, meta.Registered = paramsMap(values), values.Flags(), true
+		if _, files := exp.(interface{ FileRoles() []experiments.FileRole }); !files {
+			meta.Reproduce = sim.Reproduce(exp, values, seed) // a client's files are not the lab's to name
+		}
 	} else {
 		if req.Sweep != "" {
 			return meta, http.StatusBadRequest, errorf("sweep: the lab does not know experiment %q", req.Experiment)

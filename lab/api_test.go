@@ -240,7 +240,7 @@ func TestExports(t *testing.T) {
 		t.Errorf("json export: %d %.300s", status, b)
 	}
 	status, b = l.do("GET", "/api/runs/"+run.ID+"/export?format=csv", nil)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines := strings.Split(strings.TrimSpace(csvData(string(b))), "\n")
 	if status != 200 || len(lines) != 23 || lines[0] != "series,x,y,i" || !strings.HasPrefix(lines[1], "s0,0,") || !strings.HasPrefix(lines[2], "h200 demo,0,") || !strings.HasSuffix(lines[2], ",") {
 		t.Errorf("csv export: %d\n%s", status, b)
 	}

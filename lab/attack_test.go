@@ -132,6 +132,7 @@ func TestExportsBounded(t *testing.T) {
 		t.Errorf("report of %d points: %d %.200s, want 413 with the limit", 2*n, status, body)
 	}
 	status, body = l.doHeader("/api/runs/"+id+"/export?format=csv", nil)
+	body = csvData(body)
 	if status != 200 || strings.Count(body, "\n") != n+1 {
 		t.Errorf("csv export: %d, %d lines, want %d", status, strings.Count(body, "\n"), n+1)
 	}
@@ -159,6 +160,7 @@ func TestCSVFormulaEscaped(t *testing.T) {
 		t.Fatalf("events: %d %s", status, b)
 	}
 	status, body := l.doHeader("/api/runs/"+id+"/export?format=csv", nil)
+	body = csvData(body)
 	want := "series,x,y,'=HYPERLINK(1)\n'=cmd|' /C calc'!A0,-1.5,NaN,-3\n'+1,-1.5,NaN,-3\n'-2,-1.5,NaN,-3\n'@SUM(A1),-1.5,NaN,-3\n'\tx,-1.5,NaN,-3\nok,-1.5,NaN,-3\n"
 	if status != 200 || body != want {
 		t.Errorf("csv export: %d\n%q\nwant\n%q", status, body, want)
@@ -263,5 +265,106 @@ func TestIdleCheckOnTime(t *testing.T) {
 	}
 	if d := run.Ended.Sub(*run.Started); d < timeout || d > timeout+timeout/8 {
 		t.Errorf("the silent client was marked after %v, want %v (within %v)", d, timeout, timeout/8)
+	}
+}
+
+// TestSweepParamsLimit: a sweep's runs keep their parameters within the
+// 16 KiB that POST /api/runs allows (issue 18, red team: fixed params of
+// 0.99 MB were stored on every run of a sweep, then GET /api/runs decoded
+// 200 × 0.9 MB); a swept value beyond it is refused too, the limit named.
+func TestSweepParamsLimit(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 1})
+	big := make([]int, 6000) // 18 KB as JSON, a cheap run
+	for i := range big {
+		big[i] = 64
+	}
+	for _, body := range []map[string]any{
+		{"experiment": "contraction", "params": map[string]any{"K": big, "trials": 1}, "axes": []map[string]any{{"name": "cols", "values": []any{1, 2}}}, "seeds": "1"},
+		{"experiment": "contraction", "params": map[string]any{"trials": 1}, "axes": []map[string]any{{"name": "K", "values": []any{[]int{64}, big}}}, "seeds": "1"},
+	} {
+		status, b := l.do("POST", "/api/sweeps", body)
+		if status != http.StatusBadRequest || !strings.Contains(string(b), "at most 16384") {
+			t.Errorf("a sweep whose runs hold %d-byte parameters: %d %.200s", 3*len(big), status, b)
+		}
+	}
+	if status, b := l.do("GET", "/api/sweeps", nil); status != 200 || strings.Contains(string(b), `"experiment":"contraction"`) {
+		t.Errorf("a refused sweep was recorded: %d %.200s", status, b)
+	}
+}
+
+// TestSweepListBounded: GET /api/sweeps answers at most limit sweeps
+// (default 50, at most 1000), newest first, with "more" when there are
+// others, and brief=1 leaves out what the list does not need (fixed
+// parameters, axis values), so that the page's poll every 3 s costs a few
+// KB (issue 18, red team: no limit, 80 sweeps gave 70.5 MB in 2.2-2.7 s).
+func TestSweepListBounded(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 1})
+	vals := make([]any, 1000)
+	for i := range vals {
+		vals[i] = 100000 + float64(i)/1024 // 1000 distinct values, about 16 KB of axis
+	}
+	for range 6 {
+		st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"pause": 60000},
+			"axes": []map[string]any{{"name": "delay", "values": vals}}, "seeds": "1"})
+		if status, b := l.do("POST", "/api/sweeps/"+st.ID+"/cancel", nil); status != 200 {
+			t.Fatalf("cancel: %d %s", status, b)
+		}
+	}
+	list := func(q string) (int, []map[string]any, bool) {
+		status, b := l.do("GET", "/api/sweeps"+q, nil)
+		var ans struct {
+			Sweeps []map[string]any `json:"sweeps"`
+			More   bool             `json:"more"`
+		}
+		if err := json.Unmarshal(b, &ans); err != nil || status != 200 {
+			t.Fatalf("list%s: %d %v %.200s", q, status, err, b)
+		}
+		return len(b), ans.Sweeps, ans.More
+	}
+	if _, got, more := list("?limit=2"); len(got) != 2 || !more || got[0]["id"] != "6" || got[1]["id"] != "5" {
+		t.Errorf("limit 2: %d sweeps, more %v, ids %v %v", len(got), more, got[0]["id"], got[1]["id"])
+	}
+	full, got, more := list("")
+	if len(got) != 6 || more {
+		t.Errorf("default: %d sweeps, more %v", len(got), more)
+	}
+	brief, got, _ := list("?brief=1")
+	t.Logf("6 sweeps with 1000 axis values each: %d bytes in full, %d brief", full, brief)
+	if len(got) != 6 || got[0]["params"] != nil || brief > full/20 {
+		t.Errorf("brief: %d bytes (full %d), first %v", brief, full, got[0])
+	}
+	if axes, _ := got[0]["axes"].([]any); len(axes) != 1 || axes[0].(map[string]any)["values"] != nil || axes[0].(map[string]any)["count"] != float64(1000) {
+		t.Errorf("brief axes: %v", got[0]["axes"])
+	}
+	for _, bad := range []string{"?limit=0", "?limit=1001", "?limit=x", "?brief=2"} {
+		if status, _ := l.do("GET", "/api/sweeps"+bad, nil); status != http.StatusBadRequest {
+			t.Errorf("list%s: %d", bad, status)
+		}
+	}
+}
+
+// TestSweepsLeaveQueueRoom: however many pool sweeps run, their runs hold
+// at most half the queue, so that other users' runs are still taken
+// (issue 18, red team: 100 pool sweeps answered everyone's POST /api/runs
+// with 503 until they were cancelled).
+func TestSweepsLeaveQueueRoom(t *testing.T) {
+	l := newTestLab(t, Options{Workers: 1, MaxQueue: 8})
+	var ids []string
+	for range 10 {
+		st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"pause": 60000},
+			"axes": []map[string]any{{"name": "n", "values": []any{1, 2, 3, 4}}}, "seeds": "1..4", "executor": "pool"})
+		ids = append(ids, st.ID)
+	}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			l.do("POST", "/api/sweeps/"+id+"/cancel", nil)
+		}
+	})
+	time.Sleep(300 * time.Millisecond) // the sweeps queue what they may
+	for i := range 3 {
+		status, b := l.do("POST", "/api/runs", map[string]any{"experiment": "lab-demo", "params": map[string]any{"n": 1}})
+		if status != http.StatusCreated {
+			t.Fatalf("a user's run %d beside 10 sweeps: %d %s", i, status, b)
+		}
 	}
 }

@@ -250,3 +250,55 @@ func TestStorePanicDoesNotKill(t *testing.T) {
 	fs.panics.Store(false)
 	l.waitStored(run.ID, notebook.Done, got.Points)
 }
+
+// faultSweepStore is a faultStore that keeps sweeps (whose own writes go
+// through: the disk is full for runs).
+type faultSweepStore struct {
+	*faultStore
+	notebook.SweepStore
+}
+
+// TestSweepSurvivesFullDisk: a sweep whose runs cannot be recorded while
+// the disk is full waits and goes on when there is room again, instead of
+// failing for good (issue 18, red team: a transient full disk failed a
+// sweep at 131/1000 done; only a resume completed it).
+func TestSweepSurvivesFullDisk(t *testing.T) {
+	bolt, err := notebook.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &faultSweepStore{faultStore: &faultStore{Store: bolt}, SweepStore: bolt}
+	ts := httptest.NewUnstartedServer(nil)
+	srv, err := New(Options{Store: fs, Addr: ts.Listener.Addr().String(), Workers: 1, FlushInterval: 20 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = srv
+	ts.Start()
+	l := &testLab{t: t, srv: srv, ts: ts, store: bolt, url: ts.URL}
+	t.Cleanup(func() {
+		fs.full.Store(false)
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		bolt.Close()
+	})
+	fs.full.Store(true)
+	st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"n": 5},
+		"axes": []map[string]any{{"name": "series", "values": []any{1, 2}}}, "seeds": "1..3", "executor": "pool"})
+	for deadline := time.Now().Add(5 * time.Second); fs.refused.Load() < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweep tried %d times", fs.refused.Load())
+		}
+	}
+	if got := l.sweepStatus(st.ID); got.State != notebook.Running {
+		t.Fatalf("the sweep on a full disk: %s %s", got.State, got.Error)
+	}
+	fs.full.Store(false)
+	end := l.waitSweep(st.ID, 20*time.Second, sweepEnded)
+	if end.State != notebook.Done || end.States["done"] != 6 {
+		t.Errorf("after the disk had room again: %s %v %s", end.State, end.States, end.Error)
+	}
+}

@@ -361,6 +361,9 @@ func checkChart(t *testing.T, what string, chart map[string][][2]*float64, pts [
 	t.Helper()
 	want := map[string]int{}
 	for _, p := range pts {
+		if strings.HasSuffix(p.Series, " · trials") {
+			continue // per-trial values: the distribution panel draws them
+		}
 		want[p.Series]++
 	}
 	if len(pts) == 0 {
@@ -378,7 +381,12 @@ func checkChart(t *testing.T, what string, chart map[string][][2]*float64, pts [
 // series and x by x (the server has the H200 captures besides).
 func agree(t *testing.T, server, browser []sim.Point) {
 	t.Helper()
-	key := func(p sim.Point) string { return fmt.Sprintf("%s@%g", p.Series, p.X) }
+	key := func(p sim.Point) string {
+		if tr, ok := p.Extra["trial"]; ok { // per-trial values: one point per trial
+			return fmt.Sprintf("%s@%g#%g", p.Series, p.X, tr)
+		}
+		return fmt.Sprintf("%s@%g", p.Series, p.X)
+	}
 	s := map[string]sim.Point{}
 	for _, p := range server {
 		s[key(p)] = p

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fp8lab/fp8lab/lab/notebook"
+	"github.com/fp8lab/fp8lab/lab/sweep"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/web"
 )
@@ -179,14 +180,23 @@ func inlineParam(r *http.Request) (bool, error) {
 	}
 }
 
-// writeExportJSON writes {"run": RUN, "points": [...]}, a page of points at
-// a time.
+// writeExportJSON writes {"run": RUN, "chart": CHART, "points": [...]}, a
+// page of points at a time; "chart" (the experiment's declaration: the
+// quantities and units of the points and the summary) only for an
+// experiment the lab knows.
 func (s *Server) writeExportJSON(w io.Writer, run notebook.Run) error {
 	rb, err := json.Marshal(run)
 	if err != nil {
 		return err
 	}
 	b := append([]byte(`{"run":`), rb...)
+	if ch, ok := chartOfRun(run); ok { // the quantities and units of the points and the summary
+		cb, err := json.Marshal(ch)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, `,"chart":`...), cb...)
+	}
 	b = append(b, `,"points":[`...)
 	first := true
 	err = s.eachPoint(run.ID, run.Points, func(pts []sim.Point) error {
@@ -209,6 +219,15 @@ func (s *Server) writeExportJSON(w io.Writer, run notebook.Run) error {
 	return err
 }
 
+// reproduceOf is the run's reproduce line: the lab's (sim.Reproduce) when
+// it has one, else built from the recorded flags.
+func reproduceOf(run notebook.Run) string {
+	if run.Reproduce != "" {
+		return run.Reproduce
+	}
+	return strings.Join(strings.Fields(fmt.Sprintf("lab run %s %s -seed %d", run.Experiment, run.Flags, run.Seed)), " ")
+}
+
 func formatCSV(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -222,16 +241,9 @@ func formatCSV(f float64) string {
 }
 
 // csvText escapes a text cell (a series or an extra value's name) that a
-// spreadsheet program would read as a formula — one starting with =, +, -,
-// @, a tab or a carriage return — by a leading apostrophe, as OWASP's CSV
-// injection advice has it. Numbers are written by formatCSV and never
-// escaped, so "-1.5" and "-Inf" stay numbers.
-func csvText(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
+// spreadsheet program would read as a formula: see [sweep.CSVText], which
+// the sweep aggregate's CSV uses too.
+func csvText(s string) string { return sweep.CSVText(s) }
 
 // csvColumns returns the names of the run's extra values, sorted, read a
 // page at a time; more than maxCSVColumns is an errTooBig.
@@ -251,9 +263,65 @@ func (s *Server) csvColumns(run notebook.Run) ([]string, error) {
 	return slices.Sorted(maps.Keys(keys)), err
 }
 
-// writeCSV writes the header and one row per point, a page at a time.
+// chartOfRun returns the declared chart of the run's experiment, and
+// false when the lab does not know it.
+func chartOfRun(run notebook.Run) (sim.Chart, bool) {
+	e, err := sim.Lookup(run.Experiment)
+	if err != nil || !run.Registered {
+		return sim.Chart{}, false
+	}
+	c, ok := e.(sim.Charter)
+	if !ok {
+		return sim.Chart{}, false
+	}
+	return c.Chart(), true
+}
+
+// csvPreamble returns the lines before a run's CSV header, each one cell
+// starting with "# ": the run and how many lines precede the header (for
+// pandas' skiprows), its reproduce line, parameters, seed and build, and
+// the quantity and unit of every column the experiment declares.
+func csvPreamble(run notebook.Run, extra []string) []string {
+	params, _ := json.Marshal(run.Params)
+	lines := []string{
+		"reproduce: " + reproduceOf(run),
+		"params: " + string(params) + "; seed: " + strconv.FormatUint(run.Seed, 10),
+		"build: fp8lab " + strings.TrimSpace(run.Version+" "+run.Revision) + "; " + strings.TrimSpace(run.GoVersion+" "+run.Platform) +
+			"; bindings: " + run.Bindings + "; device: " + run.Device + "; origin: " + string(run.Origin),
+	}
+	if ch, ok := chartOfRun(run); ok {
+		cols := []string{"x = " + ch.X.Label(), "y = " + ch.Y.Label()}
+		if ch.Y2 != nil {
+			cols[1] += " (series on the right axis: " + ch.Y2.Label() + ")"
+		}
+		for _, k := range extra {
+			if f, ok := ch.FieldOf(k); ok && k != "x" && k != "y" {
+				cols = append(cols, k+" = "+f.Axis.Label())
+			} else if k == ch.Error {
+				cols = append(cols, k+" = standard error of y ("+ch.Y.Unit+")")
+			} else {
+				cols = append(cols, k+" = (not declared by the experiment)")
+			}
+		}
+		lines = append(lines, "columns: "+strings.Join(cols, "; "))
+	} else {
+		lines = append(lines, "columns: the lab does not know experiment "+run.Experiment+": no units")
+	}
+	head := fmt.Sprintf("fp8lab run %s of %s (%s): %d lines before the header (pandas: skiprows=%d)", run.ID, run.Experiment, run.State, len(lines)+1, len(lines)+1)
+	out := append([]string{head}, lines...)
+	for i, l := range out {
+		out[i] = "# " + l
+	}
+	return out
+}
+
+// writeCSV writes the preamble (csvPreamble), the header and one row per
+// point, a page at a time.
 func (s *Server) writeCSV(w io.Writer, run notebook.Run, extra []string) error {
 	cw := csv.NewWriter(w)
+	for _, l := range csvPreamble(run, extra) {
+		cw.Write([]string{l})
+	}
 	head := []string{"series", "x", "y"}
 	for _, k := range extra {
 		head = append(head, csvText(k))
@@ -519,11 +587,13 @@ func reportRows(runs []reportRun) []reportSection {
 			return t.Format(time.RFC3339)
 		}
 		sec.Rows = []reportRow{
-			{"reproduce", fmt.Sprintf("lab run %s %s -seed %d", run.Experiment, run.Flags, run.Seed)},
+			{"reproduce", reproduceOf(run)},
 			{"state", string(run.State) + map[bool]string{true: " — " + run.Error, false: ""}[run.Error != ""]},
 			{"origin", string(run.Origin)},
 			{"fp8lab", strings.TrimSpace(run.Version + " " + run.Revision)},
 			{"built with", strings.TrimSpace(run.GoVersion + " " + run.Platform)},
+			{"bindings", run.Bindings},
+			{"device", run.Device},
 			{"started / ended", ts(run.Started) + " / " + ts(run.Ended)},
 			{"points", strconv.FormatInt(run.Points, 10)},
 		}

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/tensorfile"
 )
 
 // screenshotParams are the parameters of the runs whose charts go into
@@ -21,8 +24,9 @@ import (
 // and styles are those of the default run; the caption under each chart
 // is the run's reproduce line, so the figures say what they hold.
 var screenshotParams = map[string]map[string]any{
-	"needle":         {"trials": 20},
-	"promotion":      {"trials": 20},
+	"needle":         {"trials": 24},
+	"promotion":      {"trials": 24},
+	"sensitivity":    {"context": 32768, "trials": 16},
 	"contraction":    {"trials": 16},
 	"h200-attention": {"N": "4096,16384,65536"},
 	"scales":         {"trials": 2},
@@ -48,7 +52,8 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := browser(t)
-	l := newTestLab(t, Options{Workers: 1})
+	tensors := filepath.Join(t.TempDir(), "tensors")
+	l := newTestLab(t, Options{Workers: 1, TensorsDir: tensors})
 	only := os.Getenv("LAB_SCREENSHOTS_ONLY") // comma-separated names, to refresh a few
 	var ids []string
 	var names []string
@@ -60,7 +65,15 @@ func TestScreenshots(t *testing.T) {
 		if params == nil {
 			params = map[string]any{}
 		}
-		code, body := l.do("POST", "/api/runs", map[string]any{"experiment": e.Name(), "params": params, "seed": 1})
+		var code int
+		var body []byte
+		if fe, ok := e.(experiments.FileExperiment); ok {
+			// Its own small Q, K, V in the tensors folder (one query
+			// head per KV head, 4096 tokens).
+			code, body = l.do("POST", "/api/tensors/run", map[string]any{"files": screenshotTensors(t, tensors, fe), "params": params, "seed": 1})
+		} else {
+			code, body = l.do("POST", "/api/runs", map[string]any{"experiment": e.Name(), "params": params, "seed": 1})
+		}
 		if code != 201 {
 			t.Fatalf("%s: %d %s", e.Name(), code, body)
 		}
@@ -108,6 +121,33 @@ func TestScreenshots(t *testing.T) {
 	}
 }
 
+// screenshotTensors writes Q [1, 8, 128], K and V [4096, 8, 128] (.npy,
+// normal values, V with mean 0.5) for the file experiment's required roles
+// into dir and returns the role → name map.
+func screenshotTensors(t *testing.T, dir string, fe experiments.FileExperiment) map[string]string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	files := map[string]string{}
+	for _, r := range fe.FileRoles() {
+		tokens, mean := map[string]int{"q": 1, "k": 4096, "v": 4096}[r.Name], map[string]float64{"v": 0.5}[r.Name]
+		if tokens == 0 {
+			continue
+		}
+		x := make([]float32, tokens*8*128)
+		for i := range x {
+			x[i] = float32(mean + rng.NormFloat64())
+		}
+		if err := tensorfile.WriteNPY(filepath.Join(dir, r.Name+".npy"), []int{tokens, 8, 128}, x); err != nil {
+			t.Fatal(err)
+		}
+		files[r.Name] = r.Name + ".npy"
+	}
+	return files
+}
+
 func idOf(t *testing.T, body []byte) string {
 	t.Helper()
 	var r struct {
@@ -117,4 +157,74 @@ func idOf(t *testing.T, body []byte) string {
 		t.Fatalf("no run id in %s: %v", body, err)
 	}
 	return r.ID
+}
+
+// TestViewScreenshots writes the screenshots of the views beyond an
+// experiment's default chart to $LAB_SCREENSHOTS (docs/img): fields.png
+// (h200-attention with another field on y: the simulated minus the H200's
+// error, %), dist.png (the distribution of contraction's trials at one K),
+// paired.png (two contraction runs on the same seeds, their paired
+// difference with its interval). Skipped without LAB_SCREENSHOTS.
+func TestViewScreenshots(t *testing.T) {
+	dir := os.Getenv("LAB_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("LAB_SCREENSHOTS is not set (make lab-screenshot sets it to docs/img)")
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", dir)
+	}
+	ctx := browser(t)
+	l := newTestLab(t, Options{Workers: 2})
+	h := l.start("h200-attention", map[string]any{"N": "4096,16384,65536"}, 1)
+	cp := func(kb int) map[string]any {
+		return map[string]any{"K": "1024,4096,16384,65536", "trials": 64, "series": "wgmma-kblockn", "k-block-n": kb, "captures": "off"}
+	}
+	a, b := l.start("contraction", cp(64), 1), l.start("contraction", cp(512), 1)
+	for _, id := range []string{h.ID, a.ID, b.ID} {
+		if r := l.wait(id, 10*time.Minute, ended); r.State != notebook.Done {
+			t.Fatalf("run %s: %s %s", id, r.State, r.Error)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 1100)); err != nil {
+		t.Fatal(err)
+	}
+	shot := func(name, id string) {
+		t.Helper()
+		time.Sleep(400 * time.Millisecond)
+		png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot %s", name)
+	}
+	pick := func(sel, v string) {
+		eval[chromedp.Void](t, ctx, `(() => { const s = document.getElementById('`+sel+`'); s.value = '`+v+`'; s.dispatchEvent(new Event('change')); })()`)
+	}
+	open := func(hash, ready string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate(l.url+"/"+hash)); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, ctx, `document.body.dataset.ready === 'true' && `+ready, 30*time.Second)
+	}
+	open("#run/"+h.ID, `lab.view && lab.view.ended && !lab.view.drawPending && !!lab.view.built`)
+	pick("chart-y", "diff_pct")
+	shot("fields.png", "chart-panel")
+	pick("chart-y", "y")
+
+	open("#run/"+a.ID, `lab.view && lab.view.ended && !lab.view.drawPending && !document.getElementById('dist-panel').hidden`)
+	eval[chromedp.Void](t, ctx, `document.getElementById('dist-panel').open = true`)
+	pick("dist-x", "65536")
+	poll(t, ctx, `!!lab.distChart`, 10*time.Second)
+	eval[chromedp.Void](t, ctx, `lab.distChart.resize()`)
+	shot("dist.png", "dist-panel")
+
+	open("#compare/"+a.ID+","+b.ID, `!!lab.view && !!lab.view.built && [...document.getElementById('compare-y').options].some((o) => o.value === 'paired:y')`)
+	pick("compare-y", "paired:y")
+	eval[chromedp.Void](t, ctx, `lab.compareChart.resize()`)
+	shot("paired.png", "compare-view")
+	pick("compare-y", "y")
 }

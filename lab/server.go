@@ -340,8 +340,9 @@ func (s *Server) submit(exp sim.Experiment, values sim.Values, seed uint64, titl
 	}
 	meta := notebook.Run{
 		Experiment: exp.Name(), Params: paramsMap(values), Flags: values.Flags(), Seed: seed,
-		Origin: notebook.OriginServer, Registered: true,
+		Reproduce: sim.Reproduce(exp, values, seed), Origin: notebook.OriginServer, Registered: true,
 		Version: s.build.Version, Revision: s.build.Revision, GoVersion: s.build.GoVersion, Platform: s.build.Platform,
+		Bindings: s.build.Bindings, Device: s.build.Device,
 		State: notebook.Queued, Title: title, Note: note, RerunOf: rerunOf,
 	}
 	for _, o := range opts {

@@ -19,7 +19,9 @@ import (
 
 // SlurmOptions let the lab run sweeps on a Slurm cluster as job arrays
 // (sbatch --array): task i runs `lab run NAME <its flags> -seed S -lab URL
-// -sweep ID/N`, which streams the run into this lab like any terminal run.
+// -sweep ID/N/KEY`, which streams the run into this lab like any terminal
+// run; KEY is run N's credential (an HMAC under the notebook's secret), so
+// that no other client can stand in for it.
 // A cancelled sweep gets scancel; the tasks' states are read with squeue
 // (and sacct where accounting is enabled, once squeue has forgotten the
 // job). Runs that did not end done when their array has ended are
@@ -312,7 +314,11 @@ func (sw *sweeper) submitArrays(ctx context.Context, rec notebook.Sweep, g *swee
 			if err != nil {
 				return ids, err
 			}
-			line := fmt.Sprintf("%s %s -seed=%d -lab=%s -sweep=%s/%d -quiet", rec.Experiment, taskFlags(values), seed, labURL, rec.ID, n)
+			key, err := sw.sweepRunKey(rec.ID, n)
+			if err != nil {
+				return ids, err
+			}
+			line := fmt.Sprintf("%s %s -seed=%d -lab=%s -sweep=%s/%d/%s -quiet", rec.Experiment, taskFlags(values), seed, labURL, rec.ID, n, key)
 			if strings.ContainsAny(line, "'\"\\$`;&|<>(){}*?[]~\n") {
 				return ids, fmt.Errorf("slurm: run %d's arguments hold a shell character: %q", n, line)
 			}
@@ -320,7 +326,8 @@ func (sw *sweeper) submitArrays(ctx context.Context, rec notebook.Sweep, g *swee
 		}
 		name := fmt.Sprintf("a%d-%d", attempt, part)
 		taskFile := filepath.Join(dir, name+".tasks")
-		if err := os.WriteFile(taskFile, []byte(tasks.String()), 0o644); err != nil {
+		// The lines hold the runs' keys: readable by this user only.
+		if err := os.WriteFile(taskFile, []byte(tasks.String()), 0o600); err != nil {
 			return ids, fmt.Errorf("slurm: %w", err)
 		}
 		script := fmt.Sprintf(`#!/bin/sh

@@ -3,6 +3,9 @@ package lab
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +31,7 @@ import (
 //	GET  /api/sweeps/{id}              one, with the states of its runs (and of its Slurm tasks)
 //	POST /api/sweeps/{id}/cancel       cancel: queued runs end, running ones stop, Slurm jobs get scancel
 //	POST /api/sweeps/{id}/resume       run again what did not end done in an ended sweep (failed, cancelled)
-//	GET  /api/sweeps/{id}/aggregate    ?group=a,b (default: every swept parameter) &format=json|csv
+//	GET  /api/sweeps/{id}/aggregate    ?group=a,b (default: every swept parameter) &field=y|EXTRA &format=json|csv
 //	PUT  /api/runs/{id}/tags           {"tags": [...]}
 //	GET  /api/runs?q=QUERY             the runs list filtered (package runquery)
 //
@@ -56,6 +59,9 @@ type sweeper struct {
 	active map[string]*runner // running sweeps
 	cache  map[string]aggCacheEntry
 	tasks  map[string]map[string]string // sweep → Slurm task → state, as last seen
+	// shared bounds the runs of all pool sweeps queued or running at once
+	// to half the queue, so that other users' runs always find room.
+	shared chan struct{}
 }
 
 // runner is the goroutine that executes a sweep.
@@ -70,7 +76,8 @@ type aggCacheEntry struct {
 }
 
 func newSweeper(s *Server) *sweeper {
-	sw := &sweeper{s: s, active: map[string]*runner{}, cache: map[string]aggCacheEntry{}, tasks: map[string]map[string]string{}}
+	sw := &sweeper{s: s, active: map[string]*runner{}, cache: map[string]aggCacheEntry{}, tasks: map[string]map[string]string{},
+		shared: make(chan struct{}, max(s.opts.MaxQueue/2, 1))}
 	sw.store, _ = s.store.(notebook.SweepStore)
 	return sw
 }
@@ -191,8 +198,9 @@ func (sw *sweeper) finish(id string, total int) {
 }
 
 // runPool executes the sweep's missing runs in the lab's pool, keeping at
-// most twice the pool's workers of them queued or running, so that a large
-// sweep neither fills the queue nor starves other users' runs for long.
+// most twice the pool's workers of them queued or running, and all pool
+// sweeps together at most half the queue (sweeper.shared), so that neither
+// a large sweep nor many sweeps fill the queue or starve other users' runs.
 func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Grid) {
 	done, err := sw.doneRuns(rec.ID)
 	if err != nil {
@@ -215,9 +223,17 @@ func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Gri
 			stopped = true
 			continue
 		}
+		select {
+		case sw.shared <- struct{}{}:
+		case <-ctx.Done():
+			<-slots
+			stopped = true
+			continue
+		}
+		release := func() { <-sw.shared; <-slots }
 		values, seed, err := g.Run(i)
 		if err != nil {
-			<-slots
+			release()
 			sw.end(rec.ID, notebook.Failed, err.Error())
 			return
 		}
@@ -226,11 +242,19 @@ func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Gri
 			run, err = sw.s.submit(exp, values, seed, rec.Title, "", "", func(r *notebook.Run) {
 				r.Sweep, r.SweepRun, r.Tags = rec.ID, i, slices.Clone(rec.Tags)
 			})
-			if !errors.Is(err, errBusy) {
+			wait := 100 * time.Millisecond // other users filled the queue: wait for room
+			switch {
+			case errors.Is(err, errBusy):
+			case errors.Is(err, notebook.ErrDiskFull):
+				wait = time.Second // the run cannot be recorded yet: wait for space
+			default:
+				wait = 0
+			}
+			if wait == 0 {
 				break
 			}
-			select { // other users filled the queue: wait for room
-			case <-time.After(100 * time.Millisecond):
+			select {
+			case <-time.After(wait):
 			case <-ctx.Done():
 			}
 			if ctx.Err() != nil {
@@ -238,7 +262,7 @@ func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Gri
 			}
 		}
 		if err != nil {
-			<-slots
+			release()
 			stopped = true
 			if !errors.Is(err, errClosing) && ctx.Err() == nil {
 				sw.end(rec.ID, notebook.Failed, err.Error())
@@ -246,15 +270,25 @@ func (sw *sweeper) runPool(ctx context.Context, rec notebook.Sweep, g *sweep.Gri
 			}
 			continue
 		}
-		if err := sw.store.SetSweepRun(rec.ID, i, run.ID); err != nil {
-			sw.s.log.Error("sweep: recording a run", "sweep", rec.ID, "run", run.ID, "err", err)
+		for { // the run's number must be recorded, or the sweep loses the run
+			err := sw.store.SetSweepRun(rec.ID, i, run.ID)
+			if err == nil || !errors.Is(err, notebook.ErrDiskFull) || ctx.Err() != nil {
+				if err != nil {
+					sw.s.log.Error("sweep: recording a run", "sweep", rec.ID, "run", run.ID, "err", err)
+				}
+				break
+			}
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
 		}
 		l := sw.s.liveRun(run.ID)
 		go func() {
 			if l != nil {
 				<-l.ended
 			}
-			<-slots
+			release()
 		}()
 	}
 	for range window { // wait for the last runs
@@ -365,6 +399,16 @@ func (s *Server) handleStartSweep(w http.ResponseWriter, r *http.Request) {
 		spec.Axes = append(spec.Axes, ax)
 	}
 	g, err := sweep.NewGrid(exp, spec)
+	if err == nil {
+		// Every run keeps its parameters within the limit of POST
+		// /api/runs: checked on the run that holds the most.
+		var largest sim.Values
+		if largest, err = g.LargestRun(); err == nil {
+			if err = checkParams(paramsMap(largest)); err != nil {
+				err = fmt.Errorf("a run of this sweep: %w", err)
+			}
+		}
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -513,20 +557,97 @@ func (s *Server) writeSweepError(w http.ResponseWriter, id string, err error) {
 	writeError(w, http.StatusInternalServerError, errorf("notebook: %v", err))
 }
 
+// handleListSweeps answers GET /api/sweeps?limit=N&brief=1: the newest N
+// sweeps (default 50, at most maxSweepList), "more" when there are older
+// ones, at most maxListBytes of records ("truncated" past it); brief=1
+// leaves out the fixed parameters and the axes' values (keeping each
+// axis's name and count), all a list needs. Only N records are read.
 func (s *Server) handleListSweeps(w http.ResponseWriter, r *http.Request) {
-	if s.sw.store == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"sweeps": []notebook.Sweep{}})
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSweepList {
+			writeError(w, http.StatusBadRequest, errorf("limit %q: want a whole number from 1 to %d", v, maxSweepList))
+			return
+		}
+		limit = n
+	}
+	brief := false
+	switch v := r.URL.Query().Get("brief"); v {
+	case "":
+	case "1", "true":
+		brief = true
+	case "0", "false":
+	default:
+		writeError(w, http.StatusBadRequest, errorf("brief %q: want 1 or 0", v))
 		return
 	}
-	list, err := s.sw.store.ListSweeps()
+	if s.sw.store == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"sweeps": []notebook.Sweep{}, "more": false})
+		return
+	}
+	list, more, err := s.sw.store.ListSweepsN(limit)
 	if err != nil {
 		s.writeSweepError(w, "", err)
 		return
 	}
-	if list == nil {
-		list = []notebook.Sweep{}
+	b := []byte(`{"sweeps":[`)
+	truncated := false
+	for i, rec := range list {
+		var v any = rec
+		if brief {
+			v = briefSweep(rec)
+		}
+		rb, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		if len(b)+len(rb) > maxListBytes {
+			truncated = true
+			break
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rb...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sweeps": list})
+	b = append(b, `],"more":`...)
+	b = strconv.AppendBool(b, more || truncated)
+	if truncated {
+		b = append(b, `,"truncated":true`...)
+	}
+	writeRawJSON(w, http.StatusOK, append(b, '}'))
+}
+
+// maxSweepList is the most sweeps one GET /api/sweeps answers.
+const maxSweepList = 1000
+
+// briefSweep is a sweep as a list shows it: no fixed parameters, no seeds,
+// the axes by name and number of values.
+func briefSweep(rec notebook.Sweep) any {
+	type axis struct {
+		Name  string `json:"name"`
+		Count int    `json:"count"`
+	}
+	axes := make([]axis, len(rec.Axes))
+	for i, a := range rec.Axes {
+		axes[i] = axis{a.Name, len(a.Values)}
+	}
+	return struct {
+		ID         string         `json:"id"`
+		Experiment string         `json:"experiment"`
+		Axes       []axis         `json:"axes"`
+		Seeds      int            `json:"seeds"`
+		Runs       int            `json:"runs"`
+		Executor   string         `json:"executor"`
+		State      notebook.State `json:"state"`
+		Error      string         `json:"error,omitempty"`
+		Title      string         `json:"title,omitempty"`
+		Tags       []string       `json:"tags,omitempty"`
+		Created    time.Time      `json:"created"`
+		Updated    time.Time      `json:"updated"`
+		Ended      *time.Time     `json:"ended,omitempty"`
+	}{rec.ID, rec.Experiment, axes, len(rec.Seeds), rec.Runs, rec.Executor, rec.State, rec.Error, rec.Title, rec.Tags, rec.Created, rec.Updated, rec.Ended}
 }
 
 func (s *Server) handleGetSweep(w http.ResponseWriter, r *http.Request) {
@@ -723,7 +844,16 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 	} else {
 		groupBy = axisNames(rec)
 	}
-	res, err := s.sw.aggregate(rec, groupBy)
+	field := r.URL.Query().Get("field")
+	if field == "" {
+		field = "y"
+	}
+	opt, err := aggregateOptions(rec.Experiment, field)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	res, err := s.sw.aggregate(rec, groupBy, opt)
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err)
 		return
@@ -763,11 +893,53 @@ func axisNames(rec notebook.Sweep) []string {
 	return out
 }
 
+// aggregateOptions returns what the aggregate of a sweep of experiment
+// describes: field (the point quantity: "y" or a point extra the
+// experiment's chart declares), with the units the chart declares, and
+// percentile-bootstrap intervals for the quantities it draws on a log axis
+// (positive ones: an error, a time), whose t interval can go below zero.
+func aggregateOptions(experiment, field string) (sweep.Options, error) {
+	opt := sweep.Options{Field: field}
+	var ch sim.Chart
+	if e, err := sim.Lookup(experiment); err == nil {
+		if c, ok := e.(sim.Charter); ok {
+			ch = c.Chart()
+		}
+	}
+	f, declared := ch.FieldOf(field)
+	if !declared {
+		return opt, errorf("field %q: not a point quantity %s declares (y, x or one of its fields)", field, experiment)
+	}
+	if field == "x" {
+		return opt, errorf("field x: the aggregate's points are per x already; pick y or a field")
+	}
+	axisOf := func(kind, name string) (sim.Axis, bool) {
+		if kind == "summary" {
+			return ch.SummaryAxis(name)
+		}
+		if field == "y" && ch.Y2 != nil {
+			if st, _ := ch.StyleOf(name); st.Axis == 2 {
+				return *ch.Y2, true
+			}
+		}
+		return f.Axis, true
+	}
+	opt.Positive = func(kind, name string) bool {
+		a, ok := axisOf(kind, name)
+		return ok && a.Log
+	}
+	opt.Unit = func(kind, name string) string {
+		a, _ := axisOf(kind, name)
+		return a.Unit
+	}
+	return opt, nil
+}
+
 // aggregate reads the sweep's runs that ended done and aggregates them;
 // runs that did not (yet) end done are listed in Excluded. The result of
 // an ended sweep is cached.
-func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string) (sweep.Result, error) {
-	ckey := rec.ID + "\x00" + strings.Join(groupBy, ",")
+func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string, opt sweep.Options) (sweep.Result, error) {
+	ckey := rec.ID + "\x00" + strings.Join(groupBy, ",") + "\x00" + opt.Field
 	final := rec.State != notebook.Running
 	if final {
 		sw.mu.Lock()
@@ -782,7 +954,7 @@ func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string) (sweep.Result
 	var total int64
 	seen := make([]bool, rec.Runs)
 	errTooMany := errorf("sweep %s: more than %d points to aggregate; export its runs instead", rec.ID, maxAggPoints)
-	err := sw.store.ReadSweep(rec.ID, func(st notebook.State) bool { return st == notebook.Done }, func(smp notebook.SweepSample) error {
+	err := sw.store.ReadSweepField(rec.ID, func(st notebook.State) bool { return st == notebook.Done }, opt.Field, func(smp notebook.SweepSample) error {
 		if smp.N >= 0 && smp.N < len(seen) {
 			seen[smp.N] = true
 		}
@@ -807,7 +979,11 @@ func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string) (sweep.Result
 			excluded = append(excluded, fmt.Sprintf("run number %d: not started", n))
 		}
 	}
-	res := sweep.Aggregate(groupBy, samples)
+	// The points' y holds the field already (ReadSweepField).
+	field := opt.Field
+	opt.Field = ""
+	res := sweep.AggregateWith(groupBy, samples, opt)
+	res.Field = field
 	res.Excluded = excluded
 	if final {
 		sw.mu.Lock()
@@ -825,17 +1001,40 @@ func (sw *sweeper) aggregate(rec notebook.Sweep, groupBy []string) (sweep.Result
 
 // ---- runs of a sweep streamed in by clients (Slurm tasks)
 
-// parseSweepRef reads "ID/N", the -sweep of `lab run`.
-func parseSweepRef(ref string) (string, int, error) {
-	id, num, ok := strings.Cut(ref, "/")
-	n, err := strconv.Atoi(num)
-	if !ok || err != nil || n < 0 {
-		return "", 0, errorf("sweep %q: want SWEEP/RUN, e.g. 3/17", ref)
+// parseSweepRef reads "ID/N/KEY", the -sweep of `lab run` that the lab
+// writes into a sweep's Slurm tasks: the sweep, the run's number and the
+// run's credential (sweepRunKey).
+func parseSweepRef(ref string) (string, int, string, error) {
+	parts := strings.Split(ref, "/")
+	if len(parts) < 2 || len(parts) > 3 {
+		return "", 0, "", errorf("sweep %q: want SWEEP/RUN/KEY as the lab writes it into a sweep's Slurm tasks", ref)
 	}
-	if _, err := notebook.ParseID(id); err != nil {
-		return "", 0, errorf("sweep %q: no sweep %q", ref, id)
+	n, err := strconv.Atoi(parts[1])
+	if err != nil || n < 0 {
+		return "", 0, "", errorf("sweep %q: want SWEEP/RUN/KEY, RUN a run number", ref)
 	}
-	return id, n, nil
+	if _, err := notebook.ParseID(parts[0]); err != nil {
+		return "", 0, "", errorf("sweep %q: no sweep %q", ref, parts[0])
+	}
+	key := ""
+	if len(parts) == 3 {
+		key = parts[2]
+	}
+	return parts[0], n, key, nil
+}
+
+// sweepRunKey returns the credential of run n of sweep id: an HMAC-SHA256
+// of "id/n" under the notebook's secret, in hex (128 bits). Only the lab
+// makes them, for the Slurm tasks it submits; a client without it cannot
+// stand in for a run of a sweep.
+func (sw *sweeper) sweepRunKey(id string, n int) (string, error) {
+	key, err := sw.store.SweepKey()
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "%s/%d", id, n)
+	return hex.EncodeToString(m.Sum(nil)[:16]), nil
 }
 
 // checkSweepRun verifies that a client's run is run n of the sweep: the
@@ -844,7 +1043,7 @@ func (sw *sweeper) checkSweepRun(ref string, meta *notebook.Run) (int, error) {
 	if sw.store == nil {
 		return http.StatusBadRequest, errorf("this lab's notebook keeps no sweeps")
 	}
-	id, n, err := parseSweepRef(ref)
+	id, n, key, err := parseSweepRef(ref)
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
@@ -854,6 +1053,28 @@ func (sw *sweeper) checkSweepRun(ref string, meta *notebook.Run) (int, error) {
 	}
 	if rec.State != notebook.Running {
 		return http.StatusConflict, errorf("sweep %s has ended (%s)", id, rec.State)
+	}
+	if rec.Executor != "slurm" {
+		return http.StatusForbidden, errorf("sweep %s runs in the lab's pool: its runs are the lab's own, not a client's", id)
+	}
+	want, err := sw.sweepRunKey(id, n)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	if !hmac.Equal([]byte(key), []byte(want)) {
+		return http.StatusForbidden, errorf("sweep %s run %d: the key is not the one the lab gave its Slurm task", id, n)
+	}
+	// A run number held by a run that is live or ended done is not
+	// replaced (the lab submits again only what did not end done).
+	if held, err := sw.store.SweepRuns(id); err == nil {
+		if rid := held[n]; rid != "" {
+			if l := sw.s.liveRun(rid); l != nil {
+				return http.StatusConflict, errorf("run %d of sweep %s is run %s, still running", n, id, rid)
+			}
+			if r, err := sw.s.store.Get(rid); err == nil && r.State == notebook.Done {
+				return http.StatusConflict, errorf("run %d of sweep %s is run %s, which ended done", n, id, rid)
+			}
+		}
 	}
 	g, err := gridOf(rec)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,10 +136,10 @@ func TestSweepPoolAggregateFilter(t *testing.T) {
 	}
 
 	status, b = l.do("GET", "/api/sweeps/"+st.ID+"/aggregate?format=csv&group=", nil)
-	if status != http.StatusOK || !strings.HasPrefix(string(b), "kind,name,x,n,mean,sd,se,ci95_lo,ci95_hi,nonfinite\nsummary,n,,6,7.5,") {
+	if status != http.StatusOK || !strings.HasPrefix(string(b), "kind,name,x,n,mean,sd,se,ci95_lo,ci95_hi,nonfinite,ci95_method,field,unit\nsummary,n,,6,7.5,") {
 		t.Errorf("csv without groups: %d %.200s", status, b)
 	}
-	for _, bad := range []string{"?group=trials", "?format=xml"} {
+	for _, bad := range []string{"?group=trials", "?format=xml", "?field=nope", "?field=x"} {
 		if status, b := l.do("GET", "/api/sweeps/"+st.ID+"/aggregate"+bad, nil); status != http.StatusBadRequest {
 			t.Errorf("aggregate%s: %d %s", bad, status, b)
 		}
@@ -278,26 +280,78 @@ func TestSweepRequestChecks(t *testing.T) {
 // TestSweepClientRuns: a run streamed in with "sweep" is checked against
 // the grid, recorded under its number, and completes the sweep; the
 // cancel of the sweep reaches a live client run.
+// fakeSlurm returns SlurmOptions whose sbatch accepts every array as job
+// 42 and whose squeue reports its tasks pending forever, so that a test
+// plays the tasks itself with the lines the lab wrote for them.
+func fakeSlurm(t *testing.T) *SlurmOptions {
+	t.Helper()
+	bin := t.TempDir()
+	for name, body := range map[string]string{"sbatch": "echo 42", "squeue": `echo "42_[0-99]|PENDING"`, "scancel": "true", "sacct": "true"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &SlurmOptions{Bin: bin, Dir: t.TempDir(), Lab: "/bin/true", Poll: 50 * time.Millisecond}
+}
+
+// sweepTaskRef returns the -sweep of task n of a sweep's first array, as
+// the lab wrote it into the task list.
+func sweepTaskRef(t *testing.T, o *SlurmOptions, id string, n int) string {
+	t.Helper()
+	var b []byte
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if b, err = os.ReadFile(filepath.Join(o.Dir, "sweep-"+id, "a0-0.tasks")); err == nil || time.Now().After(deadline) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	line := strings.Split(string(b), "\n")[n]
+	_, ref, ok := strings.Cut(line, "-sweep=")
+	if !ok {
+		t.Fatalf("task %d: %q", n, line)
+	}
+	return strings.Fields(ref)[0]
+}
+
+// TestSweepClientRuns: a client registers as run N of a Slurm sweep only
+// with the key the lab wrote into run N's task (issue 18, red team: any
+// client could register as run N of a pool sweep and replace it in the
+// aggregate); not for a pool sweep, not with another run's key, not over
+// a run that is live or ended done.
 func TestSweepClientRuns(t *testing.T) {
-	l := newTestLab(t, Options{Workers: 1})
-	// A pool sweep of slow runs, to be cancelled.
+	slurm := fakeSlurm(t)
+	l := newTestLab(t, Options{Workers: 1, Slurm: slurm})
+	// A Slurm sweep whose tasks this test plays, to be cancelled.
 	st := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"pause": 60000},
-		"axes": []map[string]any{{"name": "n", "values": []any{3, 4}}}, "seeds": "1..2"})
+		"axes": []map[string]any{{"name": "n", "values": []any{3, 4}}}, "seeds": "1..2", "executor": "slurm"})
 	exp, _ := sim.Lookup("lab-demo")
 	vals, _ := sim.ValuesFromMap(exp.Params(), map[string]any{"pause": 60000, "n": 4})
 	ctx := context.Background()
+	ref2 := sweepTaskRef(t, slurm, st.ID, 2)
 	// Run 2 is n=4 seed 1; seed 2 is refused.
-	c := &sim.LabClient{URL: l.url, Sweep: st.ID + "/2"}
+	c := &sim.LabClient{URL: l.url, Sweep: ref2}
 	if _, err := c.Start(ctx, exp, vals, 2); err == nil || !strings.Contains(err.Error(), "not this run") {
 		t.Errorf("wrong seed: %v", err)
 	}
-	for _, ref := range []string{"x", st.ID + "/-1", st.ID + "/9", "99/0"} {
+	ref0 := sweepTaskRef(t, slurm, st.ID, 0)
+	for _, ref := range []string{"x", st.ID + "/-1", st.ID + "/9", "99/0", st.ID + "/2", st.ID + "/2/" + strings.Repeat("0", 32), st.ID + "/2/" + ref0[strings.LastIndex(ref0, "/")+1:]} {
 		c.Sweep = ref
 		if _, err := c.Start(ctx, exp, vals, 1); err == nil {
 			t.Errorf("sweep ref %q accepted", ref)
 		}
 	}
-	c.Sweep = st.ID + "/2"
+	// A pool sweep takes no client.
+	pool := l.startSweep(map[string]any{"experiment": "lab-demo", "params": map[string]any{"pause": 60000},
+		"axes": []map[string]any{{"name": "n", "values": []any{3, 4}}}, "seeds": "1..2", "executor": "pool"})
+	c.Sweep = pool.ID + "/2"
+	if _, err := c.Start(ctx, exp, vals, 1); err == nil || !strings.Contains(err.Error(), "lab's pool") {
+		t.Errorf("a client as run 2 of a pool sweep: %v", err)
+	}
+	l.do("POST", "/api/sweeps/"+pool.ID+"/cancel", nil)
+	c.Sweep = ref2
 	lr, err := c.Start(ctx, exp, vals, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -307,6 +361,9 @@ func TestSweepClientRuns(t *testing.T) {
 	}
 	if got := l.sweepStatus(st.ID); got.RunIDs[2] != lr.ID() {
 		t.Errorf("run 2 of the sweep is %q, want the client's %s", got.RunIDs[2], lr.ID())
+	}
+	if _, err := c.Start(ctx, exp, vals, 1); err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Errorf("a second client over a live run 2: %v", err)
 	}
 	status, b := l.do("POST", "/api/sweeps/"+st.ID+"/cancel", nil)
 	if status != http.StatusOK {

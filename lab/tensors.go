@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/sim"
@@ -37,6 +40,7 @@ const (
 	maxTensorsTotal = 1 << 30   // bytes in the folder
 	maxTensorFiles  = 256
 	uploadPrefix    = ".upload-"
+	checkPrefix     = ".check-" // a finished upload while the reader checks it
 )
 
 // tensorName is what a file in the tensors folder may be called.
@@ -44,6 +48,10 @@ var tensorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.(npy|safe
 
 // tensorsMu serializes changes to the tensors folder.
 var tensorsMu sync.Mutex
+
+// tensorWrite writes an upload's chunk (a variable for the tests, which
+// fill the disk).
+var tensorWrite = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
 
 func (s *Server) tensorRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /api/tensors", s.handleListTensors)
@@ -78,11 +86,12 @@ type tensorEntry struct {
 	Size    int64    `json:"size"`
 	Tensors []string `json:"tensors,omitempty"` // safetensors: the tensor names
 	Error   string   `json:"error,omitempty"`   // the file cannot be read
+	mod     time.Time
 }
 
-// listTensors returns the published files and the folder's total size
-// (uploads in progress included).
-func listTensors(dir string) ([]tensorEntry, int64, error) {
+// folderUsage returns the published files (name and size, no header read)
+// and the folder's total size (uploads and checks in progress included).
+func folderUsage(dir string) ([]tensorEntry, int64, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, 0, err
@@ -95,22 +104,69 @@ func listTensors(dir string) ([]tensorEntry, int64, error) {
 			continue
 		}
 		total += info.Size()
-		if !tensorName.MatchString(e.Name()) {
-			continue
+		if tensorName.MatchString(e.Name()) {
+			out = append(out, tensorEntry{Name: e.Name(), Size: info.Size(), mod: info.ModTime()})
 		}
-		te := tensorEntry{Name: e.Name(), Size: info.Size()}
-		if strings.HasSuffix(e.Name(), ".safetensors") {
-			if f, err := os.Open(filepath.Join(dir, e.Name())); err == nil {
-				te.Tensors, err = tensorfile.SafetensorsNames(e.Name(), f, info.Size())
-				if err != nil {
-					te.Error = err.Error()
-				}
-				f.Close()
-			}
-		}
-		out = append(out, te)
 	}
 	return out, total, nil
+}
+
+// listTensors returns the published files, with the tensor names of each
+// .safetensors, and the folder's total size. A header is read once per
+// version of its file (name, size, modification time: headerCache).
+func listTensors(dir string) ([]tensorEntry, int64, error) {
+	out, total, err := folderUsage(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i, te := range out {
+		if strings.HasSuffix(te.Name, ".safetensors") {
+			out[i].Tensors, out[i].Error = safetensorsNamesCached(filepath.Join(dir, te.Name), te)
+		}
+	}
+	return out, total, nil
+}
+
+// headerCache holds the tensor names of the safetensors files listed, by
+// path, with the size and modification time they were read at; at most
+// maxTensorFiles entries (the folder holds no more).
+var headerCache = struct {
+	sync.Mutex
+	m map[string]cachedHeader
+}{m: map[string]cachedHeader{}}
+
+type cachedHeader struct {
+	size  int64
+	mod   time.Time
+	names []string
+	err   string
+}
+
+func safetensorsNamesCached(path string, te tensorEntry) ([]string, string) {
+	headerCache.Lock()
+	c, ok := headerCache.m[path]
+	headerCache.Unlock()
+	if ok && c.size == te.Size && c.mod.Equal(te.mod) {
+		return c.names, c.err
+	}
+	c = cachedHeader{size: te.Size, mod: te.mod}
+	if f, err := os.Open(path); err == nil {
+		names, err := tensorfile.SafetensorsNames(te.Name, f, te.Size)
+		f.Close()
+		c.names = names
+		if err != nil {
+			c.err = err.Error()
+		}
+	} else {
+		c.err = err.Error()
+	}
+	headerCache.Lock()
+	if len(headerCache.m) >= 4*maxTensorFiles {
+		clear(headerCache.m)
+	}
+	headerCache.m[path] = c
+	headerCache.Unlock()
+	return c.names, c.err
 }
 
 func (s *Server) handleListTensors(w http.ResponseWriter, r *http.Request) {
@@ -189,7 +245,7 @@ func (s *Server) handleUploadTensor(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	list, total, err := listTensors(dir)
+	list, total, err := folderUsage(dir)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -210,13 +266,22 @@ func (s *Server) handleUploadTensor(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	_, werr := f.Write(data)
+	_, werr := tensorWrite(f, data)
+	if werr != nil {
+		// Back to what was acknowledged: the chunk can be sent again.
+		if terr := f.Truncate(have); terr != nil && have == 0 {
+			os.Remove(part)
+		}
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		os.Remove(part)
-		writeError(w, http.StatusInternalServerError, werr)
+		status := http.StatusInternalServerError
+		if errors.Is(werr, syscall.ENOSPC) || errors.Is(werr, syscall.EDQUOT) {
+			status = http.StatusInsufficientStorage
+		}
+		writeError(w, status, errorf("%s: the chunk at offset %d was not written (the upload still holds the %d bytes before it; send it again): %v", req.Name, have, have, werr))
 		return
 	}
 	size := have + int64(len(data))
@@ -224,12 +289,22 @@ func (s *Server) handleUploadTensor(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"name": req.Name, "size": size, "done": false})
 		return
 	}
-	if err := checkTensorFile(part, req.Name); err != nil {
-		os.Remove(part)
-		writeError(w, http.StatusBadRequest, err)
+	// The check reads the whole file: outside the folder's lock, under a
+	// name of its own, and given up when the client leaves.
+	checking := filepath.Join(dir, checkPrefix+req.Name)
+	if err := os.Rename(part, checking); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	if err := os.Rename(part, final); err != nil {
+	tensorsMu.Unlock()
+	cerr := checkTensorFile(r.Context(), checking, req.Name)
+	tensorsMu.Lock()
+	if cerr != nil {
+		os.Remove(checking)
+		writeError(w, http.StatusBadRequest, cerr)
+		return
+	}
+	if err := os.Rename(checking, final); err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
@@ -237,8 +312,9 @@ func (s *Server) handleUploadTensor(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkTensorFile reads every tensor of the file at path (named name in
-// messages) with the reader's limits.
-func checkTensorFile(path, name string) error {
+// messages) with the reader's limits, each data range once; it stops when
+// ctx is done.
+func checkTensorFile(ctx context.Context, path, name string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -253,16 +329,8 @@ func checkTensorFile(path, name string) error {
 		_, err := tensorfile.ReadNPY(name, f, info.Size(), opt)
 		return err
 	}
-	names, err := tensorfile.SafetensorsNames(name, f, info.Size())
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if _, err := tensorfile.ReadSafetensors(name, f, info.Size(), n, opt); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err = tensorfile.CheckSafetensors(ctx, name, f, info.Size(), opt)
+	return err
 }
 
 func (s *Server) handleDeleteTensor(w http.ResponseWriter, r *http.Request) {

@@ -23,7 +23,20 @@ type BuildInfo struct {
 	// (devel) 1a2b3c4d5e6f)"; then Version is the fp8lab module it uses
 	// and Revision is empty (the program's revision is in Program).
 	Program string `json:"program,omitempty"`
+	// Bindings names the native libraries' bindings the numbers can depend
+	// on, with their versions (the WebGPU binding, which bundles
+	// wgpu-native), from the build's module list.
+	Bindings string `json:"bindings,omitempty"`
+	// Device is the machine that computes: the CPU's model and the logical
+	// CPUs the program may use (GPU experiments name their adapter in the
+	// run's notes). Empty where the program cannot see it (WebAssembly: the
+	// page reports the browser's).
+	Device string `json:"device,omitempty"`
 }
+
+// bindingModules are the modules whose versions Build reports as
+// Bindings.
+var bindingModules = []string{"github.com/cogentcore/webgpu"}
 
 // fp8labModulePath is the path of the fp8lab module.
 const fp8labModulePath = "github.com/fp8lab/fp8lab"
@@ -56,6 +69,13 @@ func Build() BuildInfo {
 			b.Revision += "+dirty"
 		}
 		b.Program = info.Path
+		var binds []string
+		for _, d := range info.Deps {
+			if slices.Contains(bindingModules, d.Path) {
+				binds = append(binds, d.Path+" "+d.Version)
+			}
+		}
+		b.Bindings = strings.Join(binds, ", ")
 		if info.Main.Path != "" && info.Main.Path != fp8labModulePath {
 			// Another program built on fp8lab: its own module and
 			// revision say which program it is; fp8lab is a dependency.
@@ -71,6 +91,7 @@ func Build() BuildInfo {
 			}
 		}
 	}
+	b.Device = hostDevice()
 	if buildVersion != "" {
 		b.Version = buildVersion
 	}

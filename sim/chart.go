@@ -64,6 +64,25 @@ type Chart struct {
 	// extras. Every extra a point of the experiment emits should be
 	// declared, so that no quantity is shown without its unit.
 	Fields []Field `json:"fields,omitempty"`
+	// Summary declares the units of the run's summary values: each entry
+	// names a pattern over the summary keys ('*' as in [Style.Match]; the
+	// first match wins) with the axis the value would be drawn on, so that
+	// a summary value is shown with its unit wherever it appears (the run's
+	// table, a comparison, a sweep). Every key an experiment's summary holds
+	// should match one.
+	Summary []SummaryField `json:"summary,omitempty"`
+	// Trials, when set, is the suffix of the series that hold per-trial
+	// values: the points of series S+Trials are the trials of S's points
+	// (same x, y the trial's value of S's quantity, the extra "trial" its
+	// index, other extras as declared in Fields), at most [MaxTrialValues]
+	// per point. The page leaves them off the chart, draws them as a
+	// distribution (histogram, CDF, scatter over trials) and pairs two runs
+	// on the same seeds trial by trial.
+	Trials string `json:"trials,omitempty"`
+	// Show names summary values that are the experiment's answer (a fitted
+	// slope, a ratio, a count of figures matched): the page writes each
+	// under the chart with the quantity and unit Summary declares for it.
+	Show []string `json:"show,omitempty"`
 	// Refs are reference lines (chance level, a bound).
 	Refs []Ref `json:"refs,omitempty"`
 	// Marks are published figures, drawn as labelled markers.
@@ -92,13 +111,52 @@ type Axis struct {
 // Field is one quantity of a point that the page can put on an axis: the
 // point extra Key ("y" and "x" are the point's own coordinates) drawn on
 // Axis, with the 95 % interval from the extras Lo and Hi (both, or
-// neither) or ±1.96 Error.
+// neither) or ±1.96 Error. Method says how Lo and Hi were computed, for the
+// chart's notes (as [Chart.Method] for y).
 type Field struct {
-	Key   string `json:"key"`
+	Key    string `json:"key"`
+	Axis   Axis   `json:"axis"`
+	Error  string `json:"error,omitempty"`
+	Lo     string `json:"lo,omitempty"`
+	Hi     string `json:"hi,omitempty"`
+	Method string `json:"method,omitempty"`
+}
+
+// SummaryField declares the quantity and unit of the summary values whose
+// keys match Match ('*' matches any run of characters).
+type SummaryField struct {
+	Match string `json:"match"`
 	Axis  Axis   `json:"axis"`
-	Error string `json:"error,omitempty"`
-	Lo    string `json:"lo,omitempty"`
-	Hi    string `json:"hi,omitempty"`
+}
+
+// FieldOf returns the declared field of the point quantity key: the entry
+// of Fields with that key, else for "y" the chart's own y (with its Error,
+// Lo and Hi) and for "x" its x. ok is false for an undeclared key.
+func (c Chart) FieldOf(key string) (f Field, ok bool) {
+	for _, f := range c.Fields {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	switch key {
+	case "y":
+		return Field{Key: "y", Axis: c.Y, Error: c.Error, Lo: c.Lo, Hi: c.Hi, Method: c.Method}, true
+	case "x":
+		return Field{Key: "x", Axis: c.X}, true
+	}
+	return Field{}, false
+}
+
+// SummaryAxis returns the declared axis (quantity and unit) of the summary
+// value key: the first entry of Summary whose pattern matches it. ok is
+// false when none does.
+func (c Chart) SummaryAxis(key string) (a Axis, ok bool) {
+	for _, s := range c.Summary {
+		if MatchSeries(s.Match, key) {
+			return s.Axis, true
+		}
+	}
+	return Axis{}, false
 }
 
 // Range returns a copy of a with the range fixed to [lo, hi].
@@ -130,6 +188,9 @@ type Style struct {
 	Points bool `json:"points,omitempty"`
 	// Axis is 2 for a series drawn against [Chart.Y2]; 0 or 1 is Y.
 	Axis int `json:"axis,omitempty"`
+	// Fit marks a fitted or modelled curve drawn through measured or
+	// simulated points: a thin dashed line without markers.
+	Fit bool `json:"fit,omitempty"`
 }
 
 // Ref is a reference line: y = Value (Axis "y") or x = Value (Axis "x"),
@@ -174,9 +235,48 @@ func MatchSeries(pattern, name string) bool {
 	return false
 }
 
+// MaxTrialValues is the most per-trial values an experiment emits for one
+// point (series, x): a run's distributions stay bounded whatever its
+// trials; the first MaxTrialValues trials are kept, in order.
+const MaxTrialValues = 256
+
+// TrialsOf returns the series whose per-trial values series holds, and
+// whether it is such a series (c.Trials set and a suffix of it).
+func (c Chart) TrialsOf(series string) (string, bool) {
+	if c.Trials == "" || !strings.HasSuffix(series, c.Trials) {
+		return "", false
+	}
+	return strings.TrimSuffix(series, c.Trials), true
+}
+
+// EmitTrials emits the per-trial values of series' point at x as points of
+// series+c.Trials ([Chart.Trials]): the first MaxTrialValues of values,
+// each with the extra "trial" (its index) and, when extra is not nil, the
+// extras extra(i) of trial i. It does nothing when c.Trials is empty.
+func (c Chart) EmitTrials(run *Run, series string, x float64, values []float64, extra func(i int) map[string]float64) error {
+	if c.Trials == "" {
+		return nil
+	}
+	for i, v := range values[:min(len(values), MaxTrialValues)] {
+		e := map[string]float64{}
+		if extra != nil {
+			e = extra(i)
+		}
+		e["trial"] = float64(i)
+		if err := run.Emit(Point{Series: series + c.Trials, X: x, Y: v, Extra: e}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // StyleOf returns the style of the series and its index in c.Styles, or a
-// style of its own (family = the name) and -1 when none matches.
+// style of its own (family = the name) and -1 when none matches. A series
+// of per-trial values ([Chart.Trials]) takes the style of its series.
 func (c Chart) StyleOf(series string) (Style, int) {
+	if of, ok := c.TrialsOf(series); ok {
+		series = of
+	}
 	for i, s := range c.Styles {
 		if MatchSeries(s.Match, series) {
 			return s, i
@@ -211,8 +311,9 @@ func (c Chart) Variants() []string {
 
 // Check reports what a reader would stumble on: an axis without quantity
 // or unit, a log base other than 2 or 10, more families than [MaxFamilies],
-// a style without a pattern or family, a series on a missing Y2, a
-// reference on another axis than x or y, a non-finite mark.
+// a style without a pattern or family, a series on a missing Y2, a field
+// without a key, declared twice or with half an interval, a summary entry without a pattern, a reference on
+// another axis than x or y, a non-finite mark.
 func (c Chart) Check() error {
 	var errs []error
 	axis := func(name string, a Axis) {
@@ -260,6 +361,17 @@ func (c Chart) Check() error {
 		axis("field "+f.Key, f.Axis)
 		if (f.Lo == "") != (f.Hi == "") {
 			errs = append(errs, fmt.Errorf("field %q: interval lo %q and hi %q (both or neither)", f.Key, f.Lo, f.Hi))
+		}
+	}
+	for i, f := range c.Summary {
+		if f.Match == "" {
+			errs = append(errs, fmt.Errorf("summary field %d: empty pattern", i))
+		}
+		axis("summary "+f.Match, f.Axis)
+	}
+	for _, k := range c.Show {
+		if _, ok := c.SummaryAxis(k); !ok {
+			errs = append(errs, fmt.Errorf("shown summary value %q: no unit declared in Summary", k))
 		}
 	}
 	for _, r := range c.Refs {

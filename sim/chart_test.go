@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -176,5 +177,83 @@ func TestStylePointsJSON(t *testing.T) {
 	}
 	if got := string(b); got != `[{"match":"a","family":"f","points":true},{"match":"b","family":"f"}]` {
 		t.Errorf("JSON %s", got)
+	}
+}
+
+// TestChartFieldOfAndSummaryAxis: a field is found by its key, "y" and "x"
+// fall back to the chart's own axes (with y's interval extras), and a
+// summary key takes the unit of the first pattern it matches.
+func TestChartFieldOfAndSummaryAxis(t *testing.T) {
+	c := Chart{
+		X: Axis{Quantity: "K", Unit: "elements"}, Y: Axis{Quantity: "error", Unit: "relative"}, Error: "se",
+		Styles: []Style{{Match: "*", Family: "all"}},
+		Fields: []Field{{Key: "p99", Axis: Axis{Quantity: "error p99", Unit: "relative"}}},
+		Summary: []SummaryField{
+			{Match: "*_diff_pct", Axis: Axis{Quantity: "difference", Unit: "%"}},
+			{Match: "slope*", Axis: Axis{Quantity: "slope", Unit: "ms/token"}},
+		},
+	}
+	if f, ok := c.FieldOf("p99"); !ok || f.Axis.Quantity != "error p99" {
+		t.Errorf("p99: %+v %v", f, ok)
+	}
+	if f, ok := c.FieldOf("y"); !ok || f.Axis != c.Y || f.Error != "se" {
+		t.Errorf("y: %+v %v", f, ok)
+	}
+	if f, ok := c.FieldOf("x"); !ok || f.Axis != c.X {
+		t.Errorf("x: %+v %v", f, ok)
+	}
+	if _, ok := c.FieldOf("p50"); ok {
+		t.Error("p50 is not declared")
+	}
+	if a, ok := c.SummaryAxis("slope_bf16_diff_pct"); !ok || a.Unit != "%" {
+		t.Errorf("the first matching pattern wins: %+v %v", a, ok)
+	}
+	if a, ok := c.SummaryAxis("slope_bf16"); !ok || a.Unit != "ms/token" {
+		t.Errorf("slope_bf16: %+v %v", a, ok)
+	}
+	if _, ok := c.SummaryAxis("break_even"); ok {
+		t.Error("break_even is not declared")
+	}
+	if err := c.Check(); err != nil {
+		t.Error(err)
+	}
+	c.Show = []string{"slope_bf16", "break_even"}
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `shown summary value "break_even": no unit`) {
+		t.Errorf("a shown value without a unit: %v", err)
+	}
+	c.Show = nil
+	c.Summary = append(c.Summary, SummaryField{Match: "", Axis: Axis{Quantity: "q"}})
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), "summary field 2: empty pattern") || !strings.Contains(err.Error(), "no unit") {
+		t.Errorf("a summary entry without pattern or unit: %v", err)
+	}
+}
+
+// TestChartTrials: per-trial values go to the series S+Trials with the
+// trial's index, at most MaxTrialValues per point, styled as S; nothing is
+// emitted when the chart declares no Trials.
+func TestChartTrials(t *testing.T) {
+	c := Chart{X: Axis{Quantity: "K", Unit: "el"}, Y: Axis{Quantity: "e", Unit: "rel"}, Styles: []Style{{Match: "a", Family: "A"}}, Trials: " · trials"}
+	if of, ok := c.TrialsOf("a · trials"); !ok || of != "a" {
+		t.Errorf("TrialsOf: %q %v", of, ok)
+	}
+	if _, i := c.StyleOf("a · trials"); i != 0 {
+		t.Errorf("the trials of a are not styled as a: %d", i)
+	}
+	rec := &Recorder{}
+	vals := make([]float64, MaxTrialValues+10)
+	for i := range vals {
+		vals[i] = float64(i)
+	}
+	run := &Run{ctx: context.Background(), sink: rec}
+	if err := c.EmitTrials(run, "a", 4, vals, func(i int) map[string]float64 { return map[string]float64{"u": 2 * float64(i)} }); err != nil {
+		t.Fatal(err)
+	}
+	pts := rec.Points()
+	if len(pts) != MaxTrialValues || pts[3].Series != "a · trials" || pts[3].X != 4 || pts[3].Y != 3 || pts[3].Extra["trial"] != 3 || pts[3].Extra["u"] != 6 {
+		t.Errorf("%d points, the fourth %+v", len(pts), pts[3])
+	}
+	c.Trials = ""
+	if err := c.EmitTrials(run, "a", 4, vals, nil); err != nil || len(rec.Points()) != MaxTrialValues {
+		t.Errorf("no Trials: %v, %d points", err, len(rec.Points()))
 	}
 }

@@ -97,6 +97,7 @@ func (c *LabClient) Start(ctx context.Context, exp Experiment, values Values, se
 	req := map[string]any{
 		"experiment": exp.Name(), "params": values, "seed": seed, "origin": origin,
 		"version": b.Version, "revision": b.Revision, "go_version": b.GoVersion, "platform": clientPlatform(b),
+		"bindings": b.Bindings, "device": b.Device,
 	}
 	if c.Sweep != "" {
 		req["sweep"] = c.Sweep

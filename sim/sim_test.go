@@ -548,3 +548,14 @@ func TestNamedIntValues(t *testing.T) {
 		t.Errorf("ParseValues: %v %v, flags %q", v.Map(), err, v.Flags())
 	}
 }
+
+// TestBuildBindingsAndDevice: a build names the WebGPU binding it links
+// (with its version) and the CPU it runs on, so that every record says what
+// computed it.
+func TestBuildBindingsAndDevice(t *testing.T) {
+	b := Build()
+	if !strings.Contains(b.Device, "logical CPUs") {
+		t.Errorf("device %q", b.Device)
+	}
+	t.Logf("bindings %q, device %q", b.Bindings, b.Device)
+}

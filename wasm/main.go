@@ -26,6 +26,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"strconv"
@@ -33,13 +34,32 @@ import (
 	"syscall/js"
 	"time"
 
-	_ "github.com/fp8lab/fp8lab/experiments"
+	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/sim"
 )
+
+// browserCannot returns why an experiment cannot run in a browser, or "":
+// one that reads input files (attention-file) has nothing to read there.
+func browserCannot(e sim.Experiment) string {
+	if _, files := e.(experiments.FileExperiment); files {
+		return "it reads input files, which a browser run cannot open: run it on the server (the tensors panel)"
+	}
+	return ""
+}
 
 func main() {
 	api := js.Global().Get("Object").New()
 	api.Set("experiments", js.FuncOf(func(js.Value, []js.Value) any { return experimentsJSON() }))
+	api.Set("serverOnly", js.FuncOf(func(js.Value, []js.Value) any {
+		out := map[string]string{}
+		for _, e := range sim.Experiments() {
+			if why := browserCannot(e); why != "" {
+				out[e.Name()] = why
+			}
+		}
+		b, _ := json.Marshal(out)
+		return string(b)
+	}))
 	api.Set("build", js.FuncOf(func(js.Value, []js.Value) any {
 		b, _ := json.Marshal(sim.Build())
 		return string(b)
@@ -74,7 +94,13 @@ func main() {
 // experimentsJSON is the list of the registry's experiment schemas, in the
 // JSON form of the lab's GET /api/experiments (both come from sim.Schemas).
 func experimentsJSON() string {
-	b, err := json.Marshal(sim.Schemas())
+	list := []sim.Schema{}
+	for _, e := range sim.Experiments() {
+		if browserCannot(e) == "" {
+			list = append(list, sim.SchemaOf(e))
+		}
+	}
+	b, err := json.Marshal(list)
 	if err != nil {
 		return "[]"
 	}
@@ -94,6 +120,10 @@ func run(name, paramsJSON, seedText string, cb js.Value) {
 	exp, err := sim.Lookup(name)
 	if err != nil {
 		fail(err)
+		return
+	}
+	if why := browserCannot(exp); why != "" {
+		fail(fmt.Errorf("%s cannot run in this browser: %s", name, why))
 		return
 	}
 	values, err := sim.ValuesFromJSON(exp.Params(), []byte(paramsJSON))

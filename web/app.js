@@ -196,8 +196,9 @@ async function runInBrowser() {
   try {
     run = await api('POST', '/api/runs', {
       experiment: lab.exp.name, params, seed, origin: 'browser',
-      version: b.version, revision: b.revision, go_version: b.go_version,
+      version: b.version, revision: b.revision, go_version: b.go_version, bindings: b.bindings || '',
       platform: (b.platform || 'js/wasm') + ' · ' + navigator.userAgent.slice(0, 120),
+      device: `browser, ${navigator.hardwareConcurrency || '?'} logical CPUs`,
     });
   } catch (err) {
     showFormError(err);
@@ -219,6 +220,7 @@ function startWorker() {
       const m = ev.data;
       if (m.type === 'ready') {
         wasm.experiments = new Set(m.experiments.map((e) => e.name));
+        wasm.serverOnly = m.serverOnly || {};
         wasm.build = m.build;
         wasm.worker.removeEventListener('message', onReady);
         resolve(wasm.worker);
@@ -241,6 +243,7 @@ function wasmReady() {
 
 function updateBrowserButton() {
   const btn = $('run-browser'), note = $('browser-note');
+  btn.hidden = false;
   if (!lab.info || !lab.info.wasm) {
     btn.disabled = true;
     note.textContent = 'in-browser runs need the WebAssembly build (make lab)';
@@ -251,8 +254,12 @@ function updateBrowserButton() {
     btn.disabled = true;
     note.textContent = 'loading the WebAssembly build…';
   } else if (lab.exp && !lab.wasm.experiments.has(lab.exp.name)) {
+    // Not offered at all: a browser run of it could only fail (and be
+    // kept in the notebook as a failure).
     btn.disabled = true;
-    note.textContent = `${lab.exp.name} is not in the browser's registry (it has: ${[...lab.wasm.experiments].join(', ')})`;
+    btn.hidden = true;
+    const why = (lab.wasm.serverOnly || {})[lab.exp.name];
+    note.textContent = why ? `${lab.exp.name} cannot run in this browser: ${why}` : `${lab.exp.name} cannot run in this browser: it is not in the WebAssembly build (run it on the server)`;
   } else {
     btn.disabled = !!lab.wasm.busy;
     note.textContent = lab.wasm.busy ? 'a run is computing in this browser' : `computes in a Web Worker (${lab.wasm.build.go_version}, ${lab.wasm.build.platform})`;
@@ -358,10 +365,123 @@ function chartOf(name) {
   return e && e.chart ? e.chart : null;
 }
 
+// lab.axes holds, per experiment, the quantities the reader put on the
+// axes: {y, x} (field keys of fp8chart.fields, or y = 'summary:KEY').
+lab.axes = {};
+
+// axesOf returns the quantities chosen for an experiment's charts.
+function axesOf(expName) { return lab.axes[expName] || { y: 'y', x: 'x' }; }
+
+// fillAxisPicker offers, in the selects ySel and xSel, every declared point
+// quantity of the experiment with its unit, and for y also every summary
+// value the runs hold (one value per run); a choice redraws.
+function fillAxisPicker(ySel, xSel, expName, runs, redraw) {
+  const decl = chartOf(expName);
+  const fs = fp8chart.fields(decl);
+  const axes = axesOf(expName);
+  const keys = [...new Set(runs.flatMap((r) => Object.keys(r.summary || {})))].sort();
+  const opt = (value, text) => el('option', { value, text });
+  const pointGroup = el('optgroup', { label: 'point quantities' }, ...fs.map((f) => opt(f.key, (f.default ? 'default: ' : '') + f.label)));
+  const sumGroup = el('optgroup', { label: 'summary values (one per run)' }, ...keys.map((k) => {
+    const a = fp8chart.summaryAxis(decl, k);
+    return opt('summary:' + k, k + (a ? ` — ${a.quantity} (${a.unit})` : ' (unit not declared)'));
+  }));
+  const decl2 = decl || {};
+  const paired = runs.length === 2 && decl2.trials && runs.every((r) => fp8chart.trialsOf(decl2, r.series).size > 0);
+  const pairGroup = el('optgroup', { label: `paired over trials (${runs.length === 2 ? runs[1].label + ' − ' + runs[0].label : ''}, same seeds)` },
+    ...fs.filter((f) => f.key !== 'x').map((f) => opt('paired:' + f.key, 'difference of ' + f.label)));
+  const sig = JSON.stringify([expName, fs.map((f) => f.key), keys, paired]);
+  if (ySel.dataset.sig !== sig) {
+    ySel.replaceChildren(pointGroup, ...(paired ? [pairGroup] : []), ...(keys.length ? [sumGroup] : []));
+    xSel.replaceChildren(...fs.map((f) => opt(f.key, (f.default ? 'default: ' : '') + f.label)));
+    ySel.dataset.sig = sig;
+  }
+  ySel.value = [...ySel.options].some((o) => o.value === axes.y) ? axes.y : 'y';
+  xSel.value = [...xSel.options].some((o) => o.value === axes.x) ? axes.x : 'x';
+  xSel.disabled = ySel.value.startsWith('summary:') || ySel.value.startsWith('paired:');
+  const pick = () => { lab.axes[expName] = { y: ySel.value, x: xSel.value }; redraw(); };
+  ySel.onchange = pick;
+  xSel.onchange = pick;
+}
+
+// fillDist offers the distribution panel (prefix '' for the run view,
+// 'compare-' for the comparison) when the runs hold per-trial values: a
+// series, an x and a quantity of the trials, drawn as a histogram, an
+// empirical CDF or per trial, every run overlaid.
+function fillDist(prefix, expName, runs) {
+  const decl = chartOf(expName);
+  const panel = $(prefix + 'dist-panel');
+  const trials = new Map();
+  for (const r of runs) for (const [n, byX] of fp8chart.trialsOf(decl, r.series)) {
+    if (!trials.has(n)) trials.set(n, new Set());
+    for (const x of byX.keys()) trials.get(n).add(x);
+  }
+  panel.hidden = trials.size === 0;
+  if (!trials.size) return;
+  const ss = $(prefix + 'dist-series'), xs = $(prefix + 'dist-x'), fs = $(prefix + 'dist-field'), ks = $(prefix + 'dist-kind');
+  const opt = (v, t) => el('option', { value: v, text: t });
+  const keep = (sel, vals, show) => {
+    const old = sel.value;
+    const sig = JSON.stringify(vals);
+    if (sel.dataset.sig !== sig) { sel.replaceChildren(...vals.map((v) => opt(String(v), show ? show(v) : String(v)))); sel.dataset.sig = sig; }
+    if (vals.map(String).includes(old)) sel.value = old;
+  };
+  const names = [...trials.keys()].sort();
+  keep(ss, names);
+  const xv = [...trials.get(ss.value)].sort((a, b) => a - b);
+  keep(xs, xv, (v) => fp8chart.fmtTick(v) + ' ' + (decl ? decl.x.unit : ''));
+  if (!xv.map(String).includes(xs.value)) xs.value = String(xv[xv.length - 1]);
+  const inTrials = new Set(['y']);
+  for (const r of runs) {
+    const l = (fp8chart.trialsOf(decl, r.series).get(ss.value) || new Map()).get(+xs.value) || [];
+    for (const p of l) for (const k of Object.keys(p.extra)) if (k !== 'trial') inTrials.add(k);
+  }
+  const fl = fp8chart.fields(decl).filter((f) => inTrials.has(f.key));
+  keep(fs, fl.map((f) => f.key), (k) => fl.find((f) => f.key === k).label);
+  const draw = () => {
+    if (panel.hidden || !panel.open) return;
+    const key = prefix + 'distChart';
+    if (!lab[key]) lab[key] = echarts.init($(prefix + 'dist-chart'));
+    const built = fp8chart.buildDistribution(decl, runs, ss.value, +xs.value, fs.value, ks.value);
+    lab[key].setOption(built.option, { notMerge: true });
+    lab[key].resize();
+    $(prefix + 'dist-notes').replaceChildren(...built.notes.map((n) => el('li', { class: 'note-' + n.kind, text: n.text })));
+  };
+  for (const s of [ss, xs, fs, ks]) s.onchange = () => { fillDist(prefix, expName, runs); };
+  panel.ontoggle = draw;
+  draw();
+}
+
 // drawChart draws runs ({label, series, summary}) with the experiment's
-// declared chart on chart, its legend in legendBox and its notes in notesBox.
+// declared chart on chart, its legend in legendBox and its notes in
+// notesBox, with the quantities the reader chose on the axes (a summary
+// value; with two runs, 'paired:FIELD', the paired differences of a field
+// over their trials).
 function drawChart(chart, legendBox, notesBox, expName, runs, hidden, redraw) {
-  const built = fp8chart.build(chartOf(expName), runs, hidden);
+  const axes = axesOf(expName);
+  if (axes.y.startsWith('paired:') && runs.length === 2) {
+    const p = fp8chart.buildPaired(chartOf(expName), runs[0], runs[1], axes.y.slice('paired:'.length));
+    const built = fp8chart.build(p.decl, [p.run], hidden);
+    chart.setOption(built.option, { notMerge: true });
+    fp8chart.renderLegend(legendBox, built, hidden, (key) => { if (hidden.has(key)) hidden.delete(key); else hidden.add(key); redraw(); });
+    const extra = [{ kind: 'paired', text: `${p.pairs} pairs of trials (${runs[1].label} − ${runs[0].label})` + (p.missing ? `; ${p.missing} trials without a partner or not finite, left out` : '') }];
+    notesBox.replaceChildren(...extra.concat(built.notes).map((n) => el('li', { class: 'note-' + n.kind, text: n.text })));
+    return built;
+  }
+  if (axes.y.startsWith('summary:')) {
+    const built = fp8chart.buildSummary(chartOf(expName), runs, axes.y.slice('summary:'.length));
+    chart.setOption(built.option, { notMerge: true });
+    legendBox.replaceChildren();
+    notesBox.replaceChildren(...built.notes.map((n) => el('li', { class: 'note-' + n.kind, text: n.text })));
+    return built;
+  }
+  let built;
+  try {
+    built = fp8chart.build(chartOf(expName), runs, hidden, axes);
+  } catch (err) { // a choice the experiment no longer declares
+    delete lab.axes[expName];
+    built = fp8chart.build(chartOf(expName), runs, hidden);
+  }
   chart.setOption(built.option, { notMerge: true });
   fp8chart.renderLegend(legendBox, built, hidden, (key) => {
     if (hidden.has(key)) hidden.delete(key); else hidden.add(key);
@@ -439,8 +559,10 @@ function scheduleDraw(view) {
 function drawRun(view) {
   const t0 = performance.now();
   const exp = view.meta ? view.meta.experiment : '';
-  view.built = drawChart(lab.chart, $('chart-legend'), $('chart-notes'), exp,
-    [{ label: null, series: view.store.series, summary: view.meta ? view.meta.summary : {} }], view.hidden, () => drawRun(view));
+  const runs = [{ label: null, series: view.store.series, summary: view.meta ? view.meta.summary : {} }];
+  fillAxisPicker($('chart-y'), $('chart-x'), exp, runs, () => drawRun(view));
+  view.built = drawChart(lab.chart, $('chart-legend'), $('chart-notes'), exp, runs, view.hidden, () => drawRun(view));
+  if (view.ended || !view.distShown) { view.distShown = true; fillDist('', exp, runs); }
   $('chart').dataset.points = String(view.store.count);
   const t = lab.timings[view.id];
   if (t && t.firstData && !t.firstPoint) { t.firstPoint = performance.now(); t.drawMs = t.firstPoint - t0; }
@@ -462,6 +584,8 @@ function renderRunMeta(view) {
     ['origin', r.origin + (r.registered ? '' : ' (experiment unknown to this lab)')],
     ['fp8lab', `${r.version || '?'} ${r.revision || ''}`],
     ['built with', `${r.go_version || ''} ${r.platform || ''}`],
+    ['bindings', r.bindings || '–'],
+    ['device', r.device || '–'],
     ['started', fmtTime(r.started)], ['ended', fmtTime(r.ended)],
     ['points', String(r.points)],
   ];
@@ -469,7 +593,12 @@ function renderRunMeta(view) {
   $('chart-caption').textContent = `${r.experiment}: ${reproduceLine(r)}`;
   $('run-meta').replaceChildren(...rows.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: v }))));
   const sum = Object.entries(r.summary || {}).sort(([a], [b]) => a.localeCompare(b));
-  $('summary').replaceChildren(...sum.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: fmtNum(v) }))));
+  const decl = chartOf(r.experiment);
+  $('summary').replaceChildren(...sum.map(([k, v]) => {
+    const a = fp8chart.summaryAxis(decl, k);
+    return el('tr', { title: a ? a.quantity : 'the experiment declares no unit for this value' }, el('th', { text: k }), el('td', { text: fmtNum(v) }),
+      el('td', { class: 'muted', text: a ? a.unit : '(unit not declared)' }));
+  }));
   $('exp-notes').replaceChildren(...(r.notes || []).map((n) => el('li', { text: n })));
   if (document.activeElement !== $('note') && document.activeElement !== $('title')) {
     $('note').value = r.note || '';
@@ -489,6 +618,7 @@ function renderRunMeta(view) {
 // recorded, or built from its parameters (a run streamed in by a program
 // the lab does not know gets its flags in the same form).
 function reproduceLine(r) {
+  if (r.reproduce) return r.reproduce; // the lab's (sim.Reproduce): runs as printed
   let flags = r.flags;
   if (!flags) {
     flags = Object.entries(r.params || {}).map(([k, v]) => typeof v === 'boolean' ? `-${k}=${v}` : `-${k} ${Array.isArray(v) ? v.join(',') : v}`).join(' ');
@@ -566,8 +696,14 @@ async function openCompare(ids) {
   if (lab.view !== view) return;
   if (!lab.compareChart) lab.compareChart = echarts.init($('compare-chart'));
   const exps = [...new Set(runs.map((r) => r.experiment))];
-  const draw = () => drawChart(lab.compareChart, $('compare-legend'), $('compare-notes'), exps.length === 1 ? exps[0] : '',
-    runs.map((r, i) => ({ label: '#' + r.id, series: stores[i].series, summary: r.summary || {} })), view.hidden, draw);
+  const exp = exps.length === 1 ? exps[0] : '';
+  const shown = runs.map((r, i) => ({ label: '#' + r.id, series: stores[i].series, summary: r.summary || {} }));
+  const draw = () => {
+    fillAxisPicker($('compare-y'), $('compare-x'), exp, shown, draw);
+    view.built = drawChart(lab.compareChart, $('compare-legend'), $('compare-notes'), exp, shown, view.hidden, draw);
+    fillDist('compare-', exp, shown);
+    return view.built;
+  };
   view.built = draw();
   $('compare-chart').dataset.points = String(stores.reduce((n, s) => n + s.count, 0));
   renderCompareTable(runs);
@@ -589,7 +725,11 @@ function renderCompareTable(runs) {
   add('run', 'state', runs.map((r) => r.state));
   add('run', 'points', runs.map((r) => r.points));
   const snames = [...new Set(runs.flatMap((r) => Object.keys(r.summary || {})))].sort();
-  for (const k of snames) add('summary', k, runs.map((r) => r.summary ? r.summary[k] : undefined));
+  const decls = [...new Set(runs.map((r) => r.experiment))].map(chartOf);
+  for (const k of snames) {
+    const a = decls.length === 1 ? fp8chart.summaryAxis(decls[0], k) : null;
+    add('summary', k + (a ? ` (${a.unit})` : ''), runs.map((r) => r.summary ? r.summary[k] : undefined));
+  }
   const same = (vals) => vals.every((v) => JSON.stringify(v) === JSON.stringify(vals[0]));
   const differ = rows.filter((r) => !same(r.vals));
   const equal = rows.length - differ.length;
@@ -731,7 +871,9 @@ async function main() {
   warmChart();
   if (lab.info.wasm) startWorker();
   await refreshRuns();
-  if (!location.hash && lab.experiments.length) location.hash = '#exp/' + lab.experiments[0].name;
+  // The landing page is contraction, the lab's first experiment to try
+  // (the list is alphabetical; attention-file needs the user's files).
+  if (!location.hash && lab.experiments.length) location.hash = '#exp/' + (lab.experiments.some((e) => e.name === 'contraction') ? 'contraction' : lab.experiments[0].name);
   route();
   setInterval(() => { refreshInfo(); refreshRuns(); }, 3000);
   document.body.dataset.ready = 'true';

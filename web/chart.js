@@ -11,7 +11,10 @@
 //   - a value a log axis cannot show (exact 0, a negative) and a value that
 //     is not finite are drawn at the axis floor as ▽ and counted in the notes;
 //   - ticks across decades read as powers (10⁻⁸), powers of two as 4k, 128k;
-//   - points carrying a standard error get 95 % bars (±1.96 se).
+//   - points carrying a standard error get 95 % bars (±1.96 se), points
+//     carrying an interval (lo, hi) get that interval, its method named;
+//   - any declared point quantity can go on either axis (view.y, view.x);
+//     points that lack it are counted in the notes, never dropped silently.
 'use strict';
 
 (function () {
@@ -69,8 +72,8 @@
       const f = families.indexOf(l.family), v = Math.max(0, (variants.get(vkey(l)) || []).indexOf(l.variant));
       l.color = PALETTE[f % PALETTE.length];
       l.recycled = f >= PALETTE.length;
-      l.dash = DASHES[v % DASHES.length];
-      l.symbol = l.measured ? MEASURED[v % MEASURED.length] : SYMBOLS[v % SYMBOLS.length];
+      l.dash = l.fit ? [7, 4] : DASHES[v % DASHES.length];
+      l.symbol = l.measured ? MEASURED[v % MEASURED.length] : l.fit ? 'none' : SYMBOLS[v % SYMBOLS.length];
       l.familyIndex = f;
     }
     return { look, families };
@@ -86,8 +89,11 @@
   // tickFormatter writes one axis's ticks in one form: powers (10⁻⁸) on
   // log axes, 4k … 128k for powers of two, and on a linear axis thousands
   // as k (M for millions) or small values with one common exponent.
-  function tickFormatter(axis, maxAbs) {
+  function tickFormatter(axis, maxAbs, lowest) {
     if (axis.log && (axis.base || 10) === 2) return (v) => powerOfTwo(v);
+    // One style per axis: powers for every tick when the axis reaches
+    // below 10⁻³ or above 10⁵ (10⁻⁴ beside 0.01 reads as two scales).
+    if (axis.log && ((lowest > 0 && lowest < 1e-3) || maxAbs >= 1e5)) return (v) => fmtPower(v);
     if (axis.log) return (v) => fmtTick(v);
     if (maxAbs >= 1e7) return (v) => (v === 0 ? '0' : +(v / 1e6).toPrecision(6) + 'M');
     if (maxAbs >= 1e4) return (v) => (v === 0 ? '0' : +(v / 1e3).toPrecision(6) + 'k');
@@ -117,6 +123,15 @@
     return String(+v.toPrecision(6));
   }
 
+  // fmtPower writes v as 10ᵉ, or m×10ᵉ when it is not a power of ten.
+  function fmtPower(v) {
+    if (v === 0) return '0';
+    const e = Math.floor(Math.log10(Math.abs(v)) + 1e-9);
+    const m = v / Math.pow(10, e);
+    if (Math.abs(Math.abs(m) - 1) < 1e-9) return (v < 0 ? '−' : '') + '10' + sup(e);
+    return +m.toPrecision(3) + '×10' + sup(e);
+  }
+
   function fmtValue(v) {
     if (v === null || v === undefined || !isFinite(v)) return 'not finite (NaN or ±∞)';
     if (v === 0) return '0 (exact)';
@@ -126,15 +141,18 @@
 
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
 
-  function axisOption(axis, maxAbs, extra) {
+  function axisOption(axis, maxAbs, lowest, extra) {
     const o = Object.assign({
       type: axis.log ? 'log' : 'value',
       name: axis.quantity + ' (' + axis.unit + ')',
       nameLocation: 'middle',
       nameTextStyle: { fontSize: 13, color: '#1d2330' },
-      axisLabel: { formatter: tickFormatter(axis, maxAbs), hideOverlap: true },
+      // The other axis crosses at the edge, never at 0 (or 1 on a log
+      // axis, which put the y axis mid-chart over values below 1).
+      axisLine: { onZero: false },
+      axisLabel: { formatter: tickFormatter(axis, maxAbs, lowest), hideOverlap: true },
       splitLine: { lineStyle: { color: '#eceff3' } },
-      scale: !axis.log,
+      scale: !axis.log && !axis.zero, // zero: the axis always shows 0 (differences)
     }, extra);
     if (axis.log) o.logBase = axis.base || 10;
     if (axis.log && (axis.base || 10) === 2) { o.splitNumber = 24; o.minInterval = 1; }
@@ -143,12 +161,227 @@
     return o;
   }
 
+  // isTrials reports whether series name holds per-trial values.
+  const isTrials = (decl, name) => !!(decl && decl.trials) && name.endsWith(decl.trials);
+
+  function withoutTrials(decl, series) {
+    if (!decl || !decl.trials) return series;
+    return new Map([...series].filter(([n]) => !isTrials(decl, n)));
+  }
+
+  // trialsOf returns the per-trial values of a run's series: series →
+  // x → [{trial, y, extra}] in trial order.
+  function trialsOf(decl, series) {
+    const out = new Map();
+    if (!decl || !decl.trials) return out;
+    for (const [n, pts] of series) {
+      if (!isTrials(decl, n)) continue;
+      const of = n.slice(0, n.length - decl.trials.length);
+      const byX = new Map();
+      for (const p of pts) {
+        if (!byX.has(p[0])) byX.set(p[0], []);
+        byX.get(p[0]).push({ trial: p[3] ? p[3].trial : undefined, y: p[1], extra: p[3] || {} });
+      }
+      for (const l of byX.values()) l.sort((a, b) => a.trial - b.trial);
+      out.set(of, byX);
+    }
+    return out;
+  }
+
+  // t975 is Student's t(0.975, df): exact table to 30, then a close
+  // expansion (for the paired intervals).
+  function t975(df) {
+    const T = [NaN, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042];
+    if (df <= 30) return T[df];
+    const z = 1.959964;
+    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df);
+  }
+
+  // buildPaired returns the chart declaration and the run of the paired
+  // differences of a field between two runs on the same seeds: per series
+  // and x, the mean over the trials both runs hold of (b − a), with its 95 %
+  // t interval; pairs counts them. Trials pair by index, which is the same
+  // random stream when the seeds are the same.
+  function buildPaired(decl, a, b, field) {
+    const f = fields(decl).find((x) => x.key === (field || 'y')) || fields(decl)[0];
+    const ta = trialsOf(decl, a.series), tb = trialsOf(decl, b.series);
+    const series = new Map();
+    let pairs = 0, missing = 0;
+    // Series pair by name; one the other run lacks pairs with the only
+    // series of the other run under the same declared style that has no
+    // partner of its own (every64 ↔ every256 of "every* (kBlockN)").
+    const styleOf = (n) => (decl.styles || []).findIndex((s) => matchSeries(s.match, n));
+    const partner = new Map();
+    for (const na of ta.keys()) {
+      if (tb.has(na)) { partner.set(na, [na, na]); continue; }
+      const cands = [...tb.keys()].filter((nb) => !ta.has(nb) && styleOf(nb) >= 0 && styleOf(nb) === styleOf(na));
+      const rivals = [...ta.keys()].filter((n) => !tb.has(n) && styleOf(n) === styleOf(na));
+      if (cands.length === 1 && rivals.length === 1) partner.set(na, [cands[0], na + ' ↔ ' + cands[0]]);
+    }
+    for (const [name, byX] of ta) {
+      if (!partner.has(name)) continue;
+      const [nb, label] = partner.get(name);
+      const other = tb.get(nb);
+      const pts = [];
+      for (const [x, list] of byX) {
+        const olist = other.get(x);
+        if (!olist) continue;
+        const ob = new Map(olist.map((p) => [p.trial, p]));
+        const d = [];
+        for (const p of list) {
+          const q = ob.get(p.trial);
+          const va = f.key === 'y' ? p.y : p.extra[f.key], vb = q && (f.key === 'y' ? q.y : q.extra[f.key]);
+          if (q === undefined || va === undefined || vb === undefined || !isFinite(va) || !isFinite(vb)) { missing++; continue; }
+          d.push(vb - va);
+        }
+        if (!d.length) continue;
+        pairs += d.length;
+        const n = d.length, mean = d.reduce((s, v) => s + v, 0) / n;
+        const sd = n > 1 ? Math.sqrt(d.reduce((s, v) => s + (v - mean) ** 2, 0) / (n - 1)) : NaN;
+        const h = n > 1 ? t975(n - 1) * sd / Math.sqrt(n) : NaN;
+        pts.push([x, mean, null, { lo: mean - h, hi: mean + h, n }]);
+      }
+      if (pts.length) series.set(label, pts);
+    }
+    const d = Object.assign({}, decl, {
+      y: { quantity: `difference of ${f.axis.quantity}, ${b.label} − ${a.label}, mean over paired trials`, unit: f.axis.unit, zero: true },
+      lo: 'lo', hi: 'hi', method: '95 % paired Student-t interval over the trials both runs hold (same seeds: trial i of each run draws the same inputs)',
+      error: undefined, y2: undefined, refs: [{ axis: 'y', value: 0, label: 'no difference' }], marks: [], fields: [], trials: undefined,
+    });
+    return { decl: d, run: { label: null, series, summary: {} }, pairs, missing };
+  }
+
+  // buildDistribution returns {option, notes} for the trials of one point
+  // (series, x) of one or more runs ({label, series}): a histogram (kind
+  // 'hist'), the empirical CDF ('cdf') or the values against the trial
+  // index ('scatter'), of the field (its axis: quantity, unit, log).
+  function buildDistribution(decl, runs, name, x, field, kind) {
+    const f = fields(decl).find((q) => q.key === (field || 'y')) || fields(decl)[0];
+    const notes = [];
+    const sets = [];
+    for (const r of runs) {
+      const byX = trialsOf(decl, r.series).get(name);
+      const list = byX && byX.get(x);
+      if (!list) { notes.push({ kind: 'missing', text: `${r.label || 'the run'} holds no trials of ${name} at x = ${fmtValue(x)}` }); continue; }
+      const vals = list.map((p) => ({ trial: p.trial, v: f.key === 'y' ? p.y : p.extra[f.key] }));
+      const bad = vals.filter((p) => p.v === undefined || p.v === null || !isFinite(p.v) || (f.axis.log && p.v <= 0));
+      if (bad.length) notes.push({ kind: 'floor', text: `${r.label || 'the run'}: ${bad.length} of ${vals.length} trials not finite${f.axis.log ? ' or ≤ 0 on the log axis' : ''}: not drawn, counted here` });
+      sets.push({ label: r.label, vals: vals.filter((p) => !bad.includes(p)) });
+    }
+    const log = !!f.axis.log;
+    const all = sets.flatMap((s) => s.vals.map((p) => p.v));
+    const t = log ? Math.log10 : (v) => v, ut = log ? (v) => Math.pow(10, v) : (v) => v;
+    const lo = Math.min(...all.map(t)), hi = Math.max(...all.map(t));
+    const axisName = f.axis.quantity + ' (' + f.axis.unit + ')';
+    const series = [];
+    let xAxis, yAxis;
+    const maxAbs = all.reduce((m, v) => Math.max(m, Math.abs(v)), 0), lowest = all.reduce((m, v) => Math.min(m, v), Infinity);
+    if (kind === 'scatter') {
+      xAxis = { type: 'value', name: 'trial', nameLocation: 'middle', nameGap: 28, minInterval: 1, axisLine: { onZero: false } };
+      yAxis = axisOption(f.axis, maxAbs, lowest, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, align: 'left' } });
+      sets.forEach((s, i) => series.push({ type: 'scatter', name: s.label || name, data: s.vals.map((p) => [p.trial, p.v]), color: PALETTE[i % PALETTE.length], symbolSize: 6 }));
+    } else if (kind === 'cdf') {
+      xAxis = axisOption(f.axis, maxAbs, lowest, { nameGap: 30 });
+      yAxis = { type: 'value', min: 0, max: 1, name: 'fraction of trials ≤ x (empirical CDF)', nameLocation: 'end', nameTextStyle: { align: 'left' }, axisLine: { onZero: false } };
+      sets.forEach((s, i) => {
+        const v = s.vals.map((p) => p.v).sort((a, b) => a - b);
+        const data = [];
+        v.forEach((x0, k) => { data.push([x0, k / v.length], [x0, (k + 1) / v.length]); });
+        series.push({ type: 'line', name: s.label || name, data, color: PALETTE[i % PALETTE.length], showSymbol: false, step: false });
+      });
+    } else {
+      const bins = Math.max(5, Math.min(40, Math.ceil(Math.sqrt(all.length))));
+      const w = hi > lo ? (hi - lo) / bins : 1;
+      xAxis = { type: 'category', name: axisName + (log ? ', bins equal on the log scale' : ''), nameLocation: 'middle', nameGap: 30,
+        data: Array.from({ length: bins }, (_, k) => fmtTick(ut(lo + (k + 0.5) * w))) };
+      yAxis = { type: 'value', name: 'trials', nameLocation: 'end', minInterval: 1, nameTextStyle: { align: 'left' } };
+      sets.forEach((s, i) => {
+        const c = new Array(bins).fill(0);
+        for (const p of s.vals) c[Math.min(bins - 1, Math.max(0, Math.floor((t(p.v) - lo) / w)))]++;
+        series.push({ type: 'bar', name: s.label || name, data: c, color: PALETTE[i % PALETTE.length], barGap: '5%' });
+      });
+    }
+    const n = sets.map((s) => `${s.label ? s.label + ': ' : ''}${s.vals.length} trials`).join(', ');
+    notes.push({ kind: 'dist', text: `${name} at x = ${fmtValue(x)} (${decl.x.quantity}, ${decl.x.unit}): ${n}; an experiment keeps at most the first 256 trials of a point` });
+    const option = {
+      animation: false, tooltip: { trigger: 'item', confine: true },
+      legend: sets.length > 1 ? { top: 0 } : { show: false },
+      grid: { top: 40, left: 16, right: 28, bottom: 40, containLabel: true },
+      xAxis, yAxis, series,
+    };
+    return { option, notes, axis: f.axis };
+  }
+
+  // fields returns the quantities a point of the experiment carries, for
+  // an axis selector: {key, axis, error, lo, hi, label}, the declared y
+  // and x first ('y', 'x'), then every declared field.
+  function fields(decl) {
+    decl = decl || genericChart();
+    const out = [{ key: 'y', axis: decl.y, error: decl.error, lo: decl.lo, hi: decl.hi, method: decl.method, default: 'y' },
+      { key: 'x', axis: decl.x, default: 'x' }];
+    for (const f of decl.fields || []) {
+      const i = out.findIndex((o) => o.key === f.key);
+      const o = Object.assign({}, f, { method: f.key === 'y' ? decl.method : f.method });
+      if (i >= 0) out[i] = Object.assign(o, { default: out[i].default }); else out.push(o);
+    }
+    for (const o of out) o.label = o.axis.quantity + ' (' + o.axis.unit + ')' + (o.key === 'x' || o.key === 'y' ? '' : ' [' + o.key + ']');
+    return out;
+  }
+
+  // summaryAxis returns the declared axis of a summary key (the first
+  // pattern that matches), or null.
+  function summaryAxis(decl, key) {
+    for (const f of (decl && decl.summary) || []) if (matchSeries(f.match, key)) return f.axis;
+    return null;
+  }
+
+  // derive returns the chart declaration and the runs for the quantities
+  // view.y and view.x (field keys; default 'y' and 'x'): the axes are the
+  // fields', the intervals the fields' own, the right-hand axis, the
+  // references and the published marks kept only where they are of the
+  // quantity shown. missing counts the points that lack a quantity.
+  function derive(decl, runs, view) {
+    const yk = (view && view.y) || 'y', xk = (view && view.x) || 'x';
+    if (yk === 'y' && xk === 'x') return { decl, runs, missing: [] };
+    const fs = fields(decl);
+    const fy = fs.find((f) => f.key === yk), fx = fs.find((f) => f.key === xk);
+    if (!fy || !fx) throw new Error(`no declared quantity ${!fy ? yk : xk} in this chart`);
+    const d = Object.assign({}, decl, { y: fy.axis, x: fx.axis, error: fy.error, lo: fy.lo, hi: fy.hi, method: fy.method, scatter: xk !== 'x' });
+    if (yk !== 'y') { delete d.y2; d.marks = []; }
+    if (xk !== 'x') d.marks = [];
+    d.refs = (decl.refs || []).filter((r) => (r.axis === 'x' ? xk === 'x' : yk === 'y'));
+    const val = (p, k) => (k === 'x' ? p[0] : k === 'y' ? p[1] : p[3] ? p[3][k] : undefined);
+    const missing = new Map(); // series → points without the quantity
+    const out = runs.map((r) => {
+      const series = new Map();
+      for (const [n, pts] of r.series) {
+        const kept = [];
+        for (const p of pts) {
+          const x = val(p, xk), y = val(p, yk);
+          if (x === undefined || y === undefined) { missing.set(n, (missing.get(n) || 0) + 1); continue; }
+          kept.push([x, y, null, p[3]]);
+        }
+        if (kept.length) series.set(n, kept);
+      }
+      return Object.assign({}, r, { series });
+    });
+    return { decl: d, runs: out, missing: [...missing].map(([n, c]) => ({ series: n, count: c, key: [yk, xk].filter((k) => k !== 'x' && k !== 'y').join(', ') })) };
+  }
+
   // build returns {option, legend, notes, drawn} for runs: a list of
   // {label, series: Map(name → [[x, y, se], …]), summary}; label is null
   // for a single run. hidden is the set of legend keys switched off.
-  function build(decl, runs, hidden) {
+  // view picks the quantities on the axes ({y, x}: field keys, see
+  // fields); omitted, the declared y and x.
+  function build(decl, runs, hidden, view) {
     decl = decl || genericChart();
     hidden = hidden || new Set();
+    // Per-trial values (decl.trials) are drawn apart (buildDistribution,
+    // buildPaired), not as lines.
+    runs = runs.map((r) => Object.assign({}, r, { series: withoutTrials(decl, r.series) }));
+    const derived = derive(decl, runs, view);
+    decl = derived.decl;
+    runs = derived.runs;
     const names = [...new Set(runs.flatMap((r) => [...r.series.keys()]))];
     const { look, families } = styler(decl, names);
     const multi = runs.length > 1;
@@ -164,13 +397,14 @@
     const tx = log2x ? Math.log2 : (v) => v;
     const ux = log2x ? (v) => Math.pow(2, v) : (v) => v;
     const lowest = { x: Infinity, y: Infinity, y2: Infinity };
+    const highest = { x: -Infinity, y: -Infinity, y2: -Infinity };
     const maxAbs = { x: 0, y: 0, y2: 0 };
     const offScale = (axis, v) => v === null || v === undefined || !isFinite(v) || (axis.log && v <= 0);
     const yOf = (n) => (look.get(n).axis === 2 && decl.y2 ? 'y2' : 'y');
     for (const r of runs) for (const [n, pts] of r.series) for (const p of pts) {
-      if (!offScale(decl.x, p[0])) { lowest.x = Math.min(lowest.x, p[0]); maxAbs.x = Math.max(maxAbs.x, Math.abs(p[0])); }
+      if (!offScale(decl.x, p[0])) { lowest.x = Math.min(lowest.x, p[0]); highest.x = Math.max(highest.x, p[0]); maxAbs.x = Math.max(maxAbs.x, Math.abs(p[0])); }
       const ya = yOf(n);
-      if (!offScale(axes[ya], p[1])) { lowest[ya] = Math.min(lowest[ya], p[1]); maxAbs[ya] = Math.max(maxAbs[ya], Math.abs(p[1])); }
+      if (!offScale(axes[ya], p[1])) { lowest[ya] = Math.min(lowest[ya], p[1]); highest[ya] = Math.max(highest[ya], p[1]); maxAbs[ya] = Math.max(maxAbs[ya], Math.abs(p[1])); }
     }
     const floor = {};
     for (const k of ['x', 'y', 'y2']) {
@@ -205,10 +439,19 @@
             continue;
           }
           data.push([tx(p[0]), p[1]]);
-          const se = decl.error ? (p[3] ? p[3][decl.error] : p[2]) : null;
-          if (se !== undefined && se !== null && isFinite(se) && se > 0) {
+          // The interval: the points' own bounds (lo, hi) where the chart
+          // names them, else ±1.96 standard errors.
+          let lo, hi;
+          const ex = p[3] || {};
+          if (decl.lo && decl.hi) {
+            lo = ex[decl.lo]; hi = ex[decl.hi];
+          } else {
+            const se = decl.error ? (p[3] ? ex[decl.error] : p[2]) : null;
+            if (se !== undefined && se !== null && isFinite(se) && se > 0) { lo = p[1] - 1.96 * se; hi = p[1] + 1.96 * se; }
+          }
+          if (lo !== undefined && lo !== null && hi !== undefined && hi !== null && isFinite(lo) && isFinite(hi) && hi > lo) {
             // Clipped to a declared range (an accuracy stays in [0, 1]).
-            const am = axes[ya], lo = p[1] - 1.96 * se, hi = p[1] + 1.96 * se;
+            const am = axes[ya];
             bars.push([tx(p[0]), am.min !== undefined && am.min !== null ? Math.max(lo, am.min) : lo, am.max !== undefined && am.max !== null ? Math.min(hi, am.max) : hi]);
           }
         }
@@ -216,13 +459,13 @@
         const yAxisIndex = ya === 'y2' ? 1 : 0;
         const base = multi && ri > 0;
         series.push({
-          id: key, name: key, type: l.measured ? 'scatter' : 'line', data, yAxisIndex,
+          id: key, name: key, type: l.measured || decl.scatter ? 'scatter' : 'line', data, yAxisIndex,
           color: l.color,
           symbol: base ? hollow(l.symbol) : l.symbol,
           symbolSize: l.measured ? 13 : (base ? 10 : 7),
-          showSymbol: true,
+          showSymbol: !l.fit,
           z: l.measured ? 5 : 3,
-          lineStyle: { type: l.dash, width: multi ? (ri === 0 ? 5 : 1.8) : 2, opacity: multi && ri === 0 ? 0.45 : 1 },
+          lineStyle: { type: l.dash, width: l.fit ? 1.6 : multi ? (ri === 0 ? 5 : 1.8) : 2, opacity: multi && ri === 0 ? 0.45 : 1 },
           itemStyle: l.measured ? ((base || l.symbol.startsWith('empty')) ? { borderColor: l.color, borderWidth: 2.5 } : { borderColor: '#111', borderWidth: 1 }) : (multi && ri === 0 ? { opacity: 0.6 } : undefined),
           emphasis: { focus: 'series' },
           animation: false,
@@ -268,15 +511,50 @@
       if (offCount.nonfinite) parts.push(`${offCount.nonfinite} non-finite value${offCount.nonfinite > 1 ? 's' : ''} (NaN or ±∞)`);
       notes.push({ kind: 'floor', text: `${parts.join(', ')}: drawn as ▽ at the axis floor (${fmtTick(floor.y)}), not dropped. ` + offNotes.join('; ') + (offTotal > offNotes.length ? '; …' : '') });
     }
-    if (decl.error && series.some((s) => s.type === 'custom')) notes.push({ kind: 'error', text: 'bars: 95 % intervals, ±1.96 standard errors (the points\' "' + decl.error + '")' + (decl.y.min !== undefined || decl.y.max !== undefined ? ', clipped to the axis range' : '') });
+    const clipped = decl.y.min !== undefined || decl.y.max !== undefined ? ', clipped to the axis range' : '';
+    if (series.some((s) => s.type === 'custom')) {
+      if (decl.lo && decl.hi) notes.push({ kind: 'error', text: `bars: ${decl.method || 'intervals'} (the points' "${decl.lo}", "${decl.hi}")${clipped}` });
+      else if (decl.error) notes.push({ kind: 'error', text: 'bars: 95 % intervals, ±1.96 standard errors (the points\' "' + decl.error + '")' + clipped });
+    }
+    if (derived.missing.length) {
+      const n = derived.missing.reduce((a, m) => a + m.count, 0);
+      notes.push({ kind: 'missing', text: `${n} point${n > 1 ? 's' : ''} without ${derived.missing[0].key}, not drawn: ` + derived.missing.slice(0, 8).map((m) => `${m.series} (${m.count})`).join(', ') + (derived.missing.length > 8 ? `, and ${derived.missing.length - 8} more series` : '') });
+    }
 
     // Reference lines and published marks.
     const summary = runs.length ? runs[0].summary || {} : {};
+    const onAxisT = (k) => { const a = axes[k]; return a && a.log ? (v) => Math.log10(v) : (v) => v; };
     const refLines = [];
+    // Labels of lines on the same axis at three heights (end, middle,
+    // start), so that two references close together stay readable.
+    const LABEL_AT = ['insideEndTop', 'insideMiddleTop', 'insideStartTop'];
+    const perAxis = { x: 0, y: 0 };
     for (const ref of decl.refs || []) {
       const v = ref.summary ? summary[ref.summary] : ref.value;
       if (v === undefined || v === null || !isFinite(v)) { notes.push({ kind: 'ref', text: `reference "${ref.label}": the run has no summary value "${ref.summary}" (yet)` }); continue; }
-      refLines.push({ [ref.axis === 'x' ? 'xAxis' : 'yAxis']: ref.axis === 'x' ? tx(v) : v, name: ref.label, label: { formatter: `${ref.label} = ${fmtTick(v)}`, position: 'insideEndTop', color: '#444' } });
+      const at = LABEL_AT[perAxis[ref.axis === 'x' ? 'x' : 'y']++ % LABEL_AT.length];
+      refLines.push({ [ref.axis === 'x' ? 'xAxis' : 'yAxis']: ref.axis === 'x' ? tx(v) : v, name: ref.label, label: { formatter: `${ref.label} = ${fmtTick(v)}`, position: at, color: '#444' } });
+    }
+    // References within 2 % of the axis span of each other share one label
+    // (two labels on almost the same line cannot both be read).
+    for (const ax of ['xAxis', 'yAxis']) {
+      const k = ax === 'xAxis' ? 'x' : 'y';
+      // Reference values are stored as drawn (x through tx: log2 of a
+      // base-2 axis); t maps them to screen-linear units.
+      const t = ax === 'xAxis' ? (log2x || !decl.x.log ? (v) => v : (v) => Math.log10(v)) : onAxisT(k);
+      const at = ax === 'xAxis' ? tx : (v) => v;
+      const span = isFinite(lowest[k]) && highest[k] > lowest[k] ? t(at(highest[k])) - t(at(lowest[k])) : 0;
+      const lines = refLines.filter((r) => r[ax] !== undefined).sort((a, b) => a[ax] - b[ax]);
+      for (let i = 0; i < lines.length; i++) {
+        const head = lines[i];
+        while (i + 1 < lines.length && span > 0 && Math.abs(t(lines[i + 1][ax]) - t(head[ax])) <= 0.02 * span) {
+          i++;
+          head.label.formatter += '; ' + lines[i].label.formatter;
+          head.label.position = 'insideMiddleTop'; // the longer text centred on the line
+          head.label.fontSize = 11;
+          lines[i].label = { show: false };
+        }
+      }
     }
     if (refLines.length && !hidden.has('refs')) {
       series.push({ id: 'refs', name: 'reference lines', type: 'line', data: [], markLine: { symbol: 'none', silent: true, lineStyle: { type: [6, 4], color: '#555', width: 1.2 }, data: refLines }, animation: false });
@@ -294,16 +572,56 @@
       }
       notes.push({ kind: 'marks', text: '★ ' + marks.map((m) => m.label).join('; ') });
     }
+    // The experiment's answer in numbers: the summary values it shows.
+    if (!multi && (decl.show || []).length) {
+      const parts = [];
+      for (const k of decl.show) {
+        const v = summary[k];
+        if (v === undefined) continue;
+        const a = summaryAxis(decl, k);
+        parts.push(`${a ? a.quantity : k} [${k}] = ${fmtValue(v)}${a ? ' ' + a.unit : ''}`);
+      }
+      if (parts.length) notes.unshift({ kind: 'show', text: parts.join('; ') });
+    }
     if (families.length > PALETTE.length) notes.push({ kind: 'colours', text: `${families.length} families for ${PALETTE.length} colours: families beyond the tenth repeat a colour (the experiment declares too few styles)` });
     if (decl.generic) notes.push({ kind: 'generic', text: 'this lab does not know the experiment: its axes and series are not declared' });
 
-    // Coinciding series: one hides the other.
-    const coincide = [];
+    // Coinciding series: one hides the other. Identical series are
+    // grouped into classes (a = b = c); series drawn within NEAR of the
+    // axis height of each other at every point (one hides the other on
+    // screen, e.g. two curves a few per cent apart on a log axis over seven
+    // decades) are named apart.
+    const NEAR = 0.01;
+    const coincide = [], near = [];
+    const onAxis = (k) => { const a = axes[k]; return a && a.log ? (v) => Math.log10(v) : (v) => v; };
+    const tolOf = (k) => { const t = onAxis(k); return isFinite(lowest[k]) && highest[k] > lowest[k] ? NEAR * (t(highest[k]) - t(lowest[k])) : 0; };
+    const sameAt = (a, b, k, near) => {
+      if (!(a.length > 1 && a.length === b.length)) return false;
+      const t = onAxis(k), tol = near ? tolOf(k) : 0;
+      return a.every((p, i) => p[0] === b[i][0] && (p[1] === b[i][1] || (near && tol > 0 && !offScale(axes[k], p[1]) && !offScale(axes[k], b[i][1]) && Math.abs(t(p[1]) - t(b[i][1])) <= tol)));
+    };
+    const classes = (keys, get, near) => {
+      const out = [], used = new Set();
+      for (let i = 0; i < keys.length; i++) {
+        if (used.has(keys[i])) continue;
+        const cls = [keys[i]];
+        for (let j = i + 1; j < keys.length; j++) {
+          if (!used.has(keys[j]) && yOf(keys[i]) === yOf(keys[j]) && sameAt(get(keys[i]), get(keys[j]), yOf(keys[i]), near)) { cls.push(keys[j]); used.add(keys[j]); }
+        }
+        if (cls.length > 1) out.push(cls);
+      }
+      return out;
+    };
+    const sortedPts = (pts) => pts.slice().sort((a, b) => a[0] - b[0]);
     for (const r of runs) {
       const keys = [...r.series.keys()].sort(order);
-      for (let i = 0; i < keys.length; i++) for (let j = i + 1; j < keys.length; j++) {
-        const a = r.series.get(keys[i]), b = r.series.get(keys[j]);
-        if (a.length > 1 && a.length === b.length && a.every((p, k) => p[0] === b[k][0] && p[1] === b[k][1])) coincide.push(`${multi ? r.label + ' ' : ''}${keys[i]} = ${keys[j]}`);
+      const got = new Map(keys.map((k) => [k, sortedPts(r.series.get(k))]));
+      const same = classes(keys, (k) => got.get(k), false);
+      for (const c of same) coincide.push((multi ? r.label + ' ' : '') + c.join(' = '));
+      const inSame = new Set(same.flatMap((c) => c.slice(1)));
+      for (const c of classes(keys.filter((k) => !inSame.has(k)), (k) => got.get(k), true)) {
+        if (c.every((k) => same.some((sc) => sc.includes(k)))) continue;
+        near.push((multi ? r.label + ' ' : '') + c.join(' ≈ '));
       }
     }
     if (multi) {
@@ -312,11 +630,13 @@
         if (got.every(Boolean) && got.every((s) => s.length === got[0].length && s.every((p, k) => p[0] === got[0][k][0] && p[1] === got[0][k][1]))) coincide.push(`${n} in ${runs.map((r) => r.label).join(' and ')}`);
       }
     }
-    if (coincide.length) notes.push({ kind: 'coincide', text: 'identical at every point (one line hides the other): ' + coincide.join('; ') });
+    const list = (xs) => xs.slice(0, 10).join('; ') + (xs.length > 10 ? `; and ${xs.length - 10} more` : '');
+    if (coincide.length) notes.push({ kind: 'coincide', text: 'identical at every point (one line hides the other): ' + list(coincide) });
+    if (near.length) notes.push({ kind: 'near', text: `drawn on top of each other (within ${100 * NEAR} % of the axis height at every point): ` + list(near) });
 
-    const yAxes = [axisOption(decl.y, maxAbs.y, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'left' } })];
-    if (decl.y2) yAxes.push(axisOption(decl.y2, maxAbs.y2, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'right' }, position: 'right', splitLine: { show: false } }));
-    const xOpt = axisOption(decl.x, maxAbs.x, { nameGap: 30 });
+    const yAxes = [axisOption(decl.y, maxAbs.y, lowest.y, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'left' } })];
+    if (decl.y2) yAxes.push(axisOption(decl.y2, maxAbs.y2, lowest.y2, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'right' }, position: 'right', splitLine: { show: false } }));
+    const xOpt = axisOption(decl.x, maxAbs.x, lowest.x, { nameGap: 30 });
     if (log2x) {
       const xOff = floorPts.some((p) => p.value[0] === tx(floor.x) && offScale(decl.x, p.raw[0]));
       const lo = Math.floor(Math.log2(isFinite(lowest.x) ? (xOff ? floor.x : lowest.x) : 1)), hi = Math.ceil(Math.log2(Math.max(maxAbs.x, 2)));
@@ -434,5 +754,33 @@
     }
   }
 
-  window.fp8chart = { build, renderLegend, matchSeries, fmtTick, fmtValue, PALETTE, genericChart };
+  // buildSummary returns {option, notes} for one summary value across
+  // runs ({label, summary}): a value per run, with the declared unit.
+  function buildSummary(decl, runs, key) {
+    const axis = summaryAxis(decl, key) || { quantity: key, unit: 'unit not declared by the experiment' };
+    const labels = runs.map((r) => r.label || 'this run');
+    const vals = runs.map((r) => (r.summary ? r.summary[key] : undefined));
+    const notes = [];
+    const absent = labels.filter((l, i) => vals[i] === undefined);
+    if (absent.length) notes.push({ kind: 'missing', text: `no summary value ${key} in ${absent.join(', ')}` });
+    const bad = labels.filter((l, i) => vals[i] === null || (vals[i] !== undefined && !isFinite(vals[i])));
+    if (bad.length) notes.push({ kind: 'floor', text: `${key} is not finite (NaN or ±∞) in ${bad.join(', ')}: not drawn` });
+    const ok = vals.filter((v) => v !== undefined && v !== null && isFinite(v));
+    const log = axis.log && ok.every((v) => v > 0) && ok.length > 0;
+    if (axis.log && !log && ok.length) notes.push({ kind: 'floor', text: `${key} has values ≤ 0: drawn on a linear axis` });
+    const maxAbs = ok.reduce((a, v) => Math.max(a, Math.abs(v)), 0), lowest = ok.reduce((a, v) => Math.min(a, v), Infinity);
+    const ya = axisOption(Object.assign({}, axis, { log }), maxAbs, lowest, { nameLocation: 'end', nameGap: 12, nameTextStyle: { fontSize: 13, color: '#1d2330', align: 'left' } });
+    const option = {
+      animation: false,
+      tooltip: { trigger: 'item', confine: true, formatter: (p) => `${esc(labels[p.dataIndex])}<br>${esc(key)} = ${fmtValue(vals[p.dataIndex])} ${esc(axis.unit)}` },
+      grid: { top: 40, left: 16, right: 28, bottom: 40, containLabel: true },
+      xAxis: { type: 'category', data: labels, name: 'run', nameLocation: 'middle', nameGap: 30, axisLine: { onZero: false } },
+      yAxis: [ya],
+      series: [{ id: 'summary:' + key, name: key, type: 'scatter', symbolSize: 12, color: PALETTE[0],
+        data: vals.map((v) => (v !== undefined && v !== null && isFinite(v) && (!log || v > 0) ? v : null)), animation: false }],
+    };
+    return { option, notes, legend: [], axis };
+  }
+
+  window.fp8chart = { build, buildSummary, buildDistribution, buildPaired, trialsOf, isTrials, fields, summaryAxis, renderLegend, matchSeries, fmtTick, fmtValue, PALETTE, genericChart };
 })();

@@ -16,7 +16,7 @@ import (
 	"io/fs"
 )
 
-//go:embed index.html app.js chart.js tensors.js worker.js style.css vendor static
+//go:embed index.html app.js chart.js tensors.js worker.js style.css favicon.svg vendor static
 var files embed.FS
 
 // Files returns the page's files: index.html, app.js, chart.js (the charts),

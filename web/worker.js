@@ -4,7 +4,8 @@
 //
 //   page → worker  {type:'run', id, experiment, params (JSON text), seed (text)}
 //                  {type:'bench', model, K, millis}
-//   worker → page  {type:'ready', experiments, build}  once loaded
+//   worker → page  {type:'ready', experiments, build, serverOnly}  once loaded
+//                  (serverOnly: experiment → why it cannot run in a browser)
 //                  {type:'error', error}                 when loading failed
 //                  {type:'event', id, event (JSON text)}  points, progress, note, end
 //                  {type:'bench', result (JSON text)}
@@ -16,7 +17,8 @@
 importScripts('/wasm/wasm_exec.js');
 
 self.fp8labReady = () => {
-  postMessage({ type: 'ready', experiments: JSON.parse(self.fp8lab.experiments()), build: JSON.parse(self.fp8lab.build()) });
+  postMessage({ type: 'ready', experiments: JSON.parse(self.fp8lab.experiments()), build: JSON.parse(self.fp8lab.build()),
+    serverOnly: self.fp8lab.serverOnly ? JSON.parse(self.fp8lab.serverOnly()) : {} });
 };
 
 const go = new Go();

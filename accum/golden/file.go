@@ -187,11 +187,10 @@ func parseBytes(data []byte, name string) (*File, error) {
 	return f, nil
 }
 
-// ReadDir reads every regular file of dir whose name ends in ".tsv" or
-// ".txt", gzipped or not (".tsv.gz"), not descending into subfolders, in
-// name order, with [ReadFile].
-// It stops at the first error.
-func ReadDir(dir string) ([]*File, error) {
+// DirFiles returns the paths of the files [ReadDir] reads, in its order,
+// without reading them: a caller that verifies one file at a time holds
+// one file in memory, not the folder.
+func DirFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -206,9 +205,24 @@ func ReadDir(dir string) ([]*File, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	for i, n := range names {
+		names[i] = filepath.Join(dir, n)
+	}
+	return names, nil
+}
+
+// ReadDir reads every regular file of dir whose name ends in ".tsv" or
+// ".txt", gzipped or not (".tsv.gz"), not descending into subfolders, in
+// name order, with [ReadFile].
+// It stops at the first error.
+func ReadDir(dir string) ([]*File, error) {
+	names, err := DirFiles(dir)
+	if err != nil {
+		return nil, err
+	}
 	files := make([]*File, 0, len(names))
 	for _, n := range names {
-		f, err := ReadFile(filepath.Join(dir, n))
+		f, err := ReadFile(n)
 		if err != nil {
 			return nil, err
 		}

@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := mainContext(os.Args[1:], os.Stderr)
 	defer stop()
 	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, errVerify) {
@@ -28,6 +28,32 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// mainContext returns the context of the command args: cancelled by the
+// first SIGINT or SIGTERM. Except for the lab server (whose graceful
+// shutdown records every run, within its own deadline), the next signal
+// has its default effect: a command busy in work that does not look at
+// its context (an experiment deep in a computation, a long check) is
+// ended by a second Ctrl-C, and says so at the first.
+func mainContext(args []string, stderr io.Writer) (context.Context, context.CancelFunc) {
+	server := len(args) == 0 || args[0] == "serve"
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		cancel()
+		if !server {
+			signal.Stop(sigs) // the next signal ends the process
+			fmt.Fprintln(stderr, "\nlab: interrupted: stopping (again to quit at once)")
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
 const usage = `usage:

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -88,7 +87,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	jsonOut := fs.Bool("json", false, "write JSON lines on stdout instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
 	labURL := fs.String("lab", "", "also stream the run into the lab at this URL")
-	sweepRef := fs.String("sweep", "", "with -lab: record the run as run N of sweep ID (ID/N), as the sweeps' Slurm tasks do")
+	sweepRef := fs.String("sweep", "", "with -lab: record the run as run N of sweep ID (ID/N/KEY, as the lab writes it into a sweep's Slurm tasks)")
 
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -103,7 +102,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	exp, fileArgs, err := withFiles()
+	exp, _, err = withFiles()
 	if err != nil {
 		return err
 	}
@@ -112,9 +111,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *jsonOut {
 		out = sim.NewJSONSink(stdout)
 	} else {
-		// The reproduce line: the parameters, the input files, the seed.
-		line := strings.Join(slices.DeleteFunc([]string{"lab run", name, values.Flags(), fileArgs, fmt.Sprintf("-seed %d", *seed)}, func(s string) bool { return s == "" }), " ")
-		fmt.Fprintf(stdout, "%s\n\n", wrapCommand(line, termWidth))
+		fmt.Fprintf(stdout, "%s\n\n", wrapCommand(sim.Reproduce(exp, values, *seed), termWidth))
 		out = sim.NewTableSink(stdout)
 	}
 	sink := out
@@ -160,7 +157,7 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	fmt.Fprintln(tw, "  -json\twrite JSON lines on stdout instead of a table")
 	fmt.Fprintln(tw, "  -quiet\tno progress bar on stderr")
 	fmt.Fprintln(tw, "  -lab URL\talso stream the run into the lab at URL (http://127.0.0.1:8080), into its notebook")
-	fmt.Fprintln(tw, "  -sweep ID/N\twith -lab: the run is run N of sweep ID (a sweep's Slurm task)")
+	fmt.Fprintln(tw, "  -sweep REF\twith -lab: run N of sweep ID (REF = ID/N/KEY, as a sweep's Slurm task has it)")
 	tw.Flush()
 	b.WriteString("\nA bool parameter is given as -name or -name=false; a list as -name 1,2,3.\n")
 	_, err := io.WriteString(w, b.String())

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -139,16 +140,18 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var agg struct {
 		Aggregate struct {
-			GroupBy  []string `json:"group_by"`
-			Summary  []string `json:"summary"`
-			Excluded []string `json:"excluded"`
+			GroupBy  []string          `json:"group_by"`
+			Summary  []string          `json:"summary"`
+			Units    map[string]string `json:"units"`
+			Excluded []string          `json:"excluded"`
 			Groups   []struct {
 				Label   string `json:"label"`
 				Summary map[string]struct {
-					N    int      `json:"n"`
-					Mean *float64 `json:"mean"`
-					Lo   *float64 `json:"ci95_lo"`
-					Hi   *float64 `json:"ci95_hi"`
+					N      int      `json:"n"`
+					Mean   *float64 `json:"mean"`
+					Lo     *float64 `json:"ci95_lo"`
+					Hi     *float64 `json:"ci95_hi"`
+					Method string   `json:"ci95_method"`
 				} `json:"summary"`
 			} `json:"groups"`
 		} `json:"aggregate"`
@@ -157,17 +160,33 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "group\tsummary\tn\tmean\t95% CI")
+	fmt.Fprintln(tw, "group\tsummary\tn\tmean\t95% CI\tunit\tinterval")
+	var methods []string
 	for _, g := range agg.Aggregate.Groups {
 		for _, n := range agg.Aggregate.Summary {
 			s, ok := g.Summary[n]
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t[%s, %s]\n", g.Label, n, s.N, fmtF(s.Mean), fmtF(s.Lo), fmtF(s.Hi))
+			m := "–"
+			if s.Method != "" {
+				i := slices.Index(methods, s.Method)
+				if i < 0 {
+					i, methods = len(methods), append(methods, s.Method)
+				}
+				m = fmt.Sprintf("[%d]", i+1)
+			}
+			unit := agg.Aggregate.Units["summary:"+n]
+			if unit == "" {
+				unit = "(not declared)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t[%s, %s]\t%s\t%s\n", g.Label, n, s.N, fmtF(s.Mean), fmtF(s.Lo), fmtF(s.Hi), unit, m)
 		}
 	}
 	tw.Flush()
+	for i, m := range methods {
+		fmt.Fprintf(stdout, "[%d] %s\n", i+1, m)
+	}
 	if n := len(agg.Aggregate.Excluded); n > 0 {
 		fmt.Fprintf(stdout, "\n%d runs not aggregated (not done), e.g. %s\n", n, agg.Aggregate.Excluded[0])
 	}
@@ -219,7 +238,7 @@ func sweepBody(exp sim.Experiment, given map[string]string, seeds string) (map[s
 // followSweep polls the sweep until it ends, drawing its progress; it
 // returns the end state.
 func followSweep(ctx context.Context, c *labHTTP, id string, stderr io.Writer, quiet bool) (string, error) {
-	var st struct {
+	type status struct {
 		State  string         `json:"state"`
 		Error  string         `json:"error"`
 		Runs   int            `json:"runs"`
@@ -228,6 +247,7 @@ func followSweep(ctx context.Context, c *labHTTP, id string, stderr io.Writer, q
 	start := time.Now()
 	last := ""
 	for {
+		var st status // fresh: decoding into the last answer would keep its map's keys
 		if err := c.do(ctx, "GET", "/api/sweeps/"+id, nil, &st); err != nil {
 			return "", err
 		}

@@ -12,10 +12,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +26,7 @@ import (
 // run it so, with the test experiment registered).
 func TestMain(m *testing.M) {
 	if os.Getenv("FP8LAB_LAB_MAIN") == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := mainContext(os.Args[1:], os.Stderr)
 		defer stop()
 		if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "lab:", err)
@@ -248,5 +246,31 @@ func TestSweepSlurm(t *testing.T) {
 	getJSON(t, url+"/api/sweeps/"+id, &st)
 	if st.State != notebook.Cancelled {
 		t.Errorf("sweep %s after cancel: %s", id, st.State)
+	}
+}
+
+// TestFollowSweepFinalLine: the progress line of `lab sweep` counts the
+// states of the last answer only (it ended "40/40 done, 1 running, 2
+// queued": JSON decoding into the previous answer's map kept its keys).
+func TestFollowSweepFinalLine(t *testing.T) {
+	answers := []string{
+		`{"state":"running","runs":40,"states":{"done":37,"running":1,"queued":2}}`,
+		`{"state":"done","runs":40,"states":{"done":40}}`,
+	}
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answers[min(n, len(answers)-1)])
+		n++
+	}))
+	defer srv.Close()
+	var stderr bytes.Buffer
+	state, err := followSweep(t.Context(), &labHTTP{base: srv.URL, client: srv.Client()}, "1", &stderr, false)
+	if err != nil || state != "done" {
+		t.Fatalf("followSweep: %q %v", state, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\r")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "40/40 done, 0 running, 0 queued, 0 failed") {
+		t.Errorf("final line %q", last)
 	}
 }

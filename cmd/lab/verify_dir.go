@@ -62,15 +62,21 @@ func verifyPath(ctx context.Context, path string, opt golden.Options, stdout io.
 	switch base := filepath.Base(path); {
 	case st.IsDir():
 		if _, kerr := golden.KhattakFolders(path); kerr != nil {
-			files, err := golden.ReadDir(path)
+			// One file read and verified at a time: a folder of large
+			// captures is never all in memory.
+			files, err := golden.DirFiles(path)
 			if err != nil {
 				return true, err
 			}
 			if len(files) == 0 {
 				return true, fmt.Errorf("%s: no capture files (*.tsv, *.txt) and no Khattak & Mikaitis set folders (<GPU>/<format>/a_<GPU>_<format>.txt.gz)", path)
 			}
-			for _, f := range files {
+			for _, name := range files {
 				if err := ctx.Err(); err != nil {
+					return true, err
+				}
+				f, err := golden.ReadFile(name)
+				if err != nil {
 					return true, err
 				}
 				if err := t.verifyFile(ctx, f, opt, stdout); err != nil {

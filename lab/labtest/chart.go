@@ -22,7 +22,8 @@ func (ChartDemo) Name() string { return "lab-chart" }
 func (ChartDemo) Doc() string {
 	return "Test experiment of the lab's charts: declared axes, families, zeros, NaN, standard errors.\n\n" +
 		"x = 2^k for k in 4 … 4+points-1; y = scale·x^-1 (a, b plain), the same over 2 (b fast), " +
-		"0 (a exact: every point), x^-1/3 with one NaN (hw, measured); se = y/10 on a."
+		"0 (a exact: every point), x^-1/3 with one NaN (hw, measured); se = y/10 on a; " +
+		"fields p90 (a: 2y in [y, 4y], b: 3y) and acc (a: 1 - y)."
 }
 
 // Params returns the schema.
@@ -46,8 +47,13 @@ func (ChartDemo) Chart() sim.Chart {
 			{Match: "b", Family: "beta"},
 			{Match: "hw", Family: "alpha", Variant: "hardware", Measured: true},
 		},
-		Refs:  []sim.Ref{{Axis: "y", Summary: "floor", Label: "floor"}},
-		Marks: []sim.Mark{{Series: "a", X: 64, Y: 0.05, Label: "published 0.05 (a test figure)"}},
+		Fields: []sim.Field{
+			{Key: "p90", Axis: sim.Axis{Quantity: "error, 90th percentile", Unit: "relative", Log: true}, Lo: "p90_lo", Hi: "p90_hi", Method: "95 % test interval (p90/2, 2·p90)"},
+			{Key: "acc", Axis: sim.Axis{Quantity: "accuracy", Unit: "fraction of trials"}.Range(0, 1)},
+		},
+		Summary: []sim.SummaryField{{Match: "floor", Axis: sim.Axis{Quantity: "error floor", Unit: "relative", Log: true}}},
+		Refs:    []sim.Ref{{Axis: "y", Summary: "floor", Label: "floor"}},
+		Marks:   []sim.Mark{{Series: "a", X: 64, Y: 0.05, Label: "published 0.05 (a test figure)"}},
 	}
 }
 
@@ -66,9 +72,9 @@ func (ChartDemo) Run(ctx context.Context, run *sim.Run) error {
 			hw = math.NaN()
 		}
 		for _, p := range []sim.Point{
-			{Series: "a", X: x, Y: y, Extra: map[string]float64{"se": y / 10}},
+			{Series: "a", X: x, Y: y, Extra: map[string]float64{"se": y / 10, "p90": 2 * y, "p90_lo": y, "p90_hi": 4 * y, "acc": 1 - y}},
 			{Series: "a exact", X: x, Y: 0},
-			{Series: "b", X: x, Y: y},
+			{Series: "b", X: x, Y: y, Extra: map[string]float64{"p90": 3 * y}},
 			{Series: "b fast", X: x, Y: y / 2},
 			{Series: "hw", X: x, Y: hw},
 		} {

@@ -135,6 +135,55 @@ func preflight(path string) error {
 		return fmt.Errorf("notebook %s: %w", path, err)
 	}
 	head = head[:n]
+	best, err := bestMeta(head)
+	if err != nil {
+		return damagedFile(path, err)
+	}
+	if best.pageSize < 512 || best.pageSize > 1<<20 {
+		return damagedFile(path, fmt.Errorf("page size %d in the header", best.pageSize))
+	}
+	if !best.fits(size) {
+		return damagedFile(path, fmt.Errorf("the file is %d bytes, its header says %d pages of %d bytes (%d bytes): truncated", size, best.pgid, best.pageSize, int64(best.pgid)*int64(best.pageSize)))
+	}
+	if best.freelist != ^uint64(0) && best.freelist >= best.pgid {
+		return damagedFile(path, fmt.Errorf("the header's freelist page %d is past the last page %d", best.freelist, best.pgid-1))
+	}
+	if problems := checkPages(path, best, 10); len(problems) > 0 {
+		return damagedFile(path, errors.New(strings.Join(problems, "; ")))
+	}
+	return nil
+}
+
+// fits reports whether the pages the header claims (its high-water mark)
+// lie within a file of size bytes, so that a walk over them ends.
+func (m metaPage) fits(size int64) bool {
+	return m.pgid <= 1<<40 && size >= int64(m.pgid)*int64(m.pageSize)
+}
+
+// headerFits reports whether the file's newest valid header claims no more
+// pages than the file holds: bbolt's Tx.Check walks the claimed pages, and
+// with a high-water mark of 2^50 it does not end.
+func headerFits(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	head := make([]byte, 64<<10)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		return false
+	}
+	m, err := bestMeta(head[:n])
+	return err == nil && m.fits(st.Size())
+}
+
+// bestMeta returns the newest valid meta page of the file's first bytes.
+func bestMeta(head []byte) (metaPage, error) {
 	m0, err0 := readMeta(head)
 	var best metaPage
 	var found bool
@@ -155,21 +204,9 @@ func preflight(path string) error {
 		}
 	}
 	if !found {
-		return damagedFile(path, fmt.Errorf("no valid header (meta page 0: %v)", err0))
+		return metaPage{}, fmt.Errorf("no valid header (meta page 0: %v)", err0)
 	}
-	if best.pageSize < 512 || best.pageSize > 1<<20 {
-		return damagedFile(path, fmt.Errorf("page size %d in the header", best.pageSize))
-	}
-	if want := int64(best.pgid) * int64(best.pageSize); best.pgid > 1<<40 || size < want {
-		return damagedFile(path, fmt.Errorf("the file is %d bytes, its header says %d pages of %d bytes (%d bytes): truncated", size, best.pgid, best.pageSize, want))
-	}
-	if best.freelist != ^uint64(0) && best.freelist >= best.pgid {
-		return damagedFile(path, fmt.Errorf("the header's freelist page %d is past the last page %d", best.freelist, best.pgid-1))
-	}
-	if problems := checkPages(path, best, 10); len(problems) > 0 {
-		return damagedFile(path, errors.New(strings.Join(problems, "; ")))
-	}
-	return nil
+	return best, nil
 }
 
 func dirOf(path string) string {

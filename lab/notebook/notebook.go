@@ -67,8 +67,12 @@ type Run struct {
 	Experiment string         `json:"experiment"`
 	Params     map[string]any `json:"params"`          // parameter values as JSON decodes them
 	Flags      string         `json:"flags,omitempty"` // the same values as `lab run` flags
-	Seed       uint64         `json:"seed"`
-	Origin     Origin         `json:"origin"`
+	// Reproduce is the command that computes the run again, as a shell
+	// reads it (sim.Reproduce): set for runs of an experiment the lab
+	// knows.
+	Reproduce string `json:"reproduce,omitempty"`
+	Seed      uint64 `json:"seed"`
+	Origin    Origin `json:"origin"`
 	// Registered is false for a run streamed in by a client whose experiment
 	// the lab does not know (a user's own program); its parameters were then
 	// not validated and it cannot be re-run by the lab.
@@ -79,6 +83,8 @@ type Run struct {
 	Revision  string `json:"revision,omitempty"` // VCS revision, "+dirty" when modified
 	GoVersion string `json:"go_version,omitempty"`
 	Platform  string `json:"platform,omitempty"` // GOOS/GOARCH, and the browser for wasm runs
+	Bindings  string `json:"bindings,omitempty"` // native bindings and their versions (the WebGPU binding)
+	Device    string `json:"device,omitempty"`   // the machine that computed: CPU model and logical CPUs, or the browser's
 
 	State    State      `json:"state"`
 	Error    string     `json:"error,omitempty"`

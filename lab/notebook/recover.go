@@ -137,7 +137,11 @@ func checkOpen(dir string) (*Report, *Bolt, error) {
 		rep.NoRuns = true
 		return rep, nil, nil
 	}
-	rep.File = append(rep.File, s.verify(20)...)
+	if headerFits(path) {
+		rep.File = append(rep.File, s.verify(20)...)
+	} else {
+		rep.File = append(rep.File, "bbolt's tree and freelist check skipped: the header claims more pages than the file holds")
+	}
 	seq, err := s.sequence()
 	if err != nil {
 		rep.File = append(rep.File, "reading the list of runs: "+cleanProblem(err))

@@ -1,10 +1,12 @@
 package notebook
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,6 +58,9 @@ type SweepStore interface {
 	GetSweep(id string) (Sweep, error)
 	// ListSweeps returns every sweep, newest first.
 	ListSweeps() ([]Sweep, error)
+	// ListSweepsN returns the newest limit sweeps, newest first, reading
+	// no more, and whether there are older ones.
+	ListSweepsN(limit int) ([]Sweep, bool, error)
 	// UpdateSweep applies fn to the stored sweep and stores the result
 	// unless fn returns an error.
 	UpdateSweep(id string, fn func(*Sweep) error) error
@@ -69,6 +74,14 @@ type SweepStore interface {
 	// extras) are read when withPoints says so for the run's state. An
 	// error of fn ends the read and is returned.
 	ReadSweep(id string, withPoints func(State) bool, fn func(SweepSample) error) error
+	// SweepKey returns the notebook's secret for the credentials of
+	// sweep runs that clients stream in (32 random bytes, made on first
+	// use and kept in the notebook, never in a record).
+	SweepKey() ([]byte, error)
+	// ReadSweepField is ReadSweep with each point's y replaced by its
+	// extra value field (points without it are left out); "" or "y" is
+	// ReadSweep.
+	ReadSweepField(id string, withPoints func(State) bool, field string, fn func(SweepSample) error) error
 }
 
 // SweepSample is what [SweepStore.ReadSweep] reads of one run.
@@ -163,7 +176,15 @@ func (s *Bolt) GetSweep(id string) (Sweep, error) {
 
 // ListSweeps returns every sweep, newest first.
 func (s *Bolt) ListSweeps() ([]Sweep, error) {
+	out, _, err := s.ListSweepsN(0)
+	return out, err
+}
+
+// ListSweepsN returns the newest limit sweeps (every sweep when limit is
+// 0), newest first, and whether there are older ones.
+func (s *Bolt) ListSweepsN(limit int) ([]Sweep, bool, error) {
 	var out []Sweep
+	more := false
 	err := s.view(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketSweeps)
 		if bk == nil {
@@ -171,6 +192,10 @@ func (s *Bolt) ListSweeps() ([]Sweep, error) {
 		}
 		c := bk.Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if limit > 0 && len(out) == limit {
+				more = true
+				return nil
+			}
 			var sw Sweep
 			if err := json.Unmarshal(v, &sw); err != nil {
 				return fmt.Errorf("sweep %d: %w", binary.BigEndian.Uint64(k), err)
@@ -179,7 +204,7 @@ func (s *Bolt) ListSweeps() ([]Sweep, error) {
 		}
 		return nil
 	})
-	return out, err
+	return out, more, err
 }
 
 // UpdateSweep applies fn to the stored sweep.
@@ -245,6 +270,15 @@ func (s *Bolt) SweepRuns(id string) (map[int]string, error) {
 
 // ReadSweep reads the sweep's runs for the aggregation.
 func (s *Bolt) ReadSweep(id string, withPoints func(State) bool, fn func(SweepSample) error) error {
+	return s.ReadSweepField(id, withPoints, "", fn)
+}
+
+// ReadSweepField reads the sweep's runs for the aggregation of the point
+// quantity field.
+func (s *Bolt) ReadSweepField(id string, withPoints func(State) bool, field string, fn func(SweepSample) error) error {
+	if field == "y" {
+		field = ""
+	}
 	return s.view(func(tx *bolt.Tx) error {
 		k, _, err := getSweep(tx, id)
 		if err != nil {
@@ -282,6 +316,23 @@ func (s *Bolt) ReadSweep(id string, withPoints func(State) bool, fn func(SweepSa
 				}
 				smp.Points = make([]sim.Point, 0, r.Points)
 				err := pb.ForEach(func(pk, pv []byte) error {
+					if field != "" {
+						p, err := decodePoint(pv)
+						if err != nil {
+							return fmt.Errorf("run %s point %d: %w", rid, binary.BigEndian.Uint64(pk), err)
+						}
+						v, ok := p.Extra[field]
+						if !ok {
+							return nil
+						}
+						name, ok := names[p.Series]
+						if !ok {
+							name = p.Series
+							names[name] = name
+						}
+						smp.Points = append(smp.Points, sim.Point{Series: name, X: p.X, Y: v})
+						return nil
+					}
 					p, err := decodeXY(pv, names)
 					if err != nil {
 						return fmt.Errorf("run %s point %d: %w", rid, binary.BigEndian.Uint64(pk), err)
@@ -317,4 +368,32 @@ func decodeXY(b []byte, names map[string]string) (sim.Point, error) {
 	p.X = math.Float64frombits(binary.BigEndian.Uint64(b))
 	p.Y = math.Float64frombits(binary.BigEndian.Uint64(b[8:]))
 	return p, nil
+}
+
+// SweepKey returns the notebook's secret for sweep-run credentials, making
+// it on first use.
+func (s *Bolt) SweepKey() ([]byte, error) {
+	var key []byte
+	err := s.view(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get([]byte("sweep-key")); len(v) == 32 {
+			key = slices.Clone(v)
+		}
+		return nil
+	})
+	if err != nil || key != nil {
+		return key, err
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get([]byte("sweep-key")); len(v) == 32 { // made meanwhile
+			key = slices.Clone(v)
+			return nil
+		}
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return err
+		}
+		return meta.Put([]byte("sweep-key"), key)
+	})
+	return key, err
 }

@@ -46,11 +46,44 @@ const (
 
 // Query is a parsed filter; the zero Query (from an empty text) matches
 // every run.
-type Query struct{ root node }
+type Query struct {
+	root node
+	// searches find, per field, every text search of the query on it
+	// (bare words and text ~ x on the run's text, FIELD ~ x on a field) in
+	// one pass over the field.
+	searches map[string]*multiMatcher
+}
 
 type node interface {
-	match(r *notebook.Run) bool
+	match(m *matching) bool
 	write(b *strings.Builder)
+}
+
+// matching is one run being matched: which of the query's text searches
+// each field holds, found on first use in one pass over the field folded to
+// lower case, however many searches the query makes on it.
+type matching struct {
+	r     *notebook.Run
+	q     *Query
+	found map[string][]bool
+}
+
+// has reports whether the run's field holds the query's search id on it.
+func (m *matching) has(field string, id int) bool {
+	f, ok := m.found[field]
+	if !ok {
+		if m.found == nil {
+			m.found = map[string][]bool{}
+		}
+		text, ok := fieldText(m.r, field)
+		if ok {
+			f = m.q.searches[field].find(strings.ToLower(text))
+		} else {
+			f = make([]bool, m.q.searches[field].patterns) // no such parameter: it holds nothing
+		}
+		m.found[field] = f
+	}
+	return f[id]
 }
 
 type (
@@ -61,8 +94,12 @@ type (
 		field  string
 		op     string // = != < <= > >= ~ in
 		values []string
+		id     int // of ~ on a field other than tag: its search on the field
 	}
-	textNode struct{ value string }
+	textNode struct {
+		value string // as written
+		id    int    // its search on the field "text"
+	}
 )
 
 // Parse reads a query; an empty (or blank) text is the Query that matches
@@ -89,11 +126,20 @@ func Parse(s string) (Query, error) {
 	if p.i < len(p.toks) {
 		return Query{}, p.errorf("unexpected %s", p.toks[p.i].show())
 	}
-	return Query{root: n}, nil
+	q := Query{root: n, searches: map[string]*multiMatcher{}}
+	for f, pats := range p.patterns {
+		q.searches[f] = newMultiMatcher(pats)
+	}
+	return q, nil
 }
 
 // Match reports whether the run passes the filter.
-func (q Query) Match(r *notebook.Run) bool { return q.root == nil || q.root.match(r) }
+// The run's text is folded to lower case once per call, whatever the
+// number of text searches: a query costs about its length times the run's
+// text.
+func (q Query) Match(r *notebook.Run) bool {
+	return q.root == nil || q.root.match(&matching{r: r, q: &q})
+}
 
 // String returns the query in canonical form, which Parse reads back to the
 // same query.
@@ -211,10 +257,20 @@ func lex(s string) ([]token, error) {
 // ---- parser
 
 type parser struct {
-	toks  []token
-	i     int
-	src   string
-	terms int
+	toks     []token
+	i        int
+	src      string
+	terms    int
+	patterns map[string][]string // the text searches by field, folded to lower case
+}
+
+// pattern adds a text search on field and returns its id.
+func (p *parser) pattern(field, text string) int {
+	if p.patterns == nil {
+		p.patterns = map[string][]string{}
+	}
+	p.patterns[field] = append(p.patterns[field], strings.ToLower(text))
+	return len(p.patterns[field]) - 1
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -318,7 +374,11 @@ func (p *parser) unary(depth int) (node, error) {
 			return nil, p.errorf("expected a value after %s %s", t.text, next.text)
 		}
 		p.i++
-		return cmpNode{field: fieldName(t.text), op: next.text, values: []string{v.text}}, nil
+		n := cmpNode{field: fieldName(t.text), op: next.text, values: []string{v.text}}
+		if n.op == "~" && n.field != "tag" {
+			n.id = p.pattern(n.field, v.text)
+		}
+		return n, nil
 	case ok && t.kind == tWord && (next.keyword("IN") || next.keyword("NOT") && p.i+1 < len(p.toks) && p.toks[p.i+1].keyword("IN")):
 		neg := next.keyword("NOT")
 		p.i++
@@ -335,7 +395,7 @@ func (p *parser) unary(depth int) (node, error) {
 		}
 		return n, nil
 	}
-	return textNode{t.text}, nil
+	return textNode{value: t.text, id: p.pattern("text", t.text)}, nil
 }
 
 func (p *parser) list() ([]string, error) {
@@ -404,14 +464,13 @@ func runText(r *notebook.Run) string {
 	return strings.Join(append([]string{r.Experiment, r.ID, r.Title, r.Note, r.Flags, r.Error}, r.Tags...), "\n")
 }
 
-func (n andNode) match(r *notebook.Run) bool { return n.l.match(r) && n.r.match(r) }
-func (n orNode) match(r *notebook.Run) bool  { return n.l.match(r) || n.r.match(r) }
-func (n notNode) match(r *notebook.Run) bool { return !n.x.match(r) }
-func (n textNode) match(r *notebook.Run) bool {
-	return containsFold(runText(r), n.value)
-}
+func (n andNode) match(m *matching) bool  { return n.l.match(m) && n.r.match(m) }
+func (n orNode) match(m *matching) bool   { return n.l.match(m) || n.r.match(m) }
+func (n notNode) match(m *matching) bool  { return !n.x.match(m) }
+func (n textNode) match(m *matching) bool { return m.has("text", n.id) }
 
-func (n cmpNode) match(r *notebook.Run) bool {
+func (n cmpNode) match(m *matching) bool {
+	r := m.r
 	if n.field == "tag" {
 		any := slices.ContainsFunc(r.Tags, func(t string) bool {
 			return slices.ContainsFunc(n.values, func(v string) bool { return compare(t, "=", v) })
@@ -426,20 +485,30 @@ func (n cmpNode) match(r *notebook.Run) bool {
 		}
 		return slices.ContainsFunc(r.Tags, func(t string) bool { return compare(t, n.op, n.values[0]) })
 	}
-	var have string
-	if f, ok := runFields[n.field]; ok {
-		have = f(r)
-	} else {
-		v, ok := r.Params[n.field]
-		if !ok {
-			return false
-		}
-		have = paramText(v)
+	if n.op == "~" {
+		return m.has(n.field, n.id)
+	}
+	have, ok := fieldText(r, n.field)
+	if !ok {
+		return false
 	}
 	if n.op == "in" {
 		return slices.ContainsFunc(n.values, func(v string) bool { return compare(have, "=", v) })
 	}
 	return compare(have, n.op, n.values[0])
+}
+
+// fieldText returns the text of the run's field (a record field or a
+// parameter), and false when the run has no such parameter.
+func fieldText(r *notebook.Run, field string) (string, bool) {
+	if f, ok := runFields[field]; ok {
+		return f(r), true
+	}
+	v, ok := r.Params[field]
+	if !ok {
+		return "", false
+	}
+	return paramText(v), true
 }
 
 // paramText formats a parameter value as JSON decoded it: numbers in their

@@ -1,8 +1,10 @@
 package runquery
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fp8lab/fp8lab/lab/notebook"
 )
@@ -121,4 +123,46 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q and its canonical form %q match differently", s, c)
 		}
 	})
+}
+
+// TestMatchCostBounded: the heaviest valid query, 256 ORed words (none
+// found), over 500 runs with 64 KiB notes, takes at most about a second of
+// one core: each run's text is folded to lower case once per match, not
+// once per word (issue 18, red team: 7.3 CPU-s for one such query; 4 at
+// once, 30 s each). The bound is 3 s, for a slow or shared machine.
+func TestMatchCostBounded(t *testing.T) {
+	note := strings.Repeat("Lorem Ipsum Dolor ", 64<<10/18)
+	list := make([]any, 16<<10/6)
+	for i := range list {
+		list[i] = float64(10000 + i%7) // "10003,10004,…": 16 KiB of parameter text
+	}
+	runs := make([]notebook.Run, 500)
+	for i := range runs {
+		runs[i] = notebook.Run{ID: fmt.Sprint(i), Experiment: "needle", Note: note, Params: map[string]any{"K": list}}
+	}
+	for _, c := range []struct{ field, format string }{
+		{"", `"dolor l%02x"`},        // bare words whose prefix is all over the text
+		{"text ~ ", `"dolor l%02x"`}, // the same, as comparisons
+		{"K ~ ", `"10003,1000%02x"`}, // on a 16 KiB parameter
+	} {
+		var words []string // as many as a query holds
+		for i := 0; len(words) < MaxTerms && (len(words)+1)*(len(c.field)+len(fmt.Sprintf(c.format, i+10))+4) <= MaxLen; i++ {
+			words = append(words, c.field+fmt.Sprintf(c.format, i+10))
+		}
+		q, err := Parse(strings.Join(words, " OR "))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for i := range runs {
+			if q.Match(&runs[i]) {
+				t.Fatalf("%s: run %d matches", words[0], i)
+			}
+		}
+		took := time.Since(start)
+		t.Logf("%s OR … (%d terms) × 500 runs: %v", words[0], len(words), took)
+		if took > 3*time.Second {
+			t.Errorf("%s …: one query took %v", words[0], took)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // jsonStat is a Stat in JSON; non-finite numbers (which JSON cannot hold)
@@ -19,6 +20,7 @@ type jsonStat struct {
 	Lo        *float64 `json:"ci95_lo"`
 	Hi        *float64 `json:"ci95_hi"`
 	NonFinite int      `json:"nonfinite,omitempty"`
+	Method    string   `json:"ci95_method,omitempty"`
 }
 
 func fin(f float64) *float64 {
@@ -29,7 +31,7 @@ func fin(f float64) *float64 {
 }
 
 func toJSONStat(s Stat) jsonStat {
-	return jsonStat{N: s.N, Mean: fin(s.Mean), SD: fin(s.SD), SE: fin(s.SE), Lo: fin(s.Lo), Hi: fin(s.Hi), NonFinite: s.NonFinite}
+	return jsonStat{N: s.N, Mean: fin(s.Mean), SD: fin(s.SD), SE: fin(s.SE), Lo: fin(s.Lo), Hi: fin(s.Hi), NonFinite: s.NonFinite, Method: s.Method}
 }
 
 type jsonGroup struct {
@@ -52,12 +54,14 @@ type jsonGroup struct {
 // no "x".
 func (r Result) MarshalJSON() ([]byte, error) {
 	out := struct {
-		GroupBy  []string    `json:"group_by"`
-		Summary  []string    `json:"summary"`
-		Series   []string    `json:"series"`
-		Excluded []string    `json:"excluded"`
-		Groups   []jsonGroup `json:"groups"`
-	}{GroupBy: nz(r.GroupBy), Summary: nz(r.Summary), Series: nz(r.Series), Excluded: nz(r.Excluded), Groups: []jsonGroup{}}
+		GroupBy  []string          `json:"group_by"`
+		Field    string            `json:"field"`
+		Units    map[string]string `json:"units"`
+		Summary  []string          `json:"summary"`
+		Series   []string          `json:"series"`
+		Excluded []string          `json:"excluded"`
+		Groups   []jsonGroup       `json:"groups"`
+	}{GroupBy: nz(r.GroupBy), Field: r.Field, Units: r.Units, Summary: nz(r.Summary), Series: nz(r.Series), Excluded: nz(r.Excluded), Groups: []jsonGroup{}}
 	for _, g := range r.Groups {
 		jg := jsonGroup{Key: g.Key, Label: GroupLabel(r.GroupBy, g.Key), Runs: nz(g.Runs),
 			Summary: make(map[string]jsonStat, len(g.Summary)), Series: make(map[string][]jsonStat, len(g.Series))}
@@ -86,16 +90,22 @@ func nz(s []string) []string {
 
 // CSVHeader is the header of [Result.WriteCSV]'s table after the group-by
 // columns.
-var CSVHeader = []string{"kind", "name", "x", "n", "mean", "sd", "se", "ci95_lo", "ci95_hi", "nonfinite"}
+var CSVHeader = []string{"kind", "name", "x", "n", "mean", "sd", "se", "ci95_lo", "ci95_hi", "nonfinite", "ci95_method", "field", "unit"}
 
 // WriteCSV writes the aggregate as one table: a column per group-by
 // parameter, then CSVHeader: kind is "summary" (x empty) or "series"; the
-// statistics of one quantity per row, groups in order, summaries before
+// statistics of one quantity per row (ci95_method: how the interval was
+// computed; field: the point quantity of a series row; unit: its unit
+// where known), groups in order, summaries before
 // series, names sorted, x increasing. Non-finite numbers are written as
 // NaN, +Inf, -Inf.
 func (r Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	header := append(append([]string{}, r.GroupBy...), CSVHeader...)
+	header := make([]string, 0, len(r.GroupBy)+len(CSVHeader))
+	for _, n := range r.GroupBy {
+		header = append(header, CSVText(n))
+	}
+	header = append(header, CSVHeader...)
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -104,10 +114,15 @@ func (r Result) WriteCSV(w io.Writer) error {
 	for _, g := range r.Groups {
 		prefix := make([]string, len(r.GroupBy))
 		for i, n := range r.GroupBy {
-			prefix[i] = csvValue(g.Key[n])
+			prefix[i] = CSVText(csvValue(g.Key[n]))
 		}
 		put := func(kind, name, x string, s Stat) error {
-			row = append(append(row[:0], prefix...), kind, name, x, strconv.Itoa(s.N), f(s.Mean), f(s.SD), f(s.SE), f(s.Lo), f(s.Hi), strconv.Itoa(s.NonFinite))
+			field := ""
+			if kind == "series" {
+				field = CSVText(r.Field)
+			}
+			row = append(append(row[:0], prefix...), kind, CSVText(name), x, strconv.Itoa(s.N), f(s.Mean), f(s.SD), f(s.SE), f(s.Lo), f(s.Hi), strconv.Itoa(s.NonFinite), s.Method,
+				field, CSVText(r.Units[kind+":"+name]))
 			return cw.Write(row)
 		}
 		for _, n := range r.Summary {
@@ -127,6 +142,17 @@ func (r Result) WriteCSV(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// CSVText escapes a text cell that a spreadsheet program would read as a
+// formula — one starting with =, +, -, @, a tab or a carriage return — by a
+// leading apostrophe, as OWASP's CSV injection advice has it. Numbers are
+// written apart and never escaped, so "-1.5" and "-Inf" stay numbers.
+func CSVText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // csvValue writes a parameter value: a string as itself, a list as its

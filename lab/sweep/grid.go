@@ -171,6 +171,32 @@ func (g *Grid) Run(i int) (sim.Values, uint64, error) {
 	return vals, seed, err
 }
 
+// LargestRun returns the values of the run whose parameters take the most
+// bytes as JSON: every axis at its value with the longest encoding (each
+// parameter is one entry of a run's parameters, so their sizes add up).
+// A limit on a run's parameters holds for every run of the grid when it
+// holds for this one.
+func (g *Grid) LargestRun() (sim.Values, error) {
+	m := make(map[string]any, len(g.Spec.Params)+len(g.Spec.Axes))
+	for k, v := range g.Spec.Params {
+		m[k] = v
+	}
+	for _, a := range g.Spec.Axes {
+		best, size := a.Values[0], -1
+		for _, v := range a.Values {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return sim.Values{}, fmt.Errorf("swept parameter %q: %v", a.Name, err)
+			}
+			if len(b) > size {
+				best, size = v, len(b)
+			}
+		}
+		m[a.Name] = best
+	}
+	return sim.ValuesFromMap(g.params, m)
+}
+
 // point returns the axis values of grid point p.
 func (g *Grid) point(p int) map[string]any {
 	m := make(map[string]any, len(g.Spec.Axes))

@@ -256,7 +256,7 @@ func TestAggregate(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if lines[0] != "n,kind,name,x,n,mean,sd,se,ci95_lo,ci95_hi,nonfinite" || len(lines) != 1+2*(1+2+1) {
+	if lines[0] != "n,kind,name,x,n,mean,sd,se,ci95_lo,ci95_hi,nonfinite,ci95_method,field,unit" || len(lines) != 1+2*(1+2+1) {
 		t.Errorf("csv:\n%s", buf.String())
 	}
 	if !strings.HasPrefix(lines[1], "2,summary,acc,,5,6,") {
@@ -285,5 +285,80 @@ func TestAggregate(t *testing.T) {
 	}
 	if back.Groups[0].Label != "n=2" || *back.Groups[0].Summary["acc"].Mean != 6 || back.Groups[0].Series["t"][0].X != nil || *back.Groups[0].Series["t"][0].Mean != 1 {
 		t.Errorf("json: %s", b)
+	}
+}
+
+// TestAggregateCSVFormulaEscaped: the aggregate CSV escapes text cells a
+// spreadsheet would run as formulas (a leading =, +, -, @, tab or CR gets
+// an apostrophe), as the run CSV does: group values, summary keys and
+// series names come from the runs (issue 18, red team: `=HYPERLINK(...)`
+// was written as is). Numbers, -Inf included, stay numbers.
+func TestAggregateCSVFormulaEscaped(t *testing.T) {
+	samples := []Sample{{ID: "1", Params: map[string]any{"mode": "=HYPERLINK(\"http://x\")"},
+		Summary: map[string]float64{"+cmd": -1.5},
+		Points:  []sim.Point{{Series: "@SUM(A1)", X: -2, Y: math.Inf(-1)}, {Series: "-x", X: 1, Y: 2}}}}
+	var b bytes.Buffer
+	if err := Aggregate([]string{"mode"}, samples).WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n")[1:] {
+		for _, cell := range strings.Split(line, ",") {
+			cell = strings.Trim(cell, `"`)
+			if cell != "" && strings.ContainsRune("=+@\t\r", rune(cell[0])) || strings.HasPrefix(cell, "-") && cell != "-1.5" && cell != "-Inf" && cell != "-2" {
+				t.Errorf("unescaped cell %q in %q", cell, line)
+			}
+		}
+	}
+	for _, want := range []string{`'=HYPERLINK(""http://x"")`, "'+cmd", "'@SUM(A1)", "'-x", ",-2,"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("CSV lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestAggregatePositiveBootstrap: a positive quantity (an error: a log
+// axis) gets a percentile bootstrap interval, which stays positive where
+// the t interval goes below zero (issue 18: fp32_p99 [-4.14e-10,
+// 4.256e-07]); the method is named; the same values give the same
+// interval; a quantity with a value ≤ 0 keeps the t interval; Field picks a
+// point extra and Unit is written beside the statistics.
+func TestAggregatePositiveBootstrap(t *testing.T) {
+	vals := []float64{1e-10, 2e-10, 1.5e-10, 4e-7, 1e-10}
+	var samples []Sample
+	for i, v := range vals {
+		samples = append(samples, Sample{ID: string(rune('a' + i)), Summary: map[string]float64{"p99": v, "bias": v - 1e-9},
+			Points: []sim.Point{{Series: "s", X: 1, Y: -v, Extra: map[string]float64{"p99": v}}}})
+	}
+	tOnly := Aggregate(nil, samples).Groups[0].Summary["p99"]
+	if !(tOnly.Lo < 0) || tOnly.Method != MethodT {
+		t.Fatalf("the t interval of the test values: %+v (want it below zero)", tOnly)
+	}
+	opt := Options{Field: "p99", Positive: func(kind, name string) bool { return name != "bias" },
+		Unit: func(kind, name string) string { return "relative" }}
+	r := AggregateWith(nil, samples, opt)
+	g := r.Groups[0]
+	b := g.Summary["p99"]
+	if !(b.Lo > 0 && b.Lo <= b.Mean && b.Mean <= b.Hi && b.Hi <= 4e-7) || !strings.Contains(b.Method, "percentile bootstrap") || !strings.Contains(b.Method, "undercovers") {
+		t.Errorf("bootstrap of p99: %+v", b)
+	}
+	if again := AggregateWith(nil, samples, opt).Groups[0].Summary["p99"]; again != b {
+		t.Errorf("not reproducible: %+v then %+v", b, again)
+	}
+	if bias := g.Summary["bias"]; bias.Method != MethodT {
+		t.Errorf("bias (not positive): %+v", bias)
+	}
+	if s := g.Series["s"][0]; s.N != 5 || s.Mean != b.Mean || !(s.Lo > 0) || s.Method != b.Method {
+		t.Errorf("series s, field p99 (its y is negative): %+v, want the summary's statistics %+v", s, b)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteCSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), ",p99,relative\n") || !strings.Contains(buf.String(), "summary,p99,,5,") {
+		t.Errorf("CSV without field and unit:\n%s", buf.String())
+	}
+	js, _ := json.Marshal(r)
+	if !strings.Contains(string(js), `"field":"p99"`) || !strings.Contains(string(js), `"series:s":"relative"`) || !strings.Contains(string(js), `"ci95_method":"95 % percentile bootstrap`) {
+		t.Errorf("JSON: %s", js)
 	}
 }

@@ -71,7 +71,7 @@
     const ul = $('sweep-list');
     if (!ul) return;
     try {
-      const ans = await api('GET', '/api/sweeps');
+      const ans = await api('GET', '/api/sweeps?limit=50&brief=1');
       ul.replaceChildren(...ans.sweeps.slice(0, 50).map((s) => el('li', { 'data-id': s.id, class: sw.view && sw.view.id === s.id ? 'sel' : '', onclick: () => { location.hash = '#sweep/' + s.id; } },
         el('span', { class: 'what', text: `sweep ${s.id} ${s.experiment} · ${s.runs} runs${s.title ? ' — ' + s.title : ''}` }), el('span', { class: 'state ' + s.state, text: s.state }))));
     } catch (e) { /* the lab is restarting */ }
@@ -117,7 +117,8 @@
     $('sweep-view').dataset.shown = v.id + ':' + st.state; // the aggregate drawn is of this state (for the tests)
     if (st.state === 'running') sw.timer = setTimeout(poll, 1000);
   }
-  const groupParam = (v) => 'group=' + encodeURIComponent(v.group.join(','));
+  const groupParam = (v) => 'group=' + encodeURIComponent(v.group.join(',')) + '&field=' + encodeURIComponent(v.field || 'y');
+  const declOf = (name) => { const e = (lab.experiments || []).find((x) => x.name === name); return e && e.chart ? e.chart : null; };
   async function loadAggregate() {
     const v = sw.view;
     let ans;
@@ -125,13 +126,39 @@
     if (sw.view !== v) return;
     $('sweep-agg-error').textContent = '';
     v.agg = ans.aggregate;
+    v.decl = declOf(v.status.experiment);
     $('sweep-csv').href = `/api/sweeps/${v.id}/aggregate?format=csv&${groupParam(v)}`;
     $('sweep-json').href = `/api/sweeps/${v.id}/aggregate?download=1&${groupParam(v)}`;
+    // The quantity: a series (its points' field, below) or a summary value,
+    // each named with its unit. The default is the experiment's own chart:
+    // its first declared series.
     const pick = $('sweep-quantity');
-    const options = [...v.agg.summary.map((n) => 'summary:' + n), ...v.agg.series.map((n) => 'series:' + n)];
+    const styles = (v.decl && v.decl.styles) || [];
+    const rank = (n) => { const i = styles.findIndex((st) => window.fp8chart.matchSeries(st.match, n)); return i < 0 ? 1e9 : i; };
+    // Per-trial series (decl.trials) pool every trial of every run: left
+    // out, the runs' own distributions are in their run views.
+    const series = v.agg.series.filter((n) => !window.fp8chart.isTrials(v.decl, n)).sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1));
+    const unit = (kind, n) => v.agg.units && v.agg.units[kind + ':' + n];
+    const opt = (value, text) => el('option', { value, text });
+    // A declared style whose series differ by group (every64, every128 of
+    // "every* (kBlockN)" across a k-block-n sweep) is one choice: each
+    // group's series of that style.
+    const styleChoices = [];
+    styles.forEach((st, i) => {
+      const ns = series.filter((n) => rank(n) === i);
+      if (ns.length > 1 && a_groupsEachOne(v.agg, ns)) styleChoices.push({ value: 'style:' + i, text: st.match + ' (each group\'s series)' });
+    });
     const keep = pick.value;
-    pick.replaceChildren(...options.map((o) => el('option', { value: o, text: o.replace(':', ': ') })));
+    pick.replaceChildren(
+      el('optgroup', { label: 'series (mean over seeds against x)' }, ...styleChoices.map((c) => opt(c.value, c.text)), ...series.map((n) => opt('series:' + n, n))),
+      el('optgroup', { label: 'summary values' }, ...v.agg.summary.map((n) => opt('summary:' + n, n + (unit('summary', n) ? ` (${unit('summary', n)})` : ' (unit not declared)')))));
+    const options = [...styleChoices.map((c) => c.value), ...series.map((n) => 'series:' + n), ...v.agg.summary.map((n) => 'summary:' + n)];
     pick.value = options.includes(keep) ? keep : options[0] || '';
+    const fsel = $('sweep-field');
+    const fs = window.fp8chart.fields(v.decl).filter((f) => f.key !== 'x');
+    fsel.replaceChildren(...fs.map((f) => opt(f.key, (f.key === 'y' ? 'default: ' : '') + f.label)));
+    fsel.value = v.field || 'y';
+    fsel.disabled = pick.value.startsWith('summary:');
     const ex = v.agg.excluded.length;
     $('sweep-excluded').textContent = ex ? `${ex} runs not (yet) aggregated: ${v.agg.excluded.slice(0, 3).join('; ')}${ex > 3 ? '; …' : ''}` : '';
     renderTable();
@@ -150,60 +177,111 @@
     }
     $('sweep-table').replaceChildren(head, ...rows);
   }
-  // drawChart: a summary value per group as mean with its 95 % CI bar, or
-  // a series as mean against x per group, with dashed CI bounds.
+  // a_groupsEachOne reports whether every group holds exactly one of the
+  // series names.
+  function a_groupsEachOne(agg, names) {
+    return agg.groups.every((g) => names.filter((n) => g.series[n] && g.series[n].length).length === 1);
+  }
+  // seriesOf returns a group's points of the chosen series: the named one,
+  // or (style:I) the group's one series of declared style I.
+  function seriesOf(v, g, kind, name) {
+    if (kind !== 'style') return g.series[name] || [];
+    const st = (v.decl.styles || [])[+name];
+    const n = Object.keys(g.series).find((s) => !window.fp8chart.isTrials(v.decl, s) && window.fp8chart.matchSeries(st.match, s) &&
+      (v.decl.styles || []).findIndex((x) => window.fp8chart.matchSeries(x.match, s)) === +name);
+    return n ? g.series[n] : [];
+  }
+  // A value a log axis cannot show (≤ 0) or a non-finite one is not drawn
+  // but counted under the chart.
+  const okOn = (log) => (x) => x !== null && x !== undefined && isFinite(x) && (!log || x > 0);
+  function yAxisOf(decl, kind, name, field, vals) {
+    let axis = null;
+    if (kind === 'summary') axis = window.fp8chart.summaryAxis(decl, name);
+    else if (kind === 'style') {
+      const f = window.fp8chart.fields(decl).find((x) => x.key === field);
+      axis = f ? f.axis : null;
+    } else {
+      const f = window.fp8chart.fields(decl).find((x) => x.key === field);
+      axis = f ? f.axis : null;
+      const st = decl && (decl.styles || []).find((x) => window.fp8chart.matchSeries(x.match, name));
+      if (field === 'y' && st && st.axis === 2 && decl.y2) axis = decl.y2;
+    }
+    axis = axis || { quantity: name, unit: 'unit not declared' };
+    const log = !!axis.log && vals.filter((x) => x !== null && x !== undefined).every((x) => x > 0);
+    return { axis, log };
+  }
+  // drawChart: a summary value per group as mean with its 95 % interval,
+  // or a series (its points' chosen field) as mean against x per group,
+  // with the interval as bars; the axes carry the declared quantity and
+  // unit, the interval's method is named.
   function drawChart() {
     const v = sw.view, a = v.agg;
     if (!window.echarts || !a) return;
     if (!sw.chart) sw.chart = echarts.init($('sweep-chart'));
     const [kind, name] = ($('sweep-quantity').value || ':').split(/:(.*)/s);
+    $('sweep-field').disabled = kind === 'summary';
+    const notes = [];
     if (!name) {
       sw.chart.setOption({ title: { text: 'no run of the sweep has ended done yet', textStyle: { fontSize: 13 } } }, true);
+      $('sweep-notes').replaceChildren();
       return;
     }
-    const palette = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#F0E442', '#000000', '#999999', '#882255'];
-    let option;
+    const palette = window.fp8chart.PALETTE;
+    const methods = new Set();
+    const bar = (color) => (params, api) => {
+      const lo = api.coord([api.value(0), api.value(1)]), hi = api.coord([api.value(0), api.value(2)]);
+      if (!isFinite(lo[1]) || !isFinite(hi[1])) return null;
+      const w = 6, st = { stroke: color, lineWidth: 1.5 };
+      return { type: 'group', children: [
+        { type: 'line', shape: { x1: lo[0], y1: lo[1], x2: hi[0], y2: hi[1] }, style: st },
+        { type: 'line', shape: { x1: lo[0] - w, y1: lo[1], x2: lo[0] + w, y2: lo[1] }, style: st },
+        { type: 'line', shape: { x1: hi[0] - w, y1: hi[1], x2: hi[0] + w, y2: hi[1] }, style: st }] };
+    };
+    let option, dropped = 0;
+    const field = v.field || 'y';
     if (kind === 'summary') {
       const labels = a.groups.map((g) => g.label);
       const stats = a.groups.map((g) => g.summary[name] || {});
+      const { axis, log } = yAxisOf(v.decl, kind, name, field, stats.flatMap((s) => [s.mean, s.ci95_lo]));
+      const ok = okOn(log);
+      for (const s of stats) { if (s.ci95_method) methods.add(s.ci95_method); if (!ok(s.mean)) dropped++; }
       option = {
-        title: { text: `${name}: mean and 95 % CI over seeds`, textStyle: { fontSize: 13 } },
-        tooltip: { trigger: 'item' }, grid: { left: 80, right: 30, bottom: 80 },
+        title: { text: `${name}: mean over seeds, 95 % interval per group`, textStyle: { fontSize: 13 } },
+        tooltip: { trigger: 'item' }, grid: { left: 90, right: 30, bottom: 80 },
         xAxis: { type: 'category', data: labels, name: v.group.join(', ') || 'all runs', nameLocation: 'middle', nameGap: 55, axisLabel: { rotate: labels.length > 6 ? 30 : 0 } },
-        yAxis: { type: 'value', scale: true, axisLabel: { formatter: (x) => fmt(x) } },
+        yAxis: { type: log ? 'log' : 'value', scale: true, name: `${axis.quantity} (${axis.unit})`, nameLocation: 'end', nameTextStyle: { align: 'left' }, axisLine: { onZero: false }, axisLabel: { formatter: (x) => fmt(x) } },
         series: [
-          { type: 'scatter', name: 'mean', data: stats.map((s) => s.mean), symbolSize: 9, itemStyle: { color: palette[0] } },
-          { type: 'custom', name: '95 % CI', data: stats.map((s, i) => [i, s.ci95_lo, s.ci95_hi]), itemStyle: { color: palette[0] },
-            renderItem: (params, api) => {
-              const lo = api.coord([api.value(0), api.value(1)]), hi = api.coord([api.value(0), api.value(2)]);
-              if (!isFinite(lo[1]) || !isFinite(hi[1])) return null;
-              const w = 8, st = { stroke: palette[0], lineWidth: 1.5 };
-              return { type: 'group', children: [
-                { type: 'line', shape: { x1: lo[0], y1: lo[1], x2: hi[0], y2: hi[1] }, style: st },
-                { type: 'line', shape: { x1: lo[0] - w, y1: lo[1], x2: lo[0] + w, y2: lo[1] }, style: st },
-                { type: 'line', shape: { x1: hi[0] - w, y1: hi[1], x2: hi[0] + w, y2: hi[1] }, style: st }] };
-            } }],
+          { type: 'scatter', name: 'mean', data: stats.map((s) => (ok(s.mean) ? s.mean : null)), symbolSize: 9, itemStyle: { color: palette[0] } },
+          { type: 'custom', name: '95 % interval', data: stats.map((s, i) => [i, s.ci95_lo, s.ci95_hi]).filter((d) => ok(d[1]) && ok(d[2])), renderItem: bar(palette[0]) }],
       };
     } else {
       const series = [];
-      let xmin = Infinity, xmax = -Infinity;
+      const all = a.groups.flatMap((g) => seriesOf(v, g, kind, name).flatMap((p) => [p.mean, p.ci95_lo]));
+      const { axis, log } = yAxisOf(v.decl, kind, name, field, all);
+      const ok = okOn(log);
+      const xd = (v.decl && v.decl.x) || { quantity: 'x', unit: 'unit not declared' };
+      const xs = a.groups.flatMap((g) => seriesOf(v, g, kind, name).map((p) => p.x)).filter((x) => x !== undefined && x !== null);
+      const logX = !!xd.log && xs.every((x) => x > 0);
       a.groups.forEach((g, i) => {
-        const pts = (g.series[name] || []).filter((p) => p.x !== undefined && p.x !== null);
-        for (const p of pts) { xmin = Math.min(xmin, p.x); xmax = Math.max(xmax, p.x); }
+        const pts = seriesOf(v, g, kind, name).filter((p) => p.x !== undefined && p.x !== null);
         const color = palette[i % palette.length];
-        series.push({ type: 'line', name: g.label, data: pts.map((p) => [p.x, p.mean]), itemStyle: { color }, symbolSize: 6 });
-        series.push({ type: 'line', name: g.label, data: pts.map((p) => [p.x, p.ci95_lo]), lineStyle: { type: 'dashed', width: 1, color }, symbol: 'none', tooltip: { show: false } });
-        series.push({ type: 'line', name: g.label, data: pts.map((p) => [p.x, p.ci95_hi]), lineStyle: { type: 'dashed', width: 1, color }, symbol: 'none', tooltip: { show: false } });
+        for (const p of pts) { if (p.ci95_method) methods.add(p.ci95_method); if (!ok(p.mean)) dropped++; }
+        series.push({ type: 'line', name: g.label, data: pts.filter((p) => ok(p.mean)).map((p) => [p.x, p.mean]), itemStyle: { color }, lineStyle: { color }, symbolSize: 6 });
+        series.push({ type: 'custom', name: g.label + ' (95 %)', data: pts.filter((p) => ok(p.ci95_lo) && ok(p.ci95_hi)).map((p) => [p.x, p.ci95_lo, p.ci95_hi]), renderItem: bar(color), z: 1, tooltip: { show: false } });
       });
-      const logX = xmin > 0 && xmax / xmin >= 100;
       option = {
-        title: { text: `${name}: mean over seeds (dashed: 95 % CI)`, textStyle: { fontSize: 13 } },
-        tooltip: { trigger: 'item' }, legend: { type: 'scroll', bottom: 0 }, grid: { left: 80, right: 30, bottom: 70 },
-        xAxis: { type: logX ? 'log' : 'value', name: 'x', nameLocation: 'middle', nameGap: 28, scale: true },
-        yAxis: { type: 'value', name: 'y (mean)', scale: true, axisLabel: { formatter: (x) => fmt(x) } },
+        title: { text: `${kind === 'style' ? v.decl.styles[+name].match : name}${field !== 'y' ? ' · ' + field : ''}: mean over seeds per group, 95 % interval bars`, textStyle: { fontSize: 13 } },
+        tooltip: { trigger: 'item' }, legend: { type: 'scroll', bottom: 0, data: a.groups.map((g) => g.label) }, grid: { left: 90, right: 30, bottom: 70 },
+        xAxis: { type: logX ? 'log' : 'value', logBase: logX ? (xd.base || 10) : undefined, name: `${xd.quantity} (${xd.unit})`, nameLocation: 'middle', nameGap: 28, scale: true, axisLine: { onZero: false },
+          axisLabel: { formatter: (x) => (logX && (xd.base || 10) === 2 && x >= 1024 && x % 1024 === 0 ? x / 1024 + 'k' : window.fp8chart.fmtTick(x)) } },
+        yAxis: { type: log ? 'log' : 'value', name: `${axis.quantity} (${axis.unit})`, nameLocation: 'end', nameTextStyle: { align: 'left' }, scale: true, axisLine: { onZero: false },
+          axisLabel: { formatter: (x) => (log ? window.fp8chart.fmtTick(x) : fmt(x)) } },
         series,
       };
     }
+    if (methods.size) notes.push('bars: ' + [...methods].join('; '));
+    if (dropped) notes.push(`${dropped} group mean${dropped > 1 ? 's' : ''} not finite${option.yAxis.type === 'log' ? ' or ≤ 0 on the log axis' : ''}: not drawn (the table has them)`);
+    $('sweep-notes').replaceChildren(...notes.map((n) => el('li', { text: n })));
     sw.chart.setOption(option, true);
   }
   // drawParallel: one line per run, the swept parameters and the chosen
@@ -223,7 +301,8 @@
       return numeric ? { dim: i, name: a.name, type: 'value', scale: true } : { dim: i, name: a.name, type: 'category', data: a.values.map(String) };
     });
     dims.push({ dim: dims.length, name: 'seed (run)', type: 'value', scale: true });
-    dims.push({ dim: dims.length, name: 'summary: ' + summary, type: 'value', scale: true });
+    const su = v.agg.units && v.agg.units['summary:' + summary];
+    dims.push({ dim: dims.length, name: 'summary: ' + summary + (su ? ` (${su})` : ''), type: 'value', scale: true });
     const data = runs.map((r) => [...st.axes.map((a) => typeof a.values[0] === 'number' ? r.params[a.name] : String(r.params[a.name])), r.seed,
       r.summary && r.summary[summary] !== undefined ? r.summary[summary] : null]);
     const vals = data.map((d) => d[d.length - 1]).filter((x) => x !== null);
@@ -303,6 +382,7 @@
         } })),
       el('div', { class: 'row small', id: 'sweep-groups' }),
       el('div', { class: 'row small' }, el('label', { for: 'sweep-quantity', text: 'show' }), el('select', { id: 'sweep-quantity', onchange: () => { drawChart(); drawParallel(); } }),
+        el('label', { for: 'sweep-field', text: 'quantity of the points' }), el('select', { id: 'sweep-field', onchange: (ev) => { sw.view.field = ev.target.value; loadAggregate(); } }),
         el('a', { id: 'sweep-csv', download: true, text: 'aggregate CSV' }), el('a', { id: 'sweep-json', download: true, text: 'aggregate JSON' }),
         el('button', { type: 'button', id: 'sweep-runs', text: 'its runs in the list', onclick: () => {
           const q = 'sweep = ' + sw.view.id;
@@ -311,6 +391,7 @@
         } })),
       el('div', { id: 'sweep-agg-error', role: 'alert', class: 'small' }),
       el('div', { id: 'sweep-chart', class: 'sweep-chart' }),
+      el('ul', { id: 'sweep-notes', class: 'chart-notes' }),
       el('div', { id: 'sweep-parallel', class: 'sweep-chart' }),
       el('p', { id: 'sweep-excluded', class: 'muted small' }),
       el('table', { id: 'sweep-table', class: 'meta' })));

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fp8lab/fp8lab/experiments"
+	"github.com/fp8lab/fp8lab/sim"
+)
+
+// TestReadmeExamples checks the README's statements a change can make
+// stale (issue 18: its make verify output and its list of the browser's
+// experiments were): the output of `make verify` and of `lab verify` on
+// the MMA-Sim records, as `lab verify` prints them now; the experiments
+// the browser has (every registered one but those that read input files);
+// a row of the experiments table and a screenshot in docs/img for every
+// registered experiment.
+func TestReadmeExamples(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	verifyLast := func(paths ...string) string {
+		var out bytes.Buffer
+		dispatch(context.Background(), append([]string{"verify"}, paths...), &out, &out)
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		return lines[len(lines)-1]
+	}
+	if _, err := os.Stat("../../../shared/golden/h200"); err != nil {
+		t.Log("no ../shared/golden: the verify outputs are not checked")
+	} else {
+		block := regexp.MustCompile("(?s)\\$ make verify\n\\.\\.\\.\n([^\n]*)\n```").FindStringSubmatch(readme)
+		mk, _ := os.ReadFile("../../Makefile")
+		if !strings.Contains(string(mk), "VERIFY_PATHS = $(GOLDEN) testdata/h200-fresh $(KHATTAK) $(MMASIM)") {
+			t.Error("the Makefile's VERIFY_PATHS changed: update this test")
+		}
+		if got := verifyLast("../../../shared/golden/h200", "../../testdata/h200-fresh", "../../../shared/golden/khattak", "../../../shared/golden/mmasim"); block == nil || block[1] != got {
+			t.Errorf("README's make verify says %q, lab verify says %q", block, got)
+		}
+		if got := verifyLast("../../../shared/golden/mmasim"); !strings.Contains(readme, "```\n"+got+"\n```") {
+			t.Errorf("README lacks the MMA-Sim verify output %q", got)
+		}
+	}
+	var browser, all []string
+	for _, e := range sim.Experiments() {
+		if strings.HasPrefix(e.Name(), "lab-") || e.Name() == "demo" {
+			continue
+		}
+		all = append(all, e.Name())
+		if _, files := e.(experiments.FileExperiment); !files {
+			browser = append(browser, e.Name())
+		}
+	}
+	list := regexp.MustCompile(`(?s)but the one that reads your files:\s+(.*?) \(attention-file`).FindStringSubmatch(readme)
+	if list == nil {
+		t.Fatal("README: no list of the browser's experiments")
+	}
+	got := strings.Fields(strings.NewReplacer(",", " ").Replace(list[1]))
+	slices.Sort(browser)
+	if !slices.Equal(got, browser) {
+		t.Errorf("README's browser list %v, the browser has %v", got, browser)
+	}
+	for _, name := range all {
+		if !strings.Contains(readme, "| `"+name+"` |") {
+			t.Errorf("README's experiments table has no row for %s", name)
+		}
+		if _, err := os.Stat("../../docs/img/" + name + ".png"); err != nil {
+			t.Errorf("no screenshot docs/img/%s.png (make lab-screenshot)", name)
+		}
+	}
+}
