@@ -294,7 +294,6 @@ func (Promotion) Chart() sim.Chart {
 			{Match: "kBlockN *", Family: "fp8, other tile"},
 			{Match: "bf16", Family: "bf16"},
 		},
-		Refs: []sim.Ref{{Axis: "y", Summary: "chance", Label: "chance (1/candidates)"}},
 		Marks: []sim.Mark{
 			{Series: "kBlockN 192", X: 192, Y: 0.89, Label: "every tile 0.89 (" + pr + ")", Field: "acc"},
 			{Series: "kBlockN 192", X: 4 * 192, Y: 0.88, Label: "every 4 tiles 0.88 (" + pr + ")", Field: "acc"},

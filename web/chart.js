@@ -342,13 +342,15 @@
   // quantity shown. missing counts the points that lack a quantity.
   function derive(decl, runs, view) {
     const yk = (view && view.y) || 'y', xk = (view && view.x) || 'x';
-    if (yk === 'y' && xk === 'x') return { decl, runs, missing: [] };
+    // A mark with a field is of that field's quantity: drawn only when it
+    // is on y (over the chart's own x); a mark without one is the default y's.
+    if (yk === 'y' && xk === 'x') return { decl: Object.assign({}, decl, { marks: (decl.marks || []).filter((m) => !m.field) }), runs, missing: [] };
     const fs = fields(decl);
     const fy = fs.find((f) => f.key === yk), fx = fs.find((f) => f.key === xk);
     if (!fy || !fx) throw new Error(`no declared quantity ${!fy ? yk : xk} in this chart`);
     const d = Object.assign({}, decl, { y: fy.axis, x: fx.axis, error: fy.error, lo: fy.lo, hi: fy.hi, method: fy.method, scatter: xk !== 'x' });
-    if (yk !== 'y') { delete d.y2; d.marks = []; }
-    if (xk !== 'x') d.marks = [];
+    if (yk !== 'y') delete d.y2;
+    d.marks = xk === 'x' ? (decl.marks || []).filter((m) => (m.field || 'y') === yk) : [];
     d.refs = (decl.refs || []).filter((r) => (r.axis === 'x' ? xk === 'x' : yk === 'y'));
     const val = (p, k) => (k === 'x' ? p[0] : k === 'y' ? p[1] : p[3] ? p[3][k] : undefined);
     const missing = new Map(); // series → points without the quantity
@@ -459,7 +461,7 @@
         const yAxisIndex = ya === 'y2' ? 1 : 0;
         const base = multi && ri > 0;
         series.push({
-          id: key, name: key, type: l.measured || decl.scatter ? 'scatter' : 'line', data, yAxisIndex,
+          id: key, name: key, type: l.measured || l.points || decl.scatter ? 'scatter' : 'line', data, yAxisIndex,
           color: l.color,
           symbol: base ? hollow(l.symbol) : l.symbol,
           symbolSize: l.measured ? 13 : (base ? 10 : 7),
