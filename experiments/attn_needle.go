@@ -178,7 +178,7 @@ func attnNeedleParams(margin float64) []sim.Param {
 // number or auto) and, for auto, batch × KV heads.
 func attnSplitParams(def int) []sim.Param {
 	return []sim.Param{
-		{Name: "splits", Doc: "split-KV ranges of a decode (FA3's num_splits, flash-decoding): a number, or auto = FA3's heuristic for 132 SMs (H100/H200) and batch-kv-heads; the prefill regime has one",
+		{Name: "splits", Doc: "split-KV ranges of a decode (FA3's num_splits, flash-decoding): a number, or auto = FA3's heuristic for the SMs of the arithmetic's GPU (attention.Arches: 132 for hopper H100/H200, 148 for blackwell B200) and batch-kv-heads; the prefill regime has one",
 			Kind: sim.KindInt, Default: def, Min: 1, Max: attention.MaxSplits, Named: []sim.Named{{Name: "auto", Value: 0}}},
 		{Name: "batch-kv-heads", Doc: "batch × KV heads per GPU that splits=auto assumes (FA3's b·h_k): 8 is Llama-3.1-8B at TP 1 decoding one sequence; at TP 8 one KV head a GPU (the published NIAH runs) times the sequences in flight, which nobody published",
 			Kind: sim.KindInt, Default: 8, Min: 1, Max: 1 << 20},
@@ -220,6 +220,16 @@ type attnRegime struct {
 	name   string // attnRegimeDecode or attnRegimePrefill
 	splits int    // decode: 0 is auto
 	bhk    int    // decode, auto: batch × KV heads
+	sms    int    // decode, auto: the GPU's SMs (0: Hopper's, attnSMs)
+}
+
+// on returns the regime for a kernel of arch: auto's SM count the arch's
+// (attention.Arches).
+func (g attnRegime) on(arch string) attnRegime {
+	if a, err := attention.LookupArch(arch); err == nil {
+		g.sms = a.SMs
+	}
+	return g
 }
 
 // attnRegimeFromValues reads the regime (kv-formats has only decode).
@@ -263,7 +273,11 @@ func (g attnRegime) configure(cfg *attention.Config, n int, spec *attention.KVSp
 	}
 	cfg.KBlockM, cfg.KBlockN = p.KBlockM, p.KBlockN // the plan's tiles, named
 	if g.splits == 0 {
-		cfg.Splits = p.AutoSplits(attnSMs, g.bhk)
+		sms := g.sms
+		if sms == 0 {
+			sms = attnSMs
+		}
+		cfg.Splits = p.AutoSplits(sms, g.bhk)
 	}
 	return nil
 }

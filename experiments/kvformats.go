@@ -56,8 +56,8 @@ with the CPU; a series it does not run stays on the CPU, and the run's
 notes list both. The exact references stay on the CPU.
 
 Decode regime: split-KV as the splits parameter says (auto: FA3's
-num_splits heuristic for 132 SMs and batch-kv-heads; the notes give the
-splits per context). Probe and haystacks as the needle experiment's.
+num_splits heuristic for the series' GPU, 132 SMs for hopper and 148 for
+blackwell, and batch-kv-heads; the notes give the splits per context). Probe and haystacks as the needle experiment's.
 
 y: relative L2 error of O (%) against exact float64 attention on the
 unquantized inputs, never promoted (FA3 as shipped), with its interval
@@ -161,7 +161,7 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 			}
 			r := attnNeedleRun{dtype: dt, spec: &spec, promotions: promotions,
 				cfg: attention.Config{HeadDim: t.d, DType: dt, QKModel: qk, PVModel: pv, KBlockN: run.Values.Int("k-block-n")}}
-			if err := g.configure(&r.cfg, n, &spec); err != nil {
+			if err := g.on(c.arch).configure(&r.cfg, n, &spec); err != nil {
 				return nil, fmt.Errorf("%s: %w", c.label, err)
 			}
 			for _, p := range promotions {
@@ -185,6 +185,12 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 			t.noteSetup(run, runs)
 		}
 		splits = append(splits, fmt.Sprintf("%s: %d", attnCtxLabel(n), max(runs[0].cfg.Splits, 1)))
+		for i, c := range cases {
+			if c.arch != cases[0].arch && runs[i].cfg.Splits != runs[0].cfg.Splits {
+				splits[len(splits)-1] += fmt.Sprintf(" (%s %d)", c.arch, runs[i].cfg.Splits)
+				break
+			}
+		}
 		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("kv-formats/%d", n), t, n, trials, run.Values.Int("haystacks"), runs)
 		if err != nil {
 			return err
