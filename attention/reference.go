@@ -45,16 +45,7 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 			return nil, err
 		}
 		pos := p.position(i)
-		lo, hi := 0, n
-		if p.Causal {
-			hi = pos + 1
-		}
-		if p.Window > 0 {
-			lo = max(0, pos-p.Window+1)
-		}
-		if lo > hi {
-			lo = hi
-		}
+		lo, hi := p.keyRange(pos)
 		for hq := 0; hq < p.QHeads; hq++ {
 			h := hq / p.group
 			qr := q[(i*p.QHeads+hq)*d:][:d]
@@ -131,16 +122,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 	kr := make([]float64, d)
 	for i := 0; i < p.mq; i++ {
 		pos := p.position(i)
-		lo, hi := 0, n
-		if p.Causal {
-			hi = pos + 1
-		}
-		if p.Window > 0 {
-			lo = max(0, pos-p.Window+1)
-		}
-		if lo > hi {
-			lo = hi
-		}
+		lo, hi := p.keyRange(pos)
 		for hq := 0; hq < p.QHeads; hq++ {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -211,13 +193,7 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 	out := make([][]float64, k.mq*k.QHeads)
 	for i := 0; i < k.mq; i++ {
 		pos := k.position(i)
-		lo, hi := 0, n
-		if k.Causal {
-			hi = pos + 1
-		}
-		if k.Window > 0 {
-			lo = max(0, pos-k.Window+1)
-		}
+		lo, hi := k.keyRange(pos)
 		for hq := 0; hq < k.QHeads; hq++ {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -263,6 +239,19 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 		}
 	}
 	return out, nil
+}
+
+// keyRange returns the keys [lo, hi) the causal mask and the window leave
+// to the query at position pos (an empty range at lo = hi when none).
+func (p *Plan) keyRange(pos int) (lo, hi int) {
+	hi = p.n
+	if p.Causal {
+		hi = pos + 1
+	}
+	if p.Window > 0 {
+		lo = max(0, pos-p.Window+1)
+	}
+	return min(lo, hi), hi
 }
 
 // dequantizedQuery returns the values of the query codes times q_descale.
