@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,10 +15,10 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]"
+const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL] [-cpuprofile FILE]"
 
 // runOptions are the flags of `lab run` that are not experiment parameters.
-var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "h", "help"}
+var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "cpuprofile", "h", "help"}
 
 // paramFlag collects the text given for one experiment parameter; the text
 // is validated against the schema after parsing, so that errors read
@@ -89,6 +91,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
 	labURL := fs.String("lab", "", "also stream the run into the lab at this URL")
 	sweepRef := fs.String("sweep", "", "with -lab: record the run as run N of sweep ID (ID/N), as the sweeps' Slurm tasks do")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (runtime/pprof, for go tool pprof) to this file")
 
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -129,15 +132,44 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return finish(err)
+	}
 	_, err = sim.Execute(runCtx, exp, values, *seed, sink)
-	return finish(err)
+	return finish(errors.Join(err, stopProfile()))
+}
+
+// startCPUProfile starts a CPU profile into path ("" profiles nothing) and
+// returns what stops it and closes the file. The profile covers the run
+// only (not the flag parsing, not the lab's set-up); time spent in C (a
+// WebGPU driver's threads, such as lavapipe's) appears as cgo frames.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // printRunHelp writes the help of `lab run NAME`: usage, the experiment's
 // documentation, its parameters and the run options.
 func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: lab run %s [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]\n\n", exp.Name())
+	fmt.Fprintf(&b, "usage: lab run %s [-param value ...] [-seed N] [-json] [-quiet] [-lab URL] [-cpuprofile FILE]\n\n", exp.Name())
 	if doc := strings.TrimSpace(exp.Doc()); doc != "" {
 		for _, line := range strings.Split(doc, "\n") {
 			if len([]rune(line)) > termWidth {
@@ -161,6 +193,7 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	fmt.Fprintln(tw, "  -quiet\tno progress bar on stderr")
 	fmt.Fprintln(tw, "  -lab URL\talso stream the run into the lab at URL (http://127.0.0.1:8080), into its notebook")
 	fmt.Fprintln(tw, "  -sweep ID/N\twith -lab: the run is run N of sweep ID (a sweep's Slurm task)")
+	fmt.Fprintln(tw, "  -cpuprofile FILE\twrite a CPU profile of the run to FILE (go tool pprof)")
 	tw.Flush()
 	b.WriteString("\nA bool parameter is given as -name or -name=false; a list as -name 1,2,3.\n")
 	_, err := io.WriteString(w, b.String())
