@@ -47,6 +47,9 @@ func NewKV(k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kS
 // NewKVContext is [NewKV] that stops, returning ctx.Err(), once ctx is
 // cancelled: it looks every 1024 tokens (a few milliseconds at head_dim
 // 256), so a cancelled run does not wait for a large cache to be quantized.
+// A large cache (64Ki elements or more) is quantized on GOMAXPROCS
+// goroutines, 1024 tokens at a time; the codes are the same bits as on one
+// (each token's depend only on its own values and the scales given).
 func NewKVContext(ctx context.Context, k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) (*KV, error) {
 	if shape.Tokens < 1 || shape.Heads < 1 || shape.Dim < 1 {
 		return nil, fmt.Errorf("attention: KV shape %dx%dx%d: every dimension must be at least 1", shape.Tokens, shape.Heads, shape.Dim)
@@ -72,23 +75,27 @@ func NewKVContext(ctx context.Context, k, v []float32, shape fp8.Shape, f fp8.Fo
 		return nil, err
 	}
 	c := newKV(shape.Tokens, shape.Heads, shape.Dim, shape.Dim, f, sat, kScale, vScale)
-	for t := 0; t < c.tokens; t++ {
-		if t%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		if t%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		for h := 0; h < c.heads; h++ {
-			i := (t*c.heads + h) * c.dim
-			c.setToken(t, h, k[i:i+c.dim], v[i:i+c.dim])
-		}
+	if err := c.setTokens(ctx, k, v, 0); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// setTokens stores every token of k and v ([tokens][heads][dim] and
+// [tokens][heads][vdim]) as setToken does, on up to workers goroutines (0:
+// GOMAXPROCS) for a large cache: each token's codes depend only on its own
+// values and the cache's static scales, so the result is the same bits
+// whatever the number of goroutines. It returns ctx.Err() once ctx is
+// cancelled (looking every quantChunk tokens), the cache then partly
+// written.
+func (c *KV) setTokens(ctx context.Context, k, v []float32, workers int) error {
+	return parallelTokens(ctx, c.tokens, c.tokens*c.heads*(c.dim+c.vdim), workers, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			for h := 0; h < c.heads; h++ {
+				c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
+			}
+		}
+	})
 }
 
 // newKV allocates a cache of +0 codes.

@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -329,6 +330,25 @@ func (s KVSpec) Check(shape KVShape) error {
 // dequantizing paths compute the stored value in FP32 (code × s, then × t)
 // and round it to bf16 (RNE) or e4m3 (RNE, satfinite), with descale 1.
 func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
+	return QuantizeKVContext(context.Background(), k, v, shape, spec)
+}
+
+// QuantizeKVContext is [QuantizeKV] that stops, returning ctx.Err(), once
+// ctx is cancelled (it looks every 1024 tokens). A large cache (64Ki
+// elements or more) is quantized on GOMAXPROCS goroutines, 1024 tokens at
+// a time (a block-scaled V, 8 channel rows at a time): the codes and
+// scales are the same bits as on one, since a token's codes depend only on
+// its own values and the static scales, fixed first from the whole
+// calibration range, and a V block only on its own tokens.
+func QuantizeKVContext(ctx context.Context, k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
+	return quantizeKV(ctx, k, v, shape, spec, 0)
+}
+
+// quantizeKV is QuantizeKVContext on workers goroutines (0: GOMAXPROCS).
+func quantizeKV(ctx context.Context, k, v []float32, shape KVShape, spec KVSpec, workers int) (*KV, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if shape.VDim == 0 {
 		shape.VDim = shape.KDim
 	}
@@ -343,7 +363,7 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 		return nil, err
 	}
 	if spec.Path == PathBlockScaled {
-		return quantizeBlockScaled(k, v, shape, spec), nil
+		return quantizeBlockScaled(ctx, k, v, shape, spec, workers)
 	}
 	dt := spec.DType()
 	sat := spec.Saturation
@@ -358,10 +378,8 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 	}
 	c := newKV(shape.Tokens, shape.Heads, shape.KDim, shape.VDim, dt, sat, kScale, vScale)
 	c.kq, c.vq = kq, vq
-	for t := 0; t < c.tokens; t++ {
-		for h := 0; h < c.heads; h++ {
-			c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
-		}
+	if err := c.setTokens(ctx, k, v, workers); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -439,7 +439,7 @@ func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []
 		var kv *attention.KV
 		var err error
 		if r.spec != nil {
-			kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: n, Heads: 1, KDim: t.d}, *r.spec)
+			kv, err = attention.QuantizeKVContext(ctx, k, v, attention.KVShape{Tokens: n, Heads: 1, KDim: t.d}, *r.spec)
 		} else {
 			kv, err = attention.NewKVContext(ctx, k, v, fp8.Shape{Tokens: n, Heads: 1, Dim: t.d}, r.dtype, fp8.SatFinite, nil, nil)
 		}
