@@ -238,8 +238,11 @@ func (SkipSW) Chart() sim.Chart {
 // Chart declares decode-bw's chart.
 func (DecodeBW) Chart() sim.Chart {
 	return sim.Chart{
-		X: axisContext,
-		Y: sim.Axis{Quantity: "time per decode step, median", Unit: "ms"},
+		X:      axisContext,
+		Y:      sim.Axis{Quantity: "time per decode step, median", Unit: "ms"},
+		Lo:     "ms_min",
+		Hi:     "ms_max",
+		Method: "bars: the fastest and slowest of the timed steps after the warm-up (wgsl.DefaultWarmup)",
 		Styles: []sim.Style{
 			{Match: "fp16", Family: "fp16 KV", Variant: "this GPU", Measured: true},
 			{Match: "e4m3", Family: "fp8 e4m3 KV", Variant: "this GPU", Measured: true},

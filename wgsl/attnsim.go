@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/attention"
@@ -853,18 +854,65 @@ func (t *trialTables) appendTo(b []uint32, meta int) []uint32 {
 	return b
 }
 
+// simPacked is one submission of a batch packed on the host: its
+// buffers' words, its module and the parameters of its dispatches.
+type simPacked struct {
+	p                 *simPlan
+	parts             []simPart
+	total, rows       int
+	cs                []constDecl
+	tab, a, b, st, xt []uint32
+	ranges, meta      int
+	vsStride, per, gx int
+	dispatches, gy    int
+}
+
 // simDecode runs one submission of a batch: parts of one batchKey. B
 // holds every distinct cache once, then the trials' meta words and
 // replacements; A, ST and the workgroups run the parts' trials in order.
 func (r *Runner) simDecode(ctx context.Context, parts []simPart) ([][][]float64, error) {
+	pk, err := packSim(parts)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.lock(); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	bufs, calls, err := r.uploadSim(pk)
+	defer func() {
+		for _, x := range bufs {
+			r.be.free(x)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.be.run(ctx, calls, false); err != nil {
+		return nil, err
+	}
+	raw, err := r.be.read(ctx, bufs[3], uint64(4*len(pk.st)))
+	if err != nil {
+		return nil, err
+	}
+	all := pk.p.combine(bytesU32(raw), pk.total)
+	out := make([][][]float64, len(parts))
+	for k, pt := range parts {
+		out[k], all = all[:len(pt.trials)], all[len(pt.trials):]
+	}
+	return out, nil
+}
+
+// packSim packs a submission's buffers on the host.
+func packSim(parts []simPart) (*simPacked, error) {
 	p := parts[0].p
 	cs, err := p.consts()
 	if err != nil {
 		return nil, err
 	}
-	total := 0
+	pk := &simPacked{p: p, parts: parts, cs: cs}
 	for _, pt := range parts {
-		total += len(pt.trials)
+		pk.total += len(pt.trials)
 	}
 	var b []uint32
 	caches := map[*attention.KV]simCache{}
@@ -885,7 +933,7 @@ func (r *Runner) simDecode(ctx context.Context, parts []simPart) ([][][]float64,
 	}
 	xt, ranges, xs := xtable(parts)
 	meta := len(b)
-	b = append(b, make([]uint32, simMetaWords*total)...)
+	b = append(b, make([]uint32, simMetaWords*pk.total)...)
 	var a []uint32
 	g := 0
 	for k, pt := range parts {
@@ -908,76 +956,128 @@ func (r *Runner) simDecode(ctx context.Context, parts []simPart) ([][][]float64,
 			g++
 		}
 	}
-	a = p.perSplit(a)
+	pk.a, pk.b, pk.xt, pk.ranges, pk.meta = p.perSplit(a), b, xt, ranges, meta
 	// Workgroups: trial × query head × split, in that order.
-	rows := total * p.qHeads * p.splits
-	n, sw := p.tokens, p.stWords()
-	st := make([]uint32, rows*sw)
-	for row := 0; row < rows; row++ {
-		s := st[row*sw:]
+	pk.rows = pk.total * p.qHeads * p.splits
+	sw := p.stWords()
+	pk.st = make([]uint32, pk.rows*sw)
+	for row := 0; row < pk.rows; row++ {
+		s := pk.st[row*sw:]
 		s[0], s[1], s[2] = 0xff800000, 0, math.Float32bits(1)
 	}
-	vsStride := 0
 	if p.blk != nil {
-		vsStride = p.nMax * p.kbn / p.blk.b
+		pk.vsStride = p.nMax * p.kbn / p.blk.b
 	}
 	// Every split runs its tiles (at most tps) a dispatch of per tiles at
 	// a time (the parts' fewest: their replacements differ); the last
-	// dispatch finalizes.
-	per := p.tilesPerDispatch()
+	// dispatch finalizes. Workgroups beyond 65535 go on along y.
+	pk.per = p.tilesPerDispatch()
 	for _, pt := range parts[1:] {
-		per = min(per, pt.p.tilesPerDispatch())
+		pk.per = min(pk.per, pt.p.tilesPerDispatch())
+	}
+	pk.dispatches = (max(p.tps, 1) + pk.per - 1) / pk.per
+	pk.gx = min(pk.rows, maxSimRows)
+	pk.gy = (pk.rows + pk.gx - 1) / pk.gx
+	pk.tab = make([]uint32, 256)
+	copy(pk.tab, p.e.table[:])
+	return pk, nil
+}
+
+// uploadSim uploads a packed submission (the runner held) and returns its
+// buffers (table, A, B, state, XT; the caller frees them, also on error)
+// and its dispatches.
+func (r *Runner) uploadSim(pk *simPacked) ([]buffer, []call, error) {
+	var bufs []buffer
+	for _, u := range []struct {
+		label string
+		data  []uint32
+	}{{"attnsim.table", pk.tab}, {"attnsim.A", pk.a}, {"attnsim.B", pk.b}, {"attnsim.state", pk.st}, {"attnsim.exp2", pk.xt}} {
+		x, err := r.be.upload(u.label, u32View(u.data))
+		if err != nil {
+			return bufs, nil, err
+		}
+		bufs = append(bufs, x)
+	}
+	p := pk.p
+	ks := &kernelSpec{file: "attnsim", entry: "decode", consts: pk.cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
+	var calls []call
+	for t0 := 0; t0 < max(p.tps, 1); t0 += pk.per {
+		t1 := min(t0+pk.per, p.tps)
+		final := uint32(0)
+		if t1 >= p.tps {
+			final = 1
+		}
+		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(pk.gx), y: uint32(pk.gy),
+			params: []uint32{uint32(p.tokens), uint32(t0), uint32(t1), uint32(p.splits), uint32(pk.ranges), uint32(p.winLo), final,
+				uint32(p.kvHeads), uint32(p.vStride()), uint32(pk.meta), uint32(pk.vsStride), uint32(pk.rows), uint32(pk.gx)}})
+	}
+	return bufs, calls, nil
+}
+
+// SimBench is the GPU time of one SimDecodeBatch submission (BenchSimDecode).
+type SimBench struct {
+	// Trials, Workgroups and Dispatches describe the submission; Products
+	// counts the FP8 (or 16-bit) products of both GEMMs over the visited
+	// keys, every trial and query head.
+	Trials, Workgroups, Dispatches int
+	Products                       int64
+	// Time is the median of the timed runs (Measurement: the warm-up and
+	// every run), Rate Products / Time in products per second.
+	Time        time.Duration
+	Source      string
+	Rate        float64
+	Measurement Measurement
+}
+
+// BenchSimDecode times the dispatches of SimDecodeBatch(jobs) on the
+// device: the jobs must make one submission (one kernel and layout, within
+// its limits). It packs and uploads once, warms up by the runner's rule
+// (Warmup) and times reps runs of the dispatches; the runs after the first
+// start from the state the one before left (finite values, the same work),
+// so only the timing is meaningful: bit-exactness is CheckSimDecode's.
+func (r *Runner) BenchSimDecode(ctx context.Context, jobs []SimJob, reps int) (SimBench, error) {
+	parts := make([]simPart, len(jobs))
+	for j, job := range jobs {
+		p, err := planSim(job.Cfg, job.QScale, job.KV, job.Trials)
+		if err != nil {
+			return SimBench{}, fmt.Errorf("job %d: %w", j, err)
+		}
+		parts[j] = simPart{p: p, kv: job.KV, trials: job.Trials, job: j}
+	}
+	chunks := simChunks(parts, maxSimRows, max(1, int(min(r.info.MaxStorageBinding/4, 1<<31))))
+	if len(chunks) != 1 {
+		return SimBench{}, fmt.Errorf("wgsl: BenchSimDecode: the jobs make %d submissions, not one", len(chunks))
+	}
+	pk, err := packSim(chunks[0])
+	if err != nil {
+		return SimBench{}, err
+	}
+	res := SimBench{Trials: pk.total, Workgroups: pk.rows, Dispatches: pk.dispatches}
+	for _, pt := range pk.parts {
+		lo, hi := pt.p.nMin*pt.p.kbn, min(pt.p.nMax*pt.p.kbn, pt.p.tokens)
+		keys := int64(max(0, hi-max(lo, pt.p.winLo)))
+		res.Products += int64(len(pt.trials)) * int64(pt.p.qHeads) * 2 * keys * int64(pt.p.d)
 	}
 	if err := r.lock(); err != nil {
-		return nil, err
+		return SimBench{}, err
 	}
 	defer r.mu.Unlock()
-	tab := make([]uint32, 256)
-	copy(tab, p.e.table[:])
-	var bufs []buffer
+	bufs, calls, err := r.uploadSim(pk)
 	defer func() {
 		for _, x := range bufs {
 			r.be.free(x)
 		}
 	}()
-	for _, u := range []struct {
-		label string
-		data  []uint32
-	}{{"attnsim.table", tab}, {"attnsim.A", a}, {"attnsim.B", b}, {"attnsim.state", st}, {"attnsim.exp2", xt}} {
-		x, err := r.be.upload(u.label, u32View(u.data))
-		if err != nil {
-			return nil, err
-		}
-		bufs = append(bufs, x)
-	}
-	ks := &kernelSpec{file: "attnsim", entry: "decode", consts: cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
-	// Workgroups beyond 65535 go on along y.
-	gx := min(rows, maxSimRows)
-	gy := (rows + gx - 1) / gx
-	var calls []call
-	for t0 := 0; t0 < max(p.tps, 1); t0 += per {
-		t1 := min(t0+per, p.tps)
-		final := uint32(0)
-		if t1 >= p.tps {
-			final = 1
-		}
-		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(gx), y: uint32(gy),
-			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.splits), uint32(ranges), uint32(p.winLo), final,
-				uint32(p.kvHeads), uint32(p.vStride()), uint32(meta), uint32(vsStride), uint32(rows), uint32(gx)}})
-	}
-	if _, err := r.be.run(ctx, calls, false); err != nil {
-		return nil, err
-	}
-	raw, err := r.be.read(ctx, bufs[3], uint64(4*len(st)))
 	if err != nil {
-		return nil, err
+		return SimBench{}, err
 	}
-	all := p.combine(bytesU32(raw), total)
-	out := make([][][]float64, len(parts))
-	for k, pt := range parts {
-		out[k], all = all[:len(pt.trials)], all[len(pt.trials):]
+	m, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) { return r.be.run(ctx, calls, true) })
+	if err != nil {
+		return SimBench{}, err
 	}
-	return out, nil
+	res.Measurement, res.Time, res.Source = m, m.Median, m.Source
+	res.Rate = float64(res.Products) / res.Time.Seconds()
+	return res, nil
 }
 
 // combine returns each trial's O from the state the shader left (per
