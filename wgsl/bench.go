@@ -90,3 +90,44 @@ func (r *Runner) BenchChain(ctx context.Context, model string, M, N, K, reps, ch
 	}
 	return res, nil
 }
+
+// yardstick times yardstick.wgsl over in's rows (gemmN columns of B, one
+// output per invocation, as the chain kernel lays them out): a fixed
+// reference workload for speed ratios (TestStepSpeedRatio). e gives the
+// code table.
+func (r *Runner) yardstick(ctx context.Context, e *Emulation, in ChainInput, gemmN int) (time.Duration, error) {
+	rows := len(in.A) / in.K
+	n := rows * gemmN
+	rw := (in.K + 3) / 4
+	pack := func(codes []uint8, rows int) []uint32 {
+		w := make([]uint32, rows*rw)
+		for i, c := range codes {
+			row, k := i/in.K, i%in.K
+			w[row*rw+k/4] |= uint32(c) << (8 * uint(k%4))
+		}
+		return w
+	}
+	if err := r.lock(); err != nil {
+		return 0, err
+	}
+	defer r.mu.Unlock()
+	var bufs []buffer
+	defer func() {
+		for _, b := range bufs {
+			r.be.free(b)
+		}
+	}()
+	tab := make([]uint32, 256)
+	copy(tab, e.table[:])
+	for _, d := range [][]uint32{tab, pack(in.A, rows), pack(in.B, len(in.B)/in.K), make([]uint32, n)} {
+		b, err := r.be.upload("yardstick", u32View(d))
+		if err != nil {
+			return 0, err
+		}
+		bufs = append(bufs, b)
+	}
+	x, y, stride := grid(n, chainWG)
+	k := &kernelSpec{file: "yardstick", entry: "yardstick", consts: []constDecl{cU32("WG", chainWG)}, storage: []access{readOnly, readOnly, readOnly, readWrite}}
+	t, err := r.be.run(ctx, []call{{k: k, bufs: bufs, params: []uint32{uint32(n), uint32(rw), uint32(gemmN), stride}, x: x, y: y}}, true)
+	return t.Best(), err
+}
