@@ -228,6 +228,16 @@ func (c *KV) KCode(t, h, d int) uint16 { return c.k[(h*c.tokens+t)*c.dim+d] }
 // VCode returns the V code of element d of token t, head h.
 func (c *KV) VCode(t, h, d int) uint16 { return c.vt[(h*c.vdim+d)*c.stride+t] }
 
+// KCodes returns the K codes of KV head h, [token][dim], and VCodes the V
+// codes of channel d of KV head h, [token] (Tokens of them): views of the
+// cache's own storage, for a consumer that reads every code (packing a
+// cache for a GPU), valid until the cache changes. The caller must not
+// write them.
+func (c *KV) KCodes(h int) []uint16 { return c.k[h*c.tokens*c.dim:][:c.tokens*c.dim] }
+
+// VCodes returns the V codes of channel d of KV head h (see KCodes).
+func (c *KV) VCodes(h, d int) []uint16 { return c.vt[(h*c.vdim+d)*c.stride:][:c.tokens] }
+
 // Dequantize returns the values the cache stands for, code value × descale
 // (exact in float64), laid out [tokens][heads][dim] and
 // [tokens][heads][vdim]. NaN codes give NaN. For a block-scaled cache the

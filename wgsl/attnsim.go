@@ -750,26 +750,33 @@ func (p *simPlan) packCache(b []uint32, kv *attention.KV) ([]uint32, simCache) {
 	c.v = c.k + p.kvHeads*n*d/cpw
 	b = append(b, make([]uint32, p.kvHeads*n*d/cpw+p.kvHeads*d*vStride)...)
 	kw, vw := b[c.k:c.v], b[c.v:]
+	// Codes cpw to a word, in order: K's rows of a head are contiguous
+	// (token-major) as in the cache, V's rows (one per head and channel)
+	// as the cache's transposed rows, each padded to vStride words.
+	pack := func(dst []uint32, src []uint16) {
+		if cpw == 4 {
+			for w := range len(src) / 4 {
+				s := src[4*w : 4*w+4]
+				dst[w] = uint32(s[0])&mask | (uint32(s[1])&mask)<<8 | (uint32(s[2])&mask)<<16 | (uint32(s[3])&mask)<<24
+			}
+		} else {
+			for w := range len(src) / 2 {
+				dst[w] = uint32(src[2*w])&mask | (uint32(src[2*w+1])&mask)<<16
+			}
+		}
+		for i := len(src) / cpw * cpw; i < len(src); i++ { // a partial last word
+			dst[i/cpw] |= uint32(src[i]) & mask << (cb * uint(i%cpw))
+		}
+	}
 	parallelRows(p.kvHeads*n, d, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			h, t := r/n, r%n
-			row := kw[r*d/cpw:][:d/cpw]
-			for w := range row {
-				var x uint32
-				for j := 0; j < cpw; j++ {
-					x |= uint32(kv.KCode(t, h, w*cpw+j)) & mask << (cb * uint(j))
-				}
-				row[w] = x
-			}
+			pack(kw[r*d/cpw:][:d/cpw], kv.KCodes(h)[t*d:][:d])
 		}
 	})
 	parallelRows(p.kvHeads*d, n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			h, i := r/d, r%d
-			row := vw[r*vStride:][:vStride]
-			for t := 0; t < n; t++ {
-				row[t/cpw] |= uint32(kv.VCode(t, h, i)) & mask << (cb * uint(t%cpw))
-			}
+			pack(vw[r*vStride:][:vStride], kv.VCodes(r/d, r%d))
 		}
 	})
 	return b, c
@@ -914,7 +921,19 @@ func packSim(parts []simPart) (*simPacked, error) {
 	for _, pt := range parts {
 		pk.total += len(pt.trials)
 	}
-	var b []uint32
+	// B's size known in advance, so that appending never copies the caches.
+	words := simMetaWords * pk.total
+	counted := map[*attention.KV]bool{}
+	for _, pt := range parts {
+		if !counted[pt.kv] {
+			counted[pt.kv] = true
+			words += p.cacheWords()
+		}
+		for _, tr := range pt.trials {
+			words += p.trialWords(tr)
+		}
+	}
+	b := make([]uint32, 0, words)
 	caches := map[*attention.KV]simCache{}
 	for _, pt := range parts {
 		if _, ok := caches[pt.kv]; ok {
