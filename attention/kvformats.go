@@ -601,7 +601,7 @@ func (t *nearest) encode(f fp8.Format, x float32) uint32 {
 		// branch on a (a random input's comparisons mispredict).
 		i := 0
 		for k, m := range t.mid {
-			gt := int(math.Float64bits(m-a) >> 63)         // a > m (a is not NaN)
+			gt := int(math.Float64bits(m-a) >> 63)        // a > m (a is not NaN)
 			eq := 1 - int(math.Float64bits(a-m)>>63) - gt // a = m (a − m is +0)
 			i += gt + eq*t.up[k]
 		}
