@@ -90,9 +90,29 @@ func NewKVContext(ctx context.Context, k, v []float32, shape fp8.Shape, f fp8.Fo
 // written.
 func (c *KV) setTokens(ctx context.Context, k, v []float32, workers int) error {
 	return parallelTokens(ctx, c.tokens, c.tokens*c.heads*(c.dim+c.vdim), workers, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			for h := 0; h < c.heads; h++ {
-				c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
+		if c.bs != nil {
+			for t := lo; t < hi; t++ {
+				for h := 0; h < c.heads; h++ {
+					c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
+				}
+			}
+			return
+		}
+		// padTokens tokens at a time: V's codes go to a block buffer, a row
+		// of padTokens per head and channel, then into the transposed rows
+		// of vt, a cache line each, instead of one code into each of
+		// heads·vdim rows per token (lo is a multiple of padTokens).
+		const B = padTokens
+		buf := make([]uint16, c.heads*c.vdim*B)
+		for t0 := lo; t0 < hi; t0 += B {
+			t1 := min(t0+B, hi)
+			for t := t0; t < t1; t++ {
+				for h := 0; h < c.heads; h++ {
+					c.putToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim], buf[h*c.vdim*B+t-t0:], B)
+				}
+			}
+			for r := 0; r < c.heads*c.vdim; r++ {
+				copy(c.vt[r*c.stride+t0:r*c.stride+t1], buf[r*B:r*B+t1-t0])
 			}
 		}
 	})
@@ -114,14 +134,22 @@ func quantize(x, scale float32, f fp8.Format, sat fp8.Saturation) uint16 {
 	return uint16(f.Encode(x/scale, sat))
 }
 
+// setToken stores token t of KV head h (see SetToken).
 func (c *KV) setToken(t, h int, k, v []float32) {
 	if c.bs != nil {
 		c.bs.setToken(c, t, h, k, v)
 		return
 	}
+	c.putToken(t, h, k, v, c.vt[h*c.vdim*c.stride+t:], c.stride)
+}
+
+// putToken stores token t of KV head h of a cache that is not
+// block-scaled: its K codes into the cache, its V codes to vout[d·vstride]
+// for channel d (the cache's transposed rows, or a block buffer).
+func (c *KV) putToken(t, h int, k, v []float32, vout []uint16, vstride int) {
 	if c.kq != nil {
 		c.kq.quantize(k, h, c.k[(h*c.tokens+t)*c.dim:][:c.dim], 1)
-		c.vq.quantize(v, h, c.vt[h*c.vdim*c.stride+t:], c.stride)
+		c.vq.quantize(v, h, vout, vstride)
 		return
 	}
 	ks, vs := scaleOf(c.kScale, h), scaleOf(c.vScale, h)
@@ -130,7 +158,7 @@ func (c *KV) setToken(t, h int, k, v []float32) {
 		kr[d] = quantize(k[d], ks, c.format, c.sat)
 	}
 	for d := 0; d < c.vdim; d++ {
-		c.vt[(h*c.vdim+d)*c.stride+t] = quantize(v[d], vs, c.format, c.sat)
+		vout[d*vstride] = quantize(v[d], vs, c.format, c.sat)
 	}
 }
 

@@ -62,6 +62,16 @@ func TestQuantizeParallelEqualsSerial(t *testing.T) {
 			if diff := kvSame(one, many); diff != "" {
 				t.Errorf("NewKV %s scales %v: %s differ between 1 and 5 goroutines", f, sc, diff)
 			}
+			// And the token-by-token store (SetToken's) gives the same.
+			each := newKV(n, kvh, d, d, f, fp8.SatFinite, kS, vS)
+			for tok := 0; tok < n; tok++ {
+				for h := 0; h < kvh; h++ {
+					each.setToken(tok, h, p.k[(tok*kvh+h)*d:][:d], p.v[(tok*kvh+h)*d:][:d])
+				}
+			}
+			if diff := kvSame(one, each); diff != "" {
+				t.Errorf("NewKV %s scales %v: %s differ between the blocked and the token-by-token store", f, sc, diff)
+			}
 		}
 	}
 	T, H, TH, C := PerTensor, PerHead, PerTokenHead, PerChannel
@@ -88,6 +98,18 @@ func TestQuantizeParallelEqualsSerial(t *testing.T) {
 		}
 		if diff := kvSame(one, many); diff != "" {
 			t.Errorf("QuantizeKV %s: %s differ between 1 and 5 goroutines", spec, diff)
+		}
+		if spec.Path != PathBlockScaled { // the token-by-token store (SetToken's)
+			each := newKV(n, kvh, d, d, one.format, one.sat, one.kScale, one.vScale)
+			each.kq, each.vq = one.kq, one.vq
+			for tok := 0; tok < n; tok++ {
+				for h := 0; h < kvh; h++ {
+					each.setToken(tok, h, p.k[(tok*kvh+h)*d:][:d], p.v[(tok*kvh+h)*d:][:d])
+				}
+			}
+			if diff := kvSame(one, each); diff != "" {
+				t.Errorf("QuantizeKV %s: %s differ between the blocked and the token-by-token store", spec, diff)
+			}
 		}
 	}
 }
