@@ -15,7 +15,7 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL] [-cpuprofile FILE]"
+const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL] [-cpuprofile F]"
 
 // runOptions are the flags of `lab run` that are not experiment parameters.
 var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "cpuprofile", "h", "help"}
@@ -169,7 +169,7 @@ func startCPUProfile(path string) (stop func() error, err error) {
 // documentation, its parameters and the run options.
 func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: lab run %s [-param value ...] [-seed N] [-json] [-quiet] [-lab URL] [-cpuprofile FILE]\n\n", exp.Name())
+	fmt.Fprintf(&b, "usage: lab run %s [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]\n\n", exp.Name())
 	if doc := strings.TrimSpace(exp.Doc()); doc != "" {
 		for _, line := range strings.Split(doc, "\n") {
 			if len([]rune(line)) > termWidth {
@@ -193,7 +193,7 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	fmt.Fprintln(tw, "  -quiet\tno progress bar on stderr")
 	fmt.Fprintln(tw, "  -lab URL\talso stream the run into the lab at URL (http://127.0.0.1:8080), into its notebook")
 	fmt.Fprintln(tw, "  -sweep ID/N\twith -lab: the run is run N of sweep ID (a sweep's Slurm task)")
-	fmt.Fprintln(tw, "  -cpuprofile FILE\twrite a CPU profile of the run to FILE (go tool pprof)")
+	fmt.Fprintln(tw, "  -cpuprofile F\twrite a CPU profile of the run to file F (go tool pprof)")
 	tw.Flush()
 	b.WriteString("\nA bool parameter is given as -name or -name=false; a list as -name 1,2,3.\n")
 	_, err := io.WriteString(w, b.String())
