@@ -464,9 +464,6 @@ func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []
 		h.base[name] = kv
 		h.free[name] = make(chan *attention.KV, 64)
 	}
-	if !t.exactErr {
-		h.k, h.v = nil, nil // only the exact reference reads the unquantized haystack
-	}
 	return h, nil
 }
 
@@ -819,7 +816,8 @@ func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 
 // haystacks draws and quantizes haystacks g0 … g1−1 of key at once, each
 // on its own goroutine from its own generator (key/haystack/hs), and
-// returns them in order; the first error (ctx's when cancelled) is
+// returns them in order, without their unquantized values unless
+// t.exactErr needs them; the first error (ctx's when cancelled) is
 // returned.
 func (t attnNeedle) haystacks(ctx context.Context, run *sim.Run, key string, n, g0, g1 int, runs []attnNeedleRun) ([]*attnHaystack, error) {
 	hays := make([]*attnHaystack, g1-g0)
@@ -828,6 +826,9 @@ func (t attnNeedle) haystacks(ctx context.Context, run *sim.Run, key string, n, 
 	for i := range hays {
 		wg.Go(func() {
 			hays[i], errs[i] = t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", g0+i), runs)
+			if hays[i] != nil && !t.exactErr {
+				hays[i].k, hays[i].v = nil, nil // only the exact reference reads the unquantized haystack
+			}
 		})
 	}
 	wg.Wait()
