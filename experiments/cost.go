@@ -120,8 +120,9 @@ func (Scales) Cost(v sim.Values) sim.Cost {
 	n, kvh, group := int64(v.Int("tokens")), int64(v.Int("kv-heads")), int64(v.Int("q-per-kv"))
 	trials, factors := v.Int("trials"), int64(len(v.Ints("outlier")))
 	nhd := sim.MulSat(n, kvh, d)
-	// A trial holds K and V as float32 and float64 and two caches.
-	perTrial := sim.AddSat(sim.MulSat(nhd, 2*4+2*8), sim.MulSat(nhd, 2*4))
+	// A trial holds K and V as float32 and float64 and four caches (its
+	// series run side by side), K and V 16-bit codes each.
+	perTrial := sim.AddSat(sim.MulSat(nhd, 2*4+2*8), sim.MulSat(nhd, 4*4))
 	mem := sim.AddSat(costBase, sim.MulSat(int64(sim.Workers(trials)), perTrial))
 	// Per trial: drawing, the reference for every query head, two caches
 	// and three kernel runs (per-head scales, per-tensor scale, bf16).
