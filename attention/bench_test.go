@@ -2,9 +2,11 @@ package attention
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/internal/cputime"
 )
 
@@ -55,24 +57,57 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkQuantizeKV is writing a cache of 128k tokens (one head,
 // head_dim 128) in each format: the cache write, which the decode
 // benchmarks leave out (the dequantizing paths store the MMA's codes once,
-// as the kernel would compute them tile by tile).
+// as the kernel would compute them tile by tile). Each runs on one
+// goroutine (w1; cpu-ms/op is then the thread's CPU time) and on
+// GOMAXPROCS (wN, wall time only: the work runs on other threads), so
+// that one run gives the A/B of the parallel write.
 func BenchmarkQuantizeKV(b *testing.B) {
 	const n = 128 << 10
 	p := newProblem(1, 1, n, 1, 1, 128, 0.5)
+	ctx := context.Background()
+	workers := []struct {
+		name string
+		n    int
+	}{{"w1", 1}, {"wN", 0}}
+	for _, f := range []fp8.Format{fp8.FormatE4M3, fp8.FormatBF16} {
+		for _, w := range workers {
+			b.Run("NewKV_"+f.String()+"/"+w.name, func(b *testing.B) {
+				cpu := cputime.Start()
+				for b.Loop() {
+					c := newKV(n, 1, 128, 128, f, fp8.SatFinite, []float32{1}, []float32{1})
+					if err := c.setTokens(ctx, p.k, p.v, w.n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if w.n == 1 {
+					cpu.Report(b, 0)
+				} else {
+					runtime.UnlockOSThread()
+				}
+			})
+		}
+	}
 	for _, spec := range []KVSpec{
 		{Format: KVE4M3},
 		{Format: KVE4M3, KScales: PerTokenHead, VScales: PerTokenHead, Path: PathDequantBF16},
 		{Format: KVMXFP8, Path: PathDequantBF16},
 		{Format: KVNVFP4, Scale: ScaleAmax, Path: PathDequantE4M3},
+		{Format: KVMXFP8, Path: PathBlockScaled},
 	} {
-		b.Run(strings.ReplaceAll(spec.String(), " ", "_"), func(b *testing.B) {
-			cpu := cputime.Start()
-			for b.Loop() {
-				if _, err := QuantizeKV(p.k, p.v, KVShape{Tokens: n, Heads: 1, KDim: 128}, spec); err != nil {
-					b.Fatal(err)
+		for _, w := range workers {
+			b.Run(strings.ReplaceAll(spec.String(), " ", "_")+"/"+w.name, func(b *testing.B) {
+				cpu := cputime.Start()
+				for b.Loop() {
+					if _, err := quantizeKV(ctx, p.k, p.v, KVShape{Tokens: n, Heads: 1, KDim: 128}, spec, w.n); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			cpu.Report(b, 0)
-		})
+				if w.n == 1 {
+					cpu.Report(b, 0)
+				} else {
+					runtime.UnlockOSThread()
+				}
+			})
+		}
 	}
 }

@@ -112,9 +112,9 @@ func (q *tokenQuant) quantBlock(x []float32, out []uint8, stride int) uint8 {
 	return code
 }
 
-// quantizeBlockScaled is QuantizeKVContext for PathBlockScaled (shape and
-// spec checked): K as the other paths store it, V in blocks along tokens.
-func quantizeBlockScaled(ctx context.Context, k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
+// quantizeBlockScaled is QuantizeKV for PathBlockScaled (shape and spec
+// checked): K as the other paths store it, V in blocks along tokens.
+func quantizeBlockScaled(ctx context.Context, k, v []float32, shape KVShape, spec KVSpec, workers int) (*KV, error) {
 	kq := newTokenQuant(k, shape.Tokens, shape.Heads, shape.KDim, spec, spec.KScales)
 	vq := newTokenQuant(v, shape.Tokens, shape.Heads, shape.VDim, spec, spec.VScales)
 	elem := spec.Format.Elem()
@@ -124,29 +124,33 @@ func quantizeBlockScaled(ctx context.Context, k, v []float32, shape KVShape, spe
 		k8: make([]uint8, len(c.k)), ks: make([]uint8, len(c.k)/b),
 		vt8: make([]uint8, len(c.vt)), vs: make([]uint8, len(c.vt)/b), vraw: make([]float32, len(c.vt))}
 	c.bs = bs
-	for t := 0; t < c.tokens; t++ {
-		if t%quantizeCheckTokens == 0 && t > 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	// K and V's raw values token by token (each token writes its own K
+	// blocks and its own column of vraw), then V's blocks along tokens
+	// channel row by channel row, once every token is in.
+	elems := c.tokens * c.heads * (c.dim + c.vdim)
+	err := parallelTokens(ctx, c.tokens, elems, workers, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			for h := 0; h < c.heads; h++ {
+				bs.putK(c, t, h, k[(t*c.heads+h)*c.dim:][:c.dim])
+				vr := v[(t*c.heads+h)*c.vdim:][:c.vdim]
+				for d, y := range vr {
+					bs.vraw[(h*c.vdim+d)*c.stride+t] = y
+				}
 			}
 		}
-		for h := 0; h < c.heads; h++ {
-			bs.putK(c, t, h, k[(t*c.heads+h)*c.dim:][:c.dim])
-			vr := v[(t*c.heads+h)*c.vdim:][:c.vdim]
-			for d, y := range vr {
-				bs.vraw[(h*c.vdim+d)*c.stride+t] = y
-			}
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	for h := 0; h < c.heads; h++ {
-		for d := 0; d < c.vdim; d++ {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			for lo := 0; lo < c.stride; lo += b {
-				bs.quantV(c, h, d, lo)
+	err = parallelRange(ctx, c.heads*c.vdim, 8, elems, workers, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			for blo := 0; blo < c.stride; blo += b {
+				bs.quantV(c, r/c.vdim, r%c.vdim, blo)
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

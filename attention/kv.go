@@ -47,6 +47,9 @@ func NewKV(k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kS
 // NewKVContext is [NewKV] that stops, returning ctx.Err(), once ctx is
 // cancelled: it looks every 1024 tokens (a few milliseconds at head_dim
 // 256), so a cancelled run does not wait for a large cache to be quantized.
+// A large cache (64Ki elements or more) is quantized on GOMAXPROCS
+// goroutines, 1024 tokens at a time; the codes are the same bits as on one
+// (each token's depend only on its own values and the scales given).
 func NewKVContext(ctx context.Context, k, v []float32, shape fp8.Shape, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) (*KV, error) {
 	if shape.Tokens < 1 || shape.Heads < 1 || shape.Dim < 1 {
 		return nil, fmt.Errorf("attention: KV shape %dx%dx%d: every dimension must be at least 1", shape.Tokens, shape.Heads, shape.Dim)
@@ -72,23 +75,47 @@ func NewKVContext(ctx context.Context, k, v []float32, shape fp8.Shape, f fp8.Fo
 		return nil, err
 	}
 	c := newKV(shape.Tokens, shape.Heads, shape.Dim, shape.Dim, f, sat, kScale, vScale)
-	for t := 0; t < c.tokens; t++ {
-		if t%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		if t%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		for h := 0; h < c.heads; h++ {
-			i := (t*c.heads + h) * c.dim
-			c.setToken(t, h, k[i:i+c.dim], v[i:i+c.dim])
-		}
+	if err := c.setTokens(ctx, k, v, 0); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// setTokens stores every token of k and v ([tokens][heads][dim] and
+// [tokens][heads][vdim]) as setToken does, on up to workers goroutines (0:
+// GOMAXPROCS) for a large cache: each token's codes depend only on its own
+// values and the cache's static scales, so the result is the same bits
+// whatever the number of goroutines. It returns ctx.Err() once ctx is
+// cancelled (looking every quantChunk tokens), the cache then partly
+// written.
+func (c *KV) setTokens(ctx context.Context, k, v []float32, workers int) error {
+	return parallelTokens(ctx, c.tokens, c.tokens*c.heads*(c.dim+c.vdim), workers, func(lo, hi int) {
+		if c.bs != nil {
+			for t := lo; t < hi; t++ {
+				for h := 0; h < c.heads; h++ {
+					c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
+				}
+			}
+			return
+		}
+		// padTokens tokens at a time: V's codes go to a block buffer, a row
+		// of padTokens per head and channel, then into the transposed rows
+		// of vt, a cache line each, instead of one code into each of
+		// heads·vdim rows per token (lo is a multiple of padTokens).
+		const B = padTokens
+		buf := make([]uint16, c.heads*c.vdim*B)
+		for t0 := lo; t0 < hi; t0 += B {
+			t1 := min(t0+B, hi)
+			for t := t0; t < t1; t++ {
+				for h := 0; h < c.heads; h++ {
+					c.putToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim], buf[h*c.vdim*B+t-t0:], B)
+				}
+			}
+			for r := 0; r < c.heads*c.vdim; r++ {
+				copy(c.vt[r*c.stride+t0:r*c.stride+t1], buf[r*B:r*B+t1-t0])
+			}
+		}
+	})
 }
 
 // newKV allocates a cache of +0 codes.
@@ -107,14 +134,22 @@ func quantize(x, scale float32, f fp8.Format, sat fp8.Saturation) uint16 {
 	return uint16(f.Encode(x/scale, sat))
 }
 
+// setToken stores token t of KV head h (see SetToken).
 func (c *KV) setToken(t, h int, k, v []float32) {
 	if c.bs != nil {
 		c.bs.setToken(c, t, h, k, v)
 		return
 	}
+	c.putToken(t, h, k, v, c.vt[h*c.vdim*c.stride+t:], c.stride)
+}
+
+// putToken stores token t of KV head h of a cache that is not
+// block-scaled: its K codes into the cache, its V codes to vout[d·vstride]
+// for channel d (the cache's transposed rows, or a block buffer).
+func (c *KV) putToken(t, h int, k, v []float32, vout []uint16, vstride int) {
 	if c.kq != nil {
 		c.kq.quantize(k, h, c.k[(h*c.tokens+t)*c.dim:][:c.dim], 1)
-		c.vq.quantize(v, h, c.vt[h*c.vdim*c.stride+t:], c.stride)
+		c.vq.quantize(v, h, vout, vstride)
 		return
 	}
 	ks, vs := scaleOf(c.kScale, h), scaleOf(c.vScale, h)
@@ -123,7 +158,7 @@ func (c *KV) setToken(t, h int, k, v []float32) {
 		kr[d] = quantize(k[d], ks, c.format, c.sat)
 	}
 	for d := 0; d < c.vdim; d++ {
-		c.vt[(h*c.vdim+d)*c.stride+t] = quantize(v[d], vs, c.format, c.sat)
+		vout[d*vstride] = quantize(v[d], vs, c.format, c.sat)
 	}
 }
 
@@ -220,6 +255,16 @@ func (c *KV) KCode(t, h, d int) uint16 { return c.k[(h*c.tokens+t)*c.dim+d] }
 
 // VCode returns the V code of element d of token t, head h.
 func (c *KV) VCode(t, h, d int) uint16 { return c.vt[(h*c.vdim+d)*c.stride+t] }
+
+// KCodes returns the K codes of KV head h, [token][dim], and VCodes the V
+// codes of channel d of KV head h, [token] (Tokens of them): views of the
+// cache's own storage, for a consumer that reads every code (packing a
+// cache for a GPU), valid until the cache changes. The caller must not
+// write them.
+func (c *KV) KCodes(h int) []uint16 { return c.k[h*c.tokens*c.dim:][:c.tokens*c.dim] }
+
+// VCodes returns the V codes of channel d of KV head h (see KCodes).
+func (c *KV) VCodes(h, d int) []uint16 { return c.vt[(h*c.vdim+d)*c.stride:][:c.tokens] }
 
 // Dequantize returns the values the cache stands for, code value × descale
 // (exact in float64), laid out [tokens][heads][dim] and

@@ -333,15 +333,19 @@ func QuantizeKV(k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
 	return QuantizeKVContext(context.Background(), k, v, shape, spec)
 }
 
-// quantizeCheckTokens is how many tokens QuantizeKVContext stores between
-// two looks at its context (a few milliseconds of work).
-const quantizeCheckTokens = 1024
-
-// QuantizeKVContext is [QuantizeKV] that gives up, with ctx's error, when
-// ctx is done: it looks at ctx before any work and every
-// quantizeCheckTokens tokens, so that a cancelled run does not finish
-// quantizing a long cache (seconds at 256k tokens).
+// QuantizeKVContext is [QuantizeKV] that stops, returning ctx.Err(), once
+// ctx is cancelled (it looks every 1024 tokens). A large cache (64Ki
+// elements or more) is quantized on GOMAXPROCS goroutines, 1024 tokens at
+// a time (a block-scaled V, 8 channel rows at a time): the codes and
+// scales are the same bits as on one, since a token's codes depend only on
+// its own values and the static scales, fixed first from the whole
+// calibration range, and a V block only on its own tokens.
 func QuantizeKVContext(ctx context.Context, k, v []float32, shape KVShape, spec KVSpec) (*KV, error) {
+	return quantizeKV(ctx, k, v, shape, spec, 0)
+}
+
+// quantizeKV is QuantizeKVContext on workers goroutines (0: GOMAXPROCS).
+func quantizeKV(ctx context.Context, k, v []float32, shape KVShape, spec KVSpec, workers int) (*KV, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -359,7 +363,7 @@ func QuantizeKVContext(ctx context.Context, k, v []float32, shape KVShape, spec 
 		return nil, err
 	}
 	if spec.Path == PathBlockScaled {
-		return quantizeBlockScaled(ctx, k, v, shape, spec)
+		return quantizeBlockScaled(ctx, k, v, shape, spec, workers)
 	}
 	dt := spec.DType()
 	sat := spec.Saturation
@@ -374,15 +378,8 @@ func QuantizeKVContext(ctx context.Context, k, v []float32, shape KVShape, spec 
 	}
 	c := newKV(shape.Tokens, shape.Heads, shape.KDim, shape.VDim, dt, sat, kScale, vScale)
 	c.kq, c.vq = kq, vq
-	for t := 0; t < c.tokens; t++ {
-		if t%quantizeCheckTokens == 0 && t > 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		for h := 0; h < c.heads; h++ {
-			c.setToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim])
-		}
+	if err := c.setTokens(ctx, k, v, workers); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -402,6 +399,10 @@ type tokenQuant struct {
 	ue4m3  *nearest
 	static []float32 // scaled formats: 1 (tensor), heads (head) or heads·dim (channel) scales
 	tensor float32   // NVFP4's tensor scale (1 for the others)
+	// elemVal holds float32(f.Elem().Value(code)) per code of an element
+	// format of at most 8 bits (nil for the 16-bit ones): the values the
+	// dequantizing paths multiply, looked up instead of decoded.
+	elemVal []float32
 }
 
 // newTokenQuant fixes the static scales of x ([tokens][heads][dim]) for spec.
@@ -409,6 +410,12 @@ func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granulari
 	q := &tokenQuant{f: spec.Format, g: g, sat: spec.Saturation, path: spec.Path, dt: spec.DType(), dim: dim, tensor: 1,
 		e2m1: nearestTable(fp8.FormatE2M1), ue4m3: nearestTable(fp8.FormatUE4M3)}
 	elem := q.f.Elem()
+	if bits := elem.CodeBits(); bits <= 8 {
+		q.elemVal = make([]float32, 1<<bits)
+		for c := range q.elemVal {
+			q.elemVal[c] = float32(elem.Value(uint32(c)))
+		}
+	}
 	calib := tokens
 	if spec.Scale == ScalePrefix {
 		calib = spec.PrefixTokens
@@ -471,7 +478,7 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 		case scale == 0:
 			out[i*stride] = uint16(q.dt.Encode(0, fp8.SatFinite))
 		default:
-			v := float32(elem.Value(code)) * scale
+			v := q.elemVal[code] * scale
 			if q.tensor != 1 {
 				v *= q.tensor
 			}
@@ -544,7 +551,18 @@ func (q *tokenQuant) elemCode(y, div float32) uint32 {
 	case q.f.Elem() == fp8.FormatE4M3:
 		return uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
 	}
-	return q.e2m1.encode(fp8.FormatE2M1, y/div)
+	return encodeE2M1(y / div)
+}
+
+// encodeE2M1 is encodeNearest(fp8.FormatE2M1, x) through fp8's e2m1
+// conversion, which rounds alike (to nearest, ties to even, saturating at
+// ±6, the sign of a zero kept) but gives +6 for NaN, where encodeNearest
+// gives +0 (TestEncodeNearestMidpoints checks the two agree).
+func encodeE2M1(x float32) uint32 {
+	if x != x {
+		return 0
+	}
+	return uint32(fp8.EncodeE2M1(x))
 }
 
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
@@ -576,8 +594,24 @@ func (t *nearest) encode(f fp8.Format, x float32) uint32 {
 	if a != a || (!f.Signed() && x < 0) {
 		return 0
 	}
-	i := sort.Search(len(t.mag), func(i int) bool { return t.mag[i] >= a })
 	var c uint32
+	if t.mid != nil {
+		// A small table (e2m1's 8 magnitudes): the index is the count of
+		// midpoints below a, plus the ties that go up, counted without a
+		// branch on a (a random input's comparisons mispredict).
+		i := 0
+		for k, m := range t.mid {
+			gt := int(math.Float64bits(m-a) >> 63)        // a > m (a is not NaN)
+			eq := 1 - int(math.Float64bits(a-m)>>63) - gt // a = m (a − m is +0)
+			i += gt + eq*t.up[k]
+		}
+		c = t.code[i]
+		if math.Signbit(float64(x)) && f.Signed() {
+			c |= f.SignBit()
+		}
+		return c
+	}
+	i := sort.Search(len(t.mag), func(i int) bool { return t.mag[i] >= a })
 	switch {
 	case i == len(t.mag):
 		c = t.code[len(t.mag)-1]
@@ -607,6 +641,11 @@ func (t *nearest) encode(f fp8.Format, x float32) uint32 {
 type nearest struct {
 	mag  []float64
 	code []uint32
+	// mid and up, for a table of at most 16 magnitudes: the midpoints
+	// (mag[k] + mag[k+1]) / 2 (exact) and 1 where a tie there goes to
+	// code[k+1] (code[k] odd: ties to the even code), else 0.
+	mid []float64
+	up  []int
 }
 
 var (
@@ -643,6 +682,12 @@ func nearestTable(f fp8.Format) *nearest {
 		mag[i], code[i] = t.mag[j], t.code[j]
 	}
 	t.mag, t.code = mag, code
+	if len(t.mag) <= 16 {
+		for k := 0; k+1 < len(t.mag); k++ {
+			t.mid = append(t.mid, (t.mag[k]+t.mag[k+1])/2)
+			t.up = append(t.up, int(t.code[k]&1))
+		}
+	}
 	nearestTables[f] = t
 	return t
 }

@@ -361,3 +361,35 @@ func TestQuantizeKVSetToken(t *testing.T) {
 		}
 	}
 }
+
+// The branch-free midpoint encoder of a small table (e2m1), and the e2m1
+// elements' encoder (fp8's conversion, NaN as +0), return what the table's
+// binary search and distance comparison return: on a stride
+// through every float32 of magnitude 2^-4 … 2^5 of both signs, at every
+// midpoint and magnitude ±2 ulps, and on ±0, ±inf, NaN and huge values.
+func TestEncodeNearestMidpoints(t *testing.T) {
+	fast := nearestTable(fp8.FormatE2M1)
+	slow := &nearest{mag: fast.mag, code: fast.code} // no midpoints: the search
+	check := func(x float32) {
+		a, b, c := fast.encode(fp8.FormatE2M1, x), slow.encode(fp8.FormatE2M1, x), encodeE2M1(x)
+		if a != b || c != b {
+			t.Fatalf("e2m1 %g (%#x): midpoints %#x, fp8's conversion %#x, search %#x", x, math.Float32bits(x), a, c, b)
+		}
+	}
+	lo, hi := math.Float32bits(1.0/16), math.Float32bits(32)
+	for b := lo; b < hi; b += 7 {
+		check(math.Float32frombits(b))
+		check(-math.Float32frombits(b))
+	}
+	for _, v := range append(append([]float64{}, fast.mag...), fast.mid...) {
+		b := math.Float32bits(float32(v))
+		for d := -2; d <= 2; d++ {
+			x := math.Float32frombits(uint32(int64(b) + int64(d)))
+			check(x)
+			check(-x)
+		}
+	}
+	for _, x := range []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e30, -1e30, 1e-40} {
+		check(x)
+	}
+}

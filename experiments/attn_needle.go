@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
@@ -405,7 +407,7 @@ func attnIntervalMethod(haystacks int) string {
 // attnHaystack is one haystack's caches, per cache name
 // (attnNeedleRun.cache), and a free list of copies that trials borrow,
 // change (needle, sinks) and restore; k and v are the unquantized
-// haystack, [n][d].
+// haystack, [n][d], kept only for the exact reference (attnNeedle.exactErr).
 type attnHaystack struct {
 	k, v []float32
 	base map[string]*attention.KV
@@ -425,6 +427,19 @@ func (h *attnHaystack) giveBack(f string, kv *attention.KV) {
 	select {
 	case h.free[f] <- kv:
 	default:
+	}
+}
+
+// dropCopies empties the free lists (the copies become garbage); later
+// borrows clone again.
+func (h *attnHaystack) dropCopies() {
+	for _, ch := range h.free {
+		for len(ch) > 0 {
+			select {
+			case <-ch:
+			default:
+			}
+		}
 	}
 }
 
@@ -711,6 +726,15 @@ func (t attnNeedle) retrieve(o, base []float64, codes []float32) int {
 // order. key names the set of trials for the seeds: haystack hs is drawn
 // from key/haystack/hs whatever the runs, so that runs measured apart (one
 // call per run) see the same haystacks.
+//
+// The haystacks are drawn and quantized a group at a time, the group's
+// haystacks at once on their own goroutines (as many as attnGroup allows
+// in memory); then each haystack's trials run on every core (sim.Trials)
+// or, with t.gpu, the GPU's kernels of the whole group go in one
+// wgsl.SimDecodeBatch while the CPU computes the references (see
+// trialsGPU). Every draw comes from its own generator and every result
+// is kept by its index, so the outcomes are the same bits whatever the
+// grouping, the number of cores and the device.
 func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeedle, n, trials, haystacks int, runs []attnNeedleRun) ([]attnNeedleOutcome, error) {
 	if n <= t.sinks {
 		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
@@ -725,23 +749,36 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		}
 	}
 	haystacks = min(haystacks, trials)
-	for hs := 0; hs < haystacks; hs++ {
-		count := trials / haystacks
+	count := func(hs int) int {
+		c := trials / haystacks
 		if hs < trials%haystacks {
-			count++
+			c++
 		}
-		h, err := t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", hs), runs)
+		return c
+	}
+	group := t.attnGroup(n, haystacks, runs)
+	for g0 := 0; g0 < haystacks; g0 += group {
+		g1 := min(g0+group, haystacks)
+		hays, err := t.haystacks(ctx, run, key, n, g0, g1, runs)
 		if err != nil {
 			return nil, err
 		}
-		var res []attnNeedleTrialResult
-		tkey := fmt.Sprintf("%s/%d", key, hs)
+		var res [][]attnNeedleTrialResult // per haystack of the group
 		if t.gpu != nil {
-			res, err = t.trialsGPU(ctx, run, tkey, h, n, count, runs)
+			res, err = t.trialsGPU(ctx, run, key, g0, hays, n, count, runs)
 		} else {
-			res, err = sim.Trials(ctx, run, tkey, count, func(_ int, rng *rand.Rand) attnNeedleTrialResult {
-				return t.trial(ctx, h, n, rng, runs)
-			})
+			for i, h := range hays {
+				hs := g0 + i
+				var r []attnNeedleTrialResult
+				r, err = sim.Trials(ctx, run, fmt.Sprintf("%s/%d", key, hs), count(hs), func(_ int, rng *rand.Rand) attnNeedleTrialResult {
+					return t.trial(ctx, h, n, rng, runs)
+				})
+				if err != nil {
+					break
+				}
+				res = append(res, r)
+				hays[i] = nil // its caches and copies are garbage now
+			}
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -749,16 +786,73 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range res {
-			if r.e != nil {
-				return nil, r.e
-			}
-			for i, hit := range r.hit {
-				out[i].add(hs, hit, r.err[i])
+		for i, rs := range res {
+			for _, r := range rs {
+				if r.e != nil {
+					return nil, r.e
+				}
+				for s, hit := range r.hit {
+					out[s].add(g0+i, hit, r.err[s])
+				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// attnGroupBytes is the memory the haystacks of a group may hold at once
+// (their values while they are quantized, and their caches).
+const attnGroupBytes = 1 << 30
+
+// attnGroup is the number of haystacks drawn at once: as many as hold
+// attnGroupBytes together (their unquantized values, 8 bytes a
+// token-channel, and every cache of runs), at least 1, at most haystacks;
+// 1 on one core without a GPU (drawing several gains nothing there).
+func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
+	if t.gpu == nil && runtime.GOMAXPROCS(0) == 1 {
+		return 1
+	}
+	nd := int64(n) * int64(t.d)
+	per := 8 * nd
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if seen[r.cache()] {
+			continue
+		}
+		seen[r.cache()] = true
+		per += 4 * nd // 16-bit K and V codes
+		if r.spec != nil && r.spec.Path == attention.PathBlockScaled {
+			per += 6 * nd // the block codes and V's raw values
+		}
+	}
+	return int(max(1, min(int64(haystacks), attnGroupBytes/per)))
+}
+
+// haystacks draws and quantizes haystacks g0 … g1−1 of key at once, each
+// on its own goroutine from its own generator (key/haystack/hs), and
+// returns them in order, without their unquantized values unless
+// t.exactErr needs them; the first error (ctx's when cancelled) is
+// returned.
+func (t attnNeedle) haystacks(ctx context.Context, run *sim.Run, key string, n, g0, g1 int, runs []attnNeedleRun) ([]*attnHaystack, error) {
+	hays := make([]*attnHaystack, g1-g0)
+	errs := make([]error, g1-g0)
+	var wg sync.WaitGroup
+	for i := range hays {
+		wg.Go(func() {
+			hays[i], errs[i] = t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", g0+i), runs)
+			if hays[i] != nil && !t.exactErr {
+				hays[i].k, hays[i].v = nil, nil // only the exact reference reads the unquantized haystack
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return hays, nil
 }
 
 // attnCtxLabel writes a context length as in the summary keys: 131072 is

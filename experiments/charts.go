@@ -384,8 +384,11 @@ func (SkipSW) Chart() sim.Chart {
 // Chart declares decode-bw's chart.
 func (DecodeBW) Chart() sim.Chart {
 	return sim.Chart{
-		X: axisContext,
-		Y: sim.Axis{Quantity: "time per decode step, median", Unit: "ms"},
+		X:      axisContext,
+		Y:      sim.Axis{Quantity: "time per decode step, median", Unit: "ms"},
+		Lo:     "ms_min",
+		Hi:     "ms_max",
+		Method: "bars: the fastest and slowest of the timed steps after the warm-up (wgsl.DefaultWarmup)",
 		Styles: []sim.Style{
 			{Match: "fp16", Family: "fp16 KV", Variant: "this GPU", Measured: true},
 			{Match: "e4m3", Family: "fp8 e4m3 KV", Variant: "this GPU", Measured: true},
@@ -397,6 +400,14 @@ func (DecodeBW) Chart() sim.Chart {
 			{Key: "bandwidth_gbs", Axis: sim.Axis{Quantity: "KV bytes read per step / time", Unit: "GB/s"}},
 			{Key: "batch", Axis: sim.Axis{Quantity: "sequences per step", Unit: "sequences"}},
 			{Key: "timestamp", Axis: sim.Axis{Quantity: "timed by GPU timestamps", Unit: "1 yes, 0 wall clock"}},
+			{Key: "ms_min", Axis: sim.Axis{Quantity: "time per decode step, fastest timed step", Unit: "ms"}},
+			{Key: "ms_max", Axis: sim.Axis{Quantity: "time per decode step, slowest timed step", Unit: "ms"}},
+			{Key: "ms_q1", Axis: sim.Axis{Quantity: "time per decode step, first quartile", Unit: "ms"}},
+			{Key: "ms_q3", Axis: sim.Axis{Quantity: "time per decode step, third quartile", Unit: "ms"}},
+			{Key: "reps", Axis: sim.Axis{Quantity: "timed steps", Unit: "steps"}},
+			{Key: "warmups", Axis: sim.Axis{Quantity: "untimed warm-up steps", Unit: "steps"}},
+			{Key: "warmup_s", Axis: sim.Axis{Quantity: "warm-up time", Unit: "s"}},
+			{Key: "stable", Axis: sim.Axis{Quantity: "the warm-up ended on a stable time (1) or at its cap (0)", Unit: "boolean"}},
 		},
 		Summary: []sim.SummaryField{
 			{Match: "*_slope_ns", Axis: sim.Axis{Quantity: "decode time slope against context (whole batch)", Unit: "ns/token"}},

@@ -174,6 +174,9 @@ func TestChartSeriesStyled(t *testing.T) {
 					if _, trials := ch.TrialsOf(p.Series); trials {
 						break // a trial's value has no interval
 					}
+					if st, _ := ch.StyleOf(p.Series); st.Fit {
+						break // a fitted line has no interval of its own
+					}
 					if _, ok := p.Extra[k]; k != "" && !ok {
 						t.Errorf("series %q: no %q extra for the intervals of y", p.Series, k)
 					}

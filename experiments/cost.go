@@ -43,10 +43,11 @@ func (Contraction) Cost(v sim.Values) sim.Cost {
 }
 
 // attnNeedleCost is the cost of attnNeedleContext over contexts with the
-// given runs: per context, one haystack at a time (K and V as float32, a
-// cache per dtype, and a borrowed copy of it per worker) and per trial
-// every series' kernel over the context, a baseline and (withErr) the
-// quantized reference.
+// given runs: per context, a group of haystacks at a time (attnGroup: as
+// many as hold 1 GiB, each K and V as float32 and a cache per dtype; with
+// device gpu the group's packed caches too) and a borrowed copy of each
+// cache per worker, and per trial every series' kernel over the context, a
+// baseline and (withErr) the quantized reference.
 // cpuDtypes is the number of caches whose kernels run on the CPU (all of
 // them with device cpu).
 func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes, kernels int64, withErr bool) sim.Cost {
@@ -58,7 +59,12 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 	for _, c := range contexts {
 		n := int64(c)
 		nd := sim.MulSat(n, d)
-		hay := sim.AddSat(sim.MulSat(nd, 8), sim.MulSat(dtypes, 1+min(workers, 64), nd, 4))
+		per := sim.AddSat(sim.MulSat(nd, 8), sim.MulSat(dtypes, nd, 4)) // one haystack: values and caches
+		group := min(haystacks, max(1, attnGroupBytes/max(per, 1)))
+		if v.String("device") == deviceGPU {
+			per = sim.AddSat(per, sim.MulSat(nd, 4)) // its caches packed for the GPU, one format at a time
+		}
+		hay := sim.AddSat(sim.MulSat(group, per), sim.MulSat(dtypes, min(workers, 64), nd, 4))
 		perWorker := sim.AddSat(sim.MulSat(n, 16), sim.MulSat(m, d, 4))
 		mem = max(mem, sim.AddSat(hay, sim.MulSat(workers, perWorker)))
 		build := sim.MulSat(haystacks, nd, 2*costNormal+2*costQuant*dtypes)
@@ -114,8 +120,9 @@ func (Scales) Cost(v sim.Values) sim.Cost {
 	n, kvh, group := int64(v.Int("tokens")), int64(v.Int("kv-heads")), int64(v.Int("q-per-kv"))
 	trials, factors := v.Int("trials"), int64(len(v.Ints("outlier")))
 	nhd := sim.MulSat(n, kvh, d)
-	// A trial holds K and V as float32 and float64 and two caches.
-	perTrial := sim.AddSat(sim.MulSat(nhd, 2*4+2*8), sim.MulSat(nhd, 2*4))
+	// A trial holds K and V as float32 and float64 and four caches (its
+	// series run side by side), K and V 16-bit codes each.
+	perTrial := sim.AddSat(sim.MulSat(nhd, 2*4+2*8), sim.MulSat(nhd, 4*4))
 	mem := sim.AddSat(costBase, sim.MulSat(int64(sim.Workers(trials)), perTrial))
 	// Per trial: drawing, the reference for every query head, two caches
 	// and three kernel runs (per-head scales, per-tensor scale, bf16).

@@ -36,12 +36,17 @@ arithmetic over an FP16 cache (vectorized 16-byte loads, unpack2x16float) or
 an e4m3 cache (16 codes per load, widened to FP16 bit patterns). The cache
 is filled on the GPU; each point is the median of reps steps, timed with GPU
 timestamp queries where the adapter has them (else the wall clock around
-submit and wait, launch overhead included).
+submit and wait, launch overhead included), after a warm-up of untimed steps
+until the time is stable (wgsl.DefaultWarmup: on a GPU the last 3 within 5 %
+after at least 0.5 s, at most 10 s; the point's stable extra is 0 when the
+cap ended it).
 
 Series fp16 and e4m3: y = milliseconds per step at x = context tokens; extra:
 bandwidth_gbs (KV bytes read / time), batch, timestamp (1 when timed by GPU
-timestamps). Series "fp16 least-squares fit" and "e4m3 least-squares fit":
-the fitted line over the measured contexts (25 points). Summary: the least-squares slope
+timestamps), the spread of the timed steps (ms_min, ms_max, ms_q1, ms_q3),
+reps, warmups, warmup_s and stable. Series "fp16 least-squares fit" and
+"e4m3 least-squares fit": the fitted line over the measured contexts (25
+points). Summary: the least-squares slope
 of time against context for each (fp16_slope_ns, e4m3_slope_ns: nanoseconds
 per token of context, for the whole batch) and its intercept
 (fp16_intercept_ms, e4m3_intercept_ms), slope_ratio = e4m3 / fp16 (the
@@ -66,7 +71,7 @@ func (DecodeBW) Params() []sim.Param {
 		{Name: "batch", Doc: "sequences per step (0: the largest that fits, at most 64)", Kind: sim.KindInt, Default: 0, Min: 0, Max: 4096},
 		{Name: "kv-heads", Aliases: []string{"kv_heads"}, Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 128},
 		{Name: "q-heads", Aliases: []string{"q_heads"}, Doc: "query heads (1 to 8 per KV head)", Kind: sim.KindInt, Default: 32, Min: 1, Max: 1024},
-		{Name: "reps", Doc: "timed steps per point (the median is kept)", Kind: sim.KindInt, Default: 3, Min: 1, Max: 1000},
+		{Name: "reps", Doc: "timed steps per point after the warm-up (the median is kept, min and max reported)", Kind: sim.KindInt, Default: 3, Min: 1, Max: 1000},
 		{Name: "math", Doc: "the kernels' arithmetic, the same for both formats: f32 (q read from workgroup memory) or f32-qreg (head_dim split across invocations, q in registers)",
 			Kind: sim.KindChoice, Default: wgsl.MathF32, Choices: wgsl.DecodeMaths},
 	}
@@ -185,8 +190,11 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 			if l == maxL {
 				last = b
 			}
+			m := b.Measurement
 			if err := run.Emit(sim.Point{Series: kv.String(), X: float64(l), Y: ms, Extra: map[string]float64{
 				"bandwidth_gbs": b.Bandwidth / 1e9, "batch": float64(batch), "timestamp": gpuBool(b.Source == "timestamp"),
+				"ms_min": m.Min.Seconds() * 1e3, "ms_max": m.Max.Seconds() * 1e3, "ms_q1": m.Q1.Seconds() * 1e3, "ms_q3": m.Q3.Seconds() * 1e3,
+				"reps": float64(len(m.Times)), "warmups": float64(m.Warmups), "warmup_s": m.WarmupTime.Seconds(), "stable": gpuBool(m.Stable),
 			}}); err != nil {
 				return err
 			}

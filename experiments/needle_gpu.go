@@ -25,44 +25,33 @@ func deviceParam() sim.Param {
 			"the other series, baselines with sinks and references stay on the CPU, and the run's notes say which series ran where"}
 }
 
-// gpuTrialBatch is the most trials of one haystack sent to the GPU at once
-// (memory: a patched V tile of head_dim × kBlockN bytes per trial).
+// gpuTrialBatch is the most trials sent to the GPU in one call (memory: a
+// patched V tile of head_dim × kBlockN codes per trial and replaced token).
 const gpuTrialBatch = 4096
 
-// trialsGPU runs the count trials of haystack h (key tkey) with the runs
-// the WGSL simulator runs on the GPU (device gpu) and returns what
-// sim.Trials over t.trial returns on the CPU: the trials draw exactly what
-// they draw there (the same generators), those kernels run through
-// wgsl.SimDecodeTrials, one batch per run and promotion interval, over the
-// shared haystack (one cache per KV format) with each trial's needle and
-// sinks as replaced tokens, and everything else (runs SimDecodeSupports
-// refuses, the baselines of the legacy probe, the references O*) runs on
-// the CPU as before. The outcomes equal the CPU path's, bit for bit
-// (TestNeedleGPUEqualsCPU).
-func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h *attnHaystack, n, count int, runs []attnNeedleRun) ([]attnNeedleTrialResult, error) {
-	g := t.gpu
+// trialsGPU runs the trials of the haystacks hays (haystack g0+i of key,
+// count(g0+i) trials each) with the runs the WGSL simulator runs on the GPU
+// (device gpu) and returns, per haystack, what sim.Trials over t.trial
+// returns on the CPU: the trials draw exactly what they draw there (the
+// same generators), and those kernels run through wgsl.SimDecodeBatch over
+// the haystacks' shared caches (one per KV format and haystack) with each
+// trial's needle and sinks as replaced tokens: every haystack, trial and
+// promotion interval of a run in one batch, so that the GPU runs them side
+// by side, while the CPU computes, haystack after haystack on every core,
+// everything else (runs SimDecodeSupports refuses, the baselines of the
+// legacy probe, the references O*). The outcomes equal the CPU path's,
+// bit for bit (TestNeedleGPUEqualsCPU).
+func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 int, hays []*attnHaystack, n int, count func(int) int, runs []attnNeedleRun) ([][]attnNeedleTrialResult, error) {
 	nSeries := 0
 	for _, r := range runs {
 		nSeries += len(r.series)
 	}
 	// A run goes to the GPU when the WGSL simulator runs its configuration
 	// (wgsl.SimDecodeSupports: e4m3/e5m2/bf16/f16 MMA, head_dim 64/128/256,
-	// the native block-scaled path, ...);
-	// the others stay on the CPU.
+	// the native block-scaled path, ...); the others stay on the CPU. The
+	// caches the GPU runs read (runs with one cache share it, and its
+	// baseline and reference).
 	onGPU := t.onGPU
-	draws := make([]attnNeedleDraw, count)
-	for i := range draws {
-		draws[i] = t.draw(n, sim.TrialRand(run.Seed, tkey, i))
-	}
-	// hit[i][s], errs[i][s]: trial i, series s (in the order of runs).
-	hit := make([][]bool, count)
-	errs := make([][]attention.Errors, count)
-	for i := range hit {
-		hit[i] = make([]bool, nSeries)
-		errs[i] = make([]attention.Errors, nSeries)
-	}
-	// The caches the GPU runs read (runs with one cache share it, and its
-	// baseline and reference), and the runs that stay on the CPU.
 	var gpuCaches []string
 	gpuCfg := map[string]attention.Config{}
 	var cpuRuns []attnNeedleRun
@@ -76,63 +65,34 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 			gpuCfg[r.cache()] = r.cfg
 		}
 	}
-	// The CPU part, trial by trial on every core: the runs not on the GPU,
-	// and per GPU cache the baseline and the reference of its runs.
-	type cpuPart struct {
-		base, ref map[string][]float64
-		res       attnNeedleTrialResult
-	}
-	parts, err := sim.Trials(ctx, run, tkey, count, func(i int, _ *rand.Rand) cpuPart {
-		p := cpuPart{base: map[string][]float64{}, ref: map[string][]float64{}}
-		dr := draws[i]
-		var exact []float64 // computed once for the CPU and the GPU runs
-		if t.exactErr {
-			exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+	// Every trial's draw, and the tokens it writes into each GPU cache,
+	// before anything reads the caches concurrently (replaced patches and
+	// restores the haystack's own cache).
+	tkeys := make([]string, len(hays))
+	draws := make([][]attnNeedleDraw, len(hays))
+	simTrials := make([]map[string][]wgsl.SimTrial, len(hays))
+	for i, h := range hays {
+		tkeys[i] = fmt.Sprintf("%s/%d", key, g0+i)
+		draws[i] = make([]attnNeedleDraw, count(g0+i))
+		for j := range draws[i] {
+			draws[i][j] = t.draw(n, sim.TrialRand(run.Seed, tkeys[i], j))
 		}
-		if len(cpuRuns) > 0 {
-			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
-		}
+		simTrials[i] = map[string][]wgsl.SimTrial{}
 		for _, name := range gpuCaches {
-			kv := h.borrow(name)
-			saved := t.patch(kv, dr)
-			cfg := gpuCfg[name]
-			base, ref, err := t.references(ctx, cfg, dr.q, kv, exact)
-			if rerr := restore(kv, saved); rerr != nil {
-				err = errors.Join(err, rerr) // the copy is dropped, not given back
-			} else {
-				h.giveBack(name, kv)
+			kv := h.base[name]
+			st := make([]wgsl.SimTrial, len(draws[i]))
+			for j, dr := range draws[i] {
+				st[j] = wgsl.SimTrial{Q: dr.q, Tokens: t.replaced(kv, dr)}
 			}
-			if err != nil {
-				p.res.e = err
-				break
-			}
-			p.base[name], p.ref[name] = base, ref
-		}
-		return p
-	})
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if err != nil {
-		return nil, err
-	}
-	for i, p := range parts {
-		if p.res.e != nil {
-			return nil, p.res.e
-		}
-		s, k := 0, 0
-		for _, r := range runs {
-			for range r.series {
-				if !onGPU(r) {
-					hit[i][s] = p.res.hit[k]
-					errs[i][s] = p.res.err[k]
-					k++
-				}
-				s++
-			}
+			simTrials[i][name] = st
 		}
 	}
-	// The GPU part: one batch per run and promotion interval.
+	// The GPU part: per run on the GPU, one job per promotion interval and
+	// haystack (at most gpuTrialBatch trials a job), sent in calls of at
+	// most gpuTrialBatch trials, on its own goroutine.
+	type jobAt struct{ hay, series, first int } // haystack, series index, first trial
+	var jobs []wgsl.SimJob
+	var at []jobAt
 	s := 0
 	for _, r := range runs {
 		if !onGPU(r) {
@@ -140,41 +100,153 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, tkey string, h 
 			continue
 		}
 		name := r.cache()
-		kv := h.base[name]
 		cfg := t.gpuConfig(r)
 		if cfg.KBlockN == 0 {
 			// The tiles attention.RunPromotions picks from the run's
 			// own promotion, the same for every interval it runs.
-			p, err := cfg.Plan(1, nil, kv)
+			p, err := cfg.Plan(1, nil, hays[0].base[name])
 			if err != nil {
 				return nil, err
 			}
 			cfg.KBlockN = p.KBlockN
 		}
-		simTrials := make([]wgsl.SimTrial, count)
-		for i, dr := range draws {
-			simTrials[i] = wgsl.SimTrial{Q: dr.q, Tokens: t.replaced(kv, dr)}
-		}
 		for pi, promote := range r.promotions {
 			cfg.Promotion = promote
-			for lo := 0; lo < count; lo += gpuTrialBatch {
-				hi := min(lo+gpuTrialBatch, count)
-				outs, err := g.SimDecodeTrials(ctx, cfg, nil, kv, simTrials[lo:hi])
-				if err != nil {
-					return nil, fmt.Errorf("%s on the GPU: %w", r.series[pi], err)
-				}
-				for j, o := range outs {
-					i := lo + j
-					hit[i][s+pi] = t.retrieve(o, parts[i].base[name], draws[i].codes) == draws[i].truth
-					errs[i][s+pi] = attention.Compare(o, parts[i].ref[name])
+			for i, h := range hays {
+				st := simTrials[i][name]
+				for lo := 0; lo < len(st); lo += gpuTrialBatch {
+					jobs = append(jobs, wgsl.SimJob{Cfg: cfg, KV: h.base[name], Trials: st[lo:min(lo+gpuTrialBatch, len(st))]})
+					at = append(at, jobAt{i, s + pi, lo})
 				}
 			}
 		}
 		s += len(r.series)
 	}
-	res := make([]attnNeedleTrialResult, count)
-	for i := range res {
-		res[i] = attnNeedleTrialResult{hit: hit[i], err: errs[i]}
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gpuOut := make([][][]float64, len(jobs))
+	var gpuErr error
+	gpuDone := make(chan struct{})
+	go func() {
+		defer close(gpuDone)
+		for lo := 0; lo < len(jobs); {
+			hi, trials := lo, 0
+			for hi < len(jobs) && (hi == lo || trials+len(jobs[hi].Trials) <= gpuTrialBatch) {
+				trials += len(jobs[hi].Trials)
+				hi++
+			}
+			out, err := t.gpu.SimDecodeBatch(gctx, jobs[lo:hi])
+			if err != nil {
+				gpuErr = err
+				return
+			}
+			copy(gpuOut[lo:hi], out)
+			lo = hi
+		}
+	}()
+	// The CPU part, haystack after haystack, trial by trial on every core:
+	// the runs not on the GPU, and per GPU cache the baseline and the
+	// reference of its runs.
+	type cpuPart struct {
+		base, ref map[string][]float64
+		res       attnNeedleTrialResult
+	}
+	parts := make([][]cpuPart, len(hays))
+	var cpuErr error
+	for i, h := range hays {
+		ps, err := sim.Trials(ctx, run, tkeys[i], len(draws[i]), func(j int, _ *rand.Rand) cpuPart {
+			p := cpuPart{base: map[string][]float64{}, ref: map[string][]float64{}}
+			dr := draws[i][j]
+			var exact []float64 // computed once for the CPU and the GPU runs
+			if t.exactErr {
+				exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+			}
+			if len(cpuRuns) > 0 {
+				p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
+			}
+			for _, name := range gpuCaches {
+				kv := h.borrow(name)
+				saved := t.patch(kv, dr)
+				base, ref, err := t.references(ctx, gpuCfg[name], dr.q, kv, exact)
+				if rerr := restore(kv, saved); rerr != nil {
+					err = errors.Join(err, rerr) // the copy is dropped, not given back
+				} else {
+					h.giveBack(name, kv)
+				}
+				if err != nil {
+					p.res.e = err
+					break
+				}
+				p.base[name], p.ref[name] = base, ref
+			}
+			return p
+		})
+		if err == nil {
+			for _, p := range ps {
+				if p.res.e != nil {
+					err = p.res.e
+					break
+				}
+			}
+		}
+		if err != nil {
+			cpuErr = err
+			break
+		}
+		parts[i] = ps
+		h.dropCopies() // this haystack's borrowed copies are not needed again
+	}
+	if cpuErr != nil {
+		cancel()
+	}
+	<-gpuDone
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cpuErr != nil {
+		return nil, cpuErr
+	}
+	if gpuErr != nil {
+		return nil, fmt.Errorf("on the GPU: %w", gpuErr)
+	}
+	// hit[i][j][s], errs[i][j][s]: haystack i, trial j, series s (in the
+	// order of runs).
+	res := make([][]attnNeedleTrialResult, len(hays))
+	for i := range hays {
+		res[i] = make([]attnNeedleTrialResult, len(draws[i]))
+		for j := range res[i] {
+			r := attnNeedleTrialResult{hit: make([]bool, nSeries), err: make([]attention.Errors, nSeries)}
+			s, k := 0, 0
+			for _, run := range runs {
+				for range run.series {
+					if !onGPU(run) {
+						r.hit[s], r.err[s] = parts[i][j].res.hit[k], parts[i][j].res.err[k]
+						k++
+					}
+					s++
+				}
+			}
+			res[i][j] = r
+		}
+	}
+	names := map[int]string{} // series index → its GPU cache
+	s = 0
+	for _, r := range runs {
+		for range r.series {
+			if onGPU(r) {
+				names[s] = r.cache()
+			}
+			s++
+		}
+	}
+	for q, a := range at {
+		name := names[a.series]
+		for jj, o := range gpuOut[q] {
+			j := a.first + jj
+			p, dr := parts[a.hay][j], draws[a.hay][j]
+			res[a.hay][j].hit[a.series] = t.retrieve(o, p.base[name], dr.codes) == dr.truth
+			res[a.hay][j].err[a.series] = attention.Compare(o, p.ref[name])
+		}
 	}
 	return res, nil
 }

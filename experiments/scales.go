@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
@@ -179,9 +180,10 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	return nil
 }
 
-// scalesTrial draws one cache and query and runs every series.
-// With g set (device gpu) the fp8 kernels run on the GPU (wgsl.SimDecode,
-// bit for bit attention.Run); the references and bf16 stay on the CPU.
+// scalesTrial draws one cache and query and runs every series, the
+// series side by side on their own goroutines. With g set (device gpu)
+// the fp8 kernels run on the GPU (wgsl.SimDecode, bit for bit
+// attention.Run); the references and bf16 stay on the CPU.
 func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int, g *wgsl.Runner) scalesResult {
 	const d = 128
 	kvh, group, n := v.Int("kv-heads"), v.Int("q-per-kv"), v.Int("tokens")
@@ -227,54 +229,84 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 		return scalesResult{e: err}
 	}
 	qShape := fp8.Shape{Tokens: group, Heads: kvh, Dim: d} // q heads of a KV head are consecutive
-	for _, scheme := range scalesSchemes {
-		var ks, vs, qs []float32
-		switch scheme {
-		case "scale 1.0":
-			ks, vs, qs = []float32{1}, []float32{1}, []float32{1}
-		default:
-			g := fp8.PerTensor
-			if scheme == "per-head amax" {
-				g = fp8.PerHead
+	// The schemes and bf16 run side by side, each on its own goroutine
+	// (with g, the GPU runs one decode at a time while the others
+	// quantize and count), each result kept at its index.
+	type part struct {
+		err        []attention.Errors
+		sat, under float64
+		e          error
+	}
+	parts := make([]part, len(scalesSchemes)+1)
+	var wg sync.WaitGroup
+	for si, scheme := range scalesSchemes {
+		wg.Go(func() {
+			p := &parts[si]
+			var ks, vs, qs []float32
+			switch scheme {
+			case "scale 1.0":
+				ks, vs, qs = []float32{1}, []float32{1}, []float32{1}
+			default:
+				g := fp8.PerTensor
+				if scheme == "per-head amax" {
+					g = fp8.PerHead
+				}
+				ks, _ = fp8.Calibrate(k, shape, g, dtype)
+				vs, _ = fp8.Calibrate(vv, shape, g, dtype)
+				qs, _ = fp8.Calibrate(scalesGroupQ(q, kvh, group, d), qShape, g, dtype)
 			}
-			ks, _ = fp8.Calibrate(k, shape, g, dtype)
-			vs, _ = fp8.Calibrate(vv, shape, g, dtype)
-			qs, _ = fp8.Calibrate(scalesGroupQ(q, kvh, group, d), qShape, g, dtype)
-		}
-		kv, err := attention.NewKVContext(ctx, k, vv, shape, dtype, fp8.SatFinite, ks, vs)
+			kv, err := attention.NewKVContext(ctx, k, vv, shape, dtype, fp8.SatFinite, ks, vs)
+			if err != nil {
+				p.e = err
+				return
+			}
+			c := cfg
+			c.DType = dtype
+			var o []float64
+			if g != nil {
+				o, err = g.SimDecode(ctx, c, q, qs, kv)
+			} else {
+				o, err = attention.Run(ctx, c, q, qs, kv)
+			}
+			if err != nil {
+				p.e = err
+				return
+			}
+			p.err = scalesPerHead(o, ref, qh, d)
+			sat, under := scalesClamped(k, shape, ks, dtype)
+			sv, uv := scalesClamped(vv, shape, vs, dtype)
+			sq, uq := scalesClamped(scalesGroupQ(q, kvh, group, d), qShape, qs, dtype)
+			total := float64(2*len(k) + len(q))
+			p.sat, p.under = (sat+sv+sq)/total, (under+uv+uq)/total
+		})
+	}
+	wg.Go(func() {
+		p := &parts[len(scalesSchemes)]
+		kv, err := attention.NewKVContext(ctx, k, vv, shape, fp8.FormatBF16, fp8.SatFinite, nil, nil)
 		if err != nil {
-			return scalesResult{e: err}
+			p.e = err
+			return
 		}
 		c := cfg
-		c.DType = dtype
-		var o []float64
-		if g != nil {
-			o, err = g.SimDecode(ctx, c, q, qs, kv)
-		} else {
-			o, err = attention.Run(ctx, c, q, qs, kv)
-		}
+		c.DType, c.Promotion = fp8.FormatBF16, 0
+		o, err := attention.Run(ctx, c, q, nil, kv)
 		if err != nil {
-			return scalesResult{e: err}
+			p.e = err
+			return
 		}
-		res.err = append(res.err, scalesPerHead(o, ref, qh, d))
-		sat, under := scalesClamped(k, shape, ks, dtype)
-		sv, uv := scalesClamped(vv, shape, vs, dtype)
-		sq, uq := scalesClamped(scalesGroupQ(q, kvh, group, d), qShape, qs, dtype)
-		total := float64(2*len(k) + len(q))
-		res.saturated = append(res.saturated, (sat+sv+sq)/total)
-		res.underflow = append(res.underflow, (under+uv+uq)/total)
+		p.err = scalesPerHead(o, ref, qh, d)
+	})
+	wg.Wait()
+	for i, p := range parts {
+		if p.e != nil {
+			return scalesResult{e: p.e}
+		}
+		res.err = append(res.err, p.err)
+		if i < len(scalesSchemes) {
+			res.saturated = append(res.saturated, p.sat)
+			res.underflow = append(res.underflow, p.under)
+		}
 	}
-	kv, err := attention.NewKVContext(ctx, k, vv, shape, fp8.FormatBF16, fp8.SatFinite, nil, nil)
-	if err != nil {
-		return scalesResult{e: err}
-	}
-	c := cfg
-	c.DType, c.Promotion = fp8.FormatBF16, 0
-	o, err := attention.Run(ctx, c, q, nil, kv)
-	if err != nil {
-		return scalesResult{e: err}
-	}
-	res.err = append(res.err, scalesPerHead(o, ref, qh, d))
 	return res
 }
 

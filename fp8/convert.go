@@ -166,12 +166,13 @@ func (p *encParams) round(sign, m uint32, e int32, sat Saturation) uint32 {
 	shift := uint32(23 - int32(p.mbits) + (te - e))
 	var q uint32
 	if shift < 32 {
-		q = m >> shift
-		rem := m & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || (rem == half && q&1 == 1) {
-			q++
-		}
+		// Round to nearest, ties to even, without a branch on the
+		// discarded bits (a data-dependent branch mispredicts on about
+		// half of random inputs): m + (half − 1) + lsb carries into the
+		// kept bits exactly when the discarded part exceeds half, or
+		// equals it and the kept value is odd. m < 2^24 and shift ≥ 1
+		// (mbits ≤ 22), so the sum cannot overflow.
+		q = (m + (uint32(1)<<(shift-1) - 1) + (m>>shift)&1) >> shift
 	}
 	// Exponent field and fraction in one sum: a carry out of the
 	// fraction increments the exponent, and q < 2^mbits at te == emin is

@@ -510,3 +510,44 @@ func FuzzEncodeUE8M0(f *testing.F) {
 		}
 	})
 }
+
+// The encoders' branch-free round to nearest even (encParams.round) equals
+// the comparison it replaced, rem > half || (rem == half && q odd), for
+// every shift 1 … 31 on every 24-bit m with bit 23 set near each tie
+// (half − 2 … half + 2 past a multiple of 2^shift, for 2^12 multiples
+// spread over the range) and on a stride through the whole range.
+func TestRoundBranchFree(t *testing.T) {
+	ref := func(m, shift uint32) uint32 {
+		q := m >> shift
+		rem := m & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || (rem == half && q&1 == 1) {
+			q++
+		}
+		return q
+	}
+	fast := func(m, shift uint32) uint32 { return (m + (uint32(1)<<(shift-1) - 1) + (m>>shift)&1) >> shift }
+	n := 0
+	check := func(m, shift uint32) {
+		if m < 1<<23 || m >= 1<<24 {
+			return
+		}
+		n++
+		if a, b := fast(m, shift), ref(m, shift); a != b {
+			t.Fatalf("m %#x shift %d: branch-free %#x, reference %#x", m, shift, a, b)
+		}
+	}
+	for shift := uint32(1); shift < 32; shift++ {
+		step := max(uint32(1)<<shift, (1<<23)>>12)
+		for base := uint32(1 << 23); base < 1<<24; base += step {
+			k := base >> shift << shift
+			for d := int64(-2); d <= 2; d++ {
+				check(uint32(int64(k)+int64(1)<<(shift-1)+d), shift)
+			}
+		}
+		for m := uint32(1 << 23); m < 1<<24; m += 4099 {
+			check(m, shift)
+		}
+	}
+	t.Logf("%d cases", n)
+}

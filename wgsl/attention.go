@@ -601,9 +601,11 @@ func DecodeReference(cfg DecodeConfig, q, k, v []float32) ([]float64, error) {
 type DecodeBench struct {
 	Config DecodeConfig
 	// Time is the median of the timed repetitions of one step (the split
-	// and combine kernels in one submission), Times all of them.
-	Time  time.Duration
-	Times []time.Duration
+	// and combine kernels in one submission), Times all of them;
+	// Measurement has the warm-up and the spread.
+	Time        time.Duration
+	Times       []time.Duration
+	Measurement Measurement
 	// Source is "timestamp" (GPU timestamp queries) or "wall" (host clock
 	// around submit and wait, launch overhead included).
 	Source string
@@ -613,9 +615,9 @@ type DecodeBench struct {
 	Bandwidth float64
 }
 
-// BenchDecode times reps decode steps of cfg (after one untimed warm-up)
-// over a KV cache filled with pseudo-random values on the device, and
-// returns the median. Query values are random normal.
+// BenchDecode times reps decode steps of cfg, after the runner's warm-up
+// rule (Warmup), over a KV cache filled with pseudo-random values on the
+// device, and returns the median. Query values are random normal.
 func (r *Runner) BenchDecode(ctx context.Context, cfg DecodeConfig, reps int) (DecodeBench, error) {
 	plan, err := cfg.plan(r.info.MaxWorkgroupStorage, r.info.Hardware)
 	if err != nil {
@@ -659,28 +661,11 @@ func (r *Runner) benchDecode(ctx context.Context, plan decodePlan, reps int) (De
 		return DecodeBench{}, err
 	}
 	steps := bufs.calls(plan)
-	if _, err := r.be.run(ctx, steps, true); err != nil { // warm-up, compiles
+	meas, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) { return r.be.run(ctx, steps, true) })
+	if err != nil {
 		return DecodeBench{}, err
 	}
-	res := DecodeBench{Config: cfg, Bytes: cfg.KVBytes(), Source: "wall"}
-	allGPU := true
-	var walls, gpus []time.Duration
-	for range reps {
-		t, err := r.be.run(ctx, steps, true)
-		if err != nil {
-			return DecodeBench{}, err
-		}
-		walls = append(walls, t.Wall)
-		gpus = append(gpus, t.GPU)
-		allGPU = allGPU && t.GPU > 0
-	}
-	res.Times = walls
-	if allGPU {
-		res.Times, res.Source = gpus, "timestamp"
-	}
-	sorted := slices.Clone(res.Times)
-	slices.Sort(sorted)
-	res.Time = sorted[len(sorted)/2]
+	res := DecodeBench{Config: cfg, Bytes: cfg.KVBytes(), Source: meas.Source, Time: meas.Median, Times: meas.Times, Measurement: meas}
 	res.Bandwidth = float64(res.Bytes) / res.Time.Seconds()
 	return res, nil
 }

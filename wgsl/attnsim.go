@@ -6,8 +6,11 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/attention"
@@ -127,25 +130,139 @@ type SimToken struct {
 // needle per trial); batches hold at most 65535 workgroups (a trial of more
 // runs alone, its workgroups over two grid dimensions). Each trial
 // replaces at most 256 tokens; cfg, qScale and kv are read as SimDecode
-// reads them.
+// reads them. It is SimDecodeBatch with one job.
 func (r *Runner) SimDecodeTrials(ctx context.Context, cfg attention.Config, qScale []float32, kv *attention.KV, trials []SimTrial) ([][]float64, error) {
-	p, err := planSim(cfg, qScale, kv, trials)
+	out, err := r.SimDecodeBatch(ctx, []SimJob{{Cfg: cfg, QScale: qScale, KV: kv, Trials: trials}})
 	if err != nil {
 		return nil, err
 	}
-	// A batch of trials runs a workgroup per trial, query head and split;
-	// at most maxSimRows of them a batch (a trial of more runs alone, its
-	// workgroups over x and y).
-	per := max(1, maxSimRows/(p.qHeads*p.splits))
-	out := make([][]float64, 0, len(trials))
-	for i := 0; i < len(trials); i += per {
-		o, err := r.simDecode(ctx, p, kv, trials[i:min(i+per, len(trials))])
+	return out[0], nil
+}
+
+// SimJob is one SimDecodeTrials call of a [Runner.SimDecodeBatch].
+type SimJob struct {
+	Cfg    attention.Config
+	QScale []float32
+	KV     *attention.KV
+	Trials []SimTrial
+}
+
+// SimDecodeBatch runs several SimDecodeTrials calls at once: out[j][i] is,
+// bit for bit, SimDecodeTrials(ctx, jobs[j].Cfg, jobs[j].QScale,
+// jobs[j].KV, jobs[j].Trials)[i], and every job is checked as that call
+// checks it (the error names the job). Jobs whose plans differ at most in
+// the promotion interval, the query and V descales and the cache's
+// contents (caches of one shape and format, the same head_dim, heads,
+// models, kBlockN, tokens, splits and window), for example the haystacks
+// and promotion intervals of a needle experiment, share their dispatches:
+// a workgroup per trial, query head and split of all of them, so that a
+// GPU of many multiprocessors runs them side by side; each distinct cache
+// (by pointer) is packed and uploaded once however many of those jobs
+// read it. Other jobs run in turn, in the order given. A submission holds
+// at most 65535 workgroups (a trial of more runs alone) and a buffer of
+// caches and replacements within the device's storage binding limit
+// (Info().MaxStorageBinding; a single cache that does not fit is refused
+// by the device); a larger batch is cut between jobs or between the
+// trials of one. The caches must not change during the call.
+func (r *Runner) SimDecodeBatch(ctx context.Context, jobs []SimJob) ([][][]float64, error) {
+	parts := make([]simPart, len(jobs))
+	for j, job := range jobs {
+		p, err := planSim(job.Cfg, job.QScale, job.KV, job.Trials)
+		if err != nil {
+			if len(jobs) > 1 {
+				err = fmt.Errorf("job %d: %w", j, err)
+			}
+			return nil, err
+		}
+		parts[j] = simPart{p: p, kv: job.KV, trials: job.Trials, job: j}
+	}
+	out := make([][][]float64, len(jobs))
+	for j := range out {
+		out[j] = make([][]float64, 0, len(jobs[j].Trials))
+	}
+	limit := max(1, int(min(r.info.MaxStorageBinding/4, 1<<31)))
+	for _, chunk := range simChunks(parts, maxSimRows, limit) {
+		o, err := r.simDecode(ctx, chunk)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, o...)
+		for k, pt := range chunk {
+			out[pt.job] = append(out[pt.job], o[k]...)
+		}
 	}
 	return out, nil
+}
+
+// simPart is the trials of one job of a batch (all of them, or a range)
+// with the job's plan and cache.
+type simPart struct {
+	p      *simPlan
+	kv     *attention.KV
+	trials []SimTrial
+	job    int
+}
+
+// simChunks cuts the parts into the submissions of a batch: the parts of
+// one batchKey together (keys in order of first appearance, parts in the
+// jobs' order), at most rows workgroups and words of B (caches, meta words
+// and replacements) a chunk unless one trial alone needs more; a part is
+// cut between its trials where needed.
+func simChunks(parts []simPart, rows, words int) [][]simPart {
+	var keys []string
+	groups := map[string][]simPart{}
+	for _, pt := range parts {
+		k := pt.p.batchKey()
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], pt)
+	}
+	var chunks [][]simPart
+	for _, k := range keys {
+		var cur []simPart
+		curRows, curWords := 0, 0
+		seen := map[*attention.KV]bool{}
+		for _, pt := range groups[k] {
+			per := pt.p.qHeads * pt.p.splits
+			lo := 0
+			for i, tr := range pt.trials {
+				w := simMetaWords + pt.p.trialWords(tr)
+				if !seen[pt.kv] {
+					w += pt.p.cacheWords()
+				}
+				if curRows > 0 && (curRows+per > rows || curWords+w > words) {
+					if i > lo {
+						cur = append(cur, simPart{p: pt.p, kv: pt.kv, trials: pt.trials[lo:i], job: pt.job})
+					}
+					chunks = append(chunks, cur)
+					cur, curRows, curWords, seen, lo = nil, 0, 0, map[*attention.KV]bool{}, i
+					w = simMetaWords + pt.p.trialWords(tr) + pt.p.cacheWords()
+				}
+				seen[pt.kv] = true
+				curRows += per
+				curWords += w
+			}
+			if lo < len(pt.trials) {
+				cur = append(cur, simPart{p: pt.p, kv: pt.kv, trials: pt.trials[lo:], job: pt.job})
+			}
+		}
+		if len(cur) > 0 {
+			chunks = append(chunks, cur)
+		}
+	}
+	return chunks
+}
+
+// batchKey identifies the plans whose trials can share dispatches: the
+// same kernel (every constant of the module) and the same layout and
+// tiles; the promotion interval, the query and V descales and the cache's
+// contents may differ.
+func (p *simPlan) batchKey() string {
+	cs, err := p.consts()
+	if err != nil {
+		return fmt.Sprintf("%p", p) // consts fails again in simDecode, with its error
+	}
+	return fmt.Sprint(key("attnsim", "decode", cs), p.tokens, p.nMax, p.nMin, p.winLo, p.splits, p.tps, p.kvHeads, p.qHeads, p.ranges)
 }
 
 // maxSimTokens is the most tokens one trial of SimDecodeTrials replaces.
@@ -421,7 +538,7 @@ func (p *simPlan) consts() ([]constDecl, error) {
 		}
 	}
 	cs = append(cs, p.blockConsts()...)
-	cs = append(cs, cU32("WG", p.wg()), cU32("D", p.d), cU32("KBN", p.kbn), cU32("GROUP", p.group), cU32("QHEADS", p.qHeads), cU32("PROMOTE", p.cfg.Promotion),
+	cs = append(cs, cU32("WG", p.wg()), cU32("D", p.d), cU32("KBN", p.kbn), cU32("GROUP", p.group), cU32("QHEADS", p.qHeads),
 		cU32("E_MBITS", spec.mbits), cI32("E_EMIN", spec.emin), cU32("E_MAX", spec.maxCode), cU32("E_OVER", spec.overCode), cU32("E_NAN", spec.nanCode))
 	for k, c := range exp2Coeffs() {
 		cs = append(cs, cU32(fmt.Sprintf("EXC%dH", k+1), int(c>>32)), cU32(fmt.Sprintf("EXC%dL", k+1), int(uint32(c))))
@@ -491,19 +608,31 @@ func (p *simPlan) aWords() int {
 }
 func (p *simPlan) stWords() int { return 4 + 2*p.d }
 
-// xtable returns the exp2 tables (2^(j/64) and 2^(j/4096), j < 64, as
-// Q1.63 hi/lo words) followed by scale_log2 and v_descale per KV head, the
-// block-scaled path's tables, and at word ranges the split ranges (per
-// split its newest tile + 1 and its tile count).
-func (p *simPlan) xtable() (t []uint32, ranges int) {
+// xtable returns XT for the parts of a submission: the exp2 tables
+// (2^(j/64) and 2^(j/4096), j < 64, as Q1.63 hi/lo words), the first
+// part's scale_log2 and v_descale per KV head (at 256), the block-scaled
+// path's tables (at BT = 256 + 2·KV heads), the split ranges at word
+// ranges (per split its newest tile + 1 and its tile count), then the
+// other parts' scale pairs; xs[k] is the offset of part k's pairs.
+func xtable(parts []simPart) (t []uint32, ranges int, xs []int) {
+	p := parts[0].p
 	t = exp2Tables()
-	for h := range p.scaleLog2 {
-		t = append(t, math.Float32bits(p.scaleLog2[h]), math.Float32bits(p.vDescale[h]))
+	scales := func(q *simPlan) {
+		xs = append(xs, len(t))
+		for h := range q.scaleLog2 {
+			t = append(t, math.Float32bits(q.scaleLog2[h]), math.Float32bits(q.vDescale[h]))
+		}
 	}
+	scales(p)
 	if p.blk != nil {
 		t = append(t, p.blk.tables()...) // at BT = len(t)
 	}
-	return append(t, p.ranges...), len(t)
+	ranges = len(t)
+	t = append(t, p.ranges...)
+	for _, pt := range parts[1:] {
+		scales(pt.p)
+	}
+	return t, ranges, xs
 }
 
 // perSplit returns the rows of A (aWords each, one per trial and query
@@ -523,91 +652,174 @@ func (p *simPlan) perSplit(a []uint32) []uint32 {
 	return out
 }
 
-// simLayout is where simDecode's buffer B holds what (word offsets and
-// strides; see attnsim.wgsl's SimParams).
-type simLayout struct {
-	kWords, vStride, meta      int
-	kScales, vScales, vsStride int
+// simMetaWords is the META of attnsim.wgsl: the words per trial at
+// U.ov_meta (its replacement ranges, promotion interval, cache offsets in
+// B and scale offset in XT).
+const simMetaWords = 10
+
+// simCache is where one cache lies in B: the word offsets of its K codes,
+// V codes and (block-scaled) K and V scales.
+type simCache struct{ k, v, ks, vs int }
+
+// vStride is the words of a V row in B: the tiles' padded token axis.
+func (p *simPlan) vStride() int { return p.nMax * p.kbn / p.cpw() }
+
+// cacheWords is the size of one packed cache in B, in words.
+func (p *simPlan) cacheWords() int {
+	d, n := p.d, p.tokens
+	w := p.kvHeads*n*d/p.cpw() + p.kvHeads*d*p.vStride()
+	if p.blk != nil {
+		w += p.kvHeads*n*d/p.blk.b + p.kvHeads*d*(p.nMax*p.kbn/p.blk.b)
+	}
+	return w
 }
 
-// packCodes lays out A (the queries' codes) and B (the cache and the
-// trials' replacements) for the FP8 and 16-bit paths.
-func (p *simPlan) packCodes(kv *attention.KV, trials []SimTrial) (a, b []uint32, lay simLayout) {
-	d, kbn := p.d, p.kbn
-	rows := len(trials) * p.qHeads
-	// Codes are packed cpw to a word, code i of a row in bits cb·(i mod cpw).
-	cpw, cb := p.cpw(), uint(p.e.Bits)
+// trialWords bounds the words trial tr adds to B after the meta words:
+// per replaced token its K row (and K scales) and at most one V tile (and
+// its scales), and their table entries.
+func (p *simPlan) trialWords(tr SimTrial) int {
+	d, kbn, cpw := p.d, p.kbn, p.cpw()
+	per := d/cpw + 3 + d*kbn/cpw + 3
+	if p.blk != nil {
+		per += d/p.blk.b + d*kbn/p.blk.b
+	}
+	return len(tr.Tokens) * per
+}
+
+// parallelRows calls fn(lo, hi) over [0, rows) in ranges on every core
+// (GOMAXPROCS) when the work (rows × perRow elements) is large, else once
+// on the caller's goroutine. fn must write only the rows of its range.
+func parallelRows(rows, perRow int, fn func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers <= 1 || rows*perRow < 1<<18 || rows < 2 {
+		fn(0, rows)
+		return
+	}
+	chunk := max(1, (1<<16)/max(perRow, 1)) // about 64Ki elements a range
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, (rows+chunk-1)/chunk) {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(int64(chunk))) - chunk
+				if lo >= rows {
+					return
+				}
+				fn(lo, min(lo+chunk, rows))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// packQ lays out A's rows of trials (one per trial and query head, aWords
+// each): Q's codes (host-side cast, as attention's setRow; block-scaled:
+// block-quantized with its scales, as attention's setQueryBlock), then room
+// for P.
+func (p *simPlan) packQ(trials []SimTrial) ([]uint32, error) {
+	if p.blk != nil {
+		return p.packQBlock(trials)
+	}
+	d, cpw, cb := p.d, p.cpw(), uint(p.e.Bits)
 	mask := uint32(1)<<cb - 1
-	put := func(w *uint32, i int, c uint16) { *w |= uint32(c) & mask << (cb * uint(i%cpw)) }
-	// A: Q codes (host-side cast, as attention's setRow) then room for P.
 	aw := p.aWords()
-	a = make([]uint32, rows*aw)
+	a := make([]uint32, len(trials)*p.qHeads*aw)
 	for ti, tr := range trials {
 		for h := 0; h < p.qHeads; h++ {
 			row := ti*p.qHeads + h
 			qs := scaleAt(p.qScale, h/p.group)
 			for i := 0; i < d; i++ {
-				put(&a[row*aw+i/cpw], i, uint16(p.cfg.DType.Encode(tr.Q[h*d+i]/qs, p.cfg.Saturation)))
+				c := uint16(p.cfg.DType.Encode(tr.Q[h*d+i]/qs, p.cfg.Saturation))
+				a[row*aw+i/cpw] |= uint32(c) & mask << (cb * uint(i%cpw))
 			}
 		}
 	}
-	// B: K token-major, then V dim-major over the tiles' padded token axis,
-	// then the trials' replacements (see attnsim.wgsl).
-	n := p.tokens
-	vTokens := p.nMax * kbn
-	kWords := p.kvHeads * n * d / cpw
-	vStride := vTokens / cpw
-	cacheWords := kWords + p.kvHeads*d*vStride
-	extra := 4 * len(trials)
-	for _, tr := range trials {
-		extra += len(tr.Tokens) * (d/cpw + 3 + d*kbn/cpw + 3) // at most a tile per token
-	}
-	b = make([]uint32, cacheWords, cacheWords+extra)
-	for h := 0; h < p.kvHeads; h++ {
-		for t := 0; t < n; t++ {
-			base := (h*n + t) * d / cpw
-			for i := 0; i < d; i++ {
-				put(&b[base+i/cpw], i, kv.KCode(t, h, i))
-				put(&b[kWords+(h*d+i)*vStride+t/cpw], t, kv.VCode(t, h, i))
+	return a, nil
+}
+
+// packCache appends kv's codes to B for the FP8 and 16-bit paths: K
+// token-major [kv_head][token][D], then V dim-major [kv_head][D][the
+// tiles' padded token axis], cpw codes a word (code i of a row in bits
+// cb·(i mod cpw)); rows are packed on every core, each row's words its
+// own.
+func (p *simPlan) packCache(b []uint32, kv *attention.KV) ([]uint32, simCache) {
+	d, n, cpw, cb := p.d, p.tokens, p.cpw(), uint(p.e.Bits)
+	mask := uint32(1)<<cb - 1
+	vStride := p.vStride()
+	c := simCache{k: len(b)}
+	c.v = c.k + p.kvHeads*n*d/cpw
+	b = append(b, make([]uint32, p.kvHeads*n*d/cpw+p.kvHeads*d*vStride)...)
+	kw, vw := b[c.k:c.v], b[c.v:]
+	// Codes cpw to a word, in order: K's rows of a head are contiguous
+	// (token-major) as in the cache, V's rows (one per head and channel)
+	// as the cache's transposed rows, each padded to vStride words.
+	pack := func(dst []uint32, src []uint16) {
+		if cpw == 4 {
+			for w := range len(src) / 4 {
+				s := src[4*w : 4*w+4]
+				dst[w] = uint32(s[0])&mask | (uint32(s[1])&mask)<<8 | (uint32(s[2])&mask)<<16 | (uint32(s[3])&mask)<<24
+			}
+		} else {
+			for w := range len(src) / 2 {
+				dst[w] = uint32(src[2*w])&mask | (uint32(src[2*w+1])&mask)<<16
 			}
 		}
+		for i := len(src) / cpw * cpw; i < len(src); i++ { // a partial last word
+			dst[i/cpw] |= uint32(src[i]) & mask << (cb * uint(i%cpw))
+		}
 	}
-	meta := len(b)
-	b = b[:meta+4*len(trials)]
+	parallelRows(p.kvHeads*n, d, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			h, t := r/n, r%n
+			pack(kw[r*d/cpw:][:d/cpw], kv.KCodes(h)[t*d:][:d])
+		}
+	})
+	parallelRows(p.kvHeads*d, n, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			pack(vw[r*vStride:][:vStride], kv.VCodes(r/d, r%d))
+		}
+	})
+	return b, c
+}
+
+// packTrial appends trial tr's replacements to B for the FP8 and 16-bit
+// paths: per replaced token its K row, and one V tile per (tile, KV head)
+// the trial touches, the codes of the trial's cache (at c) with its tokens
+// written in.
+func (p *simPlan) packTrial(b []uint32, c simCache, tr SimTrial) ([]uint32, trialTables) {
+	d, kbn, cpw, cb := p.d, p.kbn, p.cpw(), uint(p.e.Bits)
+	mask := uint32(1)<<cb - 1
+	put := func(w *uint32, i int, code uint16) { *w |= uint32(code) & mask << (cb * uint(i%cpw)) }
+	vStride := p.vStride()
 	tw := kbn / cpw // words per dimension of a V tile
-	for ti, tr := range trials {
-		// Token entries (token, KV head, K row offset) with the K rows.
-		var tt trialTables
-		for _, tk := range tr.Tokens {
-			off := len(b)
-			b = append(b, make([]uint32, d/cpw)...)
-			for i := 0; i < d; i++ {
-				put(&b[off+i/cpw], i, tk.K[i])
-			}
-			tt.toks = append(tt.toks, simEntry{tk.Pos, tk.Head, off})
+	var tt trialTables
+	// Token entries (token, KV head, K row offset) with the K rows.
+	for _, tk := range tr.Tokens {
+		off := len(b)
+		b = append(b, make([]uint32, d/cpw)...)
+		for i := 0; i < d; i++ {
+			put(&b[off+i/cpw], i, tk.K[i])
 		}
-		// One V tile per (tile, KV head) the trial touches: the cache's
-		// codes with the trial's tokens written in.
-		for _, tk := range tr.Tokens {
-			start := tk.Pos / kbn * kbn
-			off := tt.tile(start, tk.Head, func() int {
-				off := len(b)
-				b = append(b, make([]uint32, d*tw)...)
-				for i := 0; i < d; i++ {
-					copy(b[off+i*tw:off+(i+1)*tw], b[kWords+(tk.Head*d+i)*vStride+start/cpw:])
-				}
-				return off
-			})
-			t := tk.Pos - start
-			for i := 0; i < d; i++ {
-				w := &b[off+i*tw+t/cpw]
-				*w &^= mask << (cb * uint(t%cpw))
-				put(w, t, tk.V[i])
-			}
-		}
-		b = tt.appendTo(b, meta, ti)
+		tt.toks = append(tt.toks, simEntry{tk.Pos, tk.Head, off})
 	}
-	return a, b, simLayout{kWords: kWords, vStride: vStride, meta: meta}
+	for _, tk := range tr.Tokens {
+		start := tk.Pos / kbn * kbn
+		off := tt.tile(start, tk.Head, func() int {
+			off := len(b)
+			b = append(b, make([]uint32, d*tw)...)
+			for i := 0; i < d; i++ {
+				copy(b[off+i*tw:off+(i+1)*tw], b[c.v+(tk.Head*d+i)*vStride+start/cpw:])
+			}
+			return off
+		})
+		t := tk.Pos - start
+		for i := 0; i < d; i++ {
+			w := &b[off+i*tw+t/cpw]
+			*w &^= mask << (cb * uint(t%cpw))
+			put(w, t, tk.V[i])
+		}
+	}
+	return b, tt
 }
 
 // simEntry is one entry of a trial's tables that the kernel searches: a
@@ -633,10 +845,10 @@ func (t *trialTables) tile(start, head int, add func() int) int {
 	return off
 }
 
-// appendTo appends the token and tile tables to b and writes trial ti's
-// four meta words at b[meta+4·ti:] (tokens from, tiles from, tiles from,
-// end).
-func (t *trialTables) appendTo(b []uint32, meta, ti int) []uint32 {
+// appendTo appends the token and tile tables to b and writes the first
+// four of the trial's meta words at b[meta:] (tokens from, tiles from,
+// tiles from, end).
+func (t *trialTables) appendTo(b []uint32, meta int) []uint32 {
 	e0 := len(b)
 	for _, e := range t.toks {
 		b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
@@ -645,84 +857,246 @@ func (t *trialTables) appendTo(b []uint32, meta, ti int) []uint32 {
 	for _, e := range t.tiles {
 		b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
 	}
-	b[meta+4*ti], b[meta+4*ti+1], b[meta+4*ti+2], b[meta+4*ti+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
+	b[meta], b[meta+1], b[meta+2], b[meta+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
 	return b
 }
 
-func (r *Runner) simDecode(ctx context.Context, p *simPlan, kv *attention.KV, trials []SimTrial) ([][]float64, error) {
-	cs, err := p.consts()
+// simPacked is one submission of a batch packed on the host: its
+// buffers' words, its module and the parameters of its dispatches.
+type simPacked struct {
+	p                 *simPlan
+	parts             []simPart
+	total, rows       int
+	cs                []constDecl
+	tab, a, b, st, xt []uint32
+	ranges, meta      int
+	vsStride, per, gx int
+	dispatches, gy    int
+}
+
+// simDecode runs one submission of a batch: parts of one batchKey. B
+// holds every distinct cache once, then the trials' meta words and
+// replacements; A, ST and the workgroups run the parts' trials in order.
+func (r *Runner) simDecode(ctx context.Context, parts []simPart) ([][][]float64, error) {
+	pk, err := packSim(parts)
 	if err != nil {
 		return nil, err
-	}
-	// Workgroups: trial × query head × split, in that order.
-	rows := len(trials) * p.qHeads * p.splits
-	var a, b []uint32
-	var lay simLayout
-	if p.blk != nil {
-		a, b, lay, err = p.packBlock(kv, trials)
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		a, b, lay = p.packCodes(kv, trials)
-	}
-	a = p.perSplit(a)
-	xt, ranges := p.xtable()
-	n, sw := p.tokens, p.stWords()
-	st := make([]uint32, rows*sw)
-	for row := 0; row < rows; row++ {
-		s := st[row*sw:]
-		s[0], s[1], s[2] = 0xff800000, 0, math.Float32bits(1)
 	}
 	if err := r.lock(); err != nil {
 		return nil, err
 	}
 	defer r.mu.Unlock()
-	tab := make([]uint32, 256)
-	copy(tab, p.e.table[:])
-	var bufs []buffer
+	bufs, calls, err := r.uploadSim(pk)
 	defer func() {
 		for _, x := range bufs {
 			r.be.free(x)
 		}
 	}()
-	for _, u := range []struct {
-		label string
-		data  []uint32
-	}{{"attnsim.table", tab}, {"attnsim.A", a}, {"attnsim.B", b}, {"attnsim.state", st}, {"attnsim.exp2", xt}} {
-		x, err := r.be.upload(u.label, u32Bytes(u.data))
-		if err != nil {
-			return nil, err
-		}
-		bufs = append(bufs, x)
-	}
-	ks := &kernelSpec{file: "attnsim", entry: "decode", consts: cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
-	// Every split runs its tiles (at most tps) a dispatch of per tiles at
-	// a time; the last dispatch finalizes. Workgroups beyond 65535 go on
-	// along y.
-	gx := min(rows, maxSimRows)
-	gy := (rows + gx - 1) / gx
-	per := p.tilesPerDispatch()
-	var calls []call
-	for t0 := 0; t0 < max(p.tps, 1); t0 += per {
-		t1 := min(t0+per, p.tps)
-		final := uint32(0)
-		if t1 >= p.tps {
-			final = 1
-		}
-		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(gx), y: uint32(gy),
-			params: []uint32{uint32(n), uint32(t0), uint32(t1), uint32(p.splits), uint32(ranges), uint32(p.winLo), final,
-				uint32(p.kvHeads), uint32(lay.kWords), uint32(lay.vStride), uint32(lay.meta),
-				uint32(lay.kScales), uint32(lay.vScales), uint32(lay.vsStride), uint32(rows), uint32(gx)}})
+	if err != nil {
+		return nil, err
 	}
 	if _, err := r.be.run(ctx, calls, false); err != nil {
 		return nil, err
 	}
-	raw, err := r.be.read(ctx, bufs[3], uint64(4*len(st)))
+	raw, err := r.be.read(ctx, bufs[3], uint64(4*len(pk.st)))
 	if err != nil {
 		return nil, err
 	}
-	return p.combine(bytesU32(raw), len(trials)), nil
+	all := pk.p.combine(bytesU32(raw), pk.total)
+	out := make([][][]float64, len(parts))
+	for k, pt := range parts {
+		out[k], all = all[:len(pt.trials)], all[len(pt.trials):]
+	}
+	return out, nil
+}
+
+// packSim packs a submission's buffers on the host.
+func packSim(parts []simPart) (*simPacked, error) {
+	p := parts[0].p
+	cs, err := p.consts()
+	if err != nil {
+		return nil, err
+	}
+	pk := &simPacked{p: p, parts: parts, cs: cs}
+	for _, pt := range parts {
+		pk.total += len(pt.trials)
+	}
+	// B's size known in advance, so that appending never copies the caches.
+	words := simMetaWords * pk.total
+	counted := map[*attention.KV]bool{}
+	for _, pt := range parts {
+		if !counted[pt.kv] {
+			counted[pt.kv] = true
+			words += p.cacheWords()
+		}
+		for _, tr := range pt.trials {
+			words += p.trialWords(tr)
+		}
+	}
+	b := make([]uint32, 0, words)
+	caches := map[*attention.KV]simCache{}
+	for _, pt := range parts {
+		if _, ok := caches[pt.kv]; ok {
+			continue
+		}
+		var c simCache
+		if p.blk != nil {
+			b, c, err = p.packBlockCache(b, pt.kv)
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			b, c = p.packCache(b, pt.kv)
+		}
+		caches[pt.kv] = c
+	}
+	xt, ranges, xs := xtable(parts)
+	meta := len(b)
+	b = append(b, make([]uint32, simMetaWords*pk.total)...)
+	var a []uint32
+	g := 0
+	for k, pt := range parts {
+		c := caches[pt.kv]
+		qa, err := pt.p.packQ(pt.trials)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, qa...)
+		for _, tr := range pt.trials {
+			var tt trialTables
+			if p.blk != nil {
+				b, tt = p.packTrialBlock(b, c, tr)
+			} else {
+				b, tt = p.packTrial(b, c, tr)
+			}
+			m := meta + simMetaWords*g
+			b = tt.appendTo(b, m)
+			copy(b[m+4:m+simMetaWords], []uint32{uint32(pt.p.cfg.Promotion), uint32(c.k), uint32(c.v), uint32(c.ks), uint32(c.vs), uint32(xs[k])})
+			g++
+		}
+	}
+	pk.a, pk.b, pk.xt, pk.ranges, pk.meta = p.perSplit(a), b, xt, ranges, meta
+	// Workgroups: trial × query head × split, in that order.
+	pk.rows = pk.total * p.qHeads * p.splits
+	sw := p.stWords()
+	pk.st = make([]uint32, pk.rows*sw)
+	for row := 0; row < pk.rows; row++ {
+		s := pk.st[row*sw:]
+		s[0], s[1], s[2] = 0xff800000, 0, math.Float32bits(1)
+	}
+	if p.blk != nil {
+		pk.vsStride = p.nMax * p.kbn / p.blk.b
+	}
+	// Every split runs its tiles (at most tps) a dispatch of per tiles at
+	// a time (the parts' fewest: their replacements differ); the last
+	// dispatch finalizes. Workgroups beyond 65535 go on along y.
+	pk.per = p.tilesPerDispatch()
+	for _, pt := range parts[1:] {
+		pk.per = min(pk.per, pt.p.tilesPerDispatch())
+	}
+	pk.dispatches = (max(p.tps, 1) + pk.per - 1) / pk.per
+	pk.gx = min(pk.rows, maxSimRows)
+	pk.gy = (pk.rows + pk.gx - 1) / pk.gx
+	pk.tab = make([]uint32, 256)
+	copy(pk.tab, p.e.table[:])
+	return pk, nil
+}
+
+// uploadSim uploads a packed submission (the runner held) and returns its
+// buffers (table, A, B, state, XT; the caller frees them, also on error)
+// and its dispatches.
+func (r *Runner) uploadSim(pk *simPacked) ([]buffer, []call, error) {
+	var bufs []buffer
+	for _, u := range []struct {
+		label string
+		data  []uint32
+	}{{"attnsim.table", pk.tab}, {"attnsim.A", pk.a}, {"attnsim.B", pk.b}, {"attnsim.state", pk.st}, {"attnsim.exp2", pk.xt}} {
+		x, err := r.be.upload(u.label, u32View(u.data))
+		if err != nil {
+			return bufs, nil, err
+		}
+		bufs = append(bufs, x)
+	}
+	p := pk.p
+	ks := &kernelSpec{file: "attnsim", entry: "decode", consts: pk.cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
+	var calls []call
+	for t0 := 0; t0 < max(p.tps, 1); t0 += pk.per {
+		t1 := min(t0+pk.per, p.tps)
+		final := uint32(0)
+		if t1 >= p.tps {
+			final = 1
+		}
+		calls = append(calls, call{k: ks, bufs: bufs, x: uint32(pk.gx), y: uint32(pk.gy),
+			params: []uint32{uint32(p.tokens), uint32(t0), uint32(t1), uint32(p.splits), uint32(pk.ranges), uint32(p.winLo), final,
+				uint32(p.kvHeads), uint32(p.vStride()), uint32(pk.meta), uint32(pk.vsStride), uint32(pk.rows), uint32(pk.gx)}})
+	}
+	return bufs, calls, nil
+}
+
+// SimBench is the GPU time of one SimDecodeBatch submission (BenchSimDecode).
+type SimBench struct {
+	// Trials, Workgroups and Dispatches describe the submission; Products
+	// counts the FP8 (or 16-bit) products of both GEMMs over the visited
+	// keys, every trial and query head.
+	Trials, Workgroups, Dispatches int
+	Products                       int64
+	// Time is the median of the timed runs (Measurement: the warm-up and
+	// every run), Rate Products / Time in products per second.
+	Time        time.Duration
+	Source      string
+	Rate        float64
+	Measurement Measurement
+}
+
+// BenchSimDecode times the dispatches of SimDecodeBatch(jobs) on the
+// device: the jobs must make one submission (one kernel and layout, within
+// its limits). It packs and uploads once, warms up by the runner's rule
+// (Warmup) and times reps runs of the dispatches; the runs after the first
+// start from the state the one before left (finite values, the same work),
+// so only the timing is meaningful: bit-exactness is CheckSimDecode's.
+func (r *Runner) BenchSimDecode(ctx context.Context, jobs []SimJob, reps int) (SimBench, error) {
+	parts := make([]simPart, len(jobs))
+	for j, job := range jobs {
+		p, err := planSim(job.Cfg, job.QScale, job.KV, job.Trials)
+		if err != nil {
+			return SimBench{}, fmt.Errorf("job %d: %w", j, err)
+		}
+		parts[j] = simPart{p: p, kv: job.KV, trials: job.Trials, job: j}
+	}
+	chunks := simChunks(parts, maxSimRows, max(1, int(min(r.info.MaxStorageBinding/4, 1<<31))))
+	if len(chunks) != 1 {
+		return SimBench{}, fmt.Errorf("wgsl: BenchSimDecode: the jobs make %d submissions, not one", len(chunks))
+	}
+	pk, err := packSim(chunks[0])
+	if err != nil {
+		return SimBench{}, err
+	}
+	res := SimBench{Trials: pk.total, Workgroups: pk.rows, Dispatches: pk.dispatches}
+	for _, pt := range pk.parts {
+		lo, hi := pt.p.nMin*pt.p.kbn, min(pt.p.nMax*pt.p.kbn, pt.p.tokens)
+		keys := int64(max(0, hi-max(lo, pt.p.winLo)))
+		res.Products += int64(len(pt.trials)) * int64(pt.p.qHeads) * 2 * keys * int64(pt.p.d)
+	}
+	if err := r.lock(); err != nil {
+		return SimBench{}, err
+	}
+	defer r.mu.Unlock()
+	bufs, calls, err := r.uploadSim(pk)
+	defer func() {
+		for _, x := range bufs {
+			r.be.free(x)
+		}
+	}()
+	if err != nil {
+		return SimBench{}, err
+	}
+	m, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) { return r.be.run(ctx, calls, true) })
+	if err != nil {
+		return SimBench{}, err
+	}
+	res.Measurement, res.Time, res.Source = m, m.Median, m.Source
+	res.Rate = float64(res.Products) / res.Time.Seconds()
+	return res, nil
 }
 
 // combine returns each trial's O from the state the shader left (per

@@ -3,6 +3,7 @@ package wgsl
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/attention"
@@ -74,5 +75,45 @@ func BenchmarkSimDecodeSplits(b *testing.B) {
 			products := float64(2 * cfg.QHeads * c.Tokens * cfg.HeadDim)
 			b.ReportMetric(products*float64(b.N)/b.Elapsed().Seconds(), "products/s")
 		})
+	}
+}
+
+// BenchmarkSimPack is the host's part of a needle haystack's GPU batch:
+// planning and packing one 128k-token cache (one KV head, head_dim 128,
+// e4m3 or bf16) and 12 trials of one replaced token each into A, B and the
+// state (no GPU needed). wN packs on GOMAXPROCS goroutines, w1 on one.
+func BenchmarkSimPack(b *testing.B) {
+	for _, f := range []fp8.Format{fp8.FormatE4M3, fp8.FormatBF16} {
+		c := SimCase{Tokens: 131072, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, DType: f, KBlockN: 96}}
+		q, _, kv, err := SimInputs(c, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		trials := make([]SimTrial, 12)
+		for i := range trials {
+			tk, err := SimTokenOf(kv, 1000*i, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			trials[i] = SimTrial{Q: q, Tokens: []SimToken{tk}}
+		}
+		for _, w := range []struct {
+			name string
+			n    int
+		}{{"w1", 1}, {"wN", runtime.GOMAXPROCS(0)}} {
+			b.Run(f.String()+"/"+w.name, func(b *testing.B) {
+				prev := runtime.GOMAXPROCS(w.n)
+				defer runtime.GOMAXPROCS(prev)
+				for b.Loop() {
+					p, err := planSim(c.Cfg, nil, kv, trials)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := packSim([]simPart{{p: p, kv: kv, trials: trials}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -3,6 +3,7 @@ package wgsl
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/attention"
@@ -196,22 +197,24 @@ func SimTokenOf(kv *attention.KV, pos, head int) (SimToken, error) {
 	return tk, nil
 }
 
-// packBlock lays out A and B for the block-scaled path (8-bit codes four a
-// word, scales one a word):
+// The block-scaled path lays out A and B with 8-bit codes four a word and
+// scales one a word:
 //
 //	A per row: Q codes [D], P codes [KBN], Q scales [D/BB], P scales [KBN/BB]
-//	B: K codes [kv_head][token][D], V codes [kv_head][D][padded tokens],
-//	   K scales [kv_head][token][D/BB], V scales [kv_head][D][padded/BB],
-//	   the trials' ranges (4 words each), then per trial its tokens (K
-//	   codes, then K scales) and V tiles (codes [D][KBN], then scales
-//	   [D][KBN/BB]).
-func (p *simPlan) packBlock(kv *attention.KV, trials []SimTrial) (a, b []uint32, lay simLayout, err error) {
+//	B per cache: K codes [kv_head][token][D], V codes [kv_head][D][padded
+//	   tokens], K scales [kv_head][token][D/BB], V scales [kv_head][D][padded/BB];
+//	   then the trials' meta words, then per trial its tokens (K codes,
+//	   then K scales) and V tiles (codes [D][KBN], then scales [D][KBN/BB]).
+
+// packQBlock is packQ on the block-scaled path: Q block-quantized
+// (attention.QuantizeBlock of q / q_descale, as attention's
+// setQueryBlock), its codes and scales.
+func (p *simPlan) packQBlock(trials []SimTrial) ([]uint32, error) {
 	f := p.blk.format()
-	d, kbn, n, bb := p.d, p.kbn, p.tokens, p.blk.b
+	d, kbn, bb := p.d, p.kbn, p.blk.b
 	put := func(w []uint32, i int, c uint8) { w[i/4] |= uint32(c) << (8 * uint(i%4)) }
 	aw := p.aWords()
-	rows := len(trials) * p.qHeads
-	a = make([]uint32, rows*aw)
+	a := make([]uint32, len(trials)*p.qHeads*aw)
 	qf, codes := make([]float32, bb), make([]uint8, bb)
 	for ti, tr := range trials {
 		for h := 0; h < p.qHeads; h++ {
@@ -223,7 +226,7 @@ func (p *simPlan) packBlock(kv *attention.KV, trials []SimTrial) (a, b []uint32,
 				}
 				sc, err := attention.QuantizeBlock(f, qf, codes)
 				if err != nil {
-					return nil, nil, lay, err
+					return nil, err
 				}
 				for j, c := range codes {
 					put(row, lo+j, c)
@@ -232,94 +235,117 @@ func (p *simPlan) packBlock(kv *attention.KV, trials []SimTrial) (a, b []uint32,
 			}
 		}
 	}
-	zero := make([]float32, bb)
-	zs, err := attention.QuantizeBlock(f, zero, codes) // the scale of an all-zero block
+	return a, nil
+}
+
+// packBlockCache appends a block-scaled cache to B: its codes and scales,
+// V's token blocks past the cache's (the tiles' padding) +0 codes with
+// the scale of an all-zero block; rows are packed on every core, each
+// row's words (and its scales) its own.
+func (p *simPlan) packBlockCache(b []uint32, kv *attention.KV) ([]uint32, simCache, error) {
+	f := p.blk.format()
+	d, kbn, n, bb := p.d, p.kbn, p.tokens, p.blk.b
+	codes := make([]uint8, bb)
+	zs, err := attention.QuantizeBlock(f, make([]float32, bb), codes) // the scale of an all-zero block
 	if err != nil {
-		return nil, nil, lay, err
+		return nil, simCache{}, err
 	}
 	vTokens := p.nMax * kbn
 	used := (n + bb - 1) / bb * bb // tokens of the blocks holding the cache's tokens
-	lay.kWords = p.kvHeads * n * d / 4
-	lay.vStride = vTokens / 4
-	lay.kScales = lay.kWords + p.kvHeads*d*lay.vStride
-	lay.vScales = lay.kScales + p.kvHeads*n*d/bb
-	lay.vsStride = vTokens / bb
-	cacheWords := lay.vScales + p.kvHeads*d*lay.vsStride
-	extra := 4 * len(trials)
-	for _, tr := range trials {
-		extra += len(tr.Tokens) * (d/4 + d/bb + 3 + d*kbn/4 + d*kbn/bb + 3)
-	}
-	b = make([]uint32, cacheWords, cacheWords+extra)
-	vcodes := b[lay.kWords:lay.kScales]
-	for h := 0; h < p.kvHeads; h++ {
-		for t := 0; t < n; t++ {
-			krow := b[(h*n+t)*d/4:]
+	vStride, vsStride := vTokens/4, vTokens/bb
+	c := simCache{k: len(b)}
+	c.v = c.k + p.kvHeads*n*d/4
+	c.ks = c.v + p.kvHeads*d*vStride
+	c.vs = c.ks + p.kvHeads*n*d/bb
+	b = append(b, make([]uint32, c.vs+p.kvHeads*d*vsStride-c.k)...)
+	put := func(w []uint32, i int, code uint8) { w[i/4] |= uint32(code) << (8 * uint(i%4)) }
+	var mu sync.Mutex
+	var firstErr error
+	parallelRows(p.kvHeads*n, d, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			h, t := r/n, r%n
+			krow := b[c.k+r*d/4:]
 			for i := 0; i < d; i++ {
 				put(krow, i, uint8(kv.KCode(t, h, i)))
 			}
 			ks, vs, err := kv.BlockScales(t, h)
 			if err != nil {
-				return nil, nil, lay, err
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				return
 			}
-			for j, c := range ks {
-				b[lay.kScales+(h*n+t)*d/bb+j] = uint32(c)
+			for j, s := range ks {
+				b[c.ks+r*d/bb+j] = uint32(s)
 			}
 			if t%bb == 0 {
-				for i, c := range vs {
-					b[lay.vScales+(h*d+i)*lay.vsStride+t/bb] = uint32(c)
+				for i, s := range vs {
+					b[c.vs+(h*d+i)*vsStride+t/bb] = uint32(s)
 				}
 			}
 		}
-		for t := 0; t < used; t++ {
-			for i := 0; i < d; i++ {
-				put(vcodes[(h*d+i)*lay.vStride:], t, uint8(kv.VCode(t, h, i)))
-			}
-		}
-		for i := 0; i < d; i++ {
-			for blk := used / bb; blk < lay.vsStride; blk++ {
-				b[lay.vScales+(h*d+i)*lay.vsStride+blk] = uint32(zs)
-			}
-		}
+	})
+	if firstErr != nil {
+		return nil, simCache{}, firstErr
 	}
-	lay.meta = len(b)
-	b = b[:lay.meta+4*len(trials)]
+	parallelRows(p.kvHeads*d, used, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			h, i := r/d, r%d
+			row := b[c.v+r*vStride:]
+			for t := 0; t < used; t++ {
+				put(row, t, uint8(kv.VCode(t, h, i)))
+			}
+			for blk := used / bb; blk < vsStride; blk++ {
+				b[c.vs+r*vsStride+blk] = uint32(zs)
+			}
+		}
+	})
+	return b, c, nil
+}
+
+// packTrialBlock is packTrial on the block-scaled path: a replaced token's
+// K codes and scales, and per V tile the trial touches the codes and
+// scales of the trial's cache (at c) with the token's V block written in.
+func (p *simPlan) packTrialBlock(b []uint32, c simCache, tr SimTrial) ([]uint32, trialTables) {
+	d, kbn, bb := p.d, p.kbn, p.blk.b
+	put := func(w []uint32, i int, code uint8) { w[i/4] |= uint32(code) << (8 * uint(i%4)) }
+	vStride, vsStride := p.nMax*kbn/4, p.nMax*kbn/bb
 	tw, tsw := kbn/4, kbn/bb // words per dimension of a V tile: codes, scales
-	for ti, tr := range trials {
-		var tt trialTables
-		for _, tk := range tr.Tokens {
-			off := len(b)
-			b = append(b, make([]uint32, d/4+d/bb)...)
-			for i := 0; i < d; i++ {
-				put(b[off:], i, uint8(tk.K[i]))
-			}
-			for j, c := range tk.KScales {
-				b[off+d/4+j] = uint32(c)
-			}
-			tt.toks = append(tt.toks, simEntry{tk.Pos, tk.Head, off})
+	var tt trialTables
+	for _, tk := range tr.Tokens {
+		off := len(b)
+		b = append(b, make([]uint32, d/4+d/bb)...)
+		for i := 0; i < d; i++ {
+			put(b[off:], i, uint8(tk.K[i]))
 		}
-		for _, tk := range tr.Tokens {
-			start := tk.Pos / kbn * kbn
-			off := tt.tile(start, tk.Head, func() int {
-				off := len(b)
-				b = append(b, make([]uint32, d*(tw+tsw))...)
-				for i := 0; i < d; i++ {
-					copy(b[off+i*tw:off+(i+1)*tw], b[lay.kWords+(tk.Head*d+i)*lay.vStride+start/4:])
-					copy(b[off+d*tw+i*tsw:off+d*tw+(i+1)*tsw], b[lay.vScales+(tk.Head*d+i)*lay.vsStride+start/bb:])
-				}
-				return off
-			})
-			// The token's V block, every channel: codes and scale.
-			lo := tk.Pos/bb*bb - start
-			for i := 0; i < d; i++ {
-				for j := 0; j < bb; j++ {
-					w := &b[off+i*tw+(lo+j)/4]
-					sh := 8 * uint((lo+j)%4)
-					*w = *w&^(0xff<<sh) | uint32(tk.VBlock[i*bb+j])<<sh
-				}
-				b[off+d*tw+i*tsw+lo/bb] = uint32(tk.VScales[i])
-			}
+		for j, s := range tk.KScales {
+			b[off+d/4+j] = uint32(s)
 		}
-		b = tt.appendTo(b, lay.meta, ti)
+		tt.toks = append(tt.toks, simEntry{tk.Pos, tk.Head, off})
 	}
-	return a, b, lay, nil
+	for _, tk := range tr.Tokens {
+		start := tk.Pos / kbn * kbn
+		off := tt.tile(start, tk.Head, func() int {
+			off := len(b)
+			b = append(b, make([]uint32, d*(tw+tsw))...)
+			for i := 0; i < d; i++ {
+				copy(b[off+i*tw:off+(i+1)*tw], b[c.v+(tk.Head*d+i)*vStride+start/4:])
+				copy(b[off+d*tw+i*tsw:off+d*tw+(i+1)*tsw], b[c.vs+(tk.Head*d+i)*vsStride+start/bb:])
+			}
+			return off
+		})
+		// The token's V block, every channel: codes and scale.
+		lo := tk.Pos/bb*bb - start
+		for i := 0; i < d; i++ {
+			for j := 0; j < bb; j++ {
+				w := &b[off+i*tw+(lo+j)/4]
+				sh := 8 * uint((lo+j)%4)
+				*w = *w&^(0xff<<sh) | uint32(tk.VBlock[i*bb+j])<<sh
+			}
+			b[off+d*tw+i*tsw+lo/bb] = uint32(tk.VScales[i])
+		}
+	}
+	return b, tt
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/fp8lab/fp8lab/accum"
@@ -19,10 +18,12 @@ type ChainBench struct {
 	// Products is M·N·K, the FP8 products of one run.
 	Products int64
 	// Time is the median of the timed runs (all dispatches of the K loop),
-	// Source "timestamp" or "wall".
-	Time   time.Duration
-	Source string
-	// Rate is Products / Time, in products per second.
+	// Source "timestamp" or "wall"; Measurement has the warm-up and every
+	// timed run.
+	Time        time.Duration
+	Source      string
+	Measurement Measurement
+	// Rate is Products / Time, in products per second (at the median).
 	Rate float64
 	// Checked outputs were compared with accum; Equal of them were equal
 	// bit for bit.
@@ -32,8 +33,9 @@ type ChainBench struct {
 // BenchChain times the WGSL emulation of model over a GEMM of M×N outputs
 // with contraction K (e4m3 codes of normal(0,1) values, c = 0, no
 // promotion): each output is one invocation running the whole chain. It
-// checks `check` random outputs against accum and returns the median of
-// reps timed runs.
+// warms up by the runner's rule (Warmup), times reps runs, returns their
+// median (and Measurement) and checks `check` random outputs of the last
+// against accum.
 func (r *Runner) BenchChain(ctx context.Context, model string, M, N, K, reps, check int) (ChainBench, error) {
 	e, err := emulation(model)
 	if err != nil {
@@ -57,26 +59,20 @@ func (r *Runner) BenchChain(ctx context.Context, model string, M, N, K, reps, ch
 		in.B[i] = enc()
 	}
 	res := ChainBench{Model: model, M: M, N: N, K: K, Products: int64(M) * int64(N) * int64(K)}
-	var times []time.Duration
 	var out []float32
-	allGPU := true
-	for i := 0; i <= max(reps, 1); i++ { // run 0 warms up (compiles)
+	meas, err := measure(ctx, r.Warmup(), reps, func() (Timing, error) {
 		cr, err := r.chain(ctx, e, in, 0, N, true)
 		if err != nil {
-			return ChainBench{}, err
+			return Timing{}, err
 		}
 		out = cr.out
-		if i > 0 {
-			times = append(times, cr.timing.Best())
-			allGPU = allGPU && cr.timing.GPU > 0
-		}
+		return cr.timing, nil
+	})
+	if err != nil {
+		return ChainBench{}, err
 	}
-	res.Source = "wall"
-	if allGPU {
-		res.Source = "timestamp"
-	}
-	slices.Sort(times)
-	res.Time = times[len(times)/2]
+	res.Measurement = meas
+	res.Source, res.Time = meas.Source, meas.Median
 	res.Rate = float64(res.Products) / res.Time.Seconds()
 	m := accum.MustLookup(model)
 	a16, b16 := make([]uint16, K), make([]uint16, K)
@@ -93,4 +89,45 @@ func (r *Runner) BenchChain(ctx context.Context, model string, M, N, K, reps, ch
 		}
 	}
 	return res, nil
+}
+
+// yardstick times yardstick.wgsl over in's rows (gemmN columns of B, one
+// output per invocation, as the chain kernel lays them out): a fixed
+// reference workload for speed ratios (TestStepSpeedRatio). e gives the
+// code table.
+func (r *Runner) yardstick(ctx context.Context, e *Emulation, in ChainInput, gemmN int) (time.Duration, error) {
+	rows := len(in.A) / in.K
+	n := rows * gemmN
+	rw := (in.K + 3) / 4
+	pack := func(codes []uint8, rows int) []uint32 {
+		w := make([]uint32, rows*rw)
+		for i, c := range codes {
+			row, k := i/in.K, i%in.K
+			w[row*rw+k/4] |= uint32(c) << (8 * uint(k%4))
+		}
+		return w
+	}
+	if err := r.lock(); err != nil {
+		return 0, err
+	}
+	defer r.mu.Unlock()
+	var bufs []buffer
+	defer func() {
+		for _, b := range bufs {
+			r.be.free(b)
+		}
+	}()
+	tab := make([]uint32, 256)
+	copy(tab, e.table[:])
+	for _, d := range [][]uint32{tab, pack(in.A, rows), pack(in.B, len(in.B)/in.K), make([]uint32, n)} {
+		b, err := r.be.upload("yardstick", u32View(d))
+		if err != nil {
+			return 0, err
+		}
+		bufs = append(bufs, b)
+	}
+	x, y, stride := grid(n, chainWG)
+	k := &kernelSpec{file: "yardstick", entry: "yardstick", consts: []constDecl{cU32("WG", chainWG)}, storage: []access{readOnly, readOnly, readOnly, readWrite}}
+	t, err := r.be.run(ctx, []call{{k: k, bufs: bufs, params: []uint32{uint32(n), uint32(rw), uint32(gemmN), stride}, x: x, y: y}}, true)
+	return t.Best(), err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/fp8lab/fp8lab/fp8"
 )
@@ -48,6 +49,22 @@ func u32Bytes(v []uint32) []byte {
 	}
 	return b
 }
+
+// u32View returns the bytes of v in little-endian order for an upload: v's
+// own memory on a little-endian host (no copy; the caller must not change
+// v while the bytes are in use), else a copy (u32Bytes).
+func u32View(v []uint32) []byte {
+	if !littleEndian || len(v) == 0 {
+		return u32Bytes(v)
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
+
+// littleEndian is true on a little-endian host (amd64, arm64, wasm).
+var littleEndian = func() bool {
+	x := uint32(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
 
 func bytesU32(b []byte) []uint32 {
 	v := make([]uint32, len(b)/4)

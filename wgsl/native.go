@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/fp8lab/fp8lab/accum"
 )
@@ -301,7 +300,7 @@ func (r *Runner) LoopIterations(ctx context.Context, n int) (int, error) {
 // loads, four in flight per invocation, a grid of groups×256 invocations)
 // and returns bytes per second: the memory bandwidth a WGSL kernel reaches on
 // this device, the ceiling for decode attention. It returns the median of
-// reps timed runs.
+// reps timed runs after the runner's warm-up rule (Warmup).
 func (r *Runner) ReadBandwidth(ctx context.Context, bytes uint64, groups, reps int) (float64, Timing, error) {
 	if err := r.lock(); err != nil {
 		return 0, Timing{}, err
@@ -323,18 +322,13 @@ func (r *Runner) ReadBandwidth(ctx context.Context, bytes uint64, groups, reps i
 	defer r.be.free(dst)
 	k := &kernelSpec{file: "probe", entry: "stream", consts: []constDecl{cU32("WG", wg)}, storage: []access{readOnly, readWrite}}
 	c := []call{{k: k, bufs: []buffer{src, dst}, params: []uint32{uint32(n), uint32(gx * gy * wg), 0, 0}, x: uint32(gx), y: uint32(gy)}}
-	if _, err := r.be.run(ctx, c, true); err != nil {
+	meas, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) { return r.be.run(ctx, c, true) })
+	if err != nil {
 		return 0, Timing{}, err
 	}
-	var ts []Timing
-	for range max(reps, 1) {
-		t, err := r.be.run(ctx, c, true)
-		if err != nil {
-			return 0, Timing{}, err
-		}
-		ts = append(ts, t)
+	t := Timing{Wall: meas.Median}
+	if meas.Source == "timestamp" {
+		t.GPU = meas.Median
 	}
-	slices.SortFunc(ts, func(a, b Timing) int { return int(a.Best() - b.Best()) })
-	t := ts[len(ts)/2]
 	return float64(n*16) / t.Best().Seconds(), t, nil
 }

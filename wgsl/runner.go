@@ -120,6 +120,9 @@ type Runner struct {
 	// (tests use it to show what lavapipe's loop limit does without the
 	// split); 0 means the computed budget.
 	maxInstr int
+	// warm is the benchmarks' warm-up rule when warmSet (SetWarmup).
+	warm    Warmup
+	warmSet bool
 }
 
 // Open chooses an adapter (see [Options.Adapter]), creates a device with

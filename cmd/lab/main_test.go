@@ -94,6 +94,27 @@ func TestRunTable(t *testing.T) {
 	}
 }
 
+// -cpuprofile writes a profile go tool pprof reads (gzip, non-empty) and
+// leaves the run's output as without it.
+func TestRunCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	out, _, err := lab(t, context.Background(), "run", "demo", "-trials", "5", "-contexts", "1,2", "-seed", "7", "-quiet", "-cpuprofile", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _, err := lab(t, context.Background(), "run", "demo", "-trials", "5", "-contexts", "1,2", "-seed", "7", "-quiet")
+	if err != nil || plain != out {
+		t.Errorf("output with -cpuprofile differs:\n%s\nwithout:\n%s (%v)", out, plain, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("profile %s: %d bytes, err %v (want a gzip file)", path, len(b), err)
+	}
+	if _, _, err := lab(t, context.Background(), "run", "demo", "-quiet", "-cpuprofile", filepath.Join(t.TempDir(), "no", "dir", "cpu.pprof")); err == nil || !strings.Contains(err.Error(), "-cpuprofile") {
+		t.Errorf("profile into a missing folder: %v, want an error naming -cpuprofile", err)
+	}
+}
+
 func TestRunJSON(t *testing.T) {
 	out, _, err := lab(t, context.Background(), "run", "demo", "-json", "-quiet", "-contexts", "8", "-model", "single-level", "-fused")
 	if err != nil {

@@ -6,16 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL]"
+const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL] [-cpuprofile F]"
 
 // runOptions are the flags of `lab run` that are not experiment parameters.
-var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "h", "help"}
+var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "cpuprofile", "h", "help"}
 
 // paramFlag collects the text given for one experiment parameter; the text
 // is validated against the schema after parsing, so that errors read
@@ -88,6 +90,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
 	labURL := fs.String("lab", "", "also stream the run into the lab at this URL")
 	sweepRef := fs.String("sweep", "", "with -lab: record the run as run N of sweep ID (ID/N/KEY, as the lab writes it into a sweep's Slurm tasks)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (runtime/pprof, for go tool pprof) to this file")
 
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -126,8 +129,37 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return finish(err)
+	}
 	_, err = sim.Execute(runCtx, exp, values, *seed, sink)
-	return finish(err)
+	return finish(errors.Join(err, stopProfile()))
+}
+
+// startCPUProfile starts a CPU profile into path ("" profiles nothing) and
+// returns what stops it and closes the file. The profile covers the run
+// only (not the flag parsing, not the lab's set-up); time spent in C (a
+// WebGPU driver's threads, such as lavapipe's) appears as cgo frames.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // printRunHelp writes the help of `lab run NAME`: usage, the experiment's
@@ -158,6 +190,7 @@ func printRunHelp(w io.Writer, exp sim.Experiment) error {
 	fmt.Fprintln(tw, "  -quiet\tno progress bar on stderr")
 	fmt.Fprintln(tw, "  -lab URL\talso stream the run into the lab at URL (http://127.0.0.1:8080), into its notebook")
 	fmt.Fprintln(tw, "  -sweep REF\twith -lab: run N of sweep ID (REF = ID/N/KEY, as a sweep's Slurm task has it)")
+	fmt.Fprintln(tw, "  -cpuprofile F\twrite a CPU profile of the run to file F (go tool pprof)")
 	tw.Flush()
 	b.WriteString("\nA bool parameter is given as -name or -name=false; a list as -name 1,2,3.\n")
 	_, err := io.WriteString(w, b.String())

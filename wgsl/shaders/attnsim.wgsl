@@ -13,8 +13,7 @@
 //   KBN: u32           kBlockN, a multiple of 32
 //   GROUP: u32         query heads per KV head
 //   QHEADS: u32        query heads of one trial (a batch of trials runs
-//                      trials × QHEADS workgroups over one shared cache)
-//   PROMOTE: u32       0 never, 1 every tile, N every N tiles
+//                      trials × QHEADS workgroups over shared caches)
 //   E_MBITS, E_EMIN, E_MAX, E_OVER, E_NAN: the P cast (fp8_encode; for
 //                      16-bit codes half_encode with E_MAX + 1 as inf)
 //   CB, CPW: u32       code bits (8: e4m3/e5m2, 16: bf16/f16) and codes a
@@ -36,20 +35,25 @@
 // Block-scaled caches (BLK, attnblock.wgsl): both GEMMs run block_step (blockstep.wgsl), K
 // codes and scales as a block-scaled instruction reads them; A holds each
 // row's Q and P scales after the codes (one a word), B K's scales
-// [kv_head][token][D/BB] at U.k_scales and V's token-block scales
-// [kv_head][D][padded tokens/BB] at U.v_scales; P is quantized per block of
-// BB tokens by bs_quant_p instead of the cast. A replaced token's K scales
-// follow its K codes; a replaced V tile's scales ([D][KBN/BB]) follow its
-// codes.
+// [kv_head][token][D/BB] and V's token-block scales [kv_head][D][padded
+// tokens/BB] at the offsets the trial's meta words give; P is quantized
+// per block of BB tokens by bs_quant_p instead of the cast. A replaced
+// token's K scales follow its K codes; a replaced V tile's scales
+// ([D][KBN/BB]) follow its codes.
 //
-// Trials: every trial has its own query and may replace a few tokens of the
-// shared cache (a needle, attention sinks) without a copy of it. Its
-// replacements are listed in B after the cache (U.ov_meta): per trial the
-// ranges [e0, e1) of its token entries (token, KV head, word offset of the
-// token's K row in B) and [f0, f1) of its tile entries (first token of a
-// tile, KV head, offset of the tile's V codes with the replacements written
-// in, laid out dim-major with KBN/CPW words per dimension): e0, e1, f0, f1
-// are word offsets in B of entries of three words.
+// Trials: every trial has its own query, reads one of the caches in B (all
+// of one shape and layout: a batch may run the trials of several caches
+// and promotion intervals at once) and may replace a few tokens of it (a
+// needle, attention sinks) without a copy of it. Its META words lie in B
+// at U.ov_meta + META·trial: the ranges [e0, e1) of its token entries
+// (token, KV head, word offset of the token's K row in B) and [f0, f1) of
+// its tile entries (first token of a tile, KV head, offset of the tile's V
+// codes with the replacements written in, laid out dim-major with KBN/CPW
+// words per dimension), e0, e1, f0, f1 word offsets in B of entries of
+// three words; its promotion interval (0 never, 1 every tile, N every N
+// tiles); the word offsets in B of its cache's K codes [kv_head][token][D],
+// V codes [kv_head][D][padded tokens] and (BLK) K and V scales; and the
+// word offset in XT of its scale_log2 and v_descale per KV head.
 
 struct SimParams {
     tokens: u32,   // tokens in the cache
@@ -60,11 +64,8 @@ struct SimParams {
     win_lo: u32,   // keys below win_lo are outside the sliding window (0: none)
     final_: u32,   // 1: finalize after the last tile and write O
     kv_heads: u32,
-    k_words: u32,  // word offset of V in B (K codes come first)
-    v_stride: u32, // words per V row (the padded token axis / 4)
-    ov_meta: u32,  // word offset in B of the trials' replacement ranges
-    k_scales: u32, // BLK: word offset in B of K's scales [kv_head][token][D/BB]
-    v_scales: u32, // BLK: word offset in B of V's scales [kv_head][D][padded tokens/BB]
+    v_stride: u32, // words per V row (the padded token axis / CPW)
+    ov_meta: u32,  // word offset in B of the trials' META words
     vs_stride: u32, // BLK: scale words per V row
     rows: u32,     // workgroups: trials × QHEADS × splits
     gx: u32,       // workgroups along x (row = x + y·gx)
@@ -75,7 +76,9 @@ struct SimParams {
 // A: per row, its D codes of Q then KBN codes of P (CPW codes a word):
 // the T-FDPA functions read the first operand here.
 @group(0) @binding(2) var<storage, read_write> A: array<u32>;
-// B: K codes [kv_head][token][D], then V codes [kv_head][D][padded tokens].
+// B: per cache K codes [kv_head][token][D], V codes [kv_head][D][padded
+// tokens] (BLK: then K's and V's scales), then the trials' META words and
+// replacements.
 @group(0) @binding(3) var<storage, read> B: array<u32>;
 // ST: per row, m, l, acc_scale, (unused), O[D], O_tc[D] (f32 bits).
 @group(0) @binding(4) var<storage, read_write> ST: array<u32>;
@@ -99,6 +102,10 @@ const EIGHT: u32 = 0x41000000u;
 const A_CODES: u32 = (D + KBN) / CPW;
 const A_WORDS: u32 = A_CODES + A_SCALES;
 const ST_WORDS: u32 = 4u + 2u * D;
+// Words per trial at U.ov_meta: e0, e1, f0, f1, the promotion interval, the
+// offsets of the cache's K codes, V codes, K scales, V scales in B, and
+// of its scale_log2/v_descale pairs in XT.
+const META: u32 = 10u;
 
 // ---- 64-bit helpers on (hi, lo) u32 pairs --------------------------------
 
@@ -413,16 +420,22 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     let n_cnt = XT[U.ranges + 2u * split + 1u]; // and its tile count
     let trial = hq / QHEADS;
     let kvh = (hq % QHEADS) / GROUP;
-    let tm = U.ov_meta + 4u * trial;
+    let tm = U.ov_meta + META * trial;
     let e0 = B[tm];                   // the trial's replaced tokens
     let e1 = B[tm + 1u];
     let f0 = B[tm + 2u];              // and replaced V tiles
     let f1 = B[tm + 3u];
+    let promote = B[tm + 4u];         // 0 never, 1 every tile, N every N tiles
+    let k_base = B[tm + 5u];          // the trial's cache: K codes,
+    let v_base = B[tm + 6u];          // V codes,
+    let ks_base = B[tm + 7u];         // BLK: K scales,
+    let vs_base = B[tm + 8u];         // BLK: V scales,
+    let x_base = B[tm + 9u];          // scale_log2, v_descale in XT
     let ab = row * A_WORDS;           // Q codes
     let pb = ab + D / CPW;            // P codes
     let sb = row * ST_WORDS;
-    let sl = XT[256u + 2u * kvh];     // scale_log2
-    let vd = XT[256u + 2u * kvh + 1u]; // v_descale
+    let sl = XT[x_base + 2u * kvh];     // scale_log2
+    let vd = XT[x_base + 2u * kvh + 1u]; // v_descale
     if (li == 0u) {
         W_M = ST[sb];
         W_L = ST[sb + 1u];
@@ -443,8 +456,8 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             let tok = start + li;
             var s = NEG_INF;
             if (tok < U.tokens && tok >= U.win_lo) {
-                var kb = (kvh * U.tokens + tok) * (D / CPW);
-                var ksb = U.k_scales + (kvh * U.tokens + tok) * (D / BB);
+                var kb = k_base + (kvh * U.tokens + tok) * (D / CPW);
+                var ksb = ks_base + (kvh * U.tokens + tok) * (D / BB);
                 for (var e = e0; e < e1; e = e + 3u) {
                     if (B[e] == tok && B[e + 1u] == kvh) {
                         kb = B[e + 2u];
@@ -521,22 +534,22 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         // gemmPV with the promotion scheme.
         let alpha = W_ALPHA;
         if (li < D) {
-            var vb = U.k_words + (kvh * D + li) * U.v_stride + start / CPW;
-            var vsb = U.v_scales + (kvh * D + li) * U.vs_stride + start / BB;
+            var vb = v_base + (kvh * D + li) * U.v_stride + start / CPW;
+            var vsb = vs_base + (kvh * D + li) * U.vs_stride + start / BB;
             for (var f = f0; f < f1; f = f + 3u) {
                 if (B[f] == start && B[f + 1u] == kvh) {
                     vb = B[f + 2u] + li * (KBN / CPW);
                     vsb = B[f + 2u] + D * (KBN / CPW) + li * (KBN / BB);
                 }
             }
-            if (PROMOTE == 0u) {
+            if (promote == 0u) {
                 o = pv_chain(pb, vb, vsb, f32_mul(o, alpha));
-            } else if (PROMOTE == 1u) {
+            } else if (promote == 1u) {
                 o = f32_add(f32_mul(o, alpha), pv_chain(pb, vb, vsb, 0u));
             } else {
                 acc_scale = f32_mul(acc_scale, alpha);
                 tc = pv_chain(pb, vb, vsb, f32_mul(tc, alpha));
-                if ((t + 1u) % max(PROMOTE, 1u) == 0u) { // t counts from the split's first tile
+                if ((t + 1u) % max(promote, 1u) == 0u) { // t counts from the split's first tile
                     o = f32_add(f32_mul(o, acc_scale), tc);
                     tc = 0u;
                     acc_scale = ONE;
@@ -548,7 +561,7 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     }
     // finalize: merge the every-N accumulator; O *= (1/l) * v_descale.
     if (U.final_ != 0u && li < D) {
-        if (PROMOTE > 1u) {
+        if (promote > 1u) {
             o = f32_add(f32_mul(o, acc_scale), tc);
             tc = 0u;
             acc_scale = ONE;
