@@ -86,16 +86,25 @@ func reduce(x float64) (f float64, e int) {
 	return f, e
 }
 
+// logSpecial returns the logarithm of x's specials (NaN, +Inf, x < 0, 0)
+// and whether x was one; the finite positive x are left to the series.
+func logSpecial(x float64) (float64, bool) {
+	switch {
+	case x != x || math.IsInf(x, 1):
+		return x, true
+	case x < 0:
+		return math.NaN(), true
+	case x == 0:
+		return math.Inf(-1), true
+	}
+	return 0, false
+}
+
 // Log returns the natural logarithm of x: x = f·2^e with f in [√½, √2),
 // ln x = e·ln 2 + ln f, ln f from the atanh series.
 func Log(x float64) float64 {
-	switch {
-	case x != x || math.IsInf(x, 1):
-		return x
-	case x < 0:
-		return math.NaN()
-	case x == 0:
-		return math.Inf(-1)
+	if y, ok := logSpecial(x); ok {
+		return y
 	}
 	f, e := reduce(x)
 	k := float64(e)
@@ -105,13 +114,8 @@ func Log(x float64) float64 {
 // Log2 returns the base-2 logarithm of x: e + ln f · log2(e) for x =
 // f·2^e, f in [√½, √2); powers of two give their exponent exactly.
 func Log2(x float64) float64 {
-	switch {
-	case x != x || math.IsInf(x, 1):
-		return x
-	case x < 0:
-		return math.NaN()
-	case x == 0:
-		return math.Inf(-1)
+	if y, ok := logSpecial(x); ok {
+		return y
 	}
 	f, e := reduce(x)
 	return float64(e) + float64(logReduced(f)*log2e)
