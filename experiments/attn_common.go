@@ -62,7 +62,8 @@ func attnFirstErr(ctx context.Context, rows []attnRows, err error) error {
 
 // attnRetrieve returns the index of the candidate code c (rows of codes,
 // each d long) with the largest ⟨o − mu, c⟩, the retrieval rule of the
-// H200 probe and of the needle experiments.
+// H200 probe and of the needle experiments (mu their baseline B, 0 for
+// zero-sum codes).
 func attnRetrieve(o []float64, mu float64, codes []float32, d int) int {
 	best, arg := math.Inf(-1), -1
 	for c := 0; c < len(codes)/d; c++ {

@@ -234,6 +234,20 @@ func (g attnRegime) on(arch string) attnRegime {
 	return g
 }
 
+// attnStart is the start of every needle experiment's Run: the task and
+// the regime read from the run's values, the task checked, the GPU opened
+// into t.gpu for device gpu. The caller defers done, which closes it.
+func attnStart(ctx context.Context, run *sim.Run) (t attnNeedle, g attnRegime, done func(), err error) {
+	t = attnNeedleFromValues(run.Values)
+	if err := t.check(); err != nil {
+		return t, g, nil, err
+	}
+	if done, err = t.useDevice(ctx, run.Values); err != nil {
+		return t, g, nil, err
+	}
+	return t, attnRegimeFromValues(run.Values), done, nil
+}
+
 // attnRegimeFromValues reads the regime (kv-formats has only decode).
 func attnRegimeFromValues(v sim.Values) attnRegime {
 	r := attnRegime{name: attnRegimeDecode, splits: v.Int("splits"), bhk: v.Int("batch-kv-heads")}
@@ -660,65 +674,47 @@ func (t attnNeedle) score(ctx context.Context, kv *attention.KV, dr attnNeedleDr
 	return nil
 }
 
-// references returns the trial's baseline B (legacy probe only; nil
-// otherwise) and O* (exact when given, else exact attention on kv's
-// quantized inputs).
-func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, exact []float64) (base, ref []float64, err error) {
+// references returns the trial's baseline B (the legacy probe's; 0 for
+// the zero-sum ones, whose score B cannot move) and O* (exact when given,
+// else exact attention on kv's quantized inputs).
+func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, exact []float64) (base float64, ref []float64, err error) {
 	if t.probe == attnProbeLegacy {
 		if base, err = t.baseline(ctx, cfg, q, kv); err != nil {
-			return nil, nil, err
+			return 0, nil, err
 		}
 	}
 	ref = exact
 	if ref == nil {
 		if ref, err = attention.ReferenceQuantized(ctx, cfg, q, nil, kv); err != nil {
-			return nil, nil, err
+			return 0, nil, err
 		}
 	}
 	return base, ref, nil
 }
 
-// baseline is B: the exact output without the needle's code, Σ_j w_j·mean(v_j).
-func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV) ([]float64, error) {
-	b := make([]float64, t.d)
-	mean := t.valueMean
-	if t.sinks > 0 {
-		w, err := attention.ReferenceWeights(ctx, cfg, q, nil, kv)
-		if err != nil {
-			return nil, err
-		}
-		var ws float64
-		for s := 0; s < t.sinks; s++ {
-			ws += w[0][s]
-		}
-		mean = float64(ws*t.sinkValue) + float64((1-ws)*t.valueMean)
+// baseline is B, the exact output without the needle's code: every element
+// Σ_j w_j·mean(v_j), the same in every dimension (the values' mean, or
+// with sinks the sinks' and the haystack's weighted by their exact
+// weights).
+func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV) (float64, error) {
+	if t.sinks == 0 {
+		return t.valueMean, nil
 	}
-	for i := range b {
-		b[i] = mean
+	w, err := attention.ReferenceWeights(ctx, cfg, q, nil, kv)
+	if err != nil {
+		return 0, err
 	}
-	return b, nil
+	var ws float64
+	for s := 0; s < t.sinks; s++ {
+		ws += w[0][s]
+	}
+	return float64(ws*t.sinkValue) + float64((1-ws)*t.valueMean), nil
 }
 
-// retrieve returns the index of the code (rows of codes, d long) with the
-// largest score: ⟨o − base, code⟩ for the legacy probe, ⟨o, code⟩ for the
-// zero-sum ones (base nil).
-func (t attnNeedle) retrieve(o, base []float64, codes []float32) int {
-	d := t.d
-	best, arg := math.Inf(-1), -1
-	for c := 0; c < len(codes)/d; c++ {
-		var s float64
-		for i := 0; i < d; i++ {
-			x := o[i]
-			if base != nil {
-				x -= base[i]
-			}
-			s += x * float64(codes[c*d+i])
-		}
-		if s > best {
-			best, arg = s, c
-		}
-	}
-	return arg
+// retrieve returns the index of the code with the largest ⟨o − base, code⟩
+// (attnRetrieve; base 0 for the zero-sum probes).
+func (t attnNeedle) retrieve(o []float64, base float64, codes []float32) int {
+	return attnRetrieve(o, base, codes, t.d)
 }
 
 // attnNeedleContext runs trials trials at context length n spread over

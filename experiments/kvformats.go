@@ -133,17 +133,12 @@ func (KVFormats) Params() []sim.Param {
 
 // Run runs every context length.
 func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
-	t := attnNeedleFromValues(run.Values)
-	t.exactErr = true
-	if err := t.check(); err != nil {
-		return err
-	}
-	done, err := t.useDevice(ctx, run.Values)
+	t, g, done, err := attnStart(ctx, run)
 	if err != nil {
 		return err
 	}
 	defer done()
-	g := attnRegimeFromValues(run.Values)
+	t.exactErr = true
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
 	promotions := slices.Clone(run.Values.Ints("promotions"))
 	if !slices.Contains(promotions, 0) {

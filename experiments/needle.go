@@ -129,16 +129,11 @@ func attnRunsNote(n int, runs []attnNeedleRun) string {
 
 // Run runs every context length.
 func (Needle) Run(ctx context.Context, run *sim.Run) error {
-	t := attnNeedleFromValues(run.Values)
-	if err := t.check(); err != nil {
-		return err
-	}
-	done, err := t.useDevice(ctx, run.Values)
+	t, g, done, err := attnStart(ctx, run)
 	if err != nil {
 		return err
 	}
 	defer done()
-	g := attnRegimeFromValues(run.Values)
 	contexts, trials := run.Values.Ints("contexts"), run.Values.Int("trials")
 	run.AddTotal(int64(len(contexts) * trials))
 	summary := map[string]float64{}

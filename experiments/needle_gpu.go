@@ -148,14 +148,15 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	// the runs not on the GPU, and per GPU cache the baseline and the
 	// reference of its runs.
 	type cpuPart struct {
-		base, ref map[string][]float64
-		res       attnNeedleTrialResult
+		base map[string]float64
+		ref  map[string][]float64
+		res  attnNeedleTrialResult
 	}
 	parts := make([][]cpuPart, len(hays))
 	var cpuErr error
 	for i, h := range hays {
 		ps, err := sim.Trials(ctx, run, tkeys[i], len(draws[i]), func(j int, _ *rand.Rand) cpuPart {
-			p := cpuPart{base: map[string][]float64{}, ref: map[string][]float64{}}
+			p := cpuPart{base: map[string]float64{}, ref: map[string][]float64{}}
 			dr := draws[i][j]
 			var exact []float64 // computed once for the CPU and the GPU runs
 			if t.exactErr {

@@ -102,16 +102,11 @@ func promotionRuns(t attnNeedle, v sim.Values, g attnRegime, n int) ([]attnNeedl
 // other, so that each run's points are emitted as it finishes (the
 // haystacks are drawn again for each from the same seeds).
 func (Promotion) Run(ctx context.Context, run *sim.Run) error {
-	t := attnNeedleFromValues(run.Values)
-	if err := t.check(); err != nil {
-		return err
-	}
-	done, err := t.useDevice(ctx, run.Values)
+	t, g, done, err := attnStart(ctx, run)
 	if err != nil {
 		return err
 	}
 	defer done()
-	g := attnRegimeFromValues(run.Values)
 	n, trials := run.Values.Int("context"), run.Values.Int("trials")
 	runs, err := promotionRuns(t, run.Values, g, n)
 	if err != nil {

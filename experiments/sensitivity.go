@@ -88,18 +88,13 @@ func sinkLogit(share float64, n int, scoreStd, margin float64) float64 {
 
 // Run runs the grid.
 func (Sensitivity) Run(ctx context.Context, run *sim.Run) error {
-	base := attnNeedleFromValues(run.Values)
-	if err := base.check(); err != nil {
-		return err
-	}
-	done, err := base.useDevice(ctx, run.Values)
+	base, g, done, err := attnStart(ctx, run)
 	if err != nil {
 		return err
 	}
 	defer done()
 	vary := run.Values.String("vary")
 	grid := sensitivityGrids[vary]
-	g := attnRegimeFromValues(run.Values)
 	if vary == "splits" {
 		g.name = attnRegimeDecode
 	}
