@@ -7,7 +7,6 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/experiments"
-	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -150,38 +149,12 @@ func runAttention(ctx context.Context, vals map[string]string, in *attnInputs, o
 		return nil, fmt.Errorf("the reference outputs hold %d and %d values, want %d", len(exact), len(qref), in.mq*orow)
 	}
 
-	var spec attention.KVSpec
-	if spec.Format, err = attention.ParseKVFormat(values.String("format")); err != nil {
-		return nil, err
-	}
-	if spec.KScales, err = attention.ParseGranularity(values.String("k-scales")); err != nil {
-		return nil, err
-	}
-	if spec.VScales, err = attention.ParseGranularity(values.String("v-scales")); err != nil {
-		return nil, err
-	}
-	if spec.Scale, err = attention.ParseScaleChoice(values.String("scale")); err != nil {
-		return nil, err
-	}
-	spec.PrefixTokens = min(values.Int("prefix"), in.n)
-	if spec.Path, err = attention.ParsePath(values.String("path")); err != nil {
-		return nil, err
-	}
-	if values.String("saturation") == "nosat" {
-		spec.Saturation = fp8.NoSat
-	}
 	shape := attention.KVShape{Tokens: in.n, Heads: in.kvh, KDim: in.d, VDim: in.dv}
-	if err := spec.Check(shape); err != nil {
-		return nil, err
-	}
-	qk, pv, err := spec.Models(values.String("arch"))
+	spec, cfg, err := experiments.AttentionFileSpec(values, experiments.AttentionFileShape{Tokens: in.n, KVHeads: in.kvh, QHeads: in.qh, HeadDim: in.d, VHeadDim: in.dv}, positions, mask)
 	if err != nil {
 		return nil, err
 	}
-	cfg := attention.Config{HeadDim: in.d, VDim: in.dv, KVHeads: in.kvh, QHeads: in.qh, DType: spec.DType(), Saturation: spec.Saturation,
-		QKModel: qk, PVModel: pv, KBlockM: values.Int("k-block-m"), KBlockN: values.Int("k-block-n"),
-		Causal: values.Bool("causal"), Window: values.Int("window"), SoftmaxScale: values.Float("softmax-scale"),
-		Positions: positions, Mask: mask, Promotion: promotions[0]}
+	cfg.Promotion = promotions[0]
 	kv, err := attention.QuantizeKV(in.k, in.v, shape, spec)
 	if err != nil {
 		return nil, err

@@ -317,8 +317,23 @@ func (e AttentionFile) inputs(vals sim.Values, l attnLayer) (*attnFileInputs, er
 	return in, nil
 }
 
-// attnFileSpec builds the KV spec and kernel config from the values.
+// attnFileSpec builds the KV spec and kernel config of a layer from the
+// values (AttentionFileSpec with the layer's shapes).
 func attnFileSpec(vals sim.Values, in *attnFileInputs) (attention.KVSpec, attention.Config, error) {
+	return AttentionFileSpec(vals, AttentionFileShape{Tokens: in.n, KVHeads: in.kvh, QHeads: in.qh, HeadDim: in.d, VHeadDim: in.dv}, in.positions, in.mask)
+}
+
+// AttentionFileShape is the shape of one layer of attention-file's inputs.
+type AttentionFileShape struct{ Tokens, KVHeads, QHeads, HeadDim, VHeadDim int }
+
+// AttentionFileSpec builds the KV spec (format, scale granularities and
+// choice, calibration prefix, path, saturation; checked against the shape)
+// and the kernel config (shapes, dtype, the arch's models, tiles, causal
+// mask, window, softmax scale, positions, mask) of a run from values
+// holding attention-file's parameters; the C ABI (capi) builds its runs
+// with it, so both read the parameters alike. Errors name the parameter's
+// fault.
+func AttentionFileSpec(vals sim.Values, sh AttentionFileShape, positions []int, mask []bool) (attention.KVSpec, attention.Config, error) {
 	var spec attention.KVSpec
 	var err error
 	if spec.Format, err = attention.ParseKVFormat(vals.String("format")); err != nil {
@@ -333,14 +348,14 @@ func attnFileSpec(vals sim.Values, in *attnFileInputs) (attention.KVSpec, attent
 	if spec.Scale, err = attention.ParseScaleChoice(vals.String("scale")); err != nil {
 		return spec, attention.Config{}, err
 	}
-	spec.PrefixTokens = min(vals.Int("prefix"), in.n)
+	spec.PrefixTokens = min(vals.Int("prefix"), sh.Tokens)
 	if spec.Path, err = attention.ParsePath(vals.String("path")); err != nil {
 		return spec, attention.Config{}, err
 	}
 	if vals.String("saturation") == "nosat" {
 		spec.Saturation = fp8.NoSat
 	}
-	if err := spec.Check(attention.KVShape{Tokens: in.n, Heads: in.kvh, KDim: in.d, VDim: in.dv}); err != nil {
+	if err := spec.Check(attention.KVShape{Tokens: sh.Tokens, Heads: sh.KVHeads, KDim: sh.HeadDim, VDim: sh.VHeadDim}); err != nil {
 		return spec, attention.Config{}, err
 	}
 	dt := spec.DType()
@@ -348,10 +363,10 @@ func attnFileSpec(vals sim.Values, in *attnFileInputs) (attention.KVSpec, attent
 	if err != nil {
 		return spec, attention.Config{}, err
 	}
-	cfg := attention.Config{HeadDim: in.d, VDim: in.dv, KVHeads: in.kvh, QHeads: in.qh, DType: dt, Saturation: spec.Saturation,
+	cfg := attention.Config{HeadDim: sh.HeadDim, VDim: sh.VHeadDim, KVHeads: sh.KVHeads, QHeads: sh.QHeads, DType: dt, Saturation: spec.Saturation,
 		QKModel: qk, PVModel: pv, KBlockM: vals.Int("k-block-m"), KBlockN: vals.Int("k-block-n"),
 		Causal: vals.Bool("causal"), Window: vals.Int("window"), SoftmaxScale: vals.Float("softmax-scale"),
-		Positions: in.positions, Mask: in.mask}
+		Positions: positions, Mask: mask}
 	return spec, cfg, nil
 }
 
