@@ -123,6 +123,8 @@ type Runner struct {
 	// warm is the benchmarks' warm-up rule when warmSet (SetWarmup).
 	warm    Warmup
 	warmSet bool
+	// clock is the benchmarks' clock probe (SetClockProbe), nil if none.
+	clock ClockProbe
 }
 
 // Open chooses an adapter (see [Options.Adapter]), creates a device with

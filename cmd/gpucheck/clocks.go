@@ -97,6 +97,24 @@ func parseClockLine(line string, at time.Time) (clockSample, bool) {
 	return clockSample{at: at, gpu: gpu, sm: num(f[1]), mem: num(f[2]), power: num(f[3]), temp: num(f[4]), maxSM: num(f[5])}, true
 }
 
+// latest is the benchmarks' clock probe (wgsl.ClockProbe): the newest
+// sample's SM clock and maximum of the first GPU, when it is at most two
+// sampling periods old.
+func (c *clocks) latest() (sm, maxSM float64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.samples) - 1; i >= 0; i-- {
+		s := c.samples[i]
+		if time.Since(s.at) > 2*clockPeriodMS*time.Millisecond {
+			return 0, 0, false
+		}
+		if s.gpu == 0 && !math.IsNaN(s.sm) && !math.IsNaN(s.maxSM) {
+			return s.sm, s.maxSM, true
+		}
+	}
+	return 0, 0, false
+}
+
 // stop ends the sampler (the nvidia-smi process gpucheck started).
 func (c *clocks) stop() {
 	if c.cmd != nil && c.cmd.Process != nil {

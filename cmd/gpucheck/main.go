@@ -49,6 +49,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -148,13 +149,26 @@ type Timing struct {
 	Warmups int    `json:"warmups"`
 	WarmupS Num    `json:"warmup_s"`
 	Stable  bool   `json:"warmup_stable"`
-	Clocks  Clocks `json:"clocks"`
+	// ClockMHz is the SM clock the warm-up ended at, ClockEndMHz the one
+	// after the timed runs (nvidia-smi's latest sample; NaN without one).
+	ClockMHz    Num    `json:"warmup_end_sm_mhz"`
+	ClockEndMHz Num    `json:"timed_end_sm_mhz"`
+	Clocks      Clocks `json:"clocks"`
 }
 
 func timingOf(m wgsl.Measurement, k Clocks) Timing {
 	ms := func(d time.Duration) Num { return Num(d.Seconds() * 1e3) }
 	return Timing{TimeMS: ms(m.Median), MinMS: ms(m.Min), MaxMS: ms(m.Max), Q1MS: ms(m.Q1), Q3MS: ms(m.Q3), Reps: len(m.Times),
-		Source: m.Source, Warmups: m.Warmups, WarmupS: Num(m.WarmupTime.Seconds()), Stable: m.Stable, Clocks: k}
+		Source: m.Source, Warmups: m.Warmups, WarmupS: Num(m.WarmupTime.Seconds()), Stable: m.Stable, Clocks: k,
+		ClockMHz: mhz(m.ClockMHz), ClockEndMHz: mhz(m.ClockEndMHz)}
+}
+
+// mhz is a probe's clock, NaN where there was none (0).
+func mhz(v float64) Num {
+	if v <= 0 {
+		return Num(math.NaN())
+	}
+	return Num(v)
 }
 
 // String writes the timing in one line.
@@ -163,8 +177,12 @@ func (t Timing) String() string {
 	if !t.Stable {
 		st = "NOT stable: warm-up capped"
 	}
-	return fmt.Sprintf("median %.4g ms (min %.4g, max %.4g, IQR %.4g–%.4g; %d runs, %s) after %d warm-up runs in %.2f s (%s)",
-		float64(t.TimeMS), float64(t.MinMS), float64(t.MaxMS), float64(t.Q1MS), float64(t.Q3MS), t.Reps, t.Source, t.Warmups, float64(t.WarmupS), st)
+	clk := ""
+	if !math.IsNaN(float64(t.ClockMHz)) {
+		clk = fmt.Sprintf("; SM %.0f MHz after the warm-up, %.0f after the timed runs", float64(t.ClockMHz), float64(t.ClockEndMHz))
+	}
+	return fmt.Sprintf("median %.4g ms (min %.4g, max %.4g, IQR %.4g–%.4g; %d runs, %s) after %d warm-up runs in %.2f s (%s%s)",
+		float64(t.TimeMS), float64(t.MinMS), float64(t.MaxMS), float64(t.Q1MS), float64(t.Q3MS), t.Reps, t.Source, t.Warmups, float64(t.WarmupS), st, clk)
 }
 
 // SimRate is one timing of the attention simulator's decode on the GPU
@@ -269,6 +287,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c.o.defaults(c.small, info)
 	c.clk = startClocks(ctx, info.String())
 	defer c.clk.stop()
+	r.SetClockProbe(c.clk.latest)
+	c.rep.Warmup = r.Warmup().String()
 	for _, step := range []func(context.Context) error{c.probes, c.benchmarks, c.bitExactness, c.gpuAccum} {
 		if err := step(ctx); err != nil {
 			return err

@@ -1,0 +1,60 @@
+package wgsl
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMeasureWaitsForClock checks the warm-up rule: times that agree end
+// it only once the clock probe reads ClockFrac of the maximum; a probe
+// that never gets there leaves the measurement not stable at MaxRuns; no
+// probe (or one without an answer) leaves the rule on times alone.
+func TestMeasureWaitsForClock(t *testing.T) {
+	one := func() (Timing, error) { return Timing{Wall: time.Millisecond, GPU: time.Millisecond}, nil }
+	base := Warmup{MinRuns: 3, Window: 3, MaxRuns: 40, MaxTime: time.Minute, Tol: 0.05, ClockFrac: 0.9}
+	for _, tc := range []struct {
+		name       string
+		clock      func(call int) (float64, float64, bool)
+		warmups    int
+		stable     bool
+		clockAtEnd float64
+	}{
+		{"no probe", nil, 3, true, 0},
+		{"no answer", func(int) (float64, float64, bool) { return 0, 0, false }, 3, true, 0},
+		{"ramps at the 10th read", func(c int) (float64, float64, bool) {
+			if c < 10 {
+				return 345, 1980, true
+			}
+			return 1980, 1980, true
+		}, 12, true, 1980},
+		{"never ramps", func(int) (float64, float64, bool) { return 675, 1980, true }, 40, false, 675},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := base
+			calls := 0
+			if tc.clock != nil {
+				w.Clock = func() (float64, float64, bool) { calls++; return tc.clock(calls) }
+			}
+			m, err := measure(context.Background(), w, 5, one)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Warmups != tc.warmups || m.Stable != tc.stable || m.ClockMHz != tc.clockAtEnd {
+				t.Errorf("warm-ups %d stable %v clock %v, want %d %v %v", m.Warmups, m.Stable, m.ClockMHz, tc.warmups, tc.stable, tc.clockAtEnd)
+			}
+			if len(m.Times) != 5 || m.Source != "timestamp" {
+				t.Errorf("%d timed runs by %s", len(m.Times), m.Source)
+			}
+		})
+	}
+	w := DefaultWarmup(true)
+	if strings.Contains(w.String(), "clock") {
+		t.Errorf("rule without a probe mentions the clock: %s", w)
+	}
+	w.Clock = func() (float64, float64, bool) { return 0, 0, false }
+	if !strings.Contains(w.String(), "SM clock is at least 90 %") {
+		t.Errorf("rule with a probe: %s", w)
+	}
+}
