@@ -19,11 +19,14 @@ import (
 // the last Window repetitions agree within Tol (largest ≤ (1 + Tol) ×
 // smallest, on the GPU's time when timestamps exist, else the wall time);
 // give up after MaxTime or MaxRuns (the measurement then says it was not
-// stable). With a Clock probe that answers, the warm-up is stable only
-// once the SM clock is also at least ClockFrac of its maximum: a stable
-// time is not a stable clock (on the H200, gpucheck's benchmarks once
-// settled at 345–675 MHz of 1980 with times agreeing within 5 %). The
-// timed repetitions follow.
+// stable). With a Clock probe that answers, the clock must have settled
+// too: a stable time is not a stable clock (on the H200, gpucheck's
+// benchmarks once measured at 345–675 MHz of 1980 with times agreeing
+// within 5 %). Settled is either at least ClockFrac of the maximum, or
+// the probe's readings over the last ClockSettle agreeing within Tol (a
+// load too light for the GPU to raise its clock: the clock it settles at
+// is measured and recorded, not waited out). The timed repetitions
+// follow.
 type Warmup struct {
 	MinRuns, Window, MaxRuns int
 	MinTime, MaxTime         time.Duration
@@ -31,8 +34,9 @@ type Warmup struct {
 	// Clock reports the GPU's SM clock and its maximum (nil: not asked;
 	// see Runner.SetClockProbe); ClockFrac is the fraction of the maximum
 	// the clock must reach (0: any).
-	Clock     ClockProbe
-	ClockFrac float64
+	Clock       ClockProbe
+	ClockFrac   float64
+	ClockSettle time.Duration
 }
 
 // ClockProbe reports the GPU's SM clock now and its maximum, in MHz; ok is
@@ -42,14 +46,15 @@ type Warmup struct {
 type ClockProbe func() (smMHz, maxMHz float64, ok bool)
 
 // DefaultWarmup returns the rule for an adapter: on a hardware GPU at least
-// 3 runs and 0.5 s, the last 3 within 5 %, at most 10 s or 100000 runs; on
+// 3 runs and 0.5 s, the last 3 within 5 %, at most 5 s or 100000 runs; on
 // a CPU adapter (lavapipe: no clock to ramp, only the shader compile and
 // the caches) at least 2 runs, the last 2 within 20 %, at most 1 s or 50.
-// On hardware, a clock probe (when the runner has one) must also read at
-// least 90 % of the maximum SM clock.
+// On hardware, with a clock probe (when the runner has one), the SM clock
+// must also be at 90 % of its maximum or unchanged (within 5 %) for 1 s.
 func DefaultWarmup(hardware bool) Warmup {
 	if hardware {
-		return Warmup{MinRuns: 3, Window: 3, MaxRuns: 100000, MinTime: 500 * time.Millisecond, MaxTime: 10 * time.Second, Tol: 0.05, ClockFrac: 0.9}
+		return Warmup{MinRuns: 3, Window: 3, MaxRuns: 100000, MinTime: 500 * time.Millisecond, MaxTime: 5 * time.Second, Tol: 0.05,
+			ClockFrac: 0.9, ClockSettle: time.Second}
 	}
 	return Warmup{MinRuns: 2, Window: 2, MaxRuns: 50, MaxTime: time.Second, Tol: 0.20}
 }
@@ -58,23 +63,42 @@ func DefaultWarmup(hardware bool) Warmup {
 func (w Warmup) String() string {
 	clk := ""
 	if w.Clock != nil && w.ClockFrac > 0 {
-		clk = fmt.Sprintf(" and the SM clock is at least %.0f %% of its maximum", 100*w.ClockFrac)
+		clk = fmt.Sprintf(" and the SM clock is at %.0f %% of its maximum or has settled (within %.0f %% for %v)", 100*w.ClockFrac, 100*w.Tol, w.ClockSettle)
 	}
 	return fmt.Sprintf("untimed runs until the last %d agree within %.0f %%%s (after at least %d runs and %v; at most %d runs or %v)",
 		w.Window, 100*w.Tol, clk, w.MinRuns, w.MinTime, w.MaxRuns, w.MaxTime)
 }
 
-// clockUp reports whether the probe's clock is high enough, and the clock
-// it read (0, 0 without a probe or an answer, which count as up).
-func (w Warmup) clockUp() (up bool, sm, maxSM float64) {
-	if w.Clock == nil {
-		return true, 0, 0
+// clockReading is one answer of the probe during a warm-up.
+type clockReading struct {
+	at        time.Time
+	sm, maxSM float64
+}
+
+// clockSettled reports whether the readings say the clock has settled by
+// w's rule (see Warmup), and whether it is up (at ClockFrac of the
+// maximum). No probe, or none of its answers, counts as settled and up.
+func (w Warmup) clockSettled(rs []clockReading) (settled, up bool) {
+	if len(rs) == 0 {
+		return true, true
 	}
-	sm, maxSM, ok := w.Clock()
-	if !ok || maxSM <= 0 {
-		return true, 0, 0
+	last := rs[len(rs)-1]
+	if last.sm >= w.ClockFrac*last.maxSM {
+		return true, true
 	}
-	return sm >= w.ClockFrac*maxSM, sm, maxSM
+	if last.at.Sub(rs[0].at) < w.ClockSettle {
+		return false, false
+	}
+	// The newest readings back until they span ClockSettle, and at least
+	// three of them (one slow run must not make a window of one reading).
+	lo, hi := last.sm, last.sm
+	for i, n := len(rs)-1, 0; i >= 0; i-- {
+		lo, hi, n = min(lo, rs[i].sm), max(hi, rs[i].sm), n+1
+		if n >= 3 && last.at.Sub(rs[i].at) >= w.ClockSettle {
+			return lo > 0 && hi <= (1+w.Tol)*lo, false
+		}
+	}
+	return false, false
 }
 
 // Measurement is one benchmark's timing: its warm-up and the timed
@@ -91,8 +115,10 @@ type Measurement struct {
 	Stable     bool
 	// ClockMHz and ClockMaxMHz are the probe's SM clock and maximum when
 	// the warm-up ended, ClockEndMHz its clock after the timed runs (all 0
-	// without a probe).
+	// without a probe); ClockUp is whether the warm-up ended with the clock
+	// at ClockFrac of its maximum (false also where it settled lower).
 	ClockMHz, ClockMaxMHz, ClockEndMHz float64
+	ClockUp                            bool
 	// Times are the timed repetitions in order; Median, Min, Max and the
 	// quartiles Q1, Q3 summarize them (nearest rank).
 	Times                    []time.Duration
@@ -115,6 +141,7 @@ func measure(ctx context.Context, w Warmup, reps int, one func() (Timing, error)
 	var m Measurement
 	start := time.Now()
 	var recent []time.Duration
+	var readings []clockReading
 	for {
 		if err := ctx.Err(); err != nil {
 			return m, err
@@ -130,12 +157,20 @@ func measure(ctx context.Context, w Warmup, reps int, one func() (Timing, error)
 		}
 		el := time.Since(start)
 		if m.Warmups >= max(w.MinRuns, w.Window, 1) && el >= w.MinTime && agree(recent, w.Tol) {
-			up, sm, maxSM := w.clockUp()
-			m.ClockMHz, m.ClockMaxMHz = sm, maxSM
-			if up {
+			if w.Clock != nil {
+				if sm, maxSM, ok := w.Clock(); ok && maxSM > 0 {
+					readings = append(readings, clockReading{time.Now(), sm, maxSM})
+					m.ClockMHz, m.ClockMaxMHz = sm, maxSM
+				}
+			}
+			settled, up := w.clockSettled(readings)
+			m.ClockUp = up && len(readings) > 0
+			if settled {
 				m.Stable = true
 				break
 			}
+		} else {
+			readings = readings[:0] // the times moved: the clock must settle again
 		}
 		if m.Warmups >= w.MaxRuns || el >= w.MaxTime {
 			break

@@ -13,7 +13,9 @@ import (
 // probe (or one without an answer) leaves the rule on times alone.
 func TestMeasureWaitsForClock(t *testing.T) {
 	one := func() (Timing, error) { return Timing{Wall: time.Millisecond, GPU: time.Millisecond}, nil }
-	base := Warmup{MinRuns: 3, Window: 3, MaxRuns: 40, MaxTime: time.Minute, Tol: 0.05, ClockFrac: 0.9}
+	// ClockSettle is far longer than 40 instant runs: only a clock at 90 %
+	// of its maximum ends these warm-ups.
+	base := Warmup{MinRuns: 3, Window: 3, MaxRuns: 40, MaxTime: time.Minute, Tol: 0.05, ClockFrac: 0.9, ClockSettle: time.Hour}
 	for _, tc := range []struct {
 		name       string
 		clock      func(call int) (float64, float64, bool)
@@ -49,12 +51,37 @@ func TestMeasureWaitsForClock(t *testing.T) {
 			}
 		})
 	}
+	// A clock that stays at 675 MHz for ClockSettle has settled: stable,
+	// not up; one that hunts between 675 and 1200 never settles.
+	slow := func() (Timing, error) {
+		time.Sleep(time.Millisecond)
+		return Timing{Wall: time.Millisecond, GPU: time.Millisecond}, nil
+	}
+	for _, tc := range []struct {
+		name   string
+		clock  func(call int) float64
+		stable bool
+	}{
+		{"settles low", func(int) float64 { return 675 }, true},
+		{"hunts", func(c int) float64 { return []float64{675, 1200}[c%2] }, false},
+	} {
+		w := Warmup{MinRuns: 3, Window: 3, MaxRuns: 1000, MaxTime: 200 * time.Millisecond, Tol: 0.05, ClockFrac: 0.9, ClockSettle: 20 * time.Millisecond}
+		calls := 0
+		w.Clock = func() (float64, float64, bool) { calls++; return tc.clock(calls), 1980, true }
+		m, err := measure(context.Background(), w, 3, slow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Stable != tc.stable || m.ClockUp {
+			t.Errorf("%s: stable %v up %v after %d warm-ups in %v, want stable %v, not up", tc.name, m.Stable, m.ClockUp, m.Warmups, m.WarmupTime, tc.stable)
+		}
+	}
 	w := DefaultWarmup(true)
 	if strings.Contains(w.String(), "clock") {
 		t.Errorf("rule without a probe mentions the clock: %s", w)
 	}
 	w.Clock = func() (float64, float64, bool) { return 0, 0, false }
-	if !strings.Contains(w.String(), "SM clock is at least 90 %") {
+	if !strings.Contains(w.String(), "SM clock is at 90 % of its maximum or has settled") {
 		t.Errorf("rule with a probe: %s", w)
 	}
 }

@@ -153,6 +153,7 @@ type Timing struct {
 	// after the timed runs (nvidia-smi's latest sample; NaN without one).
 	ClockMHz    Num    `json:"warmup_end_sm_mhz"`
 	ClockEndMHz Num    `json:"timed_end_sm_mhz"`
+	ClockUp     bool   `json:"clock_up"` // at 90 % of the maximum; false: settled lower`
 	Clocks      Clocks `json:"clocks"`
 }
 
@@ -160,7 +161,7 @@ func timingOf(m wgsl.Measurement, k Clocks) Timing {
 	ms := func(d time.Duration) Num { return Num(d.Seconds() * 1e3) }
 	return Timing{TimeMS: ms(m.Median), MinMS: ms(m.Min), MaxMS: ms(m.Max), Q1MS: ms(m.Q1), Q3MS: ms(m.Q3), Reps: len(m.Times),
 		Source: m.Source, Warmups: m.Warmups, WarmupS: Num(m.WarmupTime.Seconds()), Stable: m.Stable, Clocks: k,
-		ClockMHz: mhz(m.ClockMHz), ClockEndMHz: mhz(m.ClockEndMHz)}
+		ClockMHz: mhz(m.ClockMHz), ClockEndMHz: mhz(m.ClockEndMHz), ClockUp: m.ClockUp}
 }
 
 // mhz is a probe's clock, NaN where there was none (0).
@@ -179,7 +180,11 @@ func (t Timing) String() string {
 	}
 	clk := ""
 	if !math.IsNaN(float64(t.ClockMHz)) {
-		clk = fmt.Sprintf("; SM %.0f MHz after the warm-up, %.0f after the timed runs", float64(t.ClockMHz), float64(t.ClockEndMHz))
+		how := "up"
+		if !t.ClockUp {
+			how = "settled below 90 % of its maximum"
+		}
+		clk = fmt.Sprintf("; SM %.0f MHz after the warm-up (%s), %.0f after the timed runs", float64(t.ClockMHz), how, float64(t.ClockEndMHz))
 	}
 	return fmt.Sprintf("median %.4g ms (min %.4g, max %.4g, IQR %.4g–%.4g; %d runs, %s) after %d warm-up runs in %.2f s (%s%s)",
 		float64(t.TimeMS), float64(t.MinMS), float64(t.MaxMS), float64(t.Q1MS), float64(t.Q3MS), t.Reps, t.Source, t.Warmups, float64(t.WarmupS), st, clk)
