@@ -20,7 +20,10 @@ What is timed (each an "op" row; every time is ONE layer's call):
             "backend" the first of flash, cudnn, efficient, math that runs).
             The FP8 kernel reads a query already in e4m3 (q_quant is its own
             row), quantizes P to e4m3 and accumulates P.V two-level (FP32
-            promotion every tile), as vLLM's FA3 path.
+            promotion every tile), as vLLM's FA3 path; impl
+            triton-splitkv-dequant reads the same FP8 cache, converts K and V
+            to BF16 after the load and multiplies in BF16 (vLLM's Triton
+            decode, FlashInfer's decode on an FP8 cache).
   kv_write  writing `batch` new tokens' K and V of one layer into the cache
             at given slots: one fused Triton kernel (as vLLM's
             reshape_and_cache_flash): a copy for bf16, scale + saturate +
@@ -127,6 +130,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a few rows of each op (a smoke test)")
     ap.add_argument("--commit", default="", help="fp8lab's commit, for the provenance")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--ops", default="launch,stream,decode,kv_write,q_quant,prefill,linear",
+                    help="comma-separated ops to time (default all)")
     args = ap.parse_args()
 
     import torch
@@ -174,7 +179,12 @@ def main():
     @triton.jit
     def decode_split(Q, K, V, Qs, Ks, Vs, Os, Lse, L, s_kb, s_kn, s_kh, s_ob, HQ, HKV,
                      blocks_per_split, n_splits, sm_scale_log2,
-                     G: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr, PER_HEAD: tl.constexpr):
+                     G: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr, PER_HEAD: tl.constexpr,
+                     DEQUANT: tl.constexpr):
+        # DEQUANT (with FP8): the e4m3 K and V are converted to BF16 after the
+        # load and both products are BF16 wgmmas on a BF16 query (vLLM's
+        # Triton decode and FlashInfer's decode on an FP8 cache); without it
+        # the query is e4m3 and both products are FP8 wgmmas (FA3's path).
         bh = tl.program_id(0)
         sp = tl.program_id(1)
         b = bh // HKV
@@ -205,12 +215,17 @@ def main():
             offs = blk * BLOCK_N + rn
             kmask = offs < L
             k = tl.load(kb + offs[:, None] * s_kn + rd[None, :], mask=kmask[:, None], other=0.0)
+            if DEQUANT:
+                k = k.to(tl.bfloat16)
             sc = tl.dot(q, tl.trans(k)) * scale
             sc = tl.where(kmask[None, :], sc, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(sc, 1))
             alpha = tl.exp2(m_i - m_new)
             v = tl.load(vb + offs[:, None] * s_kn + rd[None, :], mask=kmask[:, None], other=0.0)
-            if FP8:
+            if DEQUANT:
+                p = tl.exp2(sc - m_new[:, None] + 8.0)
+                pv = tl.dot(p.to(tl.bfloat16), v.to(tl.bfloat16))
+            elif FP8:
                 p = tl.exp2(sc - m_new[:, None] + 8.0)
                 pv = tl.dot(p.to(tl.float8e4nv), v)
             else:
@@ -249,7 +264,7 @@ def main():
     def decode_warps(D):
         return 8 if D >= 512 else 4
 
-    def make_decode(B, L, HQ, HKV, D, kv):
+    def make_decode(B, L, HQ, HKV, D, kv, dequant=False):
         G = HQ // HKV
         BN = decode_block_n(D)
         n_blocks = -(-L // BN)
@@ -259,7 +274,7 @@ def main():
         dt = F8 if kv != "bf16" else torch.bfloat16
         Kc = torch.randn(B, L, HKV, D, device=dev).to(dt)
         Vc = torch.randn(B, L, HKV, D, device=dev).to(dt)
-        q = torch.randn(B, HQ, D, device=dev).to(dt)
+        q = torch.randn(B, HQ, D, device=dev).to(torch.bfloat16 if dequant else dt)
         nsc = HKV if kv == "fp8-head" else 1
         ks = torch.full((nsc,), 0.05, device=dev)
         vs = torch.full((nsc,), 0.05, device=dev)
@@ -273,7 +288,7 @@ def main():
         def fn():
             decode_split[(B * HKV, S)](q, Kc, Vc, qs, ks, vs, Os, Lse, L, Kc.stride(0), Kc.stride(1), Kc.stride(2),
                                        Os.stride(0), HQ, HKV, bps, S, (1.0 / math.sqrt(D)) * 1.4426950408889634,
-                                       G=G, D=D, BLOCK_N=BN, FP8=fp8, PER_HEAD=(kv == "fp8-head"),
+                                       G=G, D=D, BLOCK_N=BN, FP8=fp8, PER_HEAD=(kv == "fp8-head"), DEQUANT=dequant,
                                        num_warps=decode_warps(D), num_stages=2)
             if S > 1:
                 combine_splits[(B * HQ,)](Os, Lse, O, S, Os.stride(0), D=D, SP=SP, num_warps=4)
@@ -479,8 +494,11 @@ def main():
         return rows
 
     rows = []
+    ops = set(args.ops.split(","))
 
     def emit(row, make):
+        if row["op"] not in ops:
+            return
         t0 = time.time()
         try:
             row.update(make())
@@ -534,7 +552,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
     complete = False
     try:
-        for rows_fn in (launch_rows,):
+        for rows_fn in ((launch_rows,) if "launch" in ops else ()):
             for r in rows_fn():
                 rows.append(r)
                 print(json.dumps(r), flush=True)
@@ -555,6 +573,14 @@ def main():
                             return r
                         emit({"op": "decode", "impl": "triton-splitkv", "kv": kv, "batch": B, "context": L, "q_heads": HQ,
                               "kv_heads": HKV, "head_dim": D, "model": model}, run)
+                        if kv != "bf16":
+                            def run_dq(B=B, L=L, HQ=HQ, HKV=HKV, D=D, kv=kv):
+                                fn, extra = make_decode(B, L, HQ, HKV, D, kv, dequant=True)
+                                r = time_graph(fn)
+                                r.update(extra)
+                                return r
+                            emit({"op": "decode", "impl": "triton-splitkv-dequant", "kv": kv, "batch": B, "context": L,
+                                  "q_heads": HQ, "kv_heads": HKV, "head_dim": D, "model": model}, run_dq)
 
                     def run_sdpa(B=B, L=L, HQ=HQ, HKV=HKV, D=D):
                         fn, extra = make_sdpa_decode(B, L, HQ, HKV, D)
