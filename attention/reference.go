@@ -112,65 +112,141 @@ func ReferenceQuantized(ctx context.Context, cfg Config, q, qScale []float32, kv
 // read from the codes in place: the same operations in the same order
 // (each score's dot product over head_dim in order, each output element's
 // sum over the keys in order), so the same bits, without a float64 copy
-// of the cache.
+// of the cache. The query heads of one KV head go together, so that each
+// key is decoded once for the group (through a table of code value ×
+// descale: the product KV.Dequantize rounds), and four keys' scores (four
+// output elements' sums) are computed side by side: independent sums,
+// each in its own order, that the processor can overlap.
 func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, error) {
 	kv, p := k.kv, k.Plan
-	d, dv, n := p.HeadDim, p.VDim, p.n
+	d, dv, n, g := p.HeadDim, p.VDim, p.n, p.group
 	val := valueTable(kv.format)
 	out := make([]float64, p.mq*p.QHeads*dv)
-	s := make([]float64, n)
-	kr := make([]float64, d)
-	for i := 0; i < p.mq; i++ {
-		pos := p.position(i)
-		lo, hi := p.keyRange(pos)
-		for hq := 0; hq < p.QHeads; hq++ {
+	s := make([]float64, g*n)  // the group's scores, then weights: [head in group][key]
+	m := make([]float64, g)    // each head's largest score
+	l := make([]float64, g)    // each head's sum of weights
+	kr := make([]float64, 4*d) // four keys, decoded
+	kt := make([]float64, len(val))
+	vt := make([]float64, len(val))
+	for h := 0; h < p.KVHeads; h++ {
+		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
+		for c, v := range val {
+			kt[c], vt[c] = v*ks, v*vs
+		}
+		for i := 0; i < p.mq; i++ {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			h := hq / p.group
-			ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
-			qr := qv[(i*p.QHeads+hq)*d:][:d]
-			m := math.Inf(-1)
-			for j := lo; j < hi; j++ {
-				if p.Mask != nil && !p.Mask[i*n+j] {
-					s[j] = math.Inf(-1)
+			pos := p.position(i)
+			lo, hi := p.keyRange(pos)
+			for e := range m {
+				m[e] = math.Inf(-1)
+			}
+			for j := lo; j < hi; {
+				if j+4 <= hi && (p.Mask == nil || p.Mask[i*n+j] && p.Mask[i*n+j+1] && p.Mask[i*n+j+2] && p.Mask[i*n+j+3]) {
+					c0, c1, c2, c3 := kv.k[(h*n+j)*d:][:d], kv.k[(h*n+j+1)*d:][:d], kv.k[(h*n+j+2)*d:][:d], kv.k[(h*n+j+3)*d:][:d]
+					k0, k1, k2, k3 := kr[:d], kr[d:2*d], kr[2*d:3*d], kr[3*d:4*d]
+					for x := range k0 {
+						k0[x], k1[x], k2[x], k3[x] = kt[c0[x]], kt[c1[x]], kt[c2[x]], kt[c3[x]]
+					}
+					for e := 0; e < g; e++ {
+						qr := qv[(i*p.QHeads+h*g+e)*d:][:d]
+						var d0, d1, d2, d3 float64
+						for x, q := range qr {
+							d0 += q * k0[x]
+							d1 += q * k1[x]
+							d2 += q * k2[x]
+							d3 += q * k3[x]
+						}
+						se := s[e*n+j:][:4]
+						se[0], se[1], se[2], se[3] = p.SoftmaxScale*d0, p.SoftmaxScale*d1, p.SoftmaxScale*d2, p.SoftmaxScale*d3
+						m[e] = max(m[e], se[0], se[1], se[2], se[3])
+					}
+					j += 4
 					continue
 				}
-				codes := kv.k[(h*n+j)*d:][:d]
-				for x, c := range codes {
-					kr[x] = val[c] * ks
+				if p.Mask != nil && !p.Mask[i*n+j] {
+					for e := 0; e < g; e++ {
+						s[e*n+j] = math.Inf(-1)
+					}
+					j++
+					continue
 				}
-				var dot float64
-				for x := range qr {
-					dot += qr[x] * kr[x]
+				k0 := kr[:d]
+				for x, c := range kv.k[(h*n+j)*d:][:d] {
+					k0[x] = kt[c]
 				}
-				s[j] = p.SoftmaxScale * dot
-				m = max(m, s[j])
+				for e := 0; e < g; e++ {
+					qr := qv[(i*p.QHeads+h*g+e)*d:][:d]
+					var dot float64
+					for x := range qr {
+						dot += qr[x] * k0[x]
+					}
+					sc := p.SoftmaxScale * dot
+					s[e*n+j] = sc
+					m[e] = max(m[e], sc)
+				}
+				j++
 			}
-			o := out[(i*p.QHeads+hq)*dv:][:dv]
-			if hi <= lo || math.IsInf(m, -1) {
+			live := false
+			for e := 0; e < g; e++ {
+				if hi <= lo || math.IsInf(m[e], -1) {
+					continue
+				}
+				live = true
+				l[e] = 0
+				if len(p.Sinks) > 0 {
+					l[e] = pmath.Exp(p.Sinks[h*g+e] - m[e])
+				}
+				se := s[e*n:][:hi]
+				for j := lo; j < hi; j++ {
+					if math.IsInf(se[j], -1) { // masked: weight 0, skipped as Reference skips it
+						continue
+					}
+					se[j] = pmath.Exp(se[j] - m[e])
+					l[e] += se[j]
+				}
+			}
+			if !live {
 				continue
 			}
-			var l float64
-			if len(p.Sinks) > 0 {
-				l = pmath.Exp(p.Sinks[hq] - m)
-			}
-			for j := lo; j < hi; j++ {
-				if math.IsInf(s[j], -1) { // masked: weight 0, skipped as Reference skips it
-					continue
-				}
-				s[j] = pmath.Exp(s[j] - m)
-				l += s[j]
-			}
-			for x := range o {
-				row := kv.vt[(h*dv+x)*kv.stride:]
-				var acc float64
-				for j := lo; j < hi; j++ {
-					if w := s[j]; !math.IsInf(w, -1) {
-						acc += w * (val[row[j]] * vs)
+			x := 0
+			for ; x+4 <= dv; x += 4 {
+				r0, r1 := kv.vt[(h*dv+x)*kv.stride:][:hi], kv.vt[(h*dv+x+1)*kv.stride:][:hi]
+				r2, r3 := kv.vt[(h*dv+x+2)*kv.stride:][:hi], kv.vt[(h*dv+x+3)*kv.stride:][:hi]
+				for e := 0; e < g; e++ {
+					if hi <= lo || math.IsInf(m[e], -1) {
+						continue
 					}
+					se := s[e*n:][:hi]
+					var a0, a1, a2, a3 float64
+					for j := lo; j < hi; j++ {
+						if w := se[j]; !math.IsInf(w, -1) {
+							a0 += w * vt[r0[j]]
+							a1 += w * vt[r1[j]]
+							a2 += w * vt[r2[j]]
+							a3 += w * vt[r3[j]]
+						}
+					}
+					o := out[(i*p.QHeads+h*g+e)*dv+x:][:4]
+					o[0], o[1], o[2], o[3] = a0/l[e], a1/l[e], a2/l[e], a3/l[e]
 				}
-				o[x] = acc / l
+			}
+			for ; x < dv; x++ {
+				row := kv.vt[(h*dv+x)*kv.stride:][:hi]
+				for e := 0; e < g; e++ {
+					if hi <= lo || math.IsInf(m[e], -1) {
+						continue
+					}
+					se := s[e*n:][:hi]
+					var acc float64
+					for j := lo; j < hi; j++ {
+						if w := se[j]; !math.IsInf(w, -1) {
+							acc += w * vt[row[j]]
+						}
+					}
+					out[(i*p.QHeads+h*g+e)*dv+x] = acc / l[e]
+				}
 			}
 		}
 	}
