@@ -27,14 +27,14 @@ import (
 // indexes them without a bounds check; for an 8-bit format entry x holds
 // code x&0xff, and only the first 256 entries are ever hot in the cache.
 type tableStep struct {
-	exp   *[1 << 16]int32   // Exp(x), expZero for zero, expSpecial for NaN/inf
-	val   *[1 << 16]float64 // exact value of each code (0 for specials)
+	exp *[1 << 16]int32   // Exp(x), expZero for zero, expSpecial for NaN/inf
+	val *[1 << 16]float64 // exact value of each code (0 for specials)
 	// ent packs both for the assembly step: float64bits(val[x]) |
 	// uint32(exp[x]). nil: the pure-Go step (no assembly on this build or
 	// CPU, or a table whose values do not leave the low 32 bits free).
 	ent   *[1 << 16]uint64
-	f     int               // F
-	fb    int               // fraction bits kept by rho: 23 or 13
+	f     int // F
+	fb    int // fraction bits kept by rho: 23 or 13
 	ezero int32
 }
 
@@ -231,4 +231,19 @@ func cExponent(c float32, ezero int32) (e int32, ok bool) {
 	default:
 		return cexp - 127, true
 	}
+}
+
+// chain runs whole steps of l elements over a and b from c through the
+// assembly kernel, as repeated step calls would, and returns the result
+// and how far it got: the start of the first step that holds a NaN or inf
+// (not run; the caller runs it), or of the partial step at the end. It
+// does nothing (0) without the assembly step or when l is not a multiple
+// of 4.
+func (s *tableStep) chain(a, b []uint16, c float32, l int) (float32, int) {
+	steps := len(a) / l
+	if s.ent == nil || l&3 != 0 || steps == 0 {
+		return c, 0
+	}
+	b = b[:len(a)]
+	return chainGG(s.ent, &a[0], &b[0], steps, l, int32(s.f), int32(s.fb), s.ezero, c)
 }

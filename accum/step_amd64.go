@@ -43,3 +43,14 @@ func stepGG(ent *[1 << 16]uint64, a, b *uint16, n int, ce, f int32, c float64) (
 //
 //go:noescape
 func stepLG(ent *[1 << 16]uint64, a *uint64, b *uint16, n int, ce, f int32, c float64) (sum float64, emax int32)
+
+// chainGG runs steps whole steps of l codes from c and stops before the
+// first that holds a NaN or inf; see step_amd64.s.
+//
+//go:noescape
+func chainGG(ent *[1 << 16]uint64, a, b *uint16, steps, l int, f, fb, ezero int32, c float32) (d float32, done int)
+
+// chainLG is chainGG with the first operand's entries looked up beforehand.
+//
+//go:noescape
+func chainLG(ent *[1 << 16]uint64, a *uint64, b *uint16, steps, l int, f, fb, ezero int32, c float32) (d float32, done int)

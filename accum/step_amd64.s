@@ -157,3 +157,4 @@ lg_loop:
 
 lg_done:
 	EMAX_AND_SUM
+
