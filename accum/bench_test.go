@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/cputime"
 )
 
 // pvInputs returns a P·V-like pair of e4m3 vectors: softmax-like weights
@@ -35,6 +36,39 @@ func BenchmarkChain(b *testing.B) {
 			}
 			b.ReportMetric(float64(K)*float64(b.N)/b.Elapsed().Seconds(), "products/s")
 		})
+	}
+}
+
+// BenchmarkChainImpl is BenchmarkChain for the models of the table step
+// through the assembly kernels (impl=asm, the default where the CPU has
+// them) and through the pure-Go step (impl=purego) in one run, for the A/B
+// ratio; it reports products per second of wall time and of the thread's
+// CPU time (less disturbed by other tenants of a shared machine).
+func BenchmarkChainImpl(b *testing.B) {
+	const K = 1 << 16
+	x, y := pvInputs(K, 1)
+	for _, name := range []string{"sm90.wgmma.e4m3.f32", "sm100.tcgen05.f8f6f4.f32", "sm89.mma.sync.e4m3.f32", "sm90.wgmma.f16.f32"} {
+		m := MustLookup(name).(*tfdpa)
+		pure := *m
+		fast := *m.fast
+		fast.ent = nil
+		pure.fast = &fast
+		for _, impl := range []struct {
+			name string
+			m    Model
+		}{{"asm", m}, {"purego", &pure}} {
+			if impl.name == "asm" && m.fast.ent == nil {
+				continue // no assembly step on this build
+			}
+			b.Run(name+"/impl="+impl.name, func(b *testing.B) {
+				cpu := cputime.Start()
+				for b.Loop() {
+					sink = impl.m.Dot(x, y, 0)
+				}
+				b.ReportMetric(float64(K)*float64(b.N)/b.Elapsed().Seconds(), "products/s")
+				cpu.Report(b, K)
+			})
+		}
 	}
 }
 

@@ -27,10 +27,14 @@ import (
 // indexes them without a bounds check; for an 8-bit format entry x holds
 // code x&0xff, and only the first 256 entries are ever hot in the cache.
 type tableStep struct {
-	exp   *[1 << 16]int32   // Exp(x), expZero for zero, expSpecial for NaN/inf
-	val   *[1 << 16]float64 // exact value of each code (0 for specials)
-	f     int               // F
-	fb    int               // fraction bits kept by rho: 23 or 13
+	exp *[1 << 16]int32   // Exp(x), expZero for zero, expSpecial for NaN/inf
+	val *[1 << 16]float64 // exact value of each code (0 for specials)
+	// ent packs both for the assembly step: float64bits(val[x]) |
+	// uint32(exp[x]). nil: the pure-Go step (no assembly on this build or
+	// CPU, or a table whose values do not leave the low 32 bits free).
+	ent   *[1 << 16]uint64
+	f     int // F
+	fb    int // fraction bits kept by rho: 23 or 13
 	ezero int32
 }
 
@@ -45,7 +49,7 @@ const (
 // emulation of mma.sync FP8 on sm_90.
 func newTableStep(p Params, normalize bool) *tableStep {
 	t := inputTablesFor(p.In, normalize)
-	s := &tableStep{exp: t.exp, val: t.val, f: p.F, fb: 23, ezero: int32(p.EZero)}
+	s := &tableStep{exp: t.exp, val: t.val, ent: t.ent, f: p.F, fb: 23, ezero: int32(p.EZero)}
 	if p.Rho == RZE8M13 {
 		s.fb = 13
 	}
@@ -58,6 +62,7 @@ func newTableStep(p Params, normalize bool) *tableStep {
 type inputTables struct {
 	exp *[1 << 16]int32
 	val *[1 << 16]float64
+	ent *[1 << 16]uint64 // nil without the assembly step
 }
 
 type inputTablesKey struct {
@@ -98,8 +103,30 @@ func inputTablesFor(f fp8.Format, normalize bool) inputTables {
 			t.val[c] = f.Value(uint32(c & mask))
 		}
 	}
+	if haveStepAsm {
+		t.ent = packEntries(t.exp, t.val)
+	}
 	inputTablesCache[key] = t
 	return t
+}
+
+// packEntries returns the entry table of the assembly step, or nil if it
+// cannot represent the tables: a value whose float64 has a nonzero bit in
+// its low 32 (none of an 8- or 16-bit format has more than 11 significant
+// bits), or a code 0 that is not zero (the kernels pad with code 0).
+func packEntries(exp *[1 << 16]int32, val *[1 << 16]float64) *[1 << 16]uint64 {
+	if exp[0] != expZero || val[0] != 0 {
+		return nil
+	}
+	ent := new([1 << 16]uint64)
+	for c := range ent {
+		v := math.Float64bits(val[c])
+		if v&0xffffffff != 0 {
+			return nil
+		}
+		ent[c] = v | uint64(uint32(exp[c]))
+	}
+	return ent
 }
 
 // fastPathApplies reports whether tableStep computes p exactly.
@@ -112,6 +139,9 @@ func fastPathApplies(p Params) bool {
 // input or c is NaN or inf: the caller then takes the reference path. A
 // zero sum is +0, as in Params.Step.
 func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
+	if s.ent != nil {
+		return s.stepAsm(a, b, c)
+	}
 	b = b[:len(a)]
 	exp := s.exp
 	emax := int32(-2000)
@@ -138,8 +168,14 @@ func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
 	for i, x := range a {
 		sum += int64(val[x] * val[b[i]] * scale)
 	}
+	return s.round(sum, emax), true
+}
+
+// round converts the integer sum in units of 2^(emax − F) with rho: +0 for
+// a zero sum, as in Params.Step.
+func (s *tableStep) round(sum int64, emax int32) float32 {
 	if sum == 0 {
-		return 0, true
+		return 0
 	}
 	neg := sum < 0
 	mag := uint64(sum)
@@ -150,7 +186,34 @@ func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
 	if neg {
 		v |= 0x80000000
 	}
-	return math.Float32frombits(v), true
+	return math.Float32frombits(v)
+}
+
+// stepAsm is step through the assembly kernel stepGG (s.ent != nil): the
+// same result. A step whose length is not a multiple of 4 is padded with
+// code 0 (+0, the missing elements of a step), which changes neither e_max
+// (its sentinel is the initial maximum) nor the sum.
+func (s *tableStep) stepAsm(a, b []uint16, c float32) (float32, bool) {
+	ce, ok := cExponent(c, s.ezero)
+	if !ok {
+		return 0, false
+	}
+	n := len(a)
+	b = b[:n]
+	var sum float64
+	var emax int32
+	if n&3 == 0 && n > 0 {
+		sum, emax = stepGG(s.ent, &a[0], &b[0], n, ce, int32(s.f), float64(c))
+	} else {
+		var pa, pb [64]uint16 // n <= L <= 64
+		copy(pa[:], a)
+		copy(pb[:], b)
+		sum, emax = stepGG(s.ent, &pa[0], &pb[0], (n+3)&^3, ce, int32(s.f), float64(c))
+	}
+	if emax > 1000 {
+		return 0, false
+	}
+	return s.round(int64(sum), emax), true
 }
 
 // cExponent is the exponent at which an FP32 accumulator c enters a step:
@@ -168,4 +231,19 @@ func cExponent(c float32, ezero int32) (e int32, ok bool) {
 	default:
 		return cexp - 127, true
 	}
+}
+
+// chain runs whole steps of l elements over a and b from c through the
+// assembly kernel, as repeated step calls would, and returns the result
+// and how far it got: the start of the first step that holds a NaN or inf
+// (not run; the caller runs it), or of the partial step at the end. It
+// does nothing (0) without the assembly step or when l is not a multiple
+// of 4.
+func (s *tableStep) chain(a, b []uint16, c float32, l int) (float32, int) {
+	steps := len(a) / l
+	if s.ent == nil || l&3 != 0 || steps == 0 {
+		return c, 0
+	}
+	b = b[:len(a)]
+	return chainGG(s.ent, &a[0], &b[0], steps, l, int32(s.f), int32(s.fb), s.ezero, c)
 }

@@ -179,6 +179,14 @@ func (m *tfdpa) Dot(a, b []uint16, c float32) float32 {
 	L := m.info.Step.L
 	b = sameLen(a, b)
 	for i := 0; i < len(a); i += L {
+		if m.fast != nil {
+			// Whole steps in one call, up to the first special, if any.
+			var done int
+			c, done = m.fast.chain(a[i:], b[i:], c, L)
+			if i += done; i >= len(a) {
+				break
+			}
+		}
 		j := min(i+L, len(a))
 		c = m.step(a[i:j], b[i:j], c)
 	}

@@ -163,6 +163,10 @@ const maxRowsA = 1024
 
 func (m *tfdpa) dotRows(a, b []uint16, stride int, c, out []float32) {
 	s := m.fast
+	if s.ent != nil && m.info.Step.L&3 == 0 {
+		m.dotRowsAsm(a, b, stride, c, out)
+		return
+	}
 	var expA [maxRowsA]int32
 	var valA [maxRowsA]float64
 	for i, x := range a {
@@ -244,4 +248,42 @@ func (s *tableStep) stepPrepared(expA []int32, valA []float64, b []uint16, c flo
 		v |= 0x80000000
 	}
 	return math.Float32frombits(v), true
+}
+
+// dotRowsAsm is dotRows through the assembly chain kernel chainLG, with
+// a's entries looked up once for all rows: whole steps in one call per row
+// up to the first special, which (like the partial step at the end) takes
+// tableStep.step or the reference path. The same result, bit for bit.
+func (m *tfdpa) dotRowsAsm(a, b []uint16, stride int, c, out []float32) {
+	s := m.fast
+	var entA [maxRowsA]uint64
+	for i, x := range a {
+		entA[i] = s.ent[x]
+	}
+	L := m.info.Step.L
+	n := len(a)
+	f, fb := int32(s.f), int32(s.fb)
+	for r := range out {
+		var cr float32
+		if c != nil {
+			cr = c[r]
+		}
+		row := b[r*stride:][:n]
+		for i := 0; i < n; {
+			if steps := (n - i) / L; steps > 0 {
+				var done int
+				cr, done = chainLG(s.ent, &entA[i], &row[i], steps, L, f, fb, s.ezero, cr)
+				if i += done; i >= n {
+					break
+				}
+			}
+			j := min(i+L, n)
+			d, ok := s.step(a[i:j], row[i:j], cr)
+			if !ok {
+				d = m.refStep(a[i:j], row[i:j], cr)
+			}
+			cr, i = d, j
+		}
+		out[r] = cr
+	}
 }
