@@ -50,11 +50,12 @@ type ClockProbe func() (smMHz, maxMHz float64, ok bool)
 // a CPU adapter (lavapipe: no clock to ramp, only the shader compile and
 // the caches) at least 2 runs, the last 2 within 20 %, at most 1 s or 50.
 // On hardware, with a clock probe (when the runner has one), the SM clock
-// must also be at 90 % of its maximum or unchanged (within 5 %) for 1 s.
+// must also be at 90 % of its maximum or unchanged (within 5 %) for 0.6 s
+// (three of gpucheck's nvidia-smi samples).
 func DefaultWarmup(hardware bool) Warmup {
 	if hardware {
 		return Warmup{MinRuns: 3, Window: 3, MaxRuns: 100000, MinTime: 500 * time.Millisecond, MaxTime: 5 * time.Second, Tol: 0.05,
-			ClockFrac: 0.9, ClockSettle: time.Second}
+			ClockFrac: 0.9, ClockSettle: 600 * time.Millisecond}
 	}
 	return Warmup{MinRuns: 2, Window: 2, MaxRuns: 50, MaxTime: time.Second, Tol: 0.20}
 }
