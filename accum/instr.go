@@ -3,7 +3,6 @@ package accum
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -95,54 +94,25 @@ type PeerVarianter interface {
 	PeerVariants() []PeerVariant
 }
 
-var (
-	instrRegistry = map[string]Instruction{}
-	// shadowed holds instructions registered under the name of an existing
-	// Model (the same instruction modelled twice, e.g. TF32 mma.sync by
-	// both the Model table and this one): Instructions does not list them
-	// (the Model is listed), LookupInstruction still finds them.
-	shadowed = map[string]Instruction{}
-)
-
-func registerInstr(m Instruction) {
-	n := m.Name()
-	if _, dup := instrRegistry[n]; dup {
-		panic("accum: duplicate instruction " + n)
-	}
-	if _, dup := registry[n]; dup {
-		shadowed[n] = m
-		return
-	}
-	instrRegistry[n] = m
-}
-
-// LookupInstruction returns the named instruction, or an error listing the
-// known names.
+// LookupInstruction returns the named instruction (a row of the table
+// listed AsInstruction), or an error listing the known names.
 func LookupInstruction(name string) (Instruction, error) {
-	if m, ok := instrRegistry[name]; ok {
-		return m, nil
-	}
-	if m, ok := shadowed[name]; ok {
+	if m, ok := cat().instrs[name]; ok {
 		return m, nil
 	}
 	return nil, fmt.Errorf("unknown instruction model %q; known: %s", name, strings.Join(InstructionNames(), ", "))
 }
 
-// InstructionNames returns every instruction name, sorted.
-func InstructionNames() []string {
-	n := make([]string, 0, len(instrRegistry))
-	for k := range instrRegistry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
+// InstructionNames returns every instruction name, sorted, apart from those
+// of rows that are also a Model of the same name (Names lists those).
+func InstructionNames() []string { return append([]string(nil), cat().instrNames...) }
 
-// Instructions returns every instruction, sorted by name.
+// Instructions returns the instructions of InstructionNames, sorted by name.
 func Instructions() []Instruction {
-	var ms []Instruction
-	for _, n := range InstructionNames() {
-		ms = append(ms, instrRegistry[n])
+	c := cat()
+	ms := make([]Instruction, len(c.instrNames))
+	for i, n := range c.instrNames {
+		ms[i] = c.instrs[n]
 	}
 	return ms
 }

@@ -76,7 +76,7 @@ func TestWideStepMatchesReference(t *testing.T) {
 	params = append(params, Params{L: 16, F: 13, Rho: RZE8M13, EZero: -133, In: fp8.FormatTF32},
 		Params{L: 64, F: 30, Rho: RZFP32, EZero: -300, In: fp8.FormatTF32})
 	for _, p := range params {
-		m := newTFDPA("test", fp8.FormatTF32, p.L, p, "", "")
+		m := mustTFDPA(t, fp8.FormatTF32, p.L, p)
 		for trial := 0; trial < 40000; trial++ {
 			n := 1 + r.IntN(p.L)
 			a, b := make([]uint32, n), make([]uint32, n)
@@ -145,7 +145,7 @@ func TestTF32EZero(t *testing.T) {
 	}
 	p := m.Info().Step
 	p.EZero = -200
-	low := newTFDPA("test", fp8.FormatTF32, 8, p, "", "")
+	low := mustTFDPA(t, fp8.FormatTF32, 8, p)
 	if got := low.Step32(a, b, 0); got != 0 {
 		t.Errorf("e_zero -200: %g, want 0", got)
 	}

@@ -74,30 +74,35 @@ func isNarrow(f fp8.Format) bool {
 	return f == fp8.FormatE2M1 || f == fp8.FormatE2M3 || f == fp8.FormatE3M2
 }
 
-func mustFormat(name string) fp8.Format {
-	f, err := fp8.ParseFormat(name)
-	if err != nil {
-		panic("accum: " + err.Error())
-	}
-	return f
-}
-
 // newNV builds an NVIDIA instruction; info.A, B, C, Scale name the formats.
-func newNV(info InstrInfo) *nvInstr {
-	m := &nvInstr{info: info, a: mustFormat(info.A), b: mustFormat(info.B), c: mustFormat(info.C)}
-	if info.Scale != "" {
-		m.scale = mustFormat(info.Scale)
+func newNV(info InstrInfo) (*nvInstr, error) {
+	m := &nvInstr{info: info}
+	var err error
+	for _, f := range []struct {
+		to   *fp8.Format
+		name string
+	}{{&m.a, info.A}, {&m.b, info.B}, {&m.c, info.C}, {&m.scale, info.Scale}} {
+		if f.name == "" && f.to == &m.scale {
+			continue // unscaled: FormatInvalid
+		}
+		if *f.to, err = fp8.ParseFormat(f.name); err != nil {
+			return nil, err
+		}
 	}
 	if info.Group > 0 && (m.a != fp8.FormatE2M1 || m.b != fp8.FormatE2M1 || info.Group != 16) {
-		panic(fmt.Sprintf("accum: %s: groups of %d are modelled for e2m1 operands in groups of 16 only", info.Name, info.Group))
+		return nil, fmt.Errorf("groups of %d are modelled for e2m1 operands in groups of 16 only", info.Group)
+	}
+	if (m.scale == fp8.FormatInvalid) != (info.Block == 0) || info.Block < 0 || info.Block > 0 && (info.L%info.Block != 0 || info.Group > 0 && info.Block%info.Group != 0) {
+		return nil, fmt.Errorf("scale %q per %d elements does not fit steps of L = %d", info.Scale, info.Block, info.L)
 	}
 	m.fp4Group = info.Group > 0
 	want := fp8.FormatFP32
 	if info.Rho == RNEFP16 {
 		want = fp8.FormatFP16
 	}
-	if m.c != want || info.L < 1 || info.L > 64 || info.K%info.L != 0 || info.F < 1 || info.F > 35 {
-		panic(fmt.Sprintf("accum: %s: bad parameters %s", info.Name, info.String()))
+	if m.c != want || info.L < 1 || info.L > 64 || info.K%info.L != 0 || info.F < 1 || info.F > 35 ||
+		info.Rho < RZFP32 || info.Rho > RNEFP16 || !nvOperand(m.a) || !nvOperand(m.b) {
+		return nil, fmt.Errorf("bad parameters %s", info.String())
 	}
 	if info.Kind == "" {
 		info.Kind = KindTFDPA
@@ -107,7 +112,16 @@ func newNV(info InstrInfo) *nvInstr {
 		m.info.Kind = info.Kind
 	}
 	m.fast = newScaledFast(m)
-	return m
+	return m, nil
+}
+
+// nvOperand reports whether f is an operand format of the NVIDIA steps.
+func nvOperand(f fp8.Format) bool {
+	switch f {
+	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatFP16, fp8.FormatBF16, fp8.FormatTF32, fp8.FormatE2M1, fp8.FormatE2M3, fp8.FormatE3M2:
+		return true
+	}
+	return false
 }
 
 func (m *nvInstr) Name() string    { return m.info.Name }
