@@ -189,13 +189,29 @@ type part struct {
 }
 
 func decode(f fp8.Format, code uint64, widen bool) part {
-	p := f.Decompose(uint32(code))
-	d := part{class: p.Class, neg: p.Neg, m: p.M, e: p.E, frac: f.FracBits()}
+	d := decodeFrac(f, f.FracBits(), code)
 	if widen && d.class == fp8.Finite {
-		for d.m < 1<<uint(d.frac) {
-			d.m <<= 1
-			d.e--
-		}
+		return normalize(d)
+	}
+	return d
+}
+
+// decodeFrac is decode without widening for a format of frac fraction bits
+// (f.FracBits(), looked up once per step rather than once per operand).
+func decodeFrac(f fp8.Format, frac int, code uint64) part {
+	return fromParts(f.Decompose(uint32(code)), frac)
+}
+
+// fromParts is the part of a decomposed code of frac fraction bits.
+func fromParts(p fp8.Parts, frac int) part {
+	return part{class: p.Class, neg: p.Neg, m: p.M, e: p.E, frac: frac}
+}
+
+// normalize shifts a subnormal's significand up to its leading bit.
+func normalize(d part) part {
+	for d.m < 1<<uint(d.frac) {
+		d.m <<= 1
+		d.e--
 	}
 	return d
 }
@@ -239,11 +255,16 @@ func zeroExp(x part) int {
 // one computes one step over len(a) <= L elements: the reference step of
 // every T-FDPA row (Params.Step runs it too).
 func (m *nvInstr) one(a, b []uint64, sa, sb []uint8, c uint64, r stepRules) uint64 {
+	return oneStep(m, a, b, sa, sb, c, r)
+}
+
+// oneStep is nvInstr.one for codes of any width (Params.Step's are 32-bit).
+func oneStep[T Code](m *nvInstr, a, b []T, sa, sb []uint8, c uint64, r stepRules) uint64 {
 	var s terms
 	if m.fp4Group {
-		m.groupTerms(&s, a, b, sa, sb, r)
+		groupTerms(m, &s, a, b, sa, sb, r)
 	} else {
-		m.productTerms(&s, a, b, sa, sb, r)
+		productTerms(m, &s, a, b, sa, sb, r)
 	}
 	m.cTerm(&s, c, r)
 	out := m.c
@@ -263,14 +284,14 @@ func (m *nvInstr) one(a, b []uint64, sa, sb []uint8, c uint64, r stepRules) uint
 
 // groupTerms adds the GST terms of FP4 k = 64: each group of Group
 // products summed exactly, times its two scales, is one term.
-func (m *nvInstr) groupTerms(s *terms, a, b []uint64, sa, sb []uint8, r stepRules) {
+func groupTerms[T Code](m *nvInstr, s *terms, a, b []T, sa, sb []uint8, r stepRules) {
 	G := m.info.Group
 	for g := 0; g < len(a); g += G {
 		h := min(g+G, len(a))
 		var s4 int64 // the exact group sum in units of 1/4
 		allZero := true
 		for i := g; i < h; i++ {
-			pa, pb := decode(fp8.FormatE2M1, a[i], false), decode(fp8.FormatE2M1, b[i], false)
+			pa, pb := decodeFrac(fp8.FormatE2M1, 1, uint64(a[i])), decodeFrac(fp8.FormatE2M1, 1, uint64(b[i]))
 			if pa.class == fp8.Zero || pb.class == fp8.Zero {
 				continue
 			}
@@ -306,16 +327,24 @@ func (m *nvInstr) groupTerms(s *terms, a, b []uint64, sa, sb []uint8, r stepRule
 
 // productTerms adds one term per product (ST: with its block's two scale
 // exponents when the row is scaled).
-func (m *nvInstr) productTerms(s *terms, a, b []uint64, sa, sb []uint8, r stepRules) {
+func productTerms[T Code](m *nvInstr, s *terms, a, b []T, sa, sb []uint8, r stepRules) {
+	wa, wb := isNarrow(m.a) && !r.fp4Emin0, isNarrow(m.b) && !r.fp4Emin0
+	scaled := m.scale != fp8.FormatInvalid
+	fa, fb, fs := m.a.FracBits(), m.b.FracBits(), m.scale.FracBits()
 	for i := range a {
-		pa := decode(m.a, a[i], isNarrow(m.a) && !r.fp4Emin0)
-		pb := decode(m.b, b[i], isNarrow(m.b) && !r.fp4Emin0)
+		pa, pb := fromParts(m.a.Decompose(uint32(a[i])), fa), fromParts(m.b.Decompose(uint32(b[i])), fb)
+		if wa && pa.class == fp8.Finite {
+			pa = normalize(pa)
+		}
+		if wb && pb.class == fp8.Finite {
+			pb = normalize(pb)
+		}
 		t := fterm{neg: pa.neg != pb.neg, m: pa.m * pb.m, e: pa.e + pb.e, frac: pa.frac + pb.frac}
 		zero := pa.class == fp8.Zero || pb.class == fp8.Zero
-		oldE := zeroExp(pa) + zeroExp(pb)
-		if m.scale != fp8.FormatInvalid {
+		var s0, s1 part
+		if scaled {
 			blk := i / m.info.Block
-			s0, s1 := decode(m.scale, uint64(sa[blk]), false), decode(m.scale, uint64(sb[blk]), false)
+			s0, s1 = decodeFrac(m.scale, fs, uint64(sa[blk])), decodeFrac(m.scale, fs, uint64(sb[blk]))
 			if s0.class == fp8.NaN || s1.class == fp8.NaN {
 				s.nan = true
 				continue
@@ -330,7 +359,6 @@ func (m *nvInstr) productTerms(s *terms, a, b []uint64, sa, sb []uint8, r stepRu
 			t.m *= s0.m * s1.m
 			t.frac += s0.frac + s1.frac
 			t.e += s0.e + s1.e
-			oldE += zeroExp(s0) + zeroExp(s1)
 		}
 		switch {
 		case pa.class == fp8.NaN || pb.class == fp8.NaN:
@@ -347,7 +375,10 @@ func (m *nvInstr) productTerms(s *terms, a, b []uint64, sa, sb []uint8, r stepRu
 			t.m = 0
 			t.e = m.info.EZero
 			if r.zero == zeroMMASimC785 {
-				t.e = oldE
+				t.e = zeroExp(pa) + zeroExp(pb)
+				if scaled {
+					t.e += zeroExp(s0) + zeroExp(s1)
+				}
 			}
 		}
 		s.add(t)
