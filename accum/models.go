@@ -143,12 +143,10 @@ func Chain(m Model, a, b []uint16, c float32, promote int) float32 {
 	if promote <= 0 || promote >= len(a) && c == 0 {
 		return m.Dot(a, b, c)
 	}
-	acc := c
-	for i := 0; i < len(a); i += promote {
-		j := min(i+promote, len(a))
-		acc = float32(acc + m.Dot(a[i:j], b[i:j], 0))
-	}
-	return acc
+	d, _ := kLoop(len(a), promote, uint64(math.Float32bits(c)), func(i, j int, c uint64) (uint64, bool) {
+		return uint64(math.Float32bits(m.Dot(a[i:j], b[i:j], math.Float32frombits(uint32(c))))), true
+	}, addFor("f32"))
+	return math.Float32frombits(uint32(d))
 }
 
 // CheckPromotion returns an error unless promote is 0 (never) or a positive
