@@ -234,6 +234,17 @@ func cat() *catalog { return current.Load() }
 // Rows returns the instructions of the table, in table order (a copy).
 func Rows() []Row { return append([]Row(nil), cat().rows...) }
 
+// LookupRow returns the row of the named instruction: the row of that
+// Name, or of that Short (Model) name.
+func LookupRow(name string) (Row, error) {
+	for _, r := range cat().rows {
+		if r.Name == name || r.Short == name {
+			return r, nil
+		}
+	}
+	return Row{}, fmt.Errorf("no instruction %q in the table", name)
+}
+
 // TestRows is a test hook: for the rest of test t the package's table is
 // tableRows plus rows, so that Lookup, Models, LookupInstruction,
 // Instructions, Rows and everything built on them (attention's

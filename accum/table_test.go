@@ -68,6 +68,12 @@ func TestTable(t *testing.T) {
 			t.Errorf("%s: %v", m.Name(), err)
 		}
 	}
+	if r, err := LookupRow("sm100.tcgen05.f8f6f4.f32"); err != nil || r.Name != "sm100.tcgen05.f8f6f4.e4m3.e4m3.f32" {
+		t.Errorf("LookupRow of a short name: %+v, %v", r, err)
+	}
+	if _, err := LookupRow("fp32"); err == nil {
+		t.Error("a baseline is not a row")
+	}
 	// The short-named Model and the long-named Instruction of one row
 	// compute the same bits.
 	short, long := MustLookup("sm100.tcgen05.f8f6f4.f32").(Stepper), mustInstr(t, "sm100.tcgen05.f8f6f4.e4m3.e4m3.f32")

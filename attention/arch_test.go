@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,16 @@ func TestArchRows(t *testing.T) {
 	for _, a := range Arches() {
 		if err := a.Check(); err != nil {
 			t.Error(err)
+		}
+		// Each instruction is a row of accum's table of the architecture
+		// the row names among its aliases.
+		names := slices.Collect(maps.Values(a.Models))
+		names = append(names, slices.Collect(maps.Values(a.Block))...)
+		for _, n := range names {
+			r, err := accum.LookupRow(n)
+			if err != nil || !slices.Contains(a.Aliases, r.Arch) {
+				t.Errorf("%s: %s is a row of %q (%v), not of %v", a.Name, n, r.Arch, err, a.Aliases)
+			}
 		}
 		if a.SMs < 1 || a.SMsFrom == "" || a.GPUs == "" || a.MMA == "" {
 			t.Errorf("%s: SMs %d, source %q, GPUs %q, MMA %q", a.Name, a.SMs, a.SMsFrom, a.GPUs, a.MMA)
