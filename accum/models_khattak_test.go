@@ -18,8 +18,9 @@ var khattakModels = []string{
 	"sm100.mma.sync.e4m3.f32", "sm100.mma.sync.e5m2.f32", "sm100.mma.sync.e4m3.f16", "sm100.mma.sync.e5m2.f16",
 }
 
-// TestKhattakModelTable checks that every model of models_khattak.go is
-// registered with a doc and a source naming its evidence.
+// TestKhattakModelTable checks that every model added for Khattak &
+// Mikaitis' outputs is in the table with a doc and a source naming its
+// evidence.
 func TestKhattakModelTable(t *testing.T) {
 	for _, n := range khattakModels {
 		m, err := Lookup(n)
