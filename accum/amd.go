@@ -44,22 +44,46 @@ type amdInstr struct {
 	tables func() [2]*amdTable
 }
 
-func newAMD(info InstrInfo, arch int) *amdInstr {
-	m := &amdInstr{info: info, op: info.Kind, arch: arch}
-	switch info.A {
-	case "f64":
+// newAMD builds the v_mfma instruction of info on arch ("cdna1", "cdna2",
+// "cdna3").
+func newAMD(info InstrInfo, arch string) (*amdInstr, error) {
+	n := map[string]int{"cdna1": 1, "cdna2": 2, "cdna3": 3}[arch]
+	if n == 0 {
+		return nil, fmt.Errorf("%q is not an AMD architecture of the model (cdna1, cdna2, cdna3)", arch)
+	}
+	m := &amdInstr{info: info, op: info.Kind, arch: n}
+	switch {
+	case info.A == "f64" || info.B == "f64":
+		if info.A != info.B || info.C != "f64" || info.Kind != KindFMAChain {
+			return nil, fmt.Errorf("f64 operands are an FP64 FMA chain with f64 c/d")
+		}
 		m.f64 = true
 	default:
-		m.in, m.bin = mustFormat(info.A), mustFormat(info.B)
+		var err error
+		if m.in, err = fp8.ParseFormat(info.A); err != nil {
+			return nil, err
+		}
+		if m.bin, err = fp8.ParseFormat(info.B); err != nil {
+			return nil, err
+		}
+		if info.C != "f32" {
+			return nil, fmt.Errorf("c/d is %s, want f32", info.C)
+		}
 	}
 	m.xf32 = info.A == "f32" && info.Kind == KindAMDFDPA
 	if !m.f64 && m.in.CodeBits() <= 16 {
 		m.tables = sync.OnceValue(func() [2]*amdTable { return [2]*amdTable{amdTableFor(m.in), amdTableFor(m.bin)} })
 	}
-	if info.Kind != KindFMAChain && info.Group < 1 {
-		panic(fmt.Sprintf("accum: %s: no group size", info.Name))
+	if info.Kind != KindFMAChain && (info.Group < 1 || info.K%info.Group != 0) {
+		return nil, fmt.Errorf("K = %d is not a multiple of a group of %d", info.K, info.Group)
 	}
-	return m
+	if info.Kind == KindAMDFDPA && info.Group > 16 || info.Kind == KindPairwise && info.Group > 4 {
+		return nil, fmt.Errorf("groups of %d are not modelled for %s (at most 16, pairwise 4)", info.Group, info.Kind)
+	}
+	if info.K < 1 || info.K > 64 {
+		return nil, fmt.Errorf("K = %d is outside 1..64", info.K)
+	}
+	return m, nil
 }
 
 func (m *amdInstr) Name() string    { return m.info.Name }

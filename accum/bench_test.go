@@ -92,3 +92,21 @@ func BenchmarkChainParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRefStep runs chains (K = 4096) of models whose every step is the
+// reference step (Params.Step): FP16 accumulators, which no fast path
+// covers.
+func BenchmarkRefStep(b *testing.B) {
+	const K = 1 << 12
+	x, y := pvInputs(K, 3)
+	for _, name := range []string{"sm90.wgmma.e4m3.f16", "sm90.mma.sync.e4m3.f16"} {
+		m := MustLookup(name)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink = m.Dot(x, y, 0)
+			}
+			b.ReportMetric(float64(K)*float64(b.N)/b.Elapsed().Seconds(), "products/s")
+		})
+	}
+}

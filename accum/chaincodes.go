@@ -29,25 +29,13 @@ func ChainCodes[T Code](m Instruction, a, b []T, sa, sb []uint8, c uint64, promo
 		}
 	}
 	if am, ok := m.(*amdInstr); ok && len(a) == len(b) {
-		if promote < 0 || promote > 0 && promote%am.info.K != 0 {
-			return 0, errorf("promotion interval %d is not 0 or a positive multiple of %s's K = %d", promote, am.info.Name, am.info.K)
+		if err := checkChain(am.info, len(a), nil, nil, promote); err != nil {
+			return 0, err
 		}
-		run := func(a, b []T, c uint64) (uint64, bool) { return chainAMD(am, a, b, c) }
-		if promote == 0 {
-			if d, ok := run(a, b, c); ok {
-				return d, nil
-			}
-		} else {
-			acc, ok := c, true
-			for i := 0; i < len(a) && ok; i += promote {
-				j := min(i+promote, len(a))
-				var d uint64
-				d, ok = run(a[i:j], b[i:j], 0)
-				acc = addRNE(am.info.C, acc, d)
-			}
-			if ok {
-				return acc, nil
-			}
+		if d, ok := kLoop(len(a), promote, c, func(i, j int, c uint64) (uint64, bool) {
+			return chainAMD(am, a[i:j], b[i:j], c)
+		}, addFor(am.info.C)); ok {
+			return d, nil
 		}
 	}
 	wa, wb := make([]uint64, len(a)), make([]uint64, len(b))
@@ -60,31 +48,18 @@ func ChainCodes[T Code](m Instruction, a, b []T, sa, sb []uint8, c uint64, promo
 	return InstrChain(m, wa, wb, sa, sb, c, promote)
 }
 
-func (m *nvInstr) checkChain(n int, sa, sb []uint8, promote int) error {
-	in := m.info
-	if promote < 0 || promote > 0 && promote%in.K != 0 {
-		return errorf("promotion interval %d is not 0 or a positive multiple of %s's K = %d", promote, in.Name, in.K)
-	}
-	if in.Scale != "" {
-		k := (n + in.Block - 1) / in.Block
-		if len(sa) < k || len(sb) < k {
-			return errorf("chain: %d elements need %d scales each, have %d and %d", n, k, len(sa), len(sb))
-		}
-	}
-	return nil
-}
-
 // chainFast8 runs the K loop on 8-bit codes through scaledFast, falling
 // back to the reference step for a step with NaN or inf.
 func (m *nvInstr) chainFast8(a, b []uint8, sa, sb []uint8, c uint64, promote int) (uint64, error) {
-	if err := m.checkChain(len(a), sa, sb, promote); err != nil {
+	if err := checkChain(m.info, len(a), sa, sb, promote); err != nil {
 		return 0, err
 	}
 	K, blk := m.info.K, m.info.Block
 	f := m.fast
-	run := func(a, b, sa, sb []uint8, c float32) float32 {
-		for i := 0; i < len(a); i += K {
-			j := min(i+K, len(a))
+	d, _ := kLoop(len(a), promote, c, func(lo, hi int, c64 uint64) (uint64, bool) {
+		c := math.Float32frombits(uint32(c64))
+		for i := lo; i < hi; i += K {
+			j := min(i+K, hi)
 			var d float32
 			ok := false
 			switch {
@@ -100,22 +75,9 @@ func (m *nvInstr) chainFast8(a, b []uint8, sa, sb []uint8, c uint64, promote int
 			}
 			c = d
 		}
-		return c
-	}
-	c32 := math.Float32frombits(uint32(c))
-	if promote == 0 {
-		return uint64(math.Float32bits(run(a, b, sa, sb, c32))), nil
-	}
-	acc := c32
-	for i := 0; i < len(a); i += promote {
-		j := min(i+promote, len(a))
-		var xa, xb []uint8
-		if f.scaled {
-			xa, xb = sa[i/blk:], sb[i/blk:]
-		}
-		acc += run(a[i:j], b[i:j], xa, xb, 0)
-	}
-	return uint64(math.Float32bits(acc)), nil
+		return uint64(math.Float32bits(c)), true
+	}, addFor("f32"))
+	return d, nil
 }
 
 func (m *nvInstr) refChunk8(a, b []uint8, sa, sb []uint8, at int, c float32) float32 {
@@ -134,14 +96,15 @@ func (m *nvInstr) refChunk8(a, b []uint8, sa, sb []uint8, at int, c float32) flo
 
 // chainFast32 runs a TF32 K loop (steps of L elements) through scaledFast.
 func (m *nvInstr) chainFast32(a, b []uint32, c uint64, promote int) (uint64, error) {
-	if err := m.checkChain(len(a), nil, nil, promote); err != nil {
+	if err := checkChain(m.info, len(a), nil, nil, promote); err != nil {
 		return 0, err
 	}
 	L := m.info.L
 	f := m.fast
-	run := func(a, b []uint32, c float32) float32 {
-		for i := 0; i < len(a); i += L {
-			j := min(i+L, len(a))
+	d, _ := kLoop(len(a), promote, c, func(lo, hi int, c64 uint64) (uint64, bool) {
+		c := math.Float32frombits(uint32(c64))
+		for i := lo; i < hi; i += L {
+			j := min(i+L, hi)
 			d, ok := f.stTF32(a[i:j], b[i:j], c)
 			if !ok {
 				wa, wb := make([]uint64, j-i), make([]uint64, j-i)
@@ -152,16 +115,7 @@ func (m *nvInstr) chainFast32(a, b []uint32, c uint64, promote int) (uint64, err
 			}
 			c = d
 		}
-		return c
-	}
-	c32 := math.Float32frombits(uint32(c))
-	if promote == 0 {
-		return uint64(math.Float32bits(run(a, b, c32))), nil
-	}
-	acc := c32
-	for i := 0; i < len(a); i += promote {
-		j := min(i+promote, len(a))
-		acc += run(a[i:j], b[i:j], 0)
-	}
-	return uint64(math.Float32bits(acc)), nil
+		return uint64(math.Float32bits(c)), true
+	}, addFor("f32"))
+	return d, nil
 }

@@ -3,7 +3,6 @@ package accum
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -95,54 +94,25 @@ type PeerVarianter interface {
 	PeerVariants() []PeerVariant
 }
 
-var (
-	instrRegistry = map[string]Instruction{}
-	// shadowed holds instructions registered under the name of an existing
-	// Model (the same instruction modelled twice, e.g. TF32 mma.sync by
-	// both the Model table and this one): Instructions does not list them
-	// (the Model is listed), LookupInstruction still finds them.
-	shadowed = map[string]Instruction{}
-)
-
-func registerInstr(m Instruction) {
-	n := m.Name()
-	if _, dup := instrRegistry[n]; dup {
-		panic("accum: duplicate instruction " + n)
-	}
-	if _, dup := registry[n]; dup {
-		shadowed[n] = m
-		return
-	}
-	instrRegistry[n] = m
-}
-
-// LookupInstruction returns the named instruction, or an error listing the
-// known names.
+// LookupInstruction returns the named instruction (a row of the table
+// listed AsInstruction), or an error listing the known names.
 func LookupInstruction(name string) (Instruction, error) {
-	if m, ok := instrRegistry[name]; ok {
-		return m, nil
-	}
-	if m, ok := shadowed[name]; ok {
+	if m, ok := cat().instrs[name]; ok {
 		return m, nil
 	}
 	return nil, fmt.Errorf("unknown instruction model %q; known: %s", name, strings.Join(InstructionNames(), ", "))
 }
 
-// InstructionNames returns every instruction name, sorted.
-func InstructionNames() []string {
-	n := make([]string, 0, len(instrRegistry))
-	for k := range instrRegistry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
+// InstructionNames returns every instruction name, sorted, apart from those
+// of rows that are also a Model of the same name (Names lists those).
+func InstructionNames() []string { return append([]string(nil), cat().instrNames...) }
 
-// Instructions returns every instruction, sorted by name.
+// Instructions returns the instructions of InstructionNames, sorted by name.
 func Instructions() []Instruction {
-	var ms []Instruction
-	for _, n := range InstructionNames() {
-		ms = append(ms, instrRegistry[n])
+	c := cat()
+	ms := make([]Instruction, len(c.instrNames))
+	for i, n := range c.instrNames {
+		ms[i] = c.instrs[n]
 	}
 	return ms
 }
@@ -153,7 +123,8 @@ func Instructions() []Instruction {
 // chains start from +0 and are added, each with one round-to-nearest-even
 // add, to a register of m's output format that starts at c (FP32 for f32
 // and f16 outputs, FP64 for f64). N must be 0 or a multiple of K; sa and sb
-// hold len(a)/Block scales (nil when unscaled).
+// hold len(a)/Block scales (nil when unscaled). It is the reference of
+// ChainCodes.
 func InstrChain(m Instruction, a, b []uint64, sa, sb []uint8, c uint64, promote int) (uint64, error) {
 	in := m.Info()
 	if len(b) != len(a) {
@@ -162,40 +133,66 @@ func InstrChain(m Instruction, a, b []uint64, sa, sb []uint8, c uint64, promote 
 	if promote > 0 && in.C == "f16" {
 		return 0, errorf("promotion of %s's f16 results is not modelled (no kernel promotes an f16 accumulator)", in.Name)
 	}
-	if promote < 0 || promote > 0 && promote%in.K != 0 {
-		return 0, errorf("promotion interval %d is not 0 or a positive multiple of %s's K = %d", promote, in.Name, in.K)
+	if err := checkChain(in, len(a), sa, sb, promote); err != nil {
+		return 0, err
 	}
-	if in.Scale != "" {
-		n := (len(a) + in.Block - 1) / in.Block
-		if len(sa) < n || len(sb) < n {
-			return 0, errorf("chain: %d elements need %d scales each, have %d and %d", len(a), n, len(sa), len(sb))
-		}
-	}
-	run := func(a, b []uint64, sa, sb []uint8, c uint64) uint64 {
-		for i := 0; i < len(a); i += in.K {
-			j := min(i+in.K, len(a))
+	d, _ := kLoop(len(a), promote, c, func(i, j int, c uint64) (uint64, bool) {
+		for k := i; k < j; k += in.K {
+			h := min(k+in.K, j)
 			var xa, xb []uint8
 			if in.Scale != "" {
-				xa, xb = sa[i/in.Block:(j+in.Block-1)/in.Block], sb[i/in.Block:(j+in.Block-1)/in.Block]
+				xa, xb = sa[k/in.Block:(h+in.Block-1)/in.Block], sb[k/in.Block:(h+in.Block-1)/in.Block]
 			}
-			c = m.Step(a[i:j], b[i:j], xa, xb, c)
+			c = m.Step(a[k:h], b[k:h], xa, xb, c)
 		}
-		return c
+		return c, true
+	}, addFor(in.C))
+	return d, nil
+}
+
+// checkChain returns an error unless promote is 0 or a positive multiple
+// of in.K and sa and sb hold the scales of n elements.
+func checkChain(in InstrInfo, n int, sa, sb []uint8, promote int) error {
+	if promote < 0 || promote > 0 && promote%in.K != 0 {
+		return errorf("promotion interval %d is not 0 or a positive multiple of %s's K = %d", promote, in.Name, in.K)
 	}
+	if in.Scale != "" {
+		k := (n + in.Block - 1) / in.Block
+		if len(sa) < k || len(sb) < k {
+			return errorf("chain: %d elements need %d scales each, have %d and %d", n, k, len(sa), len(sb))
+		}
+	}
+	return nil
+}
+
+// kLoop is the K loop of every chain (Chain, InstrChain, ChainCodes): with
+// promote == 0, run(0, n, c): one chain over the n elements from c; with
+// promote = N > 0, the elements cut into blocks of N, each block's chain
+// run(i, j, +0) added to a register that starts at c with add. ok is false
+// when a run says its path cannot compute its block (the caller then takes
+// another path).
+func kLoop(n, promote int, c uint64, run func(i, j int, c uint64) (uint64, bool), add func(acc, d uint64) uint64) (uint64, bool) {
 	if promote == 0 {
-		return run(a, b, sa, sb, c), nil
+		return run(0, n, c)
 	}
 	acc := c
-	for i := 0; i < len(a); i += promote {
-		j := min(i+promote, len(a))
-		var xa, xb []uint8
-		if in.Scale != "" {
-			xa, xb = sa[i/in.Block:], sb[i/in.Block:]
+	for i := 0; i < n; i += promote {
+		d, ok := run(i, min(i+promote, n), 0)
+		if !ok {
+			return 0, false
 		}
-		d := run(a[i:j], b[i:j], xa, xb, 0)
-		acc = addRNE(in.C, acc, d)
+		acc = add(acc, d)
 	}
-	return acc, nil
+	return acc, true
+}
+
+// addFor returns the promotion add of an accumulator format: FP64 for
+// f64, FP32 otherwise.
+func addFor(f string) func(acc, d uint64) uint64 {
+	if f == "f64" {
+		return func(acc, d uint64) uint64 { return addRNE("f64", acc, d) }
+	}
+	return func(acc, d uint64) uint64 { return addRNE("f32", acc, d) }
 }
 
 // addRNE adds two values of format f (f32 or f64) with round to nearest

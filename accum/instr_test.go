@@ -3,6 +3,7 @@ package accum
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -283,22 +284,27 @@ func TestFMA32Fast(t *testing.T) {
 	}
 }
 
-// TestShadowedInstruction: an instruction registered under the name of a
-// Model is found by LookupInstruction but not listed twice.
+// TestShadowedInstruction: a row that is both a Model and an Instruction
+// of the same name is found by LookupInstruction but listed once (by
+// Names, not InstructionNames).
 func TestShadowedInstruction(t *testing.T) {
 	const name = "test.shadowed.tf32.f32"
-	registry[name] = MustLookup("fp32")
-	defer delete(registry, name)
-	defer delete(shadowed, name)
-	m := newNV(InstrInfo{Name: name, A: "tf32", B: "tf32", C: "f32", K: 8, L: 8, F: 25, EZero: -133, Rho: RZFP32, Doc: "t", Source: "t"})
-	registerInstr(m)
-	if got, err := LookupInstruction(name); err != nil || got != Instruction(m) {
+	row := Row{Name: name, Arch: "test", Kind: KindTFDPA, A: "tf32", B: "tf32", C: "f32", K: 8, L: 8, F: 25, EZero: -133, Rho: RZFP32,
+		Doc: "t", Source: "t", Lists: AsModel | AsInstruction}
+	if err := TestRows(t, row); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LookupInstruction(name); err != nil || got.Name() != name {
 		t.Fatalf("lookup: %v %v", got, err)
 	}
-	for _, n := range InstructionNames() {
-		if n == name {
-			t.Fatal("shadowed instruction listed")
-		}
+	if _, err := Lookup(name); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(InstructionNames(), name) {
+		t.Fatal("shadowed instruction listed")
+	}
+	if !slices.Contains(Names(), name) {
+		t.Fatal("the Model is not listed")
 	}
 }
 

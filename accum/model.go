@@ -3,7 +3,6 @@ package accum
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -73,18 +72,10 @@ type Stepper interface {
 	Step(a, b []uint16, c float32) float32
 }
 
-var registry = map[string]Model{}
-
-func register(m Model) {
-	if _, dup := registry[m.Name()]; dup {
-		panic("accum: duplicate model " + m.Name())
-	}
-	registry[m.Name()] = m
-}
-
-// Lookup returns the named model, or an error listing the known names.
+// Lookup returns the named model (a row of the table listed AsModel, or an
+// IEEE baseline), or an error listing the known names.
 func Lookup(name string) (Model, error) {
-	if m, ok := registry[name]; ok {
+	if m, ok := cat().models[name]; ok {
 		return m, nil
 	}
 	return nil, fmt.Errorf("unknown accumulation model %q; known models: %s", name, strings.Join(Names(), ", "))
@@ -101,20 +92,14 @@ func MustLookup(name string) Model {
 }
 
 // Names returns every model name, sorted.
-func Names() []string {
-	n := make([]string, 0, len(registry))
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
+func Names() []string { return append([]string(nil), cat().modelNames...) }
 
 // Models returns every model, sorted by name.
 func Models() []Model {
-	var ms []Model
-	for _, n := range Names() {
-		ms = append(ms, registry[n])
+	c := cat()
+	ms := make([]Model, len(c.modelNames))
+	for i, n := range c.modelNames {
+		ms[i] = c.models[n]
 	}
 	return ms
 }
@@ -202,10 +187,13 @@ func sameLen(a, b []uint16) []uint16 {
 	return b
 }
 
-func newTFDPA(name string, in fp8.Format, k int, p Params, doc, source string) *tfdpa {
+func newTFDPA(name string, in fp8.Format, k int, p Params, doc, source string) (*tfdpa, error) {
 	p.In = in
 	if err := p.Validate(); err != nil {
-		panic(fmt.Sprintf("accum: model %s: %v", name, err))
+		return nil, err
+	}
+	if k < p.L || k%p.L != 0 {
+		return nil, fmt.Errorf("K = %d is not a positive multiple of L = %d", k, p.L)
 	}
 	m := &tfdpa{info: Info{Name: name, Kind: KindTFDPA, In: in, K: k, Step: p, Doc: doc, Source: source}}
 	if fastPathApplies(p) {
@@ -214,5 +202,5 @@ func newTFDPA(name string, in fp8.Format, k int, p Params, doc, source string) *
 	if widePathApplies(p) {
 		m.wide = &wideStep{f: p.F, fb: roundingFracBits(p.Rho), ezero: int32(p.EZero)}
 	}
-	return m
+	return m, nil
 }

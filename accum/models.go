@@ -7,51 +7,8 @@ import (
 	"github.com/fp8lab/fp8lab/fp8"
 )
 
-// Sources of the parameters (tensorcore-numerics.md §1).
-const (
-	srcH200     = "verified bit for bit on an NVIDIA H200 (../shared/golden/h200, tensorcore-numerics.md §5.1)"
-	srcMMASim   = "MMA-Sim (Xie et al., arXiv 2511.10909) and Khattak & Mikaitis (arXiv 2512.07004); not run on hardware here"
-	srcBlackwel = "MMA-Sim nv_ptx tcgen05mma (F = 25), Khattak & Mikaitis B200TC.m, DeepGEMM issue #176; no B200 was available"
-)
-
-func init() {
-	e4m3, e5m2, f16, bf16 := fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatFP16, fp8.FormatBF16
-	hopperFP8 := Params{L: 32, F: 13, Rho: RZE8M13, EZero: -133}
-	hopper16 := Params{L: 16, F: 25, Rho: RZFP32, EZero: -133}
-	for _, m := range []*tfdpa{
-		newTFDPA("sm90.wgmma.e4m3.f32", e4m3, 32, hopperFP8,
-			"Hopper wgmma m64nNk32 e4m3 x e4m3 -> f32: one 32-wide step, 14 significant bits kept (e8m13, 'FP22')", srcH200),
-		newTFDPA("sm90.wgmma.e5m2.f32", e5m2, 32, hopperFP8,
-			"Hopper wgmma m64nNk32 e5m2 x e5m2 -> f32: one 32-wide step, e8m13 output", srcH200),
-		newTFDPA("sm90.wgmma.e4m3.f16", e4m3, 32, Params{L: 32, F: 13, Rho: RNEFP16, EZero: -133},
-			"Hopper wgmma k32 e4m3 -> f16 accumulator: the same step rounded to nearest even FP16", srcMMASim),
-		newTFDPA("sm90.wgmma.f16.f32", f16, 16, hopper16,
-			"Hopper wgmma m64nNk16 f16 -> f32 (also mma.sync m16n8k16: one HMMA.16816, L = 16)", srcH200),
-		newTFDPA("sm90.wgmma.bf16.f32", bf16, 16, hopper16,
-			"Hopper wgmma m64nNk16 bf16 -> f32", srcH200),
-		newTFDPA("sm100.tcgen05.f8f6f4.f32", e4m3, 32, Params{L: 32, F: 25, Rho: RZFP32, EZero: -133},
-			"Blackwell tcgen05.mma kind::f8f6f4 with e4m3 inputs -> f32: one 32-wide step, full FP32 output", srcBlackwel),
-		newTFDPA("sm100.tcgen05.f16.f32", f16, 16, hopper16,
-			"Blackwell tcgen05.mma kind::f16 with f16 inputs -> f32", srcBlackwel),
-		newTFDPA("sm89.mma.sync.e4m3.f32", e4m3, 32, Params{L: 16, F: 13, Rho: RZE8M13, EZero: -132},
-			"Ada mma.sync m16n8k32 e4m3 -> f32: two chained 16-wide steps (K 0-15, 16-31), e8m13", srcMMASim),
-		newTFDPA("sm80.mma.sync.f16.f32", f16, 16, Params{L: 8, F: 24, Rho: RZFP32, EZero: -132},
-			"Ampere mma.sync m16n8k16 f16 -> f32: two chained 8-wide steps", srcMMASim),
-		newTFDPA("sm80.mma.sync.bf16.f32", bf16, 16, Params{L: 8, F: 24, Rho: RZFP32, EZero: -132},
-			"Ampere mma.sync m16n8k16 bf16 -> f32: two chained 8-wide steps", srcMMASim),
-		newTFDPA("sm70.mma.f16.f32", f16, 4, Params{L: 4, F: 23, Rho: RZFP32, EZero: -131},
-			"Volta mma m8n8k4 f16 -> f32: 4-wide steps, F = 23", srcMMASim),
-	} {
-		register(m)
-	}
-	register(newMMASyncSM90())
-	for _, k := range []baselineKind{baseFP32, baseFMA, baseFP64, baseKahan, basePairwise, baseExact} {
-		register(NewBaseline(k, e4m3))
-	}
-}
-
 // mmaSyncEmu is an FP8 mma.sync m16n8k32 that ptxas emulates on the FP16
-// tensor core (sm90.mma.sync.e4m3.f32, and the rows of models_khattak.go):
+// tensor core (the rows of kind KindEmulation in the table):
 // an exact fp8 -> f16 unpack, two chained FP16 HMMA.16816 steps (Step: L =
 // 16 with In = f16) over the K elements with k mod 4 in {0,1} and then
 // {2,3}, the first from +0, and one round-to-nearest-even add of C: an
@@ -65,18 +22,12 @@ type mmaSyncEmu struct {
 	ref  Params
 }
 
-func newMMASyncSM90() *mmaSyncEmu {
-	return newMMASyncEmu("sm90.mma.sync.e4m3.f32", fp8.FormatE4M3, Params{L: 16, F: 25, Rho: RZFP32, EZero: -133},
-		"Hopper mma.sync m16n8k32 e4m3 -> f32, emulated by ptxas: F2FP unpack to f16, 2 x HMMA.16816 (k mod 4 in {0,1}, then {2,3}), FP32 FADD of C",
-		srcH200+"; SASS read from CUDA 13.0 ptxas")
-}
-
 // newMMASyncEmu returns the emulated mma.sync named name over FP8 inputs in,
 // whose FP16 HMMA step has the parameters step (In is set to f16).
-func newMMASyncEmu(name string, in fp8.Format, step Params, doc, source string) *mmaSyncEmu {
+func newMMASyncEmu(name string, in fp8.Format, step Params, doc, source string) (*mmaSyncEmu, error) {
 	step.In = fp8.FormatFP16
 	if err := step.Validate(); err != nil || step.L != 16 || (in != fp8.FormatE4M3 && in != fp8.FormatE5M2) {
-		panic(fmt.Sprintf("accum: model %s: an FP16 step of L = 16 over e4m3 or e5m2 (%v)", name, err))
+		return nil, fmt.Errorf("the emulation is an FP16 step of L = 16 over e4m3 or e5m2 (L = %d, %s, %v)", step.L, in, err)
 	}
 	m := &mmaSyncEmu{
 		info: Info{Name: name, Kind: KindEmulation, In: in, K: 32, Step: step, Doc: doc, Source: source},
@@ -91,7 +42,7 @@ func newMMASyncEmu(name string, in fp8.Format, step Params, doc, source string) 
 		fp.In = in
 		m.fast = newTableStep(fp, in == fp8.FormatE4M3)
 	}
-	return m
+	return m, nil
 }
 
 func (m *mmaSyncEmu) Name() string { return m.info.Name }
@@ -192,12 +143,10 @@ func Chain(m Model, a, b []uint16, c float32, promote int) float32 {
 	if promote <= 0 || promote >= len(a) && c == 0 {
 		return m.Dot(a, b, c)
 	}
-	acc := c
-	for i := 0; i < len(a); i += promote {
-		j := min(i+promote, len(a))
-		acc = float32(acc + m.Dot(a[i:j], b[i:j], 0))
-	}
-	return acc
+	d, _ := kLoop(len(a), promote, uint64(math.Float32bits(c)), func(i, j int, c uint64) (uint64, bool) {
+		return uint64(math.Float32bits(m.Dot(a[i:j], b[i:j], math.Float32frombits(uint32(c))))), true
+	}, addFor("f32"))
+	return math.Float32frombits(uint32(d))
 }
 
 // CheckPromotion returns an error unless promote is 0 (never) or a positive

@@ -18,8 +18,9 @@ var khattakModels = []string{
 	"sm100.mma.sync.e4m3.f32", "sm100.mma.sync.e5m2.f32", "sm100.mma.sync.e4m3.f16", "sm100.mma.sync.e5m2.f16",
 }
 
-// TestKhattakModelTable checks that every model of models_khattak.go is
-// registered with a doc and a source naming its evidence.
+// TestKhattakModelTable checks that every model added for Khattak &
+// Mikaitis' outputs is in the table with a doc and a source naming its
+// evidence.
 func TestKhattakModelTable(t *testing.T) {
 	for _, n := range khattakModels {
 		m, err := Lookup(n)
@@ -76,7 +77,7 @@ func TestWideStepMatchesReference(t *testing.T) {
 	params = append(params, Params{L: 16, F: 13, Rho: RZE8M13, EZero: -133, In: fp8.FormatTF32},
 		Params{L: 64, F: 30, Rho: RZFP32, EZero: -300, In: fp8.FormatTF32})
 	for _, p := range params {
-		m := newTFDPA("test", fp8.FormatTF32, p.L, p, "", "")
+		m := mustTFDPA(t, fp8.FormatTF32, p.L, p)
 		for trial := 0; trial < 40000; trial++ {
 			n := 1 + r.IntN(p.L)
 			a, b := make([]uint32, n), make([]uint32, n)
@@ -145,7 +146,7 @@ func TestTF32EZero(t *testing.T) {
 	}
 	p := m.Info().Step
 	p.EZero = -200
-	low := newTFDPA("test", fp8.FormatTF32, 8, p, "", "")
+	low := mustTFDPA(t, fp8.FormatTF32, 8, p)
 	if got := low.Step32(a, b, 0); got != 0 {
 		t.Errorf("e_zero -200: %g, want 0", got)
 	}

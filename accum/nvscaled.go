@@ -74,30 +74,35 @@ func isNarrow(f fp8.Format) bool {
 	return f == fp8.FormatE2M1 || f == fp8.FormatE2M3 || f == fp8.FormatE3M2
 }
 
-func mustFormat(name string) fp8.Format {
-	f, err := fp8.ParseFormat(name)
-	if err != nil {
-		panic("accum: " + err.Error())
-	}
-	return f
-}
-
 // newNV builds an NVIDIA instruction; info.A, B, C, Scale name the formats.
-func newNV(info InstrInfo) *nvInstr {
-	m := &nvInstr{info: info, a: mustFormat(info.A), b: mustFormat(info.B), c: mustFormat(info.C)}
-	if info.Scale != "" {
-		m.scale = mustFormat(info.Scale)
+func newNV(info InstrInfo) (*nvInstr, error) {
+	m := &nvInstr{info: info}
+	var err error
+	for _, f := range []struct {
+		to   *fp8.Format
+		name string
+	}{{&m.a, info.A}, {&m.b, info.B}, {&m.c, info.C}, {&m.scale, info.Scale}} {
+		if f.name == "" && f.to == &m.scale {
+			continue // unscaled: FormatInvalid
+		}
+		if *f.to, err = fp8.ParseFormat(f.name); err != nil {
+			return nil, err
+		}
 	}
 	if info.Group > 0 && (m.a != fp8.FormatE2M1 || m.b != fp8.FormatE2M1 || info.Group != 16) {
-		panic(fmt.Sprintf("accum: %s: groups of %d are modelled for e2m1 operands in groups of 16 only", info.Name, info.Group))
+		return nil, fmt.Errorf("groups of %d are modelled for e2m1 operands in groups of 16 only", info.Group)
+	}
+	if (m.scale == fp8.FormatInvalid) != (info.Block == 0) || info.Block < 0 || info.Block > 0 && (info.L%info.Block != 0 || info.Group > 0 && info.Block%info.Group != 0) {
+		return nil, fmt.Errorf("scale %q per %d elements does not fit steps of L = %d", info.Scale, info.Block, info.L)
 	}
 	m.fp4Group = info.Group > 0
 	want := fp8.FormatFP32
 	if info.Rho == RNEFP16 {
 		want = fp8.FormatFP16
 	}
-	if m.c != want || info.L < 1 || info.L > 64 || info.K%info.L != 0 || info.F < 1 || info.F > 35 {
-		panic(fmt.Sprintf("accum: %s: bad parameters %s", info.Name, info.String()))
+	if m.c != want || info.L < 1 || info.L > 64 || info.K%info.L != 0 || info.F < 1 || info.F > 35 ||
+		info.Rho < RZFP32 || info.Rho > RNEFP16 || !nvOperand(m.a) || !nvOperand(m.b) {
+		return nil, fmt.Errorf("bad parameters %s", info.String())
 	}
 	if info.Kind == "" {
 		info.Kind = KindTFDPA
@@ -107,7 +112,16 @@ func newNV(info InstrInfo) *nvInstr {
 		m.info.Kind = info.Kind
 	}
 	m.fast = newScaledFast(m)
-	return m
+	return m, nil
+}
+
+// nvOperand reports whether f is an operand format of the NVIDIA steps.
+func nvOperand(f fp8.Format) bool {
+	switch f {
+	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatFP16, fp8.FormatBF16, fp8.FormatTF32, fp8.FormatE2M1, fp8.FormatE2M3, fp8.FormatE3M2:
+		return true
+	}
+	return false
 }
 
 func (m *nvInstr) Name() string    { return m.info.Name }
@@ -175,13 +189,29 @@ type part struct {
 }
 
 func decode(f fp8.Format, code uint64, widen bool) part {
-	p := f.Decompose(uint32(code))
-	d := part{class: p.Class, neg: p.Neg, m: p.M, e: p.E, frac: f.FracBits()}
+	d := decodeFrac(f, f.FracBits(), code)
 	if widen && d.class == fp8.Finite {
-		for d.m < 1<<uint(d.frac) {
-			d.m <<= 1
-			d.e--
-		}
+		return normalize(d)
+	}
+	return d
+}
+
+// decodeFrac is decode without widening for a format of frac fraction bits
+// (f.FracBits(), looked up once per step rather than once per operand).
+func decodeFrac(f fp8.Format, frac int, code uint64) part {
+	return fromParts(f.Decompose(uint32(code)), frac)
+}
+
+// fromParts is the part of a decomposed code of frac fraction bits.
+func fromParts(p fp8.Parts, frac int) part {
+	return part{class: p.Class, neg: p.Neg, m: p.M, e: p.E, frac: frac}
+}
+
+// normalize shifts a subnormal's significand up to its leading bit.
+func normalize(d part) part {
+	for d.m < 1<<uint(d.frac) {
+		d.m <<= 1
+		d.e--
 	}
 	return d
 }
@@ -196,142 +226,182 @@ type fterm struct {
 	frac int
 }
 
-// one computes one step over len(a) <= L elements.
-func (m *nvInstr) one(a, b []uint64, sa, sb []uint8, c uint64, r stepRules) uint64 {
-	var terms [68]fterm
-	n := 0
-	var isNaN, posInf, negInf bool
-	zeroE := func(x part) int { // exponent of a zero operand under the rules
-		if x.class == fp8.Zero {
-			return oldZeroExp
-		}
-		return x.e
-	}
-	ezero := m.info.EZero
-	if m.fp4Group {
-		G := m.info.Group
-		for g := 0; g < len(a); g += G {
-			h := min(g+G, len(a))
-			var s4 int64 // the exact group sum in units of 1/4
-			allZero := true
-			for i := g; i < h; i++ {
-				pa, pb := decode(fp8.FormatE2M1, a[i], false), decode(fp8.FormatE2M1, b[i], false)
-				if pa.class == fp8.Zero || pb.class == fp8.Zero {
-					continue
-				}
-				allZero = false
-				v := int64(pa.m*pb.m) << uint(pa.e+pb.e)
-				if pa.neg != pb.neg {
-					v = -v
-				}
-				s4 += v
-			}
-			blk := g / m.info.Block
-			s0, s1 := decode(m.scale, uint64(sa[blk]), false), decode(m.scale, uint64(sb[blk]), false)
-			if s0.class == fp8.NaN || s1.class == fp8.NaN {
-				isNaN = true
-				continue
-			}
-			scaleZero := s0.class == fp8.Zero || s1.class == fp8.Zero
-			t := fterm{neg: s4 < 0, frac: 2 + s0.frac + s1.frac}
-			if !scaleZero {
-				t.m = uint64(abs64(s4)) * s0.m * s1.m
-			}
-			switch {
-			case r.zero == zeroMMASimC785:
-				t.e = zeroE(s0) + zeroE(s1)
-			case allZero || scaleZero:
-				t.e = ezero
-			default:
-				t.e = s0.e + s1.e
-			}
-			terms[n] = t
-			n++
-		}
+// terms collects the terms of one step and the specials among its inputs.
+type terms struct {
+	t                   [68]fterm // L <= 64 products and c
+	n                   int
+	nan, posInf, negInf bool
+}
+
+func (s *terms) add(t fterm) { s.t[s.n] = t; s.n++ }
+
+func (s *terms) inf(neg bool) {
+	if neg {
+		s.negInf = true
 	} else {
-		for i := range a {
-			pa := decode(m.a, a[i], isNarrow(m.a) && !r.fp4Emin0)
-			pb := decode(m.b, b[i], isNarrow(m.b) && !r.fp4Emin0)
-			t := fterm{neg: pa.neg != pb.neg, m: pa.m * pb.m, e: pa.e + pb.e, frac: pa.frac + pb.frac}
-			zero := pa.class == fp8.Zero || pb.class == fp8.Zero
-			oldE := zeroE(pa) + zeroE(pb)
-			if m.scale != fp8.FormatInvalid {
-				blk := i / m.info.Block
-				s0, s1 := decode(m.scale, uint64(sa[blk]), false), decode(m.scale, uint64(sb[blk]), false)
-				if s0.class == fp8.NaN || s1.class == fp8.NaN {
-					isNaN = true
-					continue
-				}
-				if s0.class == fp8.Zero || s1.class == fp8.Zero {
-					if pa.class == fp8.Inf || pb.class == fp8.Inf {
-						isNaN = true
-						continue
-					}
-					zero = true
-				}
-				t.m *= s0.m * s1.m
-				t.frac += s0.frac + s1.frac
-				t.e += s0.e + s1.e
-				oldE += zeroE(s0) + zeroE(s1)
-			}
-			switch {
-			case pa.class == fp8.NaN || pb.class == fp8.NaN:
-				isNaN = true
-				continue
-			case pa.class == fp8.Inf || pb.class == fp8.Inf:
-				if zero {
-					isNaN = true
-				} else if t.neg {
-					negInf = true
-				} else {
-					posInf = true
-				}
-				continue
-			case zero:
-				t.m = 0
-				t.e = ezero
-				if r.zero == zeroMMASimC785 {
-					t.e = oldE
-				}
-			}
-			terms[n] = t
-			n++
-		}
+		s.posInf = true
 	}
-	pc := decode(m.c, c, false)
-	switch pc.class {
-	case fp8.NaN:
-		isNaN = true
-	case fp8.Inf:
-		if pc.neg {
-			negInf = true
-		} else {
-			posInf = true
-		}
-	case fp8.Zero:
-		e := ezero
-		if r.zero == zeroMMASimC785 {
-			e = oldZeroExp
-		}
-		terms[n] = fterm{e: e}
-		n++
-	default:
-		terms[n] = fterm{neg: pc.neg, m: pc.m, e: pc.e, frac: pc.frac}
-		n++
+}
+
+// zeroExp is the exponent of a zero operand or scale under MMA-Sim
+// c785138's rule (oldZeroExp), or x's own exponent.
+func zeroExp(x part) int {
+	if x.class == fp8.Zero {
+		return oldZeroExp
 	}
+	return x.e
+}
+
+// one computes one step over len(a) <= L elements: the reference step of
+// every T-FDPA row (Params.Step runs it too).
+func (m *nvInstr) one(a, b []uint64, sa, sb []uint8, c uint64, r stepRules) uint64 {
+	return oneStep(m, a, b, sa, sb, c, r)
+}
+
+// oneStep is nvInstr.one for codes of any width (Params.Step's are 32-bit).
+func oneStep[T Code](m *nvInstr, a, b []T, sa, sb []uint8, c uint64, r stepRules) uint64 {
+	var s terms
+	if m.fp4Group {
+		groupTerms(m, &s, a, b, sa, sb, r)
+	} else {
+		productTerms(m, &s, a, b, sa, sb, r)
+	}
+	m.cTerm(&s, c, r)
 	out := m.c
 	switch {
-	case isNaN || (posInf && negInf):
+	case s.nan || (s.posInf && s.negInf):
 		if out == fp8.FormatFP16 {
 			return uint64(NaN16)
 		}
 		return uint64(NaN32)
-	case posInf:
+	case s.posInf:
 		return uint64(out.Encode(float32(math.Inf(1)), fp8.NoSat))
-	case negInf:
+	case s.negInf:
 		return uint64(out.Encode(float32(math.Inf(-1)), fp8.NoSat))
 	}
-	return uint64(sumTerms(terms[:n], m.info.F, m.info.Rho))
+	return uint64(sumTerms(s.t[:s.n], m.info.F, m.info.Rho))
+}
+
+// groupTerms adds the GST terms of FP4 k = 64: each group of Group
+// products summed exactly, times its two scales, is one term.
+func groupTerms[T Code](m *nvInstr, s *terms, a, b []T, sa, sb []uint8, r stepRules) {
+	G := m.info.Group
+	for g := 0; g < len(a); g += G {
+		h := min(g+G, len(a))
+		var s4 int64 // the exact group sum in units of 1/4
+		allZero := true
+		for i := g; i < h; i++ {
+			pa, pb := decodeFrac(fp8.FormatE2M1, 1, uint64(a[i])), decodeFrac(fp8.FormatE2M1, 1, uint64(b[i]))
+			if pa.class == fp8.Zero || pb.class == fp8.Zero {
+				continue
+			}
+			allZero = false
+			v := int64(pa.m*pb.m) << uint(pa.e+pb.e)
+			if pa.neg != pb.neg {
+				v = -v
+			}
+			s4 += v
+		}
+		blk := g / m.info.Block
+		s0, s1 := decode(m.scale, uint64(sa[blk]), false), decode(m.scale, uint64(sb[blk]), false)
+		if s0.class == fp8.NaN || s1.class == fp8.NaN {
+			s.nan = true
+			continue
+		}
+		scaleZero := s0.class == fp8.Zero || s1.class == fp8.Zero
+		t := fterm{neg: s4 < 0, frac: 2 + s0.frac + s1.frac}
+		if !scaleZero {
+			t.m = uint64(abs64(s4)) * s0.m * s1.m
+		}
+		switch {
+		case r.zero == zeroMMASimC785:
+			t.e = zeroExp(s0) + zeroExp(s1)
+		case allZero || scaleZero:
+			t.e = m.info.EZero
+		default:
+			t.e = s0.e + s1.e
+		}
+		s.add(t)
+	}
+}
+
+// productTerms adds one term per product (ST: with its block's two scale
+// exponents when the row is scaled).
+func productTerms[T Code](m *nvInstr, s *terms, a, b []T, sa, sb []uint8, r stepRules) {
+	wa, wb := isNarrow(m.a) && !r.fp4Emin0, isNarrow(m.b) && !r.fp4Emin0
+	scaled := m.scale != fp8.FormatInvalid
+	fa, fb, fs := m.a.FracBits(), m.b.FracBits(), m.scale.FracBits()
+	for i := range a {
+		pa, pb := fromParts(m.a.Decompose(uint32(a[i])), fa), fromParts(m.b.Decompose(uint32(b[i])), fb)
+		if wa && pa.class == fp8.Finite {
+			pa = normalize(pa)
+		}
+		if wb && pb.class == fp8.Finite {
+			pb = normalize(pb)
+		}
+		t := fterm{neg: pa.neg != pb.neg, m: pa.m * pb.m, e: pa.e + pb.e, frac: pa.frac + pb.frac}
+		zero := pa.class == fp8.Zero || pb.class == fp8.Zero
+		var s0, s1 part
+		if scaled {
+			blk := i / m.info.Block
+			s0, s1 = decodeFrac(m.scale, fs, uint64(sa[blk])), decodeFrac(m.scale, fs, uint64(sb[blk]))
+			if s0.class == fp8.NaN || s1.class == fp8.NaN {
+				s.nan = true
+				continue
+			}
+			if s0.class == fp8.Zero || s1.class == fp8.Zero {
+				if pa.class == fp8.Inf || pb.class == fp8.Inf {
+					s.nan = true
+					continue
+				}
+				zero = true
+			}
+			t.m *= s0.m * s1.m
+			t.frac += s0.frac + s1.frac
+			t.e += s0.e + s1.e
+		}
+		switch {
+		case pa.class == fp8.NaN || pb.class == fp8.NaN:
+			s.nan = true
+			continue
+		case pa.class == fp8.Inf || pb.class == fp8.Inf:
+			if zero {
+				s.nan = true
+			} else {
+				s.inf(t.neg)
+			}
+			continue
+		case zero:
+			t.m = 0
+			t.e = m.info.EZero
+			if r.zero == zeroMMASimC785 {
+				t.e = zeroExp(pa) + zeroExp(pb)
+				if scaled {
+					t.e += zeroExp(s0) + zeroExp(s1)
+				}
+			}
+		}
+		s.add(t)
+	}
+}
+
+// cTerm adds c: a term, a special, or a zero read with e_zero.
+func (m *nvInstr) cTerm(s *terms, c uint64, r stepRules) {
+	pc := decode(m.c, c, false)
+	switch pc.class {
+	case fp8.NaN:
+		s.nan = true
+	case fp8.Inf:
+		s.inf(pc.neg)
+	case fp8.Zero:
+		e := m.info.EZero
+		if r.zero == zeroMMASimC785 {
+			e = oldZeroExp
+		}
+		s.add(fterm{e: e})
+	default:
+		s.add(fterm{neg: pc.neg, m: pc.m, e: pc.e, frac: pc.frac})
+	}
 }
 
 // sumTerms aligns the terms to the largest exponent, truncates each toward

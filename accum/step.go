@@ -2,7 +2,6 @@ package accum
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -89,91 +88,23 @@ const (
 // of zero is +0, whatever the signs of the terms, even when every product
 // is -0 and c = -0: the terms are summed as integers, which have no -0
 // (H200 captures wgmma_*_signed_zero.tsv; MMA-Sim and Khattak & Mikaitis
-// give +0 for every architecture, see docs/evidence.md). This is the reference
-// implementation, written for clarity; the named models use faster paths
-// that tests check against it.
+// give +0 for every architecture, see docs/evidence.md).
+//
+// Step is the reference step, written for clarity, and the one step of
+// every T-FDPA row: it runs the step of the table's instructions (nvInstr)
+// with a = b = p.In, no scales and the fixed e_zero rule. The named models
+// use faster paths that tests check against it.
+//
+// Step panics if len(a) != len(b) or len(a) > p.L, as for an index out of
+// range: a programming error (the models cut their inputs into steps; the
+// inputs of a user are checked where they are read). p must be valid
+// (Validate); any code value is accepted.
 func (p Params) Step(a, b []uint32, c uint32) uint32 {
-	if len(a) != len(b) || len(a) > p.L {
+	if len(a) != len(b) || len(a) > p.L || p.L > 64 {
 		panic(fmt.Sprintf("accum: Step with %d and %d elements for L = %d", len(a), len(b), p.L))
 	}
-	out := p.OutFormat()
-	canon := NaN32
-	if out == fp8.FormatFP16 {
-		canon = NaN16
-	}
-	var posInf, negInf, isNaN bool
-	type term struct {
-		neg  bool
-		m    uint64
-		e    int
-		frac int
-	}
-	var terms [65]term
-	n := 0
-	fab := 2 * p.In.FracBits()
-	for i := range a {
-		pa, pb := p.In.Decompose(a[i]), p.In.Decompose(b[i])
-		neg := pa.Neg != pb.Neg
-		switch {
-		case pa.Class == fp8.NaN || pb.Class == fp8.NaN:
-			isNaN = true
-		case pa.Class == fp8.Inf || pb.Class == fp8.Inf:
-			if pa.Class == fp8.Zero || pb.Class == fp8.Zero {
-				isNaN = true
-			} else if neg {
-				negInf = true
-			} else {
-				posInf = true
-			}
-		case pa.Class == fp8.Zero || pb.Class == fp8.Zero:
-			terms[n] = term{neg: neg, e: p.EZero, frac: fab}
-			n++
-		default:
-			terms[n] = term{neg: neg, m: pa.M * pb.M, e: pa.E + pb.E, frac: fab}
-			n++
-		}
-	}
-	pc := out.Decompose(c)
-	switch pc.Class {
-	case fp8.NaN:
-		isNaN = true
-	case fp8.Inf:
-		if pc.Neg {
-			negInf = true
-		} else {
-			posInf = true
-		}
-	case fp8.Zero:
-		terms[n] = term{neg: pc.Neg, e: p.EZero, frac: out.FracBits()}
-		n++
-	default:
-		terms[n] = term{neg: pc.Neg, m: pc.M, e: pc.E, frac: out.FracBits()}
-		n++
-	}
-	switch {
-	case isNaN || (posInf && negInf):
-		return canon
-	case posInf:
-		return out.Encode(float32(math.Inf(1)), fp8.NoSat)
-	case negInf:
-		return out.Encode(float32(math.Inf(-1)), fp8.NoSat)
-	}
-	emax := math.MinInt
-	for _, t := range terms[:n] {
-		emax = max(emax, t.e)
-	}
-	var s int64
-	for _, t := range terms[:n] {
-		q := int64(shiftTrunc(t.m, p.F-t.frac-(emax-t.e)))
-		if t.neg {
-			q = -q
-		}
-		s += q
-	}
-	if s == 0 {
-		return 0 // +0: an integer sum has no sign
-	}
-	return round(p.Rho, s, emax-p.F)
+	m := nvInstr{info: InstrInfo{L: p.L, F: p.F, Rho: p.Rho, EZero: p.EZero}, a: p.In, b: p.In, c: p.OutFormat()}
+	return uint32(oneStep(&m, a, b, nil, nil, uint64(c), stepRules{}))
 }
 
 // shiftTrunc returns trunc(m × 2^s) for s of either sign.

@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +14,20 @@ import (
 // type they are listed under, block-scaled ones reading their format's
 // element and scales; SM counts are positive with a source.
 func TestArchRows(t *testing.T) {
-	for _, a := range Arches {
+	for _, a := range Arches() {
+		if err := a.Check(); err != nil {
+			t.Error(err)
+		}
+		// Each instruction is a row of accum's table of the architecture
+		// the row names among its aliases.
+		names := slices.Collect(maps.Values(a.Models))
+		names = append(names, slices.Collect(maps.Values(a.Block))...)
+		for _, n := range names {
+			r, err := accum.LookupRow(n)
+			if err != nil || !slices.Contains(a.Aliases, r.Arch) {
+				t.Errorf("%s: %s is a row of %q (%v), not of %v", a.Name, n, r.Arch, err, a.Aliases)
+			}
+		}
 		if a.SMs < 1 || a.SMsFrom == "" || a.GPUs == "" || a.MMA == "" {
 			t.Errorf("%s: SMs %d, source %q, GPUs %q, MMA %q", a.Name, a.SMs, a.SMsFrom, a.GPUs, a.MMA)
 		}
@@ -42,15 +56,15 @@ func TestArchRows(t *testing.T) {
 	}
 }
 
-// A new architecture is a row: appended to Arches (here a fictitious Ada
+// A new architecture is a row: added to the table (TestArches) (here a fictitious Ada
 // data-centre part with sm89's mma.sync instructions), ModelFor, the specs'
 // Models, ArchNames (the experiments' arch choices) and AutoSplits' SM
 // count all see it without another change.
 func TestArchIsARow(t *testing.T) {
-	saved := Arches
-	t.Cleanup(func() { Arches = saved })
-	Arches = append(slices.Clone(saved), Arch{Name: "ada-test", GPUs: "a fictitious L40S-like part", SMs: 142, SMsFrom: "this test", MMA: "mma.sync",
-		Models: map[fp8.Format]string{fp8.FormatE4M3: "sm89.mma.sync.e4m3.f32"}})
+	if err := TestArches(t, Arch{Name: "ada-test", GPUs: "a fictitious L40S-like part", SMs: 142, SMsFrom: "this test", MMA: "mma.sync",
+		Models: map[fp8.Format]string{fp8.FormatE4M3: "sm89.mma.sync.e4m3.f32"}}); err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Contains(ArchNames(), "ada-test") {
 		t.Fatalf("ArchNames %v", ArchNames())
 	}
@@ -78,5 +92,36 @@ func TestArchIsARow(t *testing.T) {
 	}
 	if s := plan.AutoSplits(a.SMs, 8); s < 2 {
 		t.Errorf("AutoSplits on the new row's %d SMs: %d", a.SMs, s)
+	}
+}
+
+// TestArches refuses malformed rows and taken names and leaves the table
+// as it was; Arches cannot change the table.
+func TestArchesHook(t *testing.T) {
+	n := len(ArchNames())
+	ok := Arch{Name: "x-test", GPUs: "g", SMs: 1, SMsFrom: "s", MMA: "m", Models: map[fp8.Format]string{fp8.FormatE4M3: "sm90.wgmma.e4m3.f32"}}
+	for _, tc := range []struct {
+		edit func(*Arch)
+		want string
+	}{
+		{func(a *Arch) { a.SMs = 0 }, "positive SM count"},
+		{func(a *Arch) { a.Models = map[fp8.Format]string{fp8.FormatE4M3: "sm99.nope"} }, "unknown accumulation model"},
+		{func(a *Arch) { a.Models = map[fp8.Format]string{fp8.FormatE5M2: "sm90.wgmma.e4m3.f32"} }, "reads e4m3"},
+		{func(a *Arch) { a.Block = map[KVFormat]string{KVMXFP8: "sm99.nope"} }, "unknown instruction"},
+		{func(a *Arch) { a.Aliases = []string{"sm90"} }, "taken"},
+	} {
+		a := ok
+		tc.edit(&a)
+		if err := TestArches(t, a); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", a, err, tc.want)
+		}
+	}
+	if len(ArchNames()) != n {
+		t.Fatal("a refused row changed the table")
+	}
+	a := Arches()
+	a[0].Models[fp8.FormatE4M3] = "changed"
+	if DefaultModel(fp8.FormatE4M3) != "sm90.wgmma.e4m3.f32" {
+		t.Error("Arches returned the table itself")
 	}
 }
