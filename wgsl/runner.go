@@ -175,14 +175,15 @@ const (
 // kernelSpec describes one compute pipeline: binding 0 is a uniform buffer
 // of at most paramBytes bytes with a dynamic offset (one slot per dispatch),
 // bindings 1..n the storage buffers.
+// The module is assembled by source (shaders.go): consts, the include
+// files, the kernel file.
 type kernelSpec struct {
 	file    string
+	include []string
 	entry   string
 	consts  []constDecl
 	storage []access
 }
-
-func (k *kernelSpec) key() string { return key(k.file, k.entry, k.consts) }
 
 // paramBytes is the size of one dispatch's uniform slot (the largest
 // minUniformBufferOffsetAlignment WebGPU allows).

@@ -46,39 +46,49 @@ func cBool(name string, v bool) constDecl {
 // cRaw is a line of WGSL placed among the constants (an alias, a helper).
 func cRaw(line string) constDecl { return constDecl{value: line} }
 
-// Source assembles a complete WGSL module: the generated constants, the
-// kernel file and common.wgsl (WGSL has no include). consts are given as
-// name → WGSL literal with its type, e.g. "WG" → "u32", "64u".
-func source(kernel string, consts []constDecl) (string, error) {
-	body, err := Shader(kernel)
-	if err != nil {
-		return "", err
-	}
-	common, err := Shader("common")
-	if err != nil {
-		return "", err
+// source assembles the complete WGSL module of k, the one way every
+// kernel's module is made (WGSL has no include), from named parts in this
+// order: a header line, the generated constant declarations k.consts, the
+// library files k.include (in order; they are not modules: they read
+// bindings and constants the kernel file declares), the kernel file k.file,
+// and common.wgsl. consts are given as name, WGSL type and literal (or
+// constant expression), e.g. "WG", "u32", "64u"; a declaration without a
+// type (cRaw) is a generated line of WGSL placed as it is.
+func (k *kernelSpec) source() (string, error) {
+	parts := append(append([]string{}, k.include...), k.file, "common")
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		t, err := Shader(p)
+		if err != nil {
+			return "", err
+		}
+		texts[i] = t
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "// fp8lab wgsl: %s.wgsl with generated constants, then common.wgsl\n", kernel)
-	for _, c := range consts {
+	fmt.Fprintf(&b, "// fp8lab wgsl: generated constants, then %s.wgsl\n", strings.Join(parts, ".wgsl, "))
+	for _, c := range k.consts {
 		if c.typ == "" {
 			b.WriteString(c.value + "\n")
 			continue
 		}
 		fmt.Fprintf(&b, "const %s: %s = %s;\n", c.name, c.typ, c.value)
 	}
-	b.WriteString("\n")
-	b.WriteString(body)
-	b.WriteString("\n")
-	b.WriteString(common)
+	for _, t := range texts {
+		b.WriteString("\n")
+		b.WriteString(t)
+	}
 	return b.String(), nil
 }
 
-// key returns a cache key for a kernel built from source with consts.
-func key(kernel, entry string, consts []constDecl) string {
+// key returns the cache key of the module and entry point of k: what
+// source reads, and the entry.
+func (k *kernelSpec) key() string {
 	var b strings.Builder
-	b.WriteString(kernel + "." + entry)
-	for _, c := range consts {
+	b.WriteString(k.file + "." + k.entry)
+	for _, inc := range k.include {
+		b.WriteString("+" + inc)
+	}
+	for _, c := range k.consts {
 		b.WriteString("|" + c.name + "=" + c.value)
 	}
 	return b.String()
