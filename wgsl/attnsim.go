@@ -305,8 +305,10 @@ func scaleAt(s []float32, h int) float32 {
 // SimDecodeSupports reports whether SimDecode runs the configuration cfg,
 // whatever the cache: nil, or an error naming every limit cfg passes (the
 // limits of SimDecode's doc). HeadDim, KVHeads and DType must be set (they
-// are not taken from a cache here); empty models are the dtype's sm90
-// wgmma model. A cache of that head_dim, heads and dtype, with per-tensor
+// are not taken from a cache here); cfg is resolved by attention
+// (Config.Resolve, or ResolveSpec for a block-scaled instruction), whose
+// defaults (empty models: the dtype's sm90 wgmma model) and limits apply,
+// and then checked against the simulator's own limits. A cache of that head_dim, heads and dtype, with per-tensor
 // or per-head scales, is then accepted too. A block-scaled instruction
 // (sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32, sm100.tcgen05.mxf4.f32,
 // sm100.tcgen05.mxf4nvf4.ue4m3.f32, or another reading the same element
@@ -315,35 +317,56 @@ func scaleAt(s []float32, h int) float32 {
 // cache of that instruction's format is accepted. Splits may be 0 to
 // attention.MaxSplits (128), each run as SimDecode says.
 func SimDecodeSupports(cfg attention.Config) error {
-	if cfg.QHeads == 0 {
-		cfg.QHeads = cfg.KVHeads
-	}
 	var errs []string
-	simConfig(cfg, func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) })
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	if pl, err := resolveAlone(cfg); err != nil {
+		bad("%v", err)
+	} else {
+		cfg = pl.Config // attention's defaults: heads, models, tiles, splits
+	}
+	simConfig(cfg, bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-// simConfig checks what SimDecode needs of cfg alone, calling bad for each
-// limit passed, and returns the emulation of its model (nil when bad was
-// called for it), or on the block-scaled path (a block-scaled instruction,
-// or dtype e2m1 with empty models) nil and the instruction (nil for empty
-// models: the cache's).
+// resolveAlone resolves cfg as attention does for one decode query without
+// a cache: over the tokens up to its query position (one token when it
+// names none), of the block-scaled format its instruction reads, or, for
+// dtype e2m1 with empty models, of the first e2m1 block format (the limits
+// on the config alone are the same for each).
+func resolveAlone(cfg attention.Config) (*attention.Plan, error) {
+	n := 1
+	if len(cfg.Positions) == 1 {
+		n = max(1, cfg.Positions[0]+1)
+	}
+	if blk, err := simBlockOf(cfg.QKModel); err == nil {
+		return cfg.ResolveSpec(1, n, attention.KVSpec{Format: blk.format(), Path: attention.PathBlockScaled})
+	}
+	if cfg.QKModel == "" && cfg.DType == fp8.FormatE2M1 {
+		for _, f := range simBlockFormats {
+			if f.Elem() == cfg.DType {
+				return cfg.ResolveSpec(1, n, attention.KVSpec{Format: f, Path: attention.PathBlockScaled})
+			}
+		}
+	}
+	return cfg.Resolve(1, n)
+}
+
+// simConfig checks what SimDecode needs of cfg alone beyond attention's
+// own limits (cfg is resolved: attention.Config.Plan or Resolve filled in
+// its defaults and checked it), calling bad for each limit passed, and
+// returns the emulation of its model (nil when bad was called for it), or
+// on the block-scaled path nil and the instruction (nil when cfg names
+// none: the cache's).
 func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulation, *simBlock) {
 	if cfg.HeadDim != 64 && cfg.HeadDim != 128 && cfg.HeadDim != 256 {
 		bad("head_dim %d is not one of 64, 128, 256", cfg.HeadDim)
 	}
-	if cfg.KVHeads < 1 || cfg.QHeads < 1 || cfg.QHeads%cfg.KVHeads != 0 {
-		bad("%d query heads is not a positive multiple of %d KV heads", cfg.QHeads, cfg.KVHeads)
-	}
 	qk, pv := cfg.QKModel, cfg.PVModel
 	blk, blkErr := simBlockOf(qk)
 	if blkErr == nil || (qk == "" && cfg.DType == fp8.FormatE2M1) {
-		if pv == "" && blk != nil { // as attention: an empty model is the format's instruction
-			pv, _ = attention.BlockScaledModel(blk.format())
-		}
 		simCommon(cfg, bad)
 		switch {
 		case qk != pv:
@@ -356,27 +379,20 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulat
 		}
 		return nil, blk
 	}
-	var dtypeOK bool
 	switch cfg.DType {
 	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16:
-		dtypeOK = true
 	default:
 		bad("dtype %s: the WGSL simulator reads e4m3, e5m2, bf16 or f16, or e4m3/e2m1 block-scaled caches with a block-scaled instruction (%v)", cfg.DType, simBlockModels())
 	}
 	simCommon(cfg, bad)
-	if qk == "" {
-		qk = attention.DefaultModel(cfg.DType)
-	}
-	if pv == "" {
-		pv = attention.DefaultModel(cfg.DType)
+	if qk == "" || pv == "" {
+		return nil, nil // attention could not resolve the models: its error says why
 	}
 	switch em, err := LookupEmulation(qk); {
 	case qk != pv:
 		bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
 	case err != nil:
-		if dtypeOK || qk != "" {
-			bad("%v", err)
-		}
+		bad("%v", err)
 	case em.In != cfg.DType:
 		bad("model %s reads %s, the dtype is %s", qk, em.In, cfg.DType)
 	default:
@@ -385,21 +401,13 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulat
 	return nil, nil
 }
 
-// simCommon checks the limits of cfg that do not depend on the dtype.
+// simCommon checks the limits of cfg that do not depend on the dtype and
+// that attention itself does not have: what the kernel does not read must
+// not be set (it would be ignored).
 func simCommon(cfg attention.Config, bad func(format string, a ...any)) {
 	if cfg.Float64 {
 		bad("Float64 mode is not run on the GPU")
 	}
-	if cfg.Promotion < 0 {
-		bad("promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", cfg.Promotion)
-	}
-	if cfg.Window < 0 {
-		bad("window %d is negative", cfg.Window)
-	}
-	if cfg.Saturation != fp8.SatFinite && cfg.Saturation != fp8.NoSat {
-		bad("unknown saturation %d", cfg.Saturation)
-	}
-	// What the kernel does not read must not be set: it would be ignored.
 	if len(cfg.Sinks) > 0 {
 		bad("attention sinks are not in the WGSL simulator")
 	}
@@ -411,9 +419,6 @@ func simCommon(cfg attention.Config, bad func(format string, a ...any)) {
 	}
 	if len(cfg.Positions) > 1 {
 		bad("%d query positions: decode is one query at the last position", len(cfg.Positions))
-	}
-	if cfg.Splits < 0 || cfg.Splits > attention.MaxSplits {
-		bad("%d splits is outside 0..%d (0 and 1: one split)", cfg.Splits, attention.MaxSplits)
 	}
 }
 
@@ -1037,7 +1042,7 @@ type SimBench struct {
 // its limits). It packs and uploads once, warms up by the runner's rule
 // (Warmup) and times reps runs of the dispatches; the runs after the first
 // start from the state the one before left (finite values, the same work),
-// so only the timing is meaningful: bit-exactness is CheckSimDecode's.
+// so only the timing is meaningful: bit-exactness is wgslcheck.CheckSimDecode's.
 func (r *Runner) BenchSimDecode(ctx context.Context, jobs []SimJob, reps int) (SimBench, error) {
 	parts := make([]simPart, len(jobs))
 	for j, job := range jobs {

@@ -7,12 +7,33 @@ import (
 	"strings"
 )
 
+// The embedded WGSL files (shaders/NAME.wgsl), by base name. Kernel files
+// declare bindings and entry points; library files are included in other
+// modules (kernelSpec.include) and are not modules; every module ends with
+// common.wgsl. TestShadersListed checks this list against the embedded
+// files.
+//
+//   - attention: kernel: native-arithmetic split-KV decode attention (DecodeAttention)
+//   - attnblock: library: attnsim's native block-scaled path (included in attnsim's module)
+//   - attnsim: kernel: the attention simulator's decode, bit-exact (SimDecode)
+//   - blockstep: library: the block-scaled step (included by scaled and attnsim)
+//   - common: library: integer FP32 add, multiply, encoders (ends every module)
+//   - convert: kernel: e4m3/e5m2 decode and encode (DecodeFP8, EncodeFP8, AddF32)
+//   - narrow: kernel: every narrow format's conversions (EncodeNarrow, DecodeNarrow, EncodeUE8M0)
+//   - native: kernel: the GPU's own f32 dot products, the FMA and loop probes (NativeDot, ProbeFMA, LoopIterations)
+//   - probe: kernel: a streaming read (ReadBandwidth) and a spin (the wait tests)
+//   - scaled: kernel: one block-scaled or narrow-format step per output (ScaledStep)
+//   - tfdpa: kernel: chains of the T-FDPA step with promotion (Chain, Step)
+//   - tfdpa_step: library: the T-FDPA step itself (included by tfdpa and attnsim)
+//   - yardstick: kernel: a fixed integer workload for BenchChain's yardstick
+//
 //go:embed shaders/*.wgsl
 var shaderFS embed.FS
 
 // Shader returns the text of an embedded WGSL file by base name ("common",
-// "convert", "tfdpa", "native", "attention"), or an error. The kernels are
-// not complete programs on their own: see [Source].
+// "convert", "tfdpa", "native", "attention", ...: the list above), or an
+// error. No file is a complete program on its own: each kernel's module is
+// assembled with generated constants, its includes and common.wgsl.
 func Shader(name string) (string, error) {
 	b, err := shaderFS.ReadFile("shaders/" + name + ".wgsl")
 	if err != nil {
