@@ -74,7 +74,7 @@
 // split-KV decode attention over an FP16 or e4m3 KV cache, in f32, for speed
 // ([Runner.BenchDecode]; [DecodeConfig.Math] selects a variant, f16 math is
 // refused because the bundled WGSL compiler has no f16); it agrees with a float64 attention over the same
-// cache values ([DecodeReference]) to about 1e-6. [Runner.BenchChain] and
+// cache values to about 1e-6 (its tests). [Runner.BenchChain] and
 // [Runner.ReadBandwidth] measure the emulation's throughput and the device's
 // streaming bandwidth.
 //
