@@ -25,10 +25,10 @@ import (
 // descales (nil, one, or one per KV head), kv the cache. cfg is read as
 // attention.Run reads it, limited to what the WGSL kernel runs: a dtype
 // e4m3, e5m2, bf16 or f16 (the cache's), one emulated tensor-core model for
-// both GEMMs (for FP8 one of [Emulations]; for bf16 and f16 a T-FDPA model
-// of 16 or 32 elements, steps of 8 or 16 products, F <= 25, RZ-FP32 such
-// as sm90.wgmma.bf16.f32, sm90.wgmma.f16.f32, sm100.tcgen05.f16.f32,
-// sm100.mma.sync.bf16.f32 and sm80.mma.sync.bf16.f32; empty means the
+// both GEMMs (one of [Emulations] reading the dtype: for bf16 and f16 the
+// 16-bit step's row of [StepShapes], a T-FDPA model of 16 or 32 elements,
+// steps of 8 or 16 products, F <= 25, RZ-FP32 such as sm90.wgmma.bf16.f32,
+// sm100.tcgen05.f16.f32 and sm80.mma.sync.bf16.f32; empty means the
 // dtype's sm90 wgmma model), head_dim 64, 128 or 256 (V's too), any GQA
 // group, per-tensor or per-KV-head scales, no sinks, mask or query
 // position other than the last (causal then masks nothing), promotion

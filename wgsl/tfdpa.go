@@ -25,11 +25,12 @@ type Emulation struct {
 	// exponents as i32).
 	Bits int
 	// L, F and the fraction bits FB of the result (23 for RZ-FP32, 13 for
-	// RZ-E8M13) of one step; for the sm90 mma.sync emulation, one FP16 half
+	// RZ-E8M13) of one step; for the mma.sync emulation, one FP16 half
 	// step.
 	L, F, FB int
-	// MMASync is the sm90 mma.sync emulation: two half steps (k mod 4 in
-	// {0,1}, then {2,3}) from +0 and an FP32 add of C.
+	// MMASync is the mma.sync emulation (accum's KindEmulation, sm90 and
+	// sm100): two half steps (k mod 4 in {0,1}, then {2,3}) from +0 and an
+	// FP32 add of C.
 	MMASync bool
 	// Wide is true when a step's sum needs 32 unsigned bits per sign (F =
 	// 25 with 32 products) rather than one i32.

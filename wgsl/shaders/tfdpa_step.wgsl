@@ -21,7 +21,7 @@
 //   EZERO: i32     exponent of a zero term (never the largest: see step)
 //   WIDE: bool     the sum needs 32 unsigned bits (separate sums of the
 //                  positive and negative terms)
-//   MMA_SYNC: bool the sm90 mma.sync emulation (two FP16 half steps + FADD)
+//   MMA_SYNC: bool the mma.sync emulation (two FP16 half steps + FADD)
 //   CB, CPW: u32   code bits (8, or 16 for tfdpa_step16) and codes a word
 //   IN_MBITS, IN_EMASK: u32, IN_BIAS: i32  fraction bits, exponent field
 //                  mask and bias of the input format (tfdpa_step16)
