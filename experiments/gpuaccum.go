@@ -14,6 +14,7 @@ import (
 	"github.com/fp8lab/fp8lab/internal/pmath"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/wgsl"
+	"github.com/fp8lab/fp8lab/wgsl/wgslcheck"
 )
 
 func init() { sim.Register(GPUAccum{}) }
@@ -206,7 +207,7 @@ func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
 
 	// Study 5: the attention simulator's decode path in WGSL against
 	// attention.Run.
-	attn, err := r.CheckSimDecode(ctx, run.Seed, 1024)
+	attn, err := wgslcheck.CheckSimDecode(ctx, r, run.Seed, 1024)
 	if err != nil {
 		return err
 	}

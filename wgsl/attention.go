@@ -448,7 +448,7 @@ func (c DecodeConfig) packCache(k, v []float32) (kb, vb []byte, kval, vval []flo
 // codes of x/scale, satfinite). q is [Batch][QHeads][HeadDim], k and v
 // [Batch][KVHeads][Context][HeadDim]; the result is [Batch][QHeads][HeadDim].
 // It is accurate to f32 rounding (about 1e-6 relative), not bit-exact; see
-// [DecodeReference].
+// the float64 reference of its tests (decodeReference).
 func (r *Runner) DecodeAttention(ctx context.Context, cfg DecodeConfig, q, k, v []float32) ([]float32, error) {
 	plan, err := cfg.plan(r.info.MaxWorkgroupStorage, r.info.Hardware)
 	if err != nil {
@@ -552,49 +552,6 @@ func (b *decodeBufs) calls(cfg decodePlan) []call {
 		{k: split, bufs: bufs, params: p, x: uint32(cfg.splits()), y: uint32(cfg.Batch * cfg.KVHeads)},
 		{k: combine, bufs: bufs, params: p, x: x, y: y},
 	}
-}
-
-// DecodeReference computes what [Runner.DecodeAttention] computes, in
-// float64 from the same cache values (the FP16 or e4m3 codes decoded
-// exactly): the reference its tests compare with.
-func DecodeReference(cfg DecodeConfig, q, k, v []float32) ([]float64, error) {
-	if err := cfg.check(); err != nil {
-		return nil, err
-	}
-	_, _, kval, vval := cfg.packCache(k, v)
-	D, L, G := cfg.HeadDim, cfg.Context, cfg.group()
-	out := make([]float64, cfg.Batch*cfg.QHeads*D)
-	s := make([]float64, L)
-	scale := 1 / math.Sqrt(float64(D))
-	for b := 0; b < cfg.Batch; b++ {
-		for h := 0; h < cfg.QHeads; h++ {
-			bh := b*cfg.KVHeads + h/G
-			qv := q[(b*cfg.QHeads+h)*D:][:D]
-			m := math.Inf(-1)
-			for t := 0; t < L; t++ {
-				kv := kval[(bh*L+t)*D:][:D]
-				var dot float64
-				for d := range D {
-					dot += float64(qv[d]) * kv[d]
-				}
-				s[t] = dot * scale
-				m = max(m, s[t])
-			}
-			var den float64
-			for t := range s {
-				s[t] = math.Exp(s[t] - m)
-				den += s[t]
-			}
-			o := out[(b*cfg.QHeads+h)*D:][:D]
-			for t := 0; t < L; t++ {
-				vv := vval[(bh*L+t)*D:][:D]
-				for d := range D {
-					o[d] += s[t] / den * vv[d]
-				}
-			}
-		}
-	}
-	return out, nil
 }
 
 // DecodeBench is the timing of one decode step configuration.

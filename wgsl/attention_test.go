@@ -46,7 +46,7 @@ func testDecodeAccuracy(t *testing.T, r *Runner, mathName string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := DecodeReference(tc, q, k, v)
+		want, err := decodeReference(tc, q, k, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func TestDecodeTunes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", dt.name, err)
 			}
-			want, _ := DecodeReference(c, q, k, v)
+			want, _ := decodeReference(c, q, k, v)
 			var num, den float64
 			for i := range want {
 				d := float64(got[i]) - want[i]
@@ -225,4 +225,47 @@ func TestDecodeSweep(t *testing.T) {
 		slope := (n*sxt - sx*st) / (n*sxx - sx*sx)
 		t.Logf("SWEEP %-30s ms at 64k..512k:%s | %.1f GB/s at 512k | slope %.4f ns/token", dt.name, line, last.Bandwidth/1e9, slope*1e9)
 	}
+}
+
+// decodeReference computes what [Runner.DecodeAttention] computes, in
+// float64 from the same cache values (the FP16 or e4m3 codes decoded
+// exactly): the reference the tests compare with.
+func decodeReference(cfg DecodeConfig, q, k, v []float32) ([]float64, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	_, _, kval, vval := cfg.packCache(k, v)
+	D, L, G := cfg.HeadDim, cfg.Context, cfg.group()
+	out := make([]float64, cfg.Batch*cfg.QHeads*D)
+	s := make([]float64, L)
+	scale := 1 / math.Sqrt(float64(D))
+	for b := 0; b < cfg.Batch; b++ {
+		for h := 0; h < cfg.QHeads; h++ {
+			bh := b*cfg.KVHeads + h/G
+			qv := q[(b*cfg.QHeads+h)*D:][:D]
+			m := math.Inf(-1)
+			for t := 0; t < L; t++ {
+				kv := kval[(bh*L+t)*D:][:D]
+				var dot float64
+				for d := range D {
+					dot += float64(qv[d]) * kv[d]
+				}
+				s[t] = dot * scale
+				m = max(m, s[t])
+			}
+			var den float64
+			for t := range s {
+				s[t] = math.Exp(s[t] - m)
+				den += s[t]
+			}
+			o := out[(b*cfg.QHeads+h)*D:][:D]
+			for t := 0; t < L; t++ {
+				vv := vval[(bh*L+t)*D:][:D]
+				for d := range D {
+					o[d] += s[t] / den * vv[d]
+				}
+			}
+		}
+	}
+	return out, nil
 }

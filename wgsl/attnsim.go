@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -26,10 +25,10 @@ import (
 // descales (nil, one, or one per KV head), kv the cache. cfg is read as
 // attention.Run reads it, limited to what the WGSL kernel runs: a dtype
 // e4m3, e5m2, bf16 or f16 (the cache's), one emulated tensor-core model for
-// both GEMMs (for FP8 one of [Emulations]; for bf16 and f16 a T-FDPA model
-// of 16 or 32 elements, steps of 8 or 16 products, F <= 25, RZ-FP32 such
-// as sm90.wgmma.bf16.f32, sm90.wgmma.f16.f32, sm100.tcgen05.f16.f32,
-// sm100.mma.sync.bf16.f32 and sm80.mma.sync.bf16.f32; empty means the
+// both GEMMs (one of [Emulations] reading the dtype: for bf16 and f16 the
+// 16-bit step's row of [StepShapes], a T-FDPA model of 16 or 32 elements,
+// steps of 8 or 16 products, F <= 25, RZ-FP32 such as sm90.wgmma.bf16.f32,
+// sm100.tcgen05.f16.f32 and sm80.mma.sync.bf16.f32; empty means the
 // dtype's sm90 wgmma model), head_dim 64, 128 or 256 (V's too), any GQA
 // group, per-tensor or per-KV-head scales, no sinks, mask or query
 // position other than the last (causal then masks nothing), promotion
@@ -262,7 +261,7 @@ func (p *simPlan) batchKey() string {
 	if err != nil {
 		return fmt.Sprintf("%p", p) // consts fails again in simDecode, with its error
 	}
-	return fmt.Sprint(key("attnsim", "decode", cs), p.tokens, p.nMax, p.nMin, p.winLo, p.splits, p.tps, p.kvHeads, p.qHeads, p.ranges)
+	return fmt.Sprint((&kernelSpec{file: "attnsim", include: simIncludes, entry: "decode", consts: cs}).key(), p.tokens, p.nMax, p.nMin, p.winLo, p.splits, p.tps, p.kvHeads, p.qHeads, p.ranges)
 }
 
 // maxSimTokens is the most tokens one trial of SimDecodeTrials replaces.
@@ -306,8 +305,10 @@ func scaleAt(s []float32, h int) float32 {
 // SimDecodeSupports reports whether SimDecode runs the configuration cfg,
 // whatever the cache: nil, or an error naming every limit cfg passes (the
 // limits of SimDecode's doc). HeadDim, KVHeads and DType must be set (they
-// are not taken from a cache here); empty models are the dtype's sm90
-// wgmma model. A cache of that head_dim, heads and dtype, with per-tensor
+// are not taken from a cache here); cfg is resolved by attention
+// (Config.Resolve, or ResolveSpec for a block-scaled instruction), whose
+// defaults (empty models: the dtype's sm90 wgmma model) and limits apply,
+// and then checked against the simulator's own limits. A cache of that head_dim, heads and dtype, with per-tensor
 // or per-head scales, is then accepted too. A block-scaled instruction
 // (sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32, sm100.tcgen05.mxf4.f32,
 // sm100.tcgen05.mxf4nvf4.ue4m3.f32, or another reading the same element
@@ -316,35 +317,56 @@ func scaleAt(s []float32, h int) float32 {
 // cache of that instruction's format is accepted. Splits may be 0 to
 // attention.MaxSplits (128), each run as SimDecode says.
 func SimDecodeSupports(cfg attention.Config) error {
-	if cfg.QHeads == 0 {
-		cfg.QHeads = cfg.KVHeads
-	}
 	var errs []string
-	simConfig(cfg, func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) })
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	if pl, err := resolveAlone(cfg); err != nil {
+		bad("%v", err)
+	} else {
+		cfg = pl.Config // attention's defaults: heads, models, tiles, splits
+	}
+	simConfig(cfg, bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("wgsl: SimDecode: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-// simConfig checks what SimDecode needs of cfg alone, calling bad for each
-// limit passed, and returns the emulation of its model (nil when bad was
-// called for it), or on the block-scaled path (a block-scaled instruction,
-// or dtype e2m1 with empty models) nil and the instruction (nil for empty
-// models: the cache's).
+// resolveAlone resolves cfg as attention does for one decode query without
+// a cache: over the tokens up to its query position (one token when it
+// names none), of the block-scaled format its instruction reads, or, for
+// dtype e2m1 with empty models, of the first e2m1 block format (the limits
+// on the config alone are the same for each).
+func resolveAlone(cfg attention.Config) (*attention.Plan, error) {
+	n := 1
+	if len(cfg.Positions) == 1 {
+		n = max(1, cfg.Positions[0]+1)
+	}
+	if blk, err := simBlockOf(cfg.QKModel); err == nil {
+		return cfg.ResolveSpec(1, n, attention.KVSpec{Format: blk.format(), Path: attention.PathBlockScaled})
+	}
+	if cfg.QKModel == "" && cfg.DType == fp8.FormatE2M1 {
+		for _, f := range simBlockFormats {
+			if f.Elem() == cfg.DType {
+				return cfg.ResolveSpec(1, n, attention.KVSpec{Format: f, Path: attention.PathBlockScaled})
+			}
+		}
+	}
+	return cfg.Resolve(1, n)
+}
+
+// simConfig checks what SimDecode needs of cfg alone beyond attention's
+// own limits (cfg is resolved: attention.Config.Plan or Resolve filled in
+// its defaults and checked it), calling bad for each limit passed, and
+// returns the emulation of its model (nil when bad was called for it), or
+// on the block-scaled path nil and the instruction (nil when cfg names
+// none: the cache's).
 func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulation, *simBlock) {
 	if cfg.HeadDim != 64 && cfg.HeadDim != 128 && cfg.HeadDim != 256 {
 		bad("head_dim %d is not one of 64, 128, 256", cfg.HeadDim)
 	}
-	if cfg.KVHeads < 1 || cfg.QHeads < 1 || cfg.QHeads%cfg.KVHeads != 0 {
-		bad("%d query heads is not a positive multiple of %d KV heads", cfg.QHeads, cfg.KVHeads)
-	}
 	qk, pv := cfg.QKModel, cfg.PVModel
 	blk, blkErr := simBlockOf(qk)
 	if blkErr == nil || (qk == "" && cfg.DType == fp8.FormatE2M1) {
-		if pv == "" && blk != nil { // as attention: an empty model is the format's instruction
-			pv, _ = attention.BlockScaledModel(blk.format())
-		}
 		simCommon(cfg, bad)
 		switch {
 		case qk != pv:
@@ -357,27 +379,20 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulat
 		}
 		return nil, blk
 	}
-	var dtypeOK bool
 	switch cfg.DType {
 	case fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16:
-		dtypeOK = true
 	default:
 		bad("dtype %s: the WGSL simulator reads e4m3, e5m2, bf16 or f16, or e4m3/e2m1 block-scaled caches with a block-scaled instruction (%v)", cfg.DType, simBlockModels())
 	}
 	simCommon(cfg, bad)
-	if qk == "" {
-		qk = attention.DefaultModel(cfg.DType)
+	if qk == "" || pv == "" {
+		return nil, nil // attention could not resolve the models: its error says why
 	}
-	if pv == "" {
-		pv = attention.DefaultModel(cfg.DType)
-	}
-	switch em, err := simEmulation(qk); {
+	switch em, err := LookupEmulation(qk); {
 	case qk != pv:
 		bad("QK model %s and PV model %s differ: the WGSL simulator runs one model for both", qk, pv)
 	case err != nil:
-		if dtypeOK || qk != "" {
-			bad("%v", err)
-		}
+		bad("%v", err)
 	case em.In != cfg.DType:
 		bad("model %s reads %s, the dtype is %s", qk, em.In, cfg.DType)
 	default:
@@ -386,21 +401,13 @@ func simConfig(cfg attention.Config, bad func(format string, a ...any)) (*Emulat
 	return nil, nil
 }
 
-// simCommon checks the limits of cfg that do not depend on the dtype.
+// simCommon checks the limits of cfg that do not depend on the dtype and
+// that attention itself does not have: what the kernel does not read must
+// not be set (it would be ignored).
 func simCommon(cfg attention.Config, bad func(format string, a ...any)) {
 	if cfg.Float64 {
 		bad("Float64 mode is not run on the GPU")
 	}
-	if cfg.Promotion < 0 {
-		bad("promotion interval %d is negative (0 never, 1 every tile, N every N tiles)", cfg.Promotion)
-	}
-	if cfg.Window < 0 {
-		bad("window %d is negative", cfg.Window)
-	}
-	if cfg.Saturation != fp8.SatFinite && cfg.Saturation != fp8.NoSat {
-		bad("unknown saturation %d", cfg.Saturation)
-	}
-	// What the kernel does not read must not be set: it would be ignored.
 	if len(cfg.Sinks) > 0 {
 		bad("attention sinks are not in the WGSL simulator")
 	}
@@ -412,9 +419,6 @@ func simCommon(cfg attention.Config, bad func(format string, a ...any)) {
 	}
 	if len(cfg.Positions) > 1 {
 		bad("%d query positions: decode is one query at the last position", len(cfg.Positions))
-	}
-	if cfg.Splits < 0 || cfg.Splits > attention.MaxSplits {
-		bad("%d splits is outside 0..%d (0 and 1: one split)", cfg.Splits, attention.MaxSplits)
 	}
 }
 
@@ -520,11 +524,12 @@ func planSim(cfg attention.Config, qScale []float32, kv *attention.KV, trials []
 // O has an invocation.
 func (p *simPlan) wg() int { return max(p.kbn, p.d) }
 
+// simIncludes are the library files of attnsim.wgsl's module: the T-FDPA
+// step and the block-scaled path with its step.
+var simIncludes = []string{"tfdpa_step", "attnblock", "blockstep"}
+
 func (p *simPlan) consts() ([]constDecl, error) {
-	fns, err := tfdpaFunctions()
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	spec := e4m3Spec // the block-scaled path quantizes P in bs_quant_p
 	if p.blk == nil {
 		if spec, err = castSpec(p.cfg.DType); err != nil {
@@ -543,7 +548,7 @@ func (p *simPlan) consts() ([]constDecl, error) {
 	for k, c := range exp2Coeffs() {
 		cs = append(cs, cU32(fmt.Sprintf("EXC%dH", k+1), int(c>>32)), cU32(fmt.Sprintf("EXC%dL", k+1), int(uint32(c))))
 	}
-	return append(cs, cRaw(fns)), nil
+	return cs, nil
 }
 
 // castSpec is what the P cast (fp8_encode, or half_encode for 16-bit
@@ -555,22 +560,6 @@ func castSpec(f fp8.Format) (fp8Spec, error) {
 		return fp8Spec{mbits: f.FracBits(), emin: f.Emin(), maxCode: inf - 1, overCode: inf, nanCode: inf | 1<<(f.FracBits()-1)}, nil
 	}
 	return specOf(f)
-}
-
-// tfdpaFunctions returns the functions of tfdpa.wgsl (from its SIGN_BIT
-// constants to the chain entry point, exclusive): tfdpa_step, instruction
-// and their helpers, which read A, B and T as attnsim.wgsl declares them.
-func tfdpaFunctions() (string, error) {
-	s, err := Shader("tfdpa")
-	if err != nil {
-		return "", err
-	}
-	i := strings.Index(s, "const SIGN_BIT")
-	j := strings.Index(s, "// chain advances")
-	if i < 0 || j < i {
-		return "", fmt.Errorf("wgsl: tfdpa.wgsl no longer has the markers attnsim.go cuts its functions at")
-	}
-	return s[i:j], nil
 }
 
 // loop iterations of one 32-element instruction in the worst case (as
@@ -1018,7 +1007,7 @@ func (r *Runner) uploadSim(pk *simPacked) ([]buffer, []call, error) {
 		bufs = append(bufs, x)
 	}
 	p := pk.p
-	ks := &kernelSpec{file: "attnsim", entry: "decode", consts: pk.cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
+	ks := &kernelSpec{file: "attnsim", include: simIncludes, entry: "decode", consts: pk.cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
 	var calls []call
 	for t0 := 0; t0 < max(p.tps, 1); t0 += pk.per {
 		t1 := min(t0+pk.per, p.tps)
@@ -1053,7 +1042,7 @@ type SimBench struct {
 // its limits). It packs and uploads once, warms up by the runner's rule
 // (Warmup) and times reps runs of the dispatches; the runs after the first
 // start from the state the one before left (finite values, the same work),
-// so only the timing is meaningful: bit-exactness is CheckSimDecode's.
+// so only the timing is meaningful: bit-exactness is wgslcheck.CheckSimDecode's.
 func (r *Runner) BenchSimDecode(ctx context.Context, jobs []SimJob, reps int) (SimBench, error) {
 	parts := make([]simPart, len(jobs))
 	for j, job := range jobs {
@@ -1178,7 +1167,7 @@ func (r *Runner) simOp(ctx context.Context, op int, pairs []uint32) ([]uint32, e
 		}
 		bufs = append(bufs, x)
 	}
-	ks := &kernelSpec{file: "attnsim", entry: "ops", consts: cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
+	ks := &kernelSpec{file: "attnsim", include: simIncludes, entry: "ops", consts: cs, storage: []access{readOnly, readWrite, readOnly, readWrite, readOnly}}
 	x, y, stride := grid(n, 64)
 	c := call{k: ks, bufs: bufs, x: x, y: y, params: []uint32{uint32(n), uint32(op), 0, 0, 0, stride}}
 	if _, err := r.be.run(ctx, []call{c}, false); err != nil {
@@ -1250,161 +1239,4 @@ func exp2Tables() []uint32 {
 func exp2Coeffs() [4]uint64 {
 	exp2Once.Do(exp2Init)
 	return exp2Coefs
-}
-
-// SimCase is one configuration of [Runner.CheckSimDecode].
-type SimCase struct {
-	Name   string
-	Tokens int
-	Cfg    attention.Config
-	// PerHead gives calibrated per-KV-head scales (amax/448) to K, V and
-	// Q; otherwise the uncalibrated per-tensor 1.0.
-	PerHead bool
-	// QGain multiplies the random queries (peakier softmax above 1).
-	QGain float32
-}
-
-// SimCases lists the configurations CheckSimDecode runs with contexts up
-// to maxTokens: head_dim 128 and 64, GQA 4 (8 query heads over 2 KV
-// heads), promotion never / every tile / every 4 tiles, kBlockN 96 and
-// 128, per-tensor and per-head scales, a partial last tile, a window, e4m3
-// caches and bf16 and f16 ones (sm90 wgmma, sm100 mma.sync and tcgen05
-// models);
-// and, when maxTokens reaches them, 16k-token block-scaled caches (mxfp8,
-// nvfp4, mxfp4 read natively by their tcgen05 instruction), 32k and 128k
-// tokens, and split-KV decode (Config.Splits): 16 splits at 128k tokens,
-// 32 on bf16 and 7 with a window at 32k, 16 on native mxfp8, and 128
-// splits over 105 tiles (the last 23 empty).
-func SimCases(maxTokens int) []SimCase {
-	cases := []SimCase{
-		{"hd128 gqa4 never kbn96", 8192, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, false, 1},
-		{"hd128 gqa4 every-tile kbn128 per-head", 4096, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1}, true, 2},
-		{"hd128 gqa4 every-4 kbn96 per-head", 5000, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Promotion: 4}, true, 1},
-		{"hd64 gqa4 never kbn128", 3001, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, KBlockN: 128}, false, 3},
-		{"hd64 gqa4 every-tile kbn96 per-head", 1024, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, KBlockN: 96, Promotion: 1}, true, 1},
-		{"hd64 gqa4 every-4 default tiles window 700", 2500, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 4, Window: 700}, false, 1},
-		{"bf16 hd128 gqa4 every-4 kbn128 per-head", 4096, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}, true, 2},
-		{"bf16 hd64 gqa4 never sm100 window 900", 3000, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, DType: fp8.FormatBF16, Window: 900,
-			QKModel: "sm100.mma.sync.bf16.f32", PVModel: "sm100.mma.sync.bf16.f32"}, false, 1},
-		{"f16 hd128 gqa4 every-tile kbn96", 2500, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Promotion: 1, DType: fp8.FormatFP16}, false, 3},
-		{"f16 hd64 gqa4 every-4 kbn128 per-head tcgen05", 2000, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatFP16,
-			QKModel: "sm100.tcgen05.f16.f32", PVModel: "sm100.tcgen05.f16.f32"}, true, 1},
-	}
-	var out []SimCase
-	for _, c := range cases {
-		c.Tokens = min(c.Tokens, maxTokens)
-		out = append(out, c)
-	}
-	// Long contexts, only where maxTokens reaches them (a GPU).
-	for _, c := range []SimCase{
-		{"hd128 gqa4 never kbn96 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96}, true, 1},
-		{"hd128 gqa4 every-tile kbn128 long", 131072, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1}, false, 2},
-		{"bf16 hd128 gqa4 every-4 kbn128 long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}, false, 1},
-		// Block-scaled caches read natively (SimInputs builds the cache of
-		// the instruction's format): 16k tokens, so that only a GPU's
-		// gpucheck runs them (lavapipe's are TestSimDecodeBlock).
-		{"mxfp8 native hd128 gqa4 every-4 long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, Promotion: 4, DType: fp8.FormatE4M3,
-			QKModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", PVModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32"}, true, 1},
-		{"nvfp4 native hd128 gqa4 never long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: fp8.FormatE2M1,
-			QKModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32", PVModel: "sm100.tcgen05.mxf4nvf4.ue4m3.f32"}, false, 2},
-		{"mxfp4 native hd64 gqa4 every-tile window 9000 long", 16384, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 1, Window: 9000, DType: fp8.FormatE2M1,
-			QKModel: "sm100.tcgen05.mxf4.f32", PVModel: "sm100.tcgen05.mxf4.f32"}, false, 1},
-		// Split-KV decode (lavapipe's are TestSimDecodeSplits).
-		{"hd128 gqa4 every-tile kbn128 16 splits long", 131072, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 1, Splits: 16}, false, 2},
-		{"bf16 hd128 gqa4 every-4 kbn128 32 splits per-head long", 32768, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16, Splits: 32}, true, 1},
-		{"hd64 gqa4 never window 9000 7 splits per-head long", 32768, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Window: 9000, Splits: 7}, true, 1},
-		{"mxfp8 native hd128 gqa4 every-4 16 splits long", 16384, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, Promotion: 4, DType: fp8.FormatE4M3, Splits: 16,
-			QKModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32", PVModel: "sm100.tcgen05.mxf8f6f4.e4m3.e4m3.f32"}, true, 1},
-		{"hd128 gqa4 never kbn96 128 splits long", 10000, attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Splits: attention.MaxSplits}, false, 1},
-	} {
-		if c.Tokens <= maxTokens {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// SimInputs draws a random decode problem for c (normal Q, K, V; seeded;
-// a cache of c.Cfg.DType, e4m3 when unset, with SatFinite; when
-// c.Cfg.QKModel is a block-scaled instruction, a PathBlockScaled cache of
-// its format) and returns the queries, their descales and the quantized
-// cache.
-func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, err error) {
-	rng := rand.New(rand.NewPCG(seed, 11))
-	d, kvh, qh := c.Cfg.HeadDim, max(c.Cfg.KVHeads, 1), max(c.Cfg.QHeads, c.Cfg.KVHeads, 1)
-	gain := c.QGain
-	if gain == 0 {
-		gain = 1
-	}
-	q = make([]float32, qh*d)
-	for i := range q {
-		q[i] = gain * float32(rng.NormFloat64())
-	}
-	k, v := make([]float32, c.Tokens*kvh*d), make([]float32, c.Tokens*kvh*d)
-	for i := range k {
-		k[i] = float32(rng.NormFloat64())
-		v[i] = float32(rng.NormFloat64() + 0.1)
-	}
-	var ks, vs []float32
-	if c.PerHead {
-		amax := func(x []float32, h, stride int) float32 {
-			var m float32
-			for t := 0; t < len(x)/stride; t++ {
-				for _, y := range x[t*stride+h*d:][:d] {
-					m = max(m, float32(math.Abs(float64(y))))
-				}
-			}
-			return m / 448
-		}
-		for h := 0; h < kvh; h++ {
-			ks = append(ks, amax(k, h, kvh*d))
-			vs = append(vs, amax(v, h, kvh*d))
-			qScale = append(qScale, amax(q, h*(qh/kvh), qh*d)) // one query head of the group
-		}
-	}
-	if blk, err := simBlockOf(c.Cfg.QKModel); err == nil {
-		// A block-scaled cache of the instruction's format (NVFP4 with the
-		// amax tensor scale); per-head scales give Q's descales only.
-		spec := attention.KVSpec{Format: blk.format(), Path: attention.PathBlockScaled}
-		if spec.Format == attention.KVNVFP4 {
-			spec.Scale = attention.ScaleAmax
-		}
-		kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: c.Tokens, Heads: kvh, KDim: d, VDim: d}, spec)
-		return q, qScale, kv, err
-	}
-	dtype := c.Cfg.DType
-	if dtype == fp8.FormatInvalid {
-		dtype = fp8.FormatE4M3
-	}
-	kv, err = attention.NewKV(k, v, fp8.Shape{Tokens: c.Tokens, Heads: kvh, Dim: d}, dtype, fp8.SatFinite, ks, vs)
-	return q, qScale, kv, err
-}
-
-// CheckSimDecode runs every case of SimCases(maxTokens) through SimDecode
-// and attention.Run and counts the outputs equal bit for bit (one Check
-// per case; no hardware capture: EqualHW is -1).
-func (r *Runner) CheckSimDecode(ctx context.Context, seed uint64, maxTokens int) ([]Check, error) {
-	var checks []Check
-	for i, c := range SimCases(maxTokens) {
-		q, qs, kv, err := SimInputs(c, seed+uint64(i))
-		if err != nil {
-			return nil, err
-		}
-		got, err := r.SimDecode(ctx, c.Cfg, q, qs, kv)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Name, err)
-		}
-		want, err := attention.Run(ctx, c.Cfg, q, qs, kv)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Name, err)
-		}
-		ck := Check{Name: fmt.Sprintf("attention decode %s, %d tokens", c.Name, c.Tokens), Total: len(got), EqualHW: -1}
-		for j := range got {
-			if sameF32(float32(got[j]), float32(want[j])) {
-				ck.EqualModel++
-			}
-		}
-		checks = append(checks, ck)
-	}
-	return checks, nil
 }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/accum"
-	"github.com/fp8lab/fp8lab/accum/golden"
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/simcase"
 )
 
 // The 16-bit models SimDecode runs, and 16-bit models it refuses.
@@ -67,11 +66,7 @@ func TestStep16(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
 	total := 0
-	for _, model := range sim16Models {
-		e, err := simEmulation(model)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, model := range emulated(t, 16) {
 		m := accum.MustLookup(model)
 		f := m.Info().In
 		for _, kind := range code16Kinds {
@@ -95,25 +90,17 @@ func TestStep16(t *testing.T) {
 						for i := range c {
 							c[i] = randomC(rng)
 						}
-						rw := K / 2
-						pack := func(x []uint16) []byte {
-							w := make([]uint32, n*rw)
-							for i, v := range x {
-								w[i/2] |= uint32(v) << (16 * (i % 2))
-							}
-							return u32Bytes(w)
-						}
-						res, err := r.chainPacked(ctx, e, pack(a), pack(b), rw, K, c, promote, 0, false)
+						got, err := r.Chain(ctx, model, ChainInput{K: K, A16: a, B16: b, C: c}, promote)
 						if err != nil {
 							t.Fatal(err)
 						}
 						bad := 0
 						for i := range c {
 							want := accum.Chain(m, a[i*K:(i+1)*K], b[i*K:(i+1)*K], c[i], promote)
-							if !sameF32(res.out[i], want) {
+							if !sameF32(got[i], want) {
 								if bad++; bad <= 3 {
 									t.Errorf("%s %s mixed=%v K=%d promote=%d row %d: got %#08x, accum %#08x (c %#08x)", model, kind, mixed, K, promote, i,
-										math.Float32bits(res.out[i]), math.Float32bits(want), math.Float32bits(c[i]))
+										math.Float32bits(got[i]), math.Float32bits(want), math.Float32bits(c[i]))
 								}
 							}
 						}
@@ -139,14 +126,11 @@ func TestSim16Refused(t *testing.T) {
 			t.Logf("%s: %v", model, err)
 		}
 	}
+	// The chain reads a 16-bit model's codes from A16 and B16 only.
 	for _, model := range sim16Models {
-		if _, err := LookupEmulation(model); err == nil || !strings.Contains(err.Error(), "16-bit") {
-			t.Errorf("%s: the chain kernel's LookupEmulation gives %v", model, err)
-		}
-		for _, n := range Emulations() {
-			if n == model {
-				t.Errorf("Emulations lists %s", model)
-			}
+		in := ChainInput{K: 32, A: make([]uint8, 32), B: make([]uint8, 32), C: []float32{0}}
+		if _, err := (&Runner{}).Chain(context.Background(), model, in, 0); err == nil || !strings.Contains(err.Error(), "A16 and B16") {
+			t.Errorf("%s: Chain on 8-bit codes gives %v", model, err)
 		}
 	}
 }
@@ -188,15 +172,15 @@ func TestSimDecode16Edges(t *testing.T) {
 	ctx := context.Background()
 	type edgeCase struct {
 		name    string
-		c       SimCase
+		c       simcase.Case
 		kinds   []string
 		weights []float64
 		specs   bool // a few inf and NaN codes
 	}
-	// The configurations of SimCases' 16-bit rows, so that no new shader
+	// The configurations of simcase.Cases' 16-bit rows, so that no new shader
 	// variant is compiled (about a second each on lavapipe).
 	var cases []edgeCase
-	for _, c := range SimCases(8192) {
+	for _, c := range simcase.Cases(8192) {
 		if c.Cfg.DType.CodeBits() != 16 {
 			continue
 		}
@@ -216,10 +200,10 @@ func TestSimDecode16Edges(t *testing.T) {
 		}
 	}
 	if len(cases) != 7 {
-		t.Fatalf("%d edge cases from SimCases' 16-bit rows, want 7", len(cases))
+		t.Fatalf("%d edge cases from simcase.Cases' 16-bit rows, want 7", len(cases))
 	}
 	for ci, ec := range cases {
-		q, qs, kv, err := SimInputs(ec.c, 300+uint64(ci))
+		q, qs, kv, err := simcase.Inputs(ec.c, 300+uint64(ci))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +297,7 @@ func TestSimDecode16Edges(t *testing.T) {
 // stored directly, and e4m3 (per-channel K, per-token-head V), MXFP8 and
 // NVFP4 dequantized to bf16 (vLLM's Triton path: the MMA reads bf16 K, V,
 // Q and P) run through SimDecode bit for bit with attention.RunPromotions
-// (in the configurations of SimCases' hd128 rows).
+// (in the configurations of simcase.Cases' hd128 rows).
 func TestSimDecodeQuantizedKV(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
@@ -339,9 +323,9 @@ func TestSimDecodeQuantizedKV(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", spec, err)
 		}
-		// SimCases' hd128 configuration of the dtype: no new shader variant.
+		// simcase.Cases' hd128 configuration of the dtype: no new shader variant.
 		var cfg attention.Config
-		for _, c := range SimCases(8192) {
+		for _, c := range simcase.Cases(8192) {
 			if c.Cfg.DType == spec.DType() && c.Cfg.HeadDim == d {
 				cfg = c.Cfg
 			}
@@ -427,51 +411,5 @@ func TestHalfEncode(t *testing.T) {
 			}
 		}
 		t.Logf("%v: %d/%d equal to fp8.Format.Encode", f, len(xs)-bad, len(xs))
-	}
-}
-
-// The 16-bit step against the hardware: every H200 capture file of a
-// 16-bit model that SimDecode runs (sm90.wgmma.bf16.f32: all codes, narrow
-// and normal inputs, signed zeros) through tfdpa_step16, compared with the
-// H200's d and with accum.
-func TestGoldenRecords16(t *testing.T) {
-	r := testGPU(t)
-	ctx := context.Background()
-	total := 0
-	for _, f := range readCaptures(t) {
-		if f.Kind != golden.KindRecords {
-			continue
-		}
-		rf := f.Records
-		e, err := simEmulation(rf.Model)
-		if err != nil || e.Bits != 16 {
-			continue
-		}
-		name := filepath.Base(rf.Path)
-		n := len(rf.Records)
-		got, err := r.records16(ctx, e, rf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := accum.MustLookup(rf.Model)
-		eqHW, eqModel := 0, 0
-		for i, rec := range rf.Records {
-			if math.Float32bits(got[i]) == rec.D {
-				eqHW++
-			} else if n-eqHW < 4 {
-				t.Errorf("%s line %d: GPU %#08x, H200 %#08x", name, rec.Line, math.Float32bits(got[i]), rec.D)
-			}
-			if sameF32(got[i], m.Dot(rec.A, rec.B, math.Float32frombits(rec.C))) {
-				eqModel++
-			}
-		}
-		if eqHW != n || eqModel != n {
-			t.Errorf("%s: %d/%d equal to the H200, %d/%d to accum", name, eqHW, n, eqModel, n)
-		}
-		t.Logf("%s (%s): %d/%d equal to the H200, %d/%d to accum", name, rf.Model, eqHW, n, eqModel, n)
-		total += n
-	}
-	if total == 0 {
-		t.Fatal("no capture file of a 16-bit model SimDecode runs")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/simcase"
 )
 
 // BenchmarkSimDecode times one SimDecode of a 16k-token context (head_dim
@@ -27,8 +28,8 @@ func BenchmarkSimDecode(b *testing.B) {
 			name += fmt.Sprintf("-kbn%d", bc.kbn)
 		}
 		b.Run(name, func(b *testing.B) {
-			c := SimCase{Tokens: 16384, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: bc.f, KBlockN: bc.kbn}}
-			q, qs, kv, err := SimInputs(c, 1)
+			c := simcase.Case{Tokens: 16384, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, DType: bc.f, KBlockN: bc.kbn}}
+			q, qs, kv, err := simcase.Inputs(c, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -54,8 +55,8 @@ func BenchmarkSimDecode(b *testing.B) {
 func BenchmarkSimDecodeSplits(b *testing.B) {
 	r := testGPU(b)
 	ctx := context.Background()
-	c := SimCase{Tokens: 32768, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8}}
-	q, qs, kv, err := SimInputs(c, 1)
+	c := simcase.Case{Tokens: 32768, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8}}
+	q, qs, kv, err := simcase.Inputs(c, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,8 +85,8 @@ func BenchmarkSimDecodeSplits(b *testing.B) {
 // state (no GPU needed). wN packs on GOMAXPROCS goroutines, w1 on one.
 func BenchmarkSimPack(b *testing.B) {
 	for _, f := range []fp8.Format{fp8.FormatE4M3, fp8.FormatBF16} {
-		c := SimCase{Tokens: 131072, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, DType: f, KBlockN: 96}}
-		q, _, kv, err := SimInputs(c, 1)
+		c := simcase.Case{Tokens: 131072, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, DType: f, KBlockN: 96}}
+		q, _, kv, err := simcase.Inputs(c, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/simcase"
 )
 
 func f32bits(x float32) uint32 { return math.Float32bits(x) }
@@ -165,14 +166,14 @@ func TestSimExp2(t *testing.T) {
 	t.Logf("exp2 exhaustive: %d/%d equal", total-mism, total)
 }
 
-// SimDecode equals attention.Run bit for bit on every case of SimCases
+// SimDecode equals attention.Run bit for bit on every case of simcase.Cases
 // (contexts 1k–8k, head_dim 128 and 64, GQA 4, promotion 0/1/4, kBlockN
 // 96/128, per-tensor and per-head scales, a window).
 func TestSimDecode(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
-	for i, c := range SimCases(8192) {
-		q, qs, kv, err := SimInputs(c, 100+uint64(i))
+	for i, c := range simcase.Cases(8192) {
+		q, qs, kv, err := simcase.Inputs(c, 100+uint64(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,14 +222,14 @@ func TestSimDecode(t *testing.T) {
 func TestSimDecodeSmall(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
-	for _, c := range []SimCase{
+	for _, c := range []simcase.Case{
 		{Name: "one token", Tokens: 1, Cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 2, KBlockN: 32, Promotion: 2}},
 		{Name: "mma.sync", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 4, QKModel: "sm90.mma.sync.e4m3.f32", PVModel: "sm90.mma.sync.e4m3.f32", Promotion: 3}, PerHead: true},
 		{Name: "bf16 one token", Tokens: 1, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 128, Promotion: 4, DType: fp8.FormatBF16}},
 		{Name: "bf16 sm80 8-product steps", Tokens: 500, Cfg: attention.Config{HeadDim: 256, KVHeads: 1, QHeads: 2, DType: fp8.FormatBF16,
 			QKModel: "sm80.mma.sync.bf16.f32", PVModel: "sm80.mma.sync.bf16.f32", Promotion: 1}, PerHead: true},
 	} {
-		q, qs, kv, err := SimInputs(c, 7)
+		q, qs, kv, err := simcase.Inputs(c, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,8 +251,8 @@ func TestSimDecodeSmall(t *testing.T) {
 
 // Configurations the kernel does not run are errors.
 func TestSimDecodeErrors(t *testing.T) {
-	c := SimCase{Tokens: 64, Cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 1}}
-	q, qs, kv, err := SimInputs(c, 1)
+	c := simcase.Case{Tokens: 64, Cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 1}}
+	q, qs, kv, err := simcase.Inputs(c, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,14 +308,14 @@ func TestSimDecodeErrors(t *testing.T) {
 func TestSimDecodeTrials(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
-	for _, c := range []SimCase{
+	for _, c := range []simcase.Case{
 		{Name: "gqa2 every-2", Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64, Promotion: 2}, PerHead: true},
 		{Name: "window never", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, Window: 500}},
-		// SimCases' bf16 hd64 and f16 hd128 shaders (no new variant to compile)
+		// simcase.Cases' bf16 hd64 and f16 hd128 shaders (no new variant to compile)
 		{Name: "bf16 gqa4 never window 900", Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, DType: fp8.FormatBF16, Window: 900}, PerHead: true},
 		{Name: "f16 gqa4 every-tile kbn96 window 450", Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Window: 450, Promotion: 1, DType: fp8.FormatFP16}},
 	} {
-		q0, qs, kv, err := SimInputs(c, 11)
+		q0, qs, kv, err := simcase.Inputs(c, 11)
 		if err != nil {
 			t.Fatal(err)
 		}

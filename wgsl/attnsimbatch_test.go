@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/internal/simcase"
 )
 
 // batchTrials draws n trials over kv: queries scaled from q0, and tokens
@@ -82,13 +83,13 @@ func TestSimDecodeBatch(t *testing.T) {
 		cfg   attention.Config
 		cache int
 	}
-	e4 := SimCase{Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64}, PerHead: true}
-	win := SimCase{Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, Window: 500}}
+	e4 := simcase.Case{Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64}, PerHead: true}
+	win := simcase.Case{Tokens: 700, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, Window: 500}}
 	var caches []*attention.KV
 	var qs [][]float32
 	var q0s [][]float32
-	for seed, c := range []SimCase{e4, e4, win} {
-		q0, qScale, kv, err := SimInputs(c, uint64(20+seed))
+	for seed, c := range []simcase.Case{e4, e4, win} {
+		q0, qScale, kv, err := simcase.Inputs(c, uint64(20+seed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,11 +169,11 @@ func TestSimDecodeBatch(t *testing.T) {
 // a chunk, and cuts a job between its trials.
 func TestSimChunks(t *testing.T) {
 	cfg := attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 1, KBlockN: 64}
-	_, _, kv0, err := SimInputs(SimCase{Tokens: 256, Cfg: cfg}, 1)
+	_, _, kv0, err := simcase.Inputs(simcase.Case{Tokens: 256, Cfg: cfg}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, kv1, _ := SimInputs(SimCase{Tokens: 256, Cfg: cfg}, 2)
+	_, _, kv1, _ := simcase.Inputs(simcase.Case{Tokens: 256, Cfg: cfg}, 2)
 	q := make([]float32, 64)
 	trials := []SimTrial{{Q: q}, {Q: q}, {Q: q}}
 	var parts []simPart

@@ -112,26 +112,23 @@ func blockHostEmulation() *Emulation {
 }
 
 // blockConsts are attnblock.wgsl's constants (placeholders off the
-// block-scaled path, so that the module compiles) and its functions.
+// block-scaled path, so that the module compiles) and the names under which
+// blockstep.wgsl reads them.
 func (p *simPlan) blockConsts() []constDecl {
 	s := p.blk
+	var cs []constDecl
 	if s == nil {
-		return []constDecl{cBool("BLK", false), cU32("BK", 32), cU32("BB", 32), cU32("BF", 25), cI32("BEZERO", 0),
+		cs = []constDecl{cBool("BLK", false), cU32("BK", 32), cU32("BB", 32), cU32("BF", 25), cI32("BEZERO", 0),
 			cU32("BFE", 3), cU32("BFS", 0), cU32("BGROUP", 0), cBool("BNV", false), cBool("BE4M3", true), cI32("BEMAX", 8),
-			cU32("BSNAN", 0xff), cU32("BT", 0), cU32("A_SCALES", 0), cU32("BTAB_N", 1), cRaw(attnBlockWGSL())}
+			cU32("BSNAN", 0xff), cU32("BT", 0), cU32("A_SCALES", 0), cU32("BTAB_N", 1)}
+	} else {
+		info := s.em.info
+		cs = []constDecl{cBool("BLK", true), cU32("BK", s.k), cU32("BB", s.b), cU32("BF", info.F), cI32("BEZERO", info.EZero),
+			cU32("BFE", s.elem.FracBits()), cU32("BFS", s.scale.FracBits()), cU32("BGROUP", info.Group),
+			cBool("BNV", s.scale == fp8.FormatUE4M3), cBool("BE4M3", s.elem == fp8.FormatE4M3), cI32("BEMAX", s.elem.Emax()),
+			cU32("BSNAN", int(s.scale.MaxCode())+1), cU32("BT", 256+2*p.kvHeads), cU32("A_SCALES", p.d/s.b+p.kbn/s.b), cU32("BTAB_N", 768)}
 	}
-	info := s.em.info
-	return []constDecl{cBool("BLK", true), cU32("BK", s.k), cU32("BB", s.b), cU32("BF", info.F), cI32("BEZERO", info.EZero),
-		cU32("BFE", s.elem.FracBits()), cU32("BFS", s.scale.FracBits()), cU32("BGROUP", info.Group),
-		cBool("BNV", s.scale == fp8.FormatUE4M3), cBool("BE4M3", s.elem == fp8.FormatE4M3), cI32("BEMAX", s.elem.Emax()),
-		cU32("BSNAN", int(s.scale.MaxCode())+1), cU32("BT", 256+2*p.kvHeads), cU32("A_SCALES", p.d/s.b+p.kbn/s.b), cU32("BTAB_N", 768), cRaw(attnBlockWGSL())}
-}
-
-// attnBlockWGSL is attnblock.wgsl (its functions read attnsim.wgsl's
-// buffers and the constants above) and blockstep.wgsl, the step.
-func attnBlockWGSL() string {
-	s, _ := Shader("attnblock") // embedded: cannot fail
-	return s + "\n" + blockStepWGSL("BK", "BF", "BEZERO", "BFE", "BFE", "BFS", "true", "BB", "BGROUP")
+	return append(cs, blockStepConsts("BK", "BF", "BEZERO", "BFE", "BFE", "BFS", "true", "BB", "BGROUP")...)
 }
 
 // tables returns what attnblock.wgsl reads at XT[BT:]: the element and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/simcase"
 )
 
 // splitRow is one row of TestSimDecodeSplits: a configuration (its
@@ -22,10 +23,10 @@ type splitRow struct {
 	long   bool // a split's tiles take more than one dispatch
 }
 
-// simRow is a splitRow on SimInputs' cache.
+// simRow is a splitRow on simcase.Inputs' cache.
 func simRow(name string, tokens int, cfg attention.Config, perHead bool, gain float32, long bool) splitRow {
 	return splitRow{name, cfg, func(t *testing.T) ([]float32, []float32, *attention.KV) {
-		q, qs, kv, err := SimInputs(SimCase{Name: name, Tokens: tokens, Cfg: cfg, PerHead: perHead, QGain: gain}, uint64(tokens))
+		q, qs, kv, err := simcase.Inputs(simcase.Case{Name: name, Tokens: tokens, Cfg: cfg, PerHead: perHead, QGain: gain}, uint64(tokens))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,14 +55,14 @@ func TestSimDecodeSplits(t *testing.T) {
 	nvc := attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4}
 	with := func(c attention.Config, f func(*attention.Config)) attention.Config { f(&c); return c }
 	rows := []splitRow{
-		// SimCases' e4m3 hd128 shaders.
+		// simcase.Cases' e4m3 hd128 shaders.
 		simRow("e4m3 gqa4 never kbn96 long", 9000, with(e4, func(c *attention.Config) { c.KBlockN = 96 }), false, 1, true),
 		simRow("e4m3 gqa4 every-tile kbn128 per-head", 2500, with(e4, func(c *attention.Config) { c.KBlockN, c.Promotion = 128, 1 }), true, 2, false),
 		simRow("e4m3 gqa4 every-4 kbn96 per-head", 2500, with(e4, func(c *attention.Config) { c.KBlockN, c.Promotion = 96, 4 }), true, 1, false),
-		// SimCases' e4m3 hd64 window shader: the window's first tile is
+		// simcase.Cases' e4m3 hd64 window shader: the window's first tile is
 		// split 0's.
 		simRow("e4m3 hd64 gqa4 every-4 window 700", 2500, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, Promotion: 4, Window: 700}, false, 1, false),
-		// bf16: SimCases' hd64 window and hd128 every-4 shaders, and every
+		// bf16: simcase.Cases' hd64 window and hd128 every-4 shaders, and every
 		// tile (a new shader).
 		simRow("bf16 hd64 gqa4 never sm100 window 900", 2500, attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 8, DType: fp8.FormatBF16, Window: 900,
 			QKModel: "sm100.mma.sync.bf16.f32", PVModel: "sm100.mma.sync.bf16.f32"}, false, 1, false),
@@ -152,8 +153,8 @@ func TestSimDecodeSplits(t *testing.T) {
 func TestSimDecodeTrialsSplits(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
-	cfg := attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Splits: 16} // SimCases' first shader
-	q0, qs, kv, err := SimInputs(SimCase{Tokens: 2000, Cfg: cfg, PerHead: true, QGain: 1}, 3)
+	cfg := attention.Config{HeadDim: 128, KVHeads: 2, QHeads: 8, KBlockN: 96, Splits: 16} // simcase.Cases' first shader
+	q0, qs, kv, err := simcase.Inputs(simcase.Case{Tokens: 2000, Cfg: cfg, PerHead: true, QGain: 1}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestSimDecodeSplitsLimits(t *testing.T) {
 		if err != nil && !tc.ok && !strings.Contains(err.Error(), fmt.Sprintf("%d splits", tc.splits)) {
 			t.Errorf("SimDecodeSupports with %d splits: %q does not name the splits", tc.splits, err)
 		}
-		q, qs, kv, err := SimInputs(SimCase{Tokens: 100, Cfg: cfg}, 1)
+		q, qs, kv, err := simcase.Inputs(simcase.Case{Tokens: 100, Cfg: cfg}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,10 +32,13 @@
 //     random bit patterns), NaN patterns included;
 //   - [Runner.Chain] and [Runner.Step]: the T-FDPA step of
 //     tensorcore-numerics.md §2 and chains of it with promotion, equal to
-//     accum.Chain bit for bit for every model [Emulations] lists
-//     (sm90.wgmma.e4m3/e5m2, sm90.mma.sync.e4m3, sm89.mma.sync.e4m3,
-//     sm100.tcgen05.f8f6f4), on the H200 captures and on random batches
-//     ([Runner.CheckCaptures], [Runner.CheckRandom]); the one exception is
+//     accum.Chain bit for bit for every model [Emulations] lists: the
+//     models one of [StepShapes]' rows accepts by their parameters (kind,
+//     input format, K, the step's L, F, rounding, e_zero), never by name
+//     (sm90.wgmma e4m3/e5m2, sm89 and sm90/sm100 mma.sync e4m3/e5m2,
+//     sm100.tcgen05.f8f6f4; bf16/f16 models through the 16-bit step), on
+//     the H200 captures and on random batches (package wgslcheck:
+//     CheckCaptures, CheckRandom); the one exception is
 //     the payload of a NaN result, always the canonical 0x7fffffff (Go's own
 //     float32 add may propagate another NaN where accum adds in Go);
 //   - [Runner.AddF32]: the integer FP32 adder (round to nearest even,
@@ -49,7 +52,7 @@
 //     exponents, 2 codes a word: tfdpa_step16), with
 //     every FP32 multiply, divide, add and a correctly rounded exp2 done in
 //     integer arithmetic, so the whole output equals attention.Run bit for
-//     bit on any adapter ([Runner.CheckSimDecode]; on an H200, which fuses
+//     bit on any adapter (wgslcheck.CheckSimDecode; on an H200, which fuses
 //     a*b+c, 6656/6656 outputs up to 128k tokens).
 //
 // Widths: WGSL has no 64-bit integers. A step's terms are below 2^27 (F =
@@ -71,12 +74,29 @@
 // split-KV decode attention over an FP16 or e4m3 KV cache, in f32, for speed
 // ([Runner.BenchDecode]; [DecodeConfig.Math] selects a variant, f16 math is
 // refused because the bundled WGSL compiler has no f16); it agrees with a float64 attention over the same
-// cache values ([DecodeReference]) to about 1e-6. [Runner.BenchChain] and
+// cache values to about 1e-6 (its tests). [Runner.BenchChain] and
 // [Runner.ReadBandwidth] measure the emulation's throughput and the device's
 // streaming bandwidth.
 //
-// The WGSL sources are embedded ([Shader], [Shaders]); each kernel file is
-// completed with generated constants and common.wgsl. Package wgsl depends
-// on fp8, accum, accum/golden (for its checks) and attention (the
-// configuration and cache types of SimDecode, and attention.Run to check it).
+// # Where things are
+//
+// The [Runner] is one device (runner.go; gpu*.go and adapter.go are its
+// backends). Its methods, by noun: the emulation kernels, bit-exact
+// (tfdpa.go: [Runner.Chain], [Runner.Step]; convert.go, narrow.go: the
+// conversions and [Runner.AddF32]; scaled.go: [Runner.ScaledStep];
+// bench.go: [Runner.BenchChain]); the attention simulator (attnsim*.go:
+// [Runner.SimDecode], [Runner.SimDecodeTrials], [Runner.SimDecodeBatch],
+// [Runner.BenchSimDecode]); native arithmetic (native.go: [Runner.NativeDot],
+// [Runner.ProbeFMA], [Runner.LoopIterations], [Runner.ReadBandwidth]); native
+// decode (attention.go: [Runner.DecodeAttention], [Runner.BenchDecode]); and
+// the benchmarks' warm-up (measure.go). The checks that compare the kernels
+// with the H200 captures, accum, fp8 and attention.Run are package
+// wgslcheck's, outside this runtime, which does not read captures.
+//
+// The WGSL sources are embedded ([Shader], [Shaders]; shaders.go lists
+// them); every kernel's module is assembled one way: generated constants,
+// the library files it includes, its kernel file, common.wgsl. Package
+// wgsl depends on fp8, accum (the models' parameters, from which the
+// kernels' constants and tables are derived) and attention (the
+// configuration, plan and cache types of SimDecode, and its combine).
 package wgsl

@@ -184,7 +184,7 @@ func (g *gpu) pipeline(k *kernelSpec) (*gpuPipeline, error) {
 	if p := g.pipes[key]; p != nil {
 		return p, nil
 	}
-	src, err := source(k.file, k.consts)
+	src, err := k.source()
 	if err != nil {
 		return nil, err
 	}

@@ -8,26 +8,12 @@ import (
 	"github.com/fp8lab/fp8lab/fp8"
 )
 
-// Every narrow conversion in WGSL equals package fp8's (CheckNarrow: every
-// ≤8-bit format, both saturation modes, every code's boundaries, random
-// inputs; every code decoded; ue8m0 in every rounding mode).
-func TestNarrowConversions(t *testing.T) {
+// The narrow encoders refuse what they do not convert, and mean what they
+// say on a few values (wgslcheck's TestNarrowConversions compares every
+// format with package fp8).
+func TestNarrowSpotChecks(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
-	checks, err := r.CheckNarrow(ctx, 8, 20000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(checks) != 8*2+9+8 {
-		t.Fatalf("%d checks, want 33", len(checks))
-	}
-	for _, c := range checks {
-		if !c.OK() || c.Total == 0 {
-			t.Errorf("%s: %d/%d equal to package fp8", c.Name, c.EqualModel, c.Total)
-		} else {
-			t.Logf("%s: %d/%d equal to package fp8", c.Name, c.EqualModel, c.Total)
-		}
-	}
 	if _, err := r.EncodeNarrow(ctx, fp8.FormatFP16, fp8.SatFinite, []float32{1}); err == nil {
 		t.Error("EncodeNarrow f16: no error")
 	}

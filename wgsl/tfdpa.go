@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
@@ -16,18 +18,19 @@ type Emulation struct {
 	// Model is the accum model name, e.g. "sm90.wgmma.e4m3.f32".
 	Model string
 	// In is the input format (e4m3 or e5m2; bf16 or f16 for the
-	// simulator's 16-bit step, see simEmulation).
+	// 16-bit step, tfdpa_step16).
 	In fp8.Format
 	// Bits is the width of an input code: 8 (4 codes a u32 word, read
 	// through the code table) or 16 (2 codes a word, decoded in the step,
 	// exponents as i32).
 	Bits int
 	// L, F and the fraction bits FB of the result (23 for RZ-FP32, 13 for
-	// RZ-E8M13) of one step; for the sm90 mma.sync emulation, one FP16 half
+	// RZ-E8M13) of one step; for the mma.sync emulation, one FP16 half
 	// step.
 	L, F, FB int
-	// MMASync is the sm90 mma.sync emulation: two half steps (k mod 4 in
-	// {0,1}, then {2,3}) from +0 and an FP32 add of C.
+	// MMASync is the mma.sync emulation (accum's KindEmulation, sm90 and
+	// sm100): two half steps (k mod 4 in {0,1}, then {2,3}) from +0 and an
+	// FP32 add of C.
 	MMASync bool
 	// Wide is true when a step's sum needs 32 unsigned bits per sign (F =
 	// 25 with 32 products) rather than one i32.
@@ -38,80 +41,158 @@ type Emulation struct {
 	table [256]uint32
 }
 
-// Emulations lists the accum models the WGSL T-FDPA kernel runs: every
-// T-FDPA model with e4m3 or e5m2 inputs, 32-element instructions, steps of
-// 16 or 32 products, F <= 25 and an RZ-FP32 or RZ-E8M13 result, and
-// sm90.mma.sync.e4m3.f32.
+// Emulations lists the accum models the WGSL T-FDPA kernel runs, sorted:
+// every model one of [StepShapes]' rows accepts (see [LookupEmulation]).
+// Which models those are is decided from each model's parameters alone
+// (its kind, input format, K, and its step's L, F, rounding, e_zero and
+// format), never from its name.
 func Emulations() []string {
 	var names []string
-	for _, n := range accum.Names() {
-		if _, err := emulation(n); err == nil {
-			names = append(names, n)
+	for _, m := range accum.Models() {
+		if _, err := emulationOf(m); err == nil {
+			names = append(names, m.Name())
 		}
 	}
 	sort.Strings(names)
 	return names
 }
 
-// LookupEmulation returns how the WGSL kernel runs the named accum model, or
-// an error saying why it cannot.
-func LookupEmulation(model string) (*Emulation, error) { return emulation(model) }
-
-const mmaSyncSM90 = "sm90.mma.sync.e4m3.f32"
-
-// emulation returns how the chain kernel (8-bit codes) runs the named model.
-func emulation(name string) (*Emulation, error) {
-	m, err := accum.Lookup(name)
+// LookupEmulation returns how the WGSL kernel runs the named accum model,
+// or an error saying why it cannot: an unknown name (accum's error), or the
+// parameter of the model that no row of [StepShapes] accepts.
+func LookupEmulation(model string) (*Emulation, error) {
+	m, err := accum.Lookup(model)
 	if err != nil {
 		return nil, err
 	}
-	if in := m.Info().In; in == fp8.FormatBF16 || in == fp8.FormatFP16 {
-		return nil, fmt.Errorf("wgsl: model %s reads %v: the WGSL chain kernel reads e4m3 or e5m2 (16-bit codes run only in SimDecode)", name, in)
-	}
-	return newEmulation(name)
+	return emulationOf(m)
 }
 
-// simEmulation returns how SimDecode runs the named model: the chain
-// kernel's models and the T-FDPA models with bf16 or f16 inputs (16 or 32
-// elements an instruction, 8 or 16 products a step, F <= 25, an RZ-FP32 or
-// RZ-E8M13 result), which attnsim.wgsl runs through tfdpa_step16.
-func simEmulation(name string) (*Emulation, error) { return newEmulation(name) }
+// StepShape is one kind of step tfdpa.wgsl runs, as the accum model
+// parameters it accepts. The rows of [StepShapes] are the whole rule: a
+// model is emulated when a row accepts its parameters.
+type StepShape struct {
+	Name string
+	// Kind is the accum model kind.
+	Kind accum.Kind
+	// In lists the input formats (the model's Info().In).
+	In []fp8.Format
+	// StepIn is the format the step reads (Info().Step.In): In itself when
+	// invalid (FormatInvalid), FP16 for the mma.sync emulation.
+	StepIn fp8.Format
+	// K lists the instruction lengths, L the products of one step.
+	K, L []int
+	// Rho lists the final conversions of a step.
+	Rho []accum.Rounding
+	// MaxF is the most fraction bits kept; MinF2M, when set, requires F >=
+	// 2·(fraction bits of In) (the 16-bit step's product shift).
+	MaxF   int
+	MinF2M bool
+	// Bits is the width of an input code in the kernel's words (8 or 16).
+	Bits int
+	// MMASync runs two FP16 half steps (k mod 4 in {0,1}, then {2,3}) from
+	// +0 and an FP32 add of c (accum's compiler emulation).
+	MMASync bool
+}
 
-func newEmulation(name string) (*Emulation, error) {
-	m, err := accum.Lookup(name)
-	if err != nil {
-		return nil, err
+// StepShapes are the steps the WGSL T-FDPA kernel has: tfdpa_step over
+// 8-bit codes, the mma.sync emulation on it, and tfdpa_step16 over 16-bit
+// codes (the attention simulator's bf16/f16 step).
+var StepShapes = []StepShape{
+	{Name: "8-bit T-FDPA step", Kind: accum.KindTFDPA, In: []fp8.Format{fp8.FormatE4M3, fp8.FormatE5M2},
+		K: []int{32}, L: []int{16, 32}, Rho: []accum.Rounding{accum.RZFP32, accum.RZE8M13}, MaxF: 25, Bits: 8},
+	{Name: "mma.sync emulation (two FP16 half steps and an FP32 add of c)", Kind: accum.KindEmulation,
+		In: []fp8.Format{fp8.FormatE4M3, fp8.FormatE5M2}, StepIn: fp8.FormatFP16,
+		K: []int{32}, L: []int{16}, Rho: []accum.Rounding{accum.RZFP32}, MaxF: 25, Bits: 8, MMASync: true},
+	{Name: "16-bit T-FDPA step", Kind: accum.KindTFDPA, In: []fp8.Format{fp8.FormatBF16, fp8.FormatFP16},
+		K: []int{16, 32}, L: []int{8, 16}, Rho: []accum.Rounding{accum.RZFP32, accum.RZE8M13}, MaxF: 25, MinF2M: true, Bits: 16},
+}
+
+// check returns nil when s accepts info, else the first parameter it does
+// not accept.
+func (s *StepShape) check(info accum.Info) error {
+	p := info.Step
+	stepIn := s.StepIn
+	if stepIn == fp8.FormatInvalid {
+		stepIn = info.In
 	}
-	info := m.Info()
-	e := &Emulation{Model: name, In: info.In, Bits: 8}
-	if info.In == fp8.FormatBF16 || info.In == fp8.FormatFP16 {
-		return emulation16(e, info)
-	}
-	normalize := false
 	switch {
-	case name == mmaSyncSM90:
-		e.L, e.F, e.FB, e.ezero, e.MMASync, normalize = 16, 25, 23, -133, true, true
-	case info.Kind == accum.KindTFDPA:
-		p := info.Step
-		if info.In != fp8.FormatE4M3 && info.In != fp8.FormatE5M2 {
-			return nil, fmt.Errorf("wgsl: model %s reads %v: the WGSL kernel reads e4m3 or e5m2", name, info.In)
+	case info.Kind != s.Kind:
+		return fmt.Errorf("it is a %s, not a %s", info.Kind, s.Kind)
+	case !slices.Contains(s.In, info.In):
+		return fmt.Errorf("it reads %v, not one of %v", info.In, s.In)
+	case p.In != stepIn:
+		return fmt.Errorf("its step reads %v, not %v", p.In, stepIn)
+	case !slices.Contains(s.K, info.K):
+		return fmt.Errorf("K = %d is not one of %v", info.K, s.K)
+	case !slices.Contains(s.L, p.L) || info.K%p.L != 0:
+		return fmt.Errorf("L = %d is not one of %v dividing K = %d", p.L, s.L, info.K)
+	case !slices.Contains(s.Rho, p.Rho):
+		return fmt.Errorf("it rounds %v, not %v", p.Rho, s.Rho)
+	case p.F > s.MaxF:
+		return fmt.Errorf("F = %d is above %d", p.F, s.MaxF)
+	case s.MinF2M && p.F < 2*info.In.FracBits():
+		return fmt.Errorf("F = %d is below 2·%d, the product's fraction bits", p.F, info.In.FracBits())
+	}
+	return nil
+}
+
+// emulationOf returns how the kernel runs m: by the first row of
+// StepShapes that accepts m's parameters, or an error naming, for the rows
+// of m's kind and input format (else for every row), what they do not
+// accept.
+func emulationOf(m accum.Model) (*Emulation, error) {
+	info := m.Info()
+	var why []string
+	for i := range StepShapes {
+		s := &StepShapes[i]
+		err := s.check(info)
+		if err == nil {
+			return newEmulation(info, s)
 		}
-		if info.K != 32 || (p.L != 32 && p.L != 16) {
-			return nil, fmt.Errorf("wgsl: model %s has K=%d, L=%d: the WGSL kernel runs 32-element instructions of 16- or 32-product steps", name, info.K, p.L)
+		if info.Kind == s.Kind && slices.Contains(s.In, info.In) {
+			why = append(why, s.Name+": "+err.Error())
 		}
-		fb, err := resultBits(name, p.Rho)
-		if err != nil {
-			return nil, err
+	}
+	if len(why) == 0 {
+		for i := range StepShapes {
+			why = append(why, StepShapes[i].Name+": "+StepShapes[i].check(info).Error())
 		}
-		e.FB = fb
-		if p.F > 25 {
-			return nil, fmt.Errorf("wgsl: model %s keeps F=%d bits: the WGSL kernel allows F <= 25", name, p.F)
-		}
-		e.L, e.F, e.ezero = p.L, p.F, p.EZero
-	default:
-		return nil, fmt.Errorf("wgsl: model %s is a %s, not a tensor-core step the WGSL kernel runs", name, info.Kind)
+	}
+	return nil, fmt.Errorf("wgsl: model %s (%v) is not run by the WGSL T-FDPA kernel: %s", info.Name, info, strings.Join(why, "; "))
+}
+
+// newEmulation fills the emulation of a model that row s accepts: the
+// kernel's constants and, for 8-bit codes, the code table.
+func newEmulation(info accum.Info, s *StepShape) (*Emulation, error) {
+	p := info.Step
+	name := info.Name
+	e := &Emulation{Model: name, In: info.In, Bits: s.Bits, MMASync: s.MMASync, L: p.L, F: p.F, ezero: p.EZero}
+	switch p.Rho {
+	case accum.RZFP32:
+		e.FB = 23
+	case accum.RZE8M13:
+		e.FB = 13
 	}
 	mbits := e.In.FracBits()
+	if s.Bits == 16 {
+		// The step reads exactly L codes (attention's chains cover whole
+		// instructions), so every element is a term, a zero code a zero
+		// term of exponent EZERO. Each sign's part of the sum: L products
+		// below 2^(2(mbits+1)) shifted by F - 2·mbits, and c's term below
+		// 2^(24 + F - 23), in 32 bits.
+		maxSig := uint64(1)<<(mbits+1) - 1
+		sumMax := uint64(e.L)*(maxSig*maxSig)<<uint(e.F-2*mbits) + uint64(1)<<uint(24+max(e.F-23, 0))
+		if sumMax >= 1<<32 {
+			return nil, fmt.Errorf("wgsl: model %s: a step's sum (< %d) does not fit 32 bits", name, sumMax)
+		}
+		e.Wide = true // the 16-bit step always sums each sign apart
+		return e, nil
+	}
+	// The mma.sync emulation reads the FP8 codes as its FP16 step does:
+	// normalized where the input's subnormals are normal numbers of the
+	// step's format (e4m3 in FP16), as they are (e5m2 has FP16's range).
+	normalize := s.MMASync && info.In.Emin()-mbits >= p.In.Emin()
 	// Exponent fields of nonzero codes, as the step reads them.
 	minE := e.In.Emin()
 	if normalize {
@@ -120,8 +201,7 @@ func newEmulation(name string) (*Emulation, error) {
 	e.eb = 32 - minE
 	maxSig := 1<<(mbits+1) - 1
 	psh := e.F - 2*mbits
-	nx := e.L
-	sumMax := uint64(nx)*uint64(maxSig*maxSig)<<uint(psh) + uint64(1)<<uint(24+max(e.F-23, 0))
+	sumMax := uint64(e.L)*uint64(maxSig*maxSig)<<uint(psh) + uint64(1)<<uint(24+max(e.F-23, 0))
 	if sumMax >= 1<<32 {
 		return nil, fmt.Errorf("wgsl: model %s: a step's sum (< %d) does not fit 32 bits", name, sumMax)
 	}
@@ -153,39 +233,6 @@ func newEmulation(name string) (*Emulation, error) {
 		}
 		e.table[c] = t
 	}
-	return e, nil
-}
-
-// emulation16 fills e for a T-FDPA model with 16-bit inputs. The step
-// reads exactly L codes (attention's chains cover whole instructions), so
-// every element is a term, a zero code a zero term of exponent EZERO.
-func emulation16(e *Emulation, info accum.Info) (*Emulation, error) {
-	p := info.Step
-	e.Bits = 16
-	if info.Kind != accum.KindTFDPA {
-		return nil, fmt.Errorf("wgsl: model %s is a %s, not a tensor-core step the WGSL kernel runs", e.Model, info.Kind)
-	}
-	if (info.K != 16 && info.K != 32) || info.K%p.L != 0 || (p.L != 8 && p.L != 16) {
-		return nil, fmt.Errorf("wgsl: model %s has K=%d, L=%d: the 16-bit WGSL step runs 16- or 32-element instructions of 8- or 16-product steps", e.Model, info.K, p.L)
-	}
-	fb, err := resultBits(e.Model, p.Rho)
-	if err != nil {
-		return nil, err
-	}
-	e.FB = fb
-	mbits := e.In.FracBits()
-	if p.F > 25 || p.F < 2*mbits {
-		return nil, fmt.Errorf("wgsl: model %s keeps F=%d bits: the 16-bit WGSL step allows %d <= F <= 25", e.Model, p.F, 2*mbits)
-	}
-	e.L, e.F, e.ezero = p.L, p.F, p.EZero
-	// Each sign's part of the sum: L products below 2^(2(mbits+1)) shifted
-	// by F - 2·mbits, and c's term below 2^(24 + F - 23), in 32 bits.
-	maxSig := uint64(1)<<(mbits+1) - 1
-	sumMax := uint64(e.L)*(maxSig*maxSig)<<uint(e.F-2*mbits) + uint64(1)<<uint(24+max(e.F-23, 0))
-	if sumMax >= 1<<32 {
-		return nil, fmt.Errorf("wgsl: model %s: a step's sum (< %d) does not fit 32 bits", e.Model, sumMax)
-	}
-	e.Wide = true // the 16-bit step always sums each sign apart
 	return e, nil
 }
 
@@ -239,14 +286,17 @@ func (e *Emulation) instrPerDispatch() int {
 	return max(1, loopBudget/(steps*perStep+2))
 }
 
-// ChainInput is a batch of n dot products of K FP8 codes each for
+// ChainInput is a batch of n dot products of K codes each for
 // [Runner.Chain].
 type ChainInput struct {
 	// K is the length of every dot product.
 	K int
 	// A and B hold n rows of K codes each, row-major: output i is row i of
-	// A times row i of B.
-	A, B []uint8
+	// A times row i of B. They hold the codes of a model with 8-bit inputs
+	// (e4m3, e5m2); A16 and B16 hold those of a model with 16-bit inputs
+	// (bf16, f16), and the other pair is then empty.
+	A, B     []uint8
+	A16, B16 []uint16
 	// C holds the n initial accumulators.
 	C []float32
 }
@@ -258,17 +308,19 @@ type ChainInput struct {
 // the whole K loop) or a positive multiple of 32 (the chain restarts from +0
 // every promote elements and is added to an FP32 register that starts at
 // C[i]); as in accum.Chain, a promotion interval that covers the whole K
-// with C[i] = ±0 runs the chain from C[i].
+// with C[i] = ±0 runs the chain from C[i]. model is one of [Emulations];
+// one with 16-bit inputs reads in.A16 and in.B16, and K must then be a
+// multiple of its step's L (the 16-bit step reads whole steps).
 //
 // K may be up to 2^24: the K loop is split across dispatches with the
 // accumulators carried in a buffer, so that no invocation runs into
 // lavapipe's loop limit.
 func (r *Runner) Chain(ctx context.Context, model string, in ChainInput, promote int) ([]float32, error) {
-	e, err := emulation(model)
+	e, err := LookupEmulation(model)
 	if err != nil {
 		return nil, err
 	}
-	n, err := in.check()
+	n, err := in.check(e)
 	if err != nil {
 		return nil, err
 	}
@@ -308,22 +360,47 @@ func (r *Runner) Chain(ctx context.Context, model string, in ChainInput, promote
 	return out, nil
 }
 
-func (in ChainInput) check() (int, error) {
+// emulation returns how the chain kernel runs the named model over 8-bit
+// codes (ChainInput.A and B: BenchChain's inputs).
+func emulation(name string) (*Emulation, error) {
+	e, err := LookupEmulation(name)
+	if err == nil && e.Bits != 8 {
+		return nil, fmt.Errorf("wgsl: model %s reads %v: 16-bit codes, not the 8-bit codes of ChainInput.A and B", name, e.In)
+	}
+	return e, err
+}
+
+func (in ChainInput) check(e *Emulation) (int, error) {
 	if in.K <= 0 || in.K > 1<<24 {
 		return 0, fmt.Errorf("wgsl: K = %d is outside 1..2^24", in.K)
 	}
 	n := len(in.C)
-	if len(in.A) != n*in.K || len(in.B) != n*in.K {
-		return 0, fmt.Errorf("wgsl: %d accumulators need %d codes in A and B, got %d and %d", n, n*in.K, len(in.A), len(in.B))
+	na, nb, other, field := len(in.A), len(in.B), len(in.A16)+len(in.B16), "A and B"
+	if e.Bits == 16 {
+		na, nb, other, field = len(in.A16), len(in.B16), len(in.A)+len(in.B), "A16 and B16"
+		if in.K%e.L != 0 {
+			return 0, fmt.Errorf("wgsl: model %s: K = %d is not a multiple of its step's L = %d", e.Model, in.K, e.L)
+		}
+	}
+	if other != 0 {
+		return 0, fmt.Errorf("wgsl: model %s reads %d-bit codes from %s; the other codes are set", e.Model, e.Bits, field)
+	}
+	if na != n*in.K || nb != n*in.K {
+		return 0, fmt.Errorf("wgsl: %d accumulators need %d codes in %s, got %d and %d", n, n*in.K, field, na, nb)
 	}
 	return n, nil
 }
 
 func (in ChainInput) rows(idx []int) ChainInput {
-	s := ChainInput{K: in.K, A: make([]uint8, 0, len(idx)*in.K), B: make([]uint8, 0, len(idx)*in.K), C: make([]float32, 0, len(idx))}
+	s := ChainInput{K: in.K, C: make([]float32, 0, len(idx))}
 	for _, i := range idx {
-		s.A = append(s.A, in.A[i*in.K:(i+1)*in.K]...)
-		s.B = append(s.B, in.B[i*in.K:(i+1)*in.K]...)
+		if in.A16 != nil {
+			s.A16 = append(s.A16, in.A16[i*in.K:(i+1)*in.K]...)
+			s.B16 = append(s.B16, in.B16[i*in.K:(i+1)*in.K]...)
+		} else {
+			s.A = append(s.A, in.A[i*in.K:(i+1)*in.K]...)
+			s.B = append(s.B, in.B[i*in.K:(i+1)*in.K]...)
+		}
 		s.C = append(s.C, in.C[i])
 	}
 	return s
@@ -337,6 +414,19 @@ func packRows(codes []uint8, n, K, rowWords int) []byte {
 		copy(b[4*i*rowWords:], codes[i*K:(i+1)*K])
 	}
 	return b
+}
+
+// packRows16 packs n rows of K 16-bit codes into u32 words, 2 codes a word
+// (code k in bits 16(k mod 2)..), each row padded with zero codes to
+// rowWords words.
+func packRows16(codes []uint16, n, K, rowWords int) []byte {
+	w := make([]uint32, n*rowWords)
+	for i := 0; i < n; i++ {
+		for k, c := range codes[i*K : (i+1)*K] {
+			w[i*rowWords+k/2] |= uint32(c) << (16 * (k % 2))
+		}
+	}
+	return u32Bytes(w)
 }
 
 type chainResult struct {
@@ -353,6 +443,10 @@ func (r *Runner) chain(ctx context.Context, e *Emulation, in ChainInput, promote
 	rowsA, rowsB := n, n
 	if gemmN > 0 {
 		rowsA, rowsB = n/gemmN, gemmN
+	}
+	if e.Bits == 16 {
+		rowWords := (in.K + 1) / 2
+		return r.chainPacked(ctx, e, packRows16(in.A16, rowsA, in.K, rowWords), packRows16(in.B16, rowsB, in.K, rowWords), rowWords, in.K, in.C, promote, gemmN, timed)
 	}
 	rowWords := (in.K + 3) / 4
 	return r.chainPacked(ctx, e, packRows(in.A, rowsA, in.K, rowWords), packRows(in.B, rowsB, in.K, rowWords), rowWords, in.K, in.C, promote, gemmN, timed)
@@ -431,7 +525,7 @@ func (r *Runner) prepareChainLocked(e *Emulation, pa, pb []byte, rowWords, K int
 		per = r.maxInstr * 32
 	}
 	x, y, stride := grid(n, chainWG)
-	ks := &kernelSpec{file: "tfdpa", entry: "chain", consts: e.consts(), storage: []access{readOnly, readOnly, readOnly, readWrite}}
+	ks := &kernelSpec{file: "tfdpa", include: []string{"tfdpa_step"}, entry: "chain", consts: e.consts(), storage: []access{readOnly, readOnly, readOnly, readWrite}}
 	for k := 0; k < K; k += per {
 		pc.calls = append(pc.calls, call{k: ks, bufs: pc.bufs, params: []uint32{uint32(n), uint32(K), uint32(rowWords), uint32(k), uint32(min(k+per, K)),
 			uint32(promote), uint32(gemmN), stride}, x: x, y: y})
@@ -491,17 +585,4 @@ func (r *Runner) Step(ctx context.Context, model string, in ChainInput) ([]float
 		return nil, fmt.Errorf("wgsl: one instruction has 32 elements, not %d", in.K)
 	}
 	return r.Chain(ctx, model, in, 0)
-}
-
-// resultBits is the fraction bits the WGSL step keeps for rounding rho:
-// 23 for RZ-FP32, 13 for RZ-E8M13; other roundings are an error naming
-// the model.
-func resultBits(model string, rho accum.Rounding) (int, error) {
-	switch rho {
-	case accum.RZFP32:
-		return 23, nil
-	case accum.RZE8M13:
-		return 13, nil
-	}
-	return 0, fmt.Errorf("wgsl: model %s rounds %v: the WGSL kernel does RZ-FP32 and RZ-E8M13", model, rho)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,20 +95,98 @@ func compareChain(t *testing.T, label string, m accum.Model, in ChainInput, prom
 	return eq
 }
 
-func TestEmulationsListed(t *testing.T) {
-	names := Emulations()
-	for _, want := range []string{"sm90.wgmma.e4m3.f32", "sm90.mma.sync.e4m3.f32", "sm100.tcgen05.f8f6f4.f32", "sm90.wgmma.e5m2.f32", "sm89.mma.sync.e4m3.f32"} {
-		found := false
-		for _, n := range names {
-			found = found || n == want
+// emulated returns the models of Emulations whose codes are bits wide.
+func emulated(t testing.TB, bits int) []string {
+	t.Helper()
+	var names []string
+	for _, n := range Emulations() {
+		e, err := LookupEmulation(n)
+		if err != nil {
+			t.Fatalf("Emulations lists %s, LookupEmulation says %v", n, err)
 		}
-		if !found {
-			t.Errorf("Emulations() = %v lacks %s", names, want)
+		if e.Bits == bits {
+			names = append(names, n)
 		}
 	}
-	for _, bad := range []string{"fp32", "sm90.wgmma.f16.f32", "sm90.wgmma.e4m3.f16", "no.such.model"} {
-		if _, err := LookupEmulation(bad); err == nil {
-			t.Errorf("LookupEmulation(%q) gave no error", bad)
+	return names
+}
+
+// The emulated models are decided by their parameters: every accum model
+// is emulated exactly when the rule below (StepShapes' doc, restated
+// here) holds of its Info; two models with the same parameters under
+// different names get the same kernel; a refused model's error names the
+// parameter. The chain tests below then run every emulated model against
+// accum bit for bit.
+func TestEmulationsByParameters(t *testing.T) {
+	in := func(f fp8.Format, fs ...fp8.Format) bool { return slices.Contains(fs, f) }
+	rz := func(r accum.Rounding) bool { return r == accum.RZFP32 || r == accum.RZE8M13 }
+	want := func(i accum.Info) bool {
+		p := i.Step
+		switch {
+		case i.Kind == accum.KindTFDPA && in(i.In, fp8.FormatE4M3, fp8.FormatE5M2):
+			return p.In == i.In && i.K == 32 && (p.L == 16 || p.L == 32) && rz(p.Rho) && p.F <= 25
+		case i.Kind == accum.KindEmulation:
+			return in(i.In, fp8.FormatE4M3, fp8.FormatE5M2) && p.In == fp8.FormatFP16 && i.K == 32 && p.L == 16 && p.Rho == accum.RZFP32 && p.F <= 25
+		case i.Kind == accum.KindTFDPA && in(i.In, fp8.FormatBF16, fp8.FormatFP16):
+			return p.In == i.In && (i.K == 16 || i.K == 32) && (p.L == 8 || p.L == 16) && i.K%p.L == 0 && rz(p.Rho) &&
+				p.F <= 25 && p.F >= 2*i.In.FracBits()
+		}
+		return false
+	}
+	listed := map[string]bool{}
+	for _, n := range Emulations() {
+		listed[n] = true
+	}
+	n8, n16 := 0, 0
+	for _, m := range accum.Models() {
+		info := m.Info()
+		e, err := LookupEmulation(m.Name())
+		if got := err == nil; got != want(info) || listed[m.Name()] != got {
+			t.Errorf("%s (%v): emulated %v (listed %v, %v), the parameters say %v", m.Name(), info, got, listed[m.Name()], err, want(info))
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if e.Model != m.Name() || e.In != info.In || e.L != info.Step.L || e.F != info.Step.F || e.ezero != info.Step.EZero ||
+			e.MMASync != (info.Kind == accum.KindEmulation) {
+			t.Errorf("%s: emulation %+v does not carry the model's parameters %v", m.Name(), *e, info)
+		}
+		if e.Bits == 8 {
+			n8++
+		} else {
+			n16++
+		}
+	}
+	t.Logf("%d models with 8-bit codes and %d with 16-bit codes emulated: %v", n8, n16, Emulations())
+	for _, name := range append([]string{"sm90.wgmma.e4m3.f32", "sm90.mma.sync.e4m3.f32", "sm100.mma.sync.e4m3.f32", "sm100.tcgen05.f8f6f4.f32",
+		"sm90.wgmma.e5m2.f32", "sm89.mma.sync.e4m3.f32"}, sim16Models...) {
+		if !listed[name] {
+			t.Errorf("Emulations() = %v lacks %s", Emulations(), name)
+		}
+	}
+	// The same parameters under two names: one kernel (constants and
+	// table), whatever the name.
+	a, errA := LookupEmulation("sm90.mma.sync.e4m3.f32")
+	b, errB := LookupEmulation("sm100.mma.sync.e4m3.f32")
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if (&kernelSpec{file: "tfdpa", consts: a.consts()}).key() != (&kernelSpec{file: "tfdpa", consts: b.consts()}).key() || a.table != b.table {
+		t.Error("sm90 and sm100 mma.sync e4m3 (equal parameters) get different kernels")
+	}
+	for _, c := range []struct{ model, why string }{
+		{"fp32", "IEEE baseline"},
+		{"sm90.wgmma.e4m3.f16", "rounds RNE-FP16"},
+		{"sm90.mma.sync.e4m3.f16", "rounds RNE-FP16"},
+		{"sm80.mma.sync.tf32.f32", "reads tf32"},
+		{"sm70.mma.f16.f32", "K = 4"},
+		{"sm80.mma.sync.f16.f16", "rounds RNE-FP16"},
+		{"no.such.model", "unknown accumulation model"},
+	} {
+		_, err := LookupEmulation(c.model)
+		if err == nil || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("LookupEmulation(%q) = %v, want an error saying %q", c.model, err, c.why)
 		}
 	}
 }
@@ -118,7 +197,7 @@ func TestChainRandom(t *testing.T) {
 	r := testGPU(t)
 	ctx := context.Background()
 	total, equal := 0, 0
-	for _, model := range Emulations() {
+	for _, model := range emulated(t, 8) {
 		m := accum.MustLookup(model)
 		e5m2 := m.Info().In == fp8.FormatE5M2
 		for _, srcName := range []string{"allcodes", "finite", "narrow", "normal", "zeros"} {
@@ -151,7 +230,7 @@ func TestChainRandom(t *testing.T) {
 func TestStepOneInstruction(t *testing.T) {
 	r := testGPU(t)
 	rng := rand.New(rand.NewPCG(7, 7))
-	for _, model := range Emulations() {
+	for _, model := range emulated(t, 8) {
 		m := accum.MustLookup(model).(accum.Stepper)
 		in := randomChainInput(rng, 512, 32, codeSources["finite"], m.Info().In == fp8.FormatE5M2)
 		got, err := r.Step(context.Background(), model, in)

@@ -63,8 +63,10 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/experiments"
+	"github.com/fp8lab/fp8lab/internal/simcase"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/wgsl"
+	"github.com/fp8lab/fp8lab/wgsl/wgslcheck"
 )
 
 func main() {
@@ -91,24 +93,24 @@ type Num = sim.JSONFloat
 
 // Report is what gpucheck prints with -json.
 type Report struct {
-	Adapter        wgsl.AdapterInfo `json:"adapter"`
-	TimingSource   string           `json:"timing_source"`
-	LoopIterations int              `json:"loop_iterations_of_200000"`
-	FMA            FMA              `json:"fma"`
-	CapturesDir    string           `json:"captures_dir"`
-	Captures       []wgsl.Check     `json:"captures"`
-	Random         []wgsl.Check     `json:"random"`
-	Formats        []wgsl.Check     `json:"formats"`
-	Scaled         []wgsl.Check     `json:"scaled"`
-	AttnDecode     []wgsl.Check     `json:"attention_decode"`
-	BitExact       bool             `json:"bit_exact"`
-	Warmup         string           `json:"warmup_rule"`
-	Chain          []ChainRate      `json:"chain_bench"`
-	DecodeBW       Experiment       `json:"decode_bw"`
-	Sim            []SimRate        `json:"sim_bench"`
-	GPUAccum       Experiment       `json:"gpu_accum"`
-	Targets        []Target         `json:"targets"`
-	Elapsed        float64          `json:"elapsed_s"`
+	Adapter        wgsl.AdapterInfo  `json:"adapter"`
+	TimingSource   string            `json:"timing_source"`
+	LoopIterations int               `json:"loop_iterations_of_200000"`
+	FMA            FMA               `json:"fma"`
+	CapturesDir    string            `json:"captures_dir"`
+	Captures       []wgslcheck.Check `json:"captures"`
+	Random         []wgslcheck.Check `json:"random"`
+	Formats        []wgslcheck.Check `json:"formats"`
+	Scaled         []wgslcheck.Check `json:"scaled"`
+	AttnDecode     []wgslcheck.Check `json:"attention_decode"`
+	BitExact       bool              `json:"bit_exact"`
+	Warmup         string            `json:"warmup_rule"`
+	Chain          []ChainRate       `json:"chain_bench"`
+	DecodeBW       Experiment        `json:"decode_bw"`
+	Sim            []SimRate         `json:"sim_bench"`
+	GPUAccum       Experiment        `json:"gpu_accum"`
+	Targets        []Target          `json:"targets"`
+	Elapsed        float64           `json:"elapsed_s"`
 }
 
 // FMA is the probe's verdict.
@@ -476,7 +478,7 @@ func (c *checker) simBench(ctx context.Context) error {
 	n := c.o.simTokens
 	caches := make([]*attention.KV, 8)
 	for i := range caches {
-		_, _, kv, err := wgsl.SimInputs(wgsl.SimCase{Tokens: n, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1}}, uint64(100+i))
+		_, _, kv, err := simcase.Inputs(simcase.Case{Tokens: n, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1}}, uint64(100+i))
 		if err != nil {
 			return err
 		}
@@ -536,7 +538,7 @@ func (c *checker) bitExactness(ctx context.Context) error {
 	} else if rep.CapturesDir == "" {
 		logf("captures: not found (give -captures DIR or set FP8LAB_CAPTURES): H200 capture checks NOT RUN")
 	} else {
-		if rep.Captures, err = r.CheckCaptures(ctx, rep.CapturesDir); err != nil {
+		if rep.Captures, err = wgslcheck.CheckCaptures(ctx, r, rep.CapturesDir); err != nil {
 			return err
 		}
 		logf("captures (%s):", rep.CapturesDir)
@@ -547,14 +549,14 @@ func (c *checker) bitExactness(ctx context.Context) error {
 		rows = 16
 	}
 	if o.want("random") {
-		if rep.Random, err = r.CheckRandom(ctx, 1, rows); err != nil {
+		if rep.Random, err = wgslcheck.CheckRandom(ctx, r, 1, rows); err != nil {
 			return err
 		}
 		logf("random batches through the WGSL emulation, against accum:")
 		rep.BitExact = logChecks(logf, rep.Random) && rep.BitExact
 	}
 	if o.want("formats") {
-		if rep.Formats, err = r.CheckNarrow(ctx, 1, 100000); err != nil {
+		if rep.Formats, err = wgslcheck.CheckNarrow(ctx, r, 1, 100000); err != nil {
 			return err
 		}
 		logf("narrow-format conversions in WGSL (e4m3 … e5m2fnuz, ue8m0), against package fp8:")
@@ -563,7 +565,7 @@ func (c *checker) bitExactness(ctx context.Context) error {
 		if small {
 			n = 512
 		}
-		if rep.Scaled, err = r.CheckScaled(ctx, 1, n); err != nil {
+		if rep.Scaled, err = wgslcheck.CheckScaled(ctx, r, 1, n); err != nil {
 			return err
 		}
 		logf("block-scaled and FP4/FP6 steps in WGSL (tcgen05 / sm_120 f8f6f4, mxf8f6f4, mxf4, mxf4nvf4), against accum:")
@@ -574,7 +576,7 @@ func (c *checker) bitExactness(ctx context.Context) error {
 		if small {
 			maxTokens = 2048
 		}
-		if rep.AttnDecode, err = r.CheckSimDecode(ctx, 1, maxTokens); err != nil {
+		if rep.AttnDecode, err = wgslcheck.CheckSimDecode(ctx, r, 1, maxTokens); err != nil {
 			return err
 		}
 		logf("attention simulator, decode path in WGSL, against attention.Run:")
@@ -677,7 +679,7 @@ func findCaptures(flagDir string) string {
 	return ""
 }
 
-func logChecks(logf func(string, ...any), checks []wgsl.Check) bool {
+func logChecks(logf func(string, ...any), checks []wgslcheck.Check) bool {
 	ok := true
 	var total, eq int
 	for _, c := range checks {

@@ -4,8 +4,8 @@
 // accumulator, the step scaled.wgsl runs, checked there against accum and
 // the H200) read from attnsim's buffers: a (Q or P) codes and scales in A,
 // b (K or V) codes and scales in B, the decode tables from XT; and P's block
-// quantization. attnsim.go inserts this file and blockstep.wgsl among the
-// constants; it is not a module.
+// quantization. It is not a module: attnsim.wgsl's module includes it and
+// blockstep.wgsl (shaders.go).
 //
 // Generated constants (only meaningful when BLK is true):
 //   BLK: bool      the block-scaled path

@@ -2,12 +2,13 @@
 // (attention.Run with one query per query head), bit for bit, in integer
 // arithmetic only.
 //
-// The module is assembled by attnsim.go: generated constants, the T-FDPA
-// functions of tfdpa.wgsl (tfdpa_step, instruction and their helpers, which
-// read the operands from A and B and the code table from T), this file, and
-// common.wgsl (f32_add, fp8_encode, half_encode).
+// The module is assembled as every one is (shaders.go): generated constants,
+// the included tfdpa_step.wgsl (tfdpa_step, instruction and their helpers,
+// which read the operands from A and B and the code table from T),
+// attnblock.wgsl and blockstep.wgsl, this file, and common.wgsl (f32_add,
+// fp8_encode, half_encode).
 //
-// Generated constants (besides tfdpa.wgsl's):
+// Generated constants (besides tfdpa_step.wgsl's):
 //   WG: u32            workgroup size, max(KBN, D)
 //   D: u32             head_dim
 //   KBN: u32           kBlockN, a multiple of 32
@@ -17,7 +18,7 @@
 //   E_MBITS, E_EMIN, E_MAX, E_OVER, E_NAN: the P cast (fp8_encode; for
 //                      16-bit codes half_encode with E_MAX + 1 as inf)
 //   CB, CPW: u32       code bits (8: e4m3/e5m2, 16: bf16/f16) and codes a
-//                      word (tfdpa.wgsl's constants)
+//                      word (tfdpa_step.wgsl's constants)
 //   EXC1H..EXC4L: u32  ln2^k/k! as 64-bit fractions (hi, lo words)
 //
 // One workgroup runs one split of one query head of one trial (the row;

@@ -2,10 +2,9 @@
 // instructions (accum's nvInstr: MMA-Sim's ST-FDPA, and GST-FDPA for FP4
 // groups of 16; tcgen05 kind::f8f6f4 / mxf8f6f4 / mxf4 / mxf4nvf4 and
 // sm_120a's mma.sync) for an FP32 accumulator, RZ to FP32, bit for bit in
-// integer arithmetic. It is not a module: scaled.go (scaled.wgsl, one step
-// per invocation) and attnsim.go (attnblock.wgsl, attention's native
-// block-scaled path) insert it among their constants, and both run this
-// one step.
+// integer arithmetic. It is not a module: the modules of scaled.wgsl (one
+// step per invocation) and attnsim.wgsl (attnblock.wgsl, attention's native
+// block-scaled path) include it (shaders.go), and both run this one step.
 //
 // Operands and scales are read through decode-table entries the host builds
 // from package fp8 (accum's decoding, FP4/FP6 widened to e4m3 values):

@@ -1,4 +1,4 @@
-package wgsl
+package wgslcheck
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 // narrowInputs are float32 bit patterns where a conversion to f can go
@@ -57,7 +58,7 @@ func narrowInputs(f fp8.Format, rng *rand.Rand, random int) []uint32 {
 // (satfinite and nosat) on every code's value and midpoint ±2 ulps, both
 // signs, the float32 specials and 2·random random inputs; the decoder on
 // every code; ue8m0's encoder in each rounding mode.
-func (r *Runner) CheckNarrow(ctx context.Context, seed uint64, random int) ([]Check, error) {
+func CheckNarrow(ctx context.Context, r *wgsl.Runner, seed uint64, random int) ([]Check, error) {
 	rng := rand.New(rand.NewPCG(seed, 9))
 	var checks []Check
 	for _, f := range []fp8.Format{fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatE2M1, fp8.FormatE2M3, fp8.FormatE3M2,

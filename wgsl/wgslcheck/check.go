@@ -1,4 +1,15 @@
-package wgsl
+// Package wgslcheck checks the kernels of package wgsl bit for bit: against
+// the H200 capture files of package accum/golden (CheckCaptures), against
+// accum on random batches of every emulated tensor-core model (CheckRandom)
+// and block-scaled instruction (CheckScaled), against package fp8 on every
+// narrow format (CheckNarrow), and the attention simulator's decode against
+// attention.Run (CheckSimDecode). Each returns one Check per file, model,
+// format or configuration; a Check that is not OK is a failure of the
+// kernel (or of the model), never an error: errors are the device's or the
+// input files'. cmd/gpucheck and the gpu-accum experiment report them. The
+// verification lives here, not in package wgsl (the GPU runtime), which
+// does not read the captures.
+package wgslcheck
 
 import (
 	"context"
@@ -11,6 +22,7 @@ import (
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/accum/golden"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/wgsl"
 )
 
 // Check is the outcome of one bit-exactness check: Total results, of which
@@ -35,7 +47,8 @@ func sameF32(got float32, want float32) bool {
 	return math.Float32bits(got) == math.Float32bits(want)
 }
 
-func modelChain(m accum.Model, in ChainInput, promote int) []float32 {
+// modelChain is what Chain computes, with accum: accum.Chain of each row.
+func modelChain(m accum.Model, in wgsl.ChainInput, promote int) []float32 {
 	out := make([]float32, len(in.C))
 	a, b := make([]uint16, in.K), make([]uint16, in.K)
 	for i := range out {
@@ -54,7 +67,7 @@ func modelChain(m accum.Model, in ChainInput, promote int) []float32 {
 // step), the long
 // contractions' every32 and every128 outputs, and the conversion tables
 // (the encoder at every range boundary ±2 ulps, the decoder on all codes).
-func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error) {
+func CheckCaptures(ctx context.Context, r *wgsl.Runner, dir string) ([]Check, error) {
 	files, err := golden.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -64,14 +77,18 @@ func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error)
 		switch f.Kind {
 		case golden.KindRecords:
 			rf := f.Records
+			e, err := wgsl.LookupEmulation(rf.Model)
+			if err != nil {
+				continue // not emulated
+			}
 			var got, want []float32
-			if _, err := LookupEmulation(rf.Model); err != nil {
-				// 16-bit models: the simulator's step (tfdpa_step16).
-				e, err := simEmulation(rf.Model)
-				if err != nil || e.Bits != 16 || rf.Kind != golden.StepWithC || rf.L > 32 || rf.L%e.L != 0 {
+			if e.Bits == 16 {
+				// 16-bit models: the simulator's step (tfdpa_step16), on
+				// step-with-c records of whole steps.
+				if rf.Kind != golden.StepWithC || rf.L > 32 || rf.L%e.L != 0 {
 					continue
 				}
-				if got, err = r.records16(ctx, e, rf); err != nil {
+				if got, err = records16(ctx, r, rf); err != nil {
 					return nil, err
 				}
 				m := accum.MustLookup(rf.Model)
@@ -120,7 +137,7 @@ func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error)
 				checks = append(checks, c)
 			}
 		case golden.KindConvert:
-			cs, err := r.checkConversions(ctx, f.Convert)
+			cs, err := checkConversions(ctx, r, f.Convert)
 			if err != nil {
 				return nil, err
 			}
@@ -133,7 +150,7 @@ func (r *Runner) CheckCaptures(ctx context.Context, dir string) ([]Check, error)
 // recordsInput lays out a record file's records as chain rows, with the
 // promotion that makes a chain of one instruction compute the record:
 // d = fadd(step(a, b, 0), c) is a step from zero promoted into c.
-func recordsInput(rf *golden.RecordFile) (in ChainInput, promote int) {
+func recordsInput(rf *golden.RecordFile) (in wgsl.ChainInput, promote int) {
 	in.K = rf.L
 	for _, rec := range rf.Records {
 		for k := range rec.A {
@@ -148,33 +165,27 @@ func recordsInput(rf *golden.RecordFile) (in ChainInput, promote int) {
 }
 
 // records16 runs the records of a step-with-c capture file of a 16-bit
-// model through tfdpa_step16 (the chain kernel on rows packed 2 codes a
-// word) and returns d for each record.
-func (r *Runner) records16(ctx context.Context, e *Emulation, rf *golden.RecordFile) ([]float32, error) {
-	if rf.Kind != golden.StepWithC || rf.L < 1 || rf.L > 32 || rf.L%e.L != 0 {
-		return nil, fmt.Errorf("wgsl: %s: %v records of %d elements are not steps of %s (L = %d) with c", rf.Path, rf.Kind, rf.L, e.Model, e.L)
-	}
-	n, rw := len(rf.Records), rf.L/2
-	wa, wb := make([]uint32, n*rw), make([]uint32, n*rw)
-	c := make([]float32, n)
+// model through tfdpa_step16 (Chain on 16-bit codes, one step-with-c a row)
+// and returns d for each record.
+func records16(ctx context.Context, r *wgsl.Runner, rf *golden.RecordFile) ([]float32, error) {
+	in := wgsl.ChainInput{K: rf.L}
+	n := len(rf.Records)
+	in.A16, in.B16 = make([]uint16, n*rf.L), make([]uint16, n*rf.L)
 	for i, rec := range rf.Records {
-		for k := range rec.A {
-			wa[i*rw+k/2] |= uint32(rec.A[k]) << (16 * (k % 2))
-			wb[i*rw+k/2] |= uint32(rec.B[k]) << (16 * (k % 2))
+		if len(rec.A) > rf.L || len(rec.B) > rf.L {
+			return nil, fmt.Errorf("wgslcheck: %s line %d: %d and %d codes, more than L = %d", rf.Path, rec.Line, len(rec.A), len(rec.B), rf.L)
 		}
-		c[i] = math.Float32frombits(rec.C)
+		copy(in.A16[i*rf.L:], rec.A) // missing elements are +0
+		copy(in.B16[i*rf.L:], rec.B)
+		in.C = append(in.C, math.Float32frombits(rec.C))
 	}
-	res, err := r.chainPacked(ctx, e, u32Bytes(wa), u32Bytes(wb), rw, rf.L, c, 0, 0, false)
-	if err != nil {
-		return nil, err
-	}
-	return res.out, nil
+	return r.Chain(ctx, rf.Model, in, 0)
 }
 
 // longInput lays out a long-contraction file's outputs as chain rows from
 // c = 0.
-func longInput(lf *golden.LongFile) ChainInput {
-	in := ChainInput{K: lf.K}
+func longInput(lf *golden.LongFile) wgsl.ChainInput {
+	in := wgsl.ChainInput{K: lf.K}
 	for _, o := range lf.Outputs {
 		in.A, in.B = append(in.A, lf.A[o.I]...), append(in.B, lf.B[o.J]...)
 		in.C = append(in.C, 0)
@@ -182,7 +193,9 @@ func longInput(lf *golden.LongFile) ChainInput {
 	return in
 }
 
-func (r *Runner) checkConversions(ctx context.Context, cf *golden.ConvertFile) ([]Check, error) {
+// checkConversions runs the conversion tables of cf through the WGSL
+// encoder (every range boundary ±2 ulps) and decoder (every code).
+func checkConversions(ctx context.Context, r *wgsl.Runner, cf *golden.ConvertFile) ([]Check, error) {
 	var checks []Check
 	for _, cv := range cf.Conversions {
 		format, sat, err := golden.ConversionFormat(cv.Name)
@@ -249,12 +262,16 @@ func (r *Runner) checkConversions(ctx context.Context, cf *golden.ConvertFile) (
 	return checks, nil
 }
 
-// CheckRandom runs random batches through every emulated model (rows dot
-// products per length and input kind; K from 1 to 4096, promotion never,
-// every 32 and every 128) and compares with accum, one Check per model.
-func (r *Runner) CheckRandom(ctx context.Context, seed uint64, rows int) ([]Check, error) {
+// CheckRandom runs random batches through every emulated model with 8-bit
+// codes (rows dot products per length and input kind; K from 1 to 4096,
+// promotion never, every 32 and every 128) and compares with accum, one
+// Check per model.
+func CheckRandom(ctx context.Context, r *wgsl.Runner, seed uint64, rows int) ([]Check, error) {
 	var checks []Check
-	for _, model := range Emulations() {
+	for _, model := range wgsl.Emulations() {
+		if e, err := wgsl.LookupEmulation(model); err != nil || e.Bits != 8 {
+			continue // the 16-bit step: CheckCaptures and CheckSimDecode
+		}
 		m := accum.MustLookup(model)
 		e5m2 := m.Info().In == fp8.FormatE5M2
 		c := Check{Name: model, EqualHW: -1}
@@ -262,7 +279,7 @@ func (r *Runner) CheckRandom(ctx context.Context, seed uint64, rows int) ([]Chec
 			for _, K := range []int{1, 32, 33, 100, 1000, 4096} {
 				for _, promote := range []int{0, 32, 128} {
 					rng := rand.New(rand.NewPCG(seed, uint64(kind)<<40|uint64(K)<<8|uint64(promote)))
-					in := ChainInput{K: K, A: make([]uint8, rows*K), B: make([]uint8, rows*K), C: make([]float32, rows)}
+					in := wgsl.ChainInput{K: K, A: make([]uint8, rows*K), B: make([]uint8, rows*K), C: make([]float32, rows)}
 					for i := range in.A {
 						in.A[i], in.B[i] = randomCode(rng, kind, e5m2), randomCode(rng, kind, e5m2)
 					}
