@@ -47,9 +47,12 @@ for rep in $(seq "$REPS"); do
   done
 done
 echo "--- minimum over $REPS runs: build experiment native(wall cpu) wasm(wall cpu) wasm/native(wall cpu)"
-awk '{k=$1" "$3; w[k" "$2]=(k" "$2 in w && w[k" "$2]<$4)?w[k" "$2]:$4; c[k" "$2]=(k" "$2 in c && c[k" "$2]<$5)?c[k" "$2]:$5; ks[k]=1}
-  END{for(k in ks) printf "%s  %.2f %.2f  %.2f %.2f  %.2f %.2f\n", k, w[k" native"], c[k" native"], w[k" wasm"], c[k" wasm"],
-      w[k" wasm"]/w[k" native"], c[k" wasm"]/c[k" native"]}' "$OUT/runs.txt" | sort
+awk '{key = $1 " " $3 " " $2
+    if (!(key in w) || $4 < w[key]) w[key] = $4
+    if (!(key in c) || $5 < c[key]) c[key] = $5
+    ks[$1 " " $3] = 1}
+  END {for (k in ks) printf "%s  %.2f %.2f  %.2f %.2f  %.2f %.2f\n", k, w[k " native"], c[k " native"], w[k " wasm"], c[k " wasm"],
+      w[k " wasm"] / w[k " native"], c[k " wasm"] / c[k " native"]}' "$OUT/runs.txt" | sort
 echo "--- experiment checksum points: one line per experiment when every build and platform agree"
 awk '{print $3, $6, $7}' "$OUT/runs.txt" | sort -u
 echo "runs in $OUT/runs.txt"
