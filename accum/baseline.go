@@ -123,12 +123,28 @@ func (m *baseline) Dot(a, b []uint16, c float32) float32 {
 	return ExactDot32(m.info.In, a, b, c)
 }
 
+// pairwise sums the float32 products of a and b over the tree that halves
+// a range of n into n/2 and n − n/2 until single products. The subtrees of
+// two to four products are written out (the same sums in the same order),
+// so that the recursion makes a quarter of the calls: in WebAssembly a call
+// per product was three quarters of the baseline's time.
 func (m *baseline) pairwise(a, b []uint16) float32 {
+	val := m.val
 	switch len(a) {
 	case 0:
 		return 0
 	case 1:
-		return float32(m.val[a[0]] * m.val[b[0]])
+		return float32(val[a[0]] * val[b[0]])
+	case 2:
+		b = b[:2]
+		return float32(float32(val[a[0]]*val[b[0]]) + float32(val[a[1]]*val[b[1]]))
+	case 3: // 1 + (1 + 1)
+		b = b[:3]
+		return float32(float32(val[a[0]]*val[b[0]]) + float32(float32(val[a[1]]*val[b[1]])+float32(val[a[2]]*val[b[2]])))
+	case 4: // (1 + 1) + (1 + 1)
+		b = b[:4]
+		return float32(float32(float32(val[a[0]]*val[b[0]])+float32(val[a[1]]*val[b[1]])) +
+			float32(float32(val[a[2]]*val[b[2]])+float32(val[a[3]]*val[b[3]])))
 	}
 	h := len(a) / 2
 	return float32(m.pairwise(a[:h], b[:h]) + m.pairwise(a[h:], b[h:]))

@@ -152,14 +152,9 @@ func (c *KV) putToken(t, h int, k, v []float32, vout []uint16, vstride int) {
 		c.vq.quantize(v, h, vout, vstride)
 		return
 	}
-	ks, vs := scaleOf(c.kScale, h), scaleOf(c.vScale, h)
-	kr := c.k[(h*c.tokens+t)*c.dim:]
-	for d := 0; d < c.dim; d++ {
-		kr[d] = quantize(k[d], ks, c.format, c.sat)
-	}
-	for d := 0; d < c.vdim; d++ {
-		vout[d*vstride] = quantize(v[d], vs, c.format, c.sat)
-	}
+	// quantize, a slice at a time (fp8.Format.EncodeScaled: the same codes).
+	c.format.EncodeScaled(c.k[(h*c.tokens+t)*c.dim:], 1, k[:c.dim], scaleOf(c.kScale, h), c.sat)
+	c.format.EncodeScaled(vout, vstride, v[:c.vdim], scaleOf(c.vScale, h), c.sat)
 }
 
 // SetToken quantizes k and v (Dim and VDim values) as the cache was made

@@ -19,14 +19,22 @@ import (
 // column at a time gives, bit for bit, what contractionRun gives on the
 // columns drawn all at once.
 func TestContractionStreamSameNumbers(t *testing.T) {
-	models := []accum.Model{accum.MustLookup("sm90.wgmma.e4m3.f32"), accum.MustLookup("fp32"), accum.MustLookup("fp32.fma")}
-	promote := []int{128, 0, 0}
+	// Each arithmetic (the T-FDPA fast path, the mma.sync emulation, the
+	// baselines) promoted and not, at lengths that split into DotRows's
+	// pieces of 1024 unevenly.
+	var models []accum.Model
+	var promote []int
+	for _, name := range []string{"sm90.wgmma.e4m3.f32", "sm90.mma.sync.e4m3.f32", "sm100.tcgen05.f8f6f4.f32", "fp32", "fp32.fma", "pairwise", "fp64"} {
+		for _, p := range []int{0, 32, 96} {
+			models, promote = append(models, accum.MustLookup(name)), append(promote, p)
+		}
+	}
 	for _, dist := range contractionDists {
 		gen, err := newContractionGen(dist, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []int{1, 100, 4096} {
+		for _, k := range []int{1, 100, 1056, 4096, 5000} {
 			a, b := gen.draw(sim.TrialRand(3, dist, k), k, 8)
 			want := contractionRun(context.Background(), models, promote, a, b)
 			got := contractionStream(context.Background(), gen, sim.TrialRand(3, dist, k), k, 8, models, promote)

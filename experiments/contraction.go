@@ -318,29 +318,85 @@ func contractionStream(ctx context.Context, gen *contractionGen, rng *rand.Rand,
 	if a == nil {
 		return t // cancelled
 	}
-	b := make([]uint16, k)
+	// The columns a group at a time (at most contractionGroupCodes codes:
+	// one column at K = 4M), drawn in order: nothing else draws from rng.
+	group := max(1, min(cols, contractionGroupCodes/k))
+	b := make([]uint16, group*k)
+	out, part, prev := make([]float32, group), make([]float32, group), make([]float32, group)
 	ref := make([]float64, cols)
 	d := make([][]float64, len(models))
 	for i := range d {
 		d[i] = make([]float64, cols)
 	}
-	for j := range cols {
-		if ctx.Err() != nil {
-			return t
+	for j0 := 0; j0 < cols; j0 += group {
+		g := min(group, cols-j0)
+		for r := range g {
+			if ctx.Err() != nil {
+				return t
+			}
+			col := b[r*k:][:k]
+			gen.column(rng, col)
+			ref[j0+r] = accum.ExactDot(fp8.FormatE4M3, a, col, 0)
 		}
-		gen.column(rng, b)
-		ref[j] = accum.ExactDot(fp8.FormatE4M3, a, b, 0)
 		for i, m := range models {
 			if ctx.Err() != nil {
 				return t
 			}
-			d[i][j] = float64(accum.Chain(m, a, b, 0, promote[i]))
+			contractionChainRows(m, a, b[:g*k], promote[i], out[:g], part[:g], prev[:g])
+			for r, x := range out[:g] {
+				d[i][j0+r] = float64(x)
+			}
 		}
 	}
 	for i := range models {
 		t.rel[i], t.bias[i] = contractionRelErr(d[i], ref)
 	}
 	return t
+}
+
+// contractionGroupCodes bounds the codes of the columns contractionStream
+// holds at once (4 MiB).
+const contractionGroupCodes = 1 << 21
+
+// contractionChainRows sets out[r] = accum.Chain(m, a, b_r, 0, promote) for
+// the len(out) columns b_r = b[r·len(a) : (r+1)·len(a)], bit for bit,
+// through accum.DotRows, which looks a's codes up once for all the columns
+// (in wasm a step that looks them up itself costs five times its native
+// time, a prepared one three times). part and prev are scratch of
+// len(out).
+func contractionChainRows(m accum.Model, a, b []uint16, promote int, out, part, prev []float32) {
+	k := len(a)
+	if promote <= 0 || promote >= k { // Chain: one Dot from +0
+		contractionDotRows(m, a, b, k, 0, k, out, prev)
+		return
+	}
+	clear(out) // Chain's FP32 register, from c = +0
+	for i := 0; i < k; i += promote {
+		contractionDotRows(m, a, b, k, i, min(i+promote, k), part, prev)
+		for r, x := range part {
+			out[r] = float32(out[r] + x)
+		}
+	}
+}
+
+// contractionDotRows sets out[r] = m.Dot(a[lo:hi], b[r·stride+lo : r·stride+hi], 0)
+// for every r. DotRows prepares at most 1024 codes of a: a longer range of
+// a tensor-core model is cut at multiples of its instruction's K, each
+// piece's outputs the next one's accumulators (Model.Dot is that chain of
+// instructions); the other models take the range whole.
+func contractionDotRows(m accum.Model, a, b []uint16, stride, lo, hi int, out, prev []float32) {
+	info := m.Info()
+	piece := hi - lo
+	if (info.Kind == accum.KindTFDPA || info.Kind == accum.KindEmulation) && info.K > 0 && info.K <= 1024 {
+		piece = 1024 / info.K * info.K
+	}
+	var c []float32 // nil: from +0
+	for i := lo; i < hi; i += piece {
+		j := min(i+piece, hi)
+		accum.DotRows(m, a[i:j], b[i:], stride, c, out)
+		copy(prev, out)
+		c = prev
+	}
 }
 
 // contractionRun computes the cols outputs of every series and the exact

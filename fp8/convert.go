@@ -208,6 +208,73 @@ func EncodeFloat32(f Format, x float32, sat Saturation) uint32 {
 	return f.Encode(x, sat)
 }
 
+// EncodeScaled stores the code of each src[i]/scale (the quotient rounded
+// to float32, then converted as Encode converts it) at dst[i*stride]:
+// exactly dst[i*stride] = uint16(f.Encode(src[i]/scale, sat)) for every i,
+// with f's conversion looked up once for the slice instead of once an
+// element (in WebAssembly a call costs several times what it costs
+// natively, and a quantizing loop of Encode calls was a third of a run).
+// stride must be at least 1 and dst must hold (len(src)−1)·stride+1 codes;
+// otherwise it panics, as an index out of range does.
+func (f Format) EncodeScaled(dst []uint16, stride int, src []float32, scale float32, sat Saturation) {
+	if len(src) == 0 {
+		return
+	}
+	if stride < 1 {
+		panic("fp8: EncodeScaled with a stride below 1")
+	}
+	_ = dst[(len(src)-1)*stride]
+	var p *encParams // nil: the formats Encode converts otherwise
+	switch {
+	case f == FormatFP16, f == FormatBF16, f == FormatTF32, f == FormatUE8M0:
+	case f < numFormats:
+		p = encTable[f]
+	}
+	if p == nil {
+		for i, x := range src {
+			dst[i*stride] = uint16(f.Encode(x/scale, sat))
+		}
+		return
+	}
+	// encode and round for a normal float32 quotient, written out so that
+	// the loop makes no call (two calls an element were most of its time
+	// in WebAssembly): the same operations as round, in the same order;
+	// every other quotient (zero, subnormal, inf, NaN, negative for an
+	// unsigned format) takes encode. TestEncodeScaled and FuzzEncodeScaled
+	// check the codes against Encode's.
+	mbits, emin, emax, maxCode := p.mbits, p.emin, p.emax, p.maxCode
+	over, signBit, negZero, unsigned := p.over(sat), p.sign, p.negZero, p.unsigned
+	k := 0
+	for _, x := range src {
+		b := math.Float32bits(x / scale)
+		abs := b & 0x7fffffff
+		if abs-0x800000 >= 0x7f800000-0x800000 || (unsigned && b>>31 != 0) {
+			dst[k] = uint16(p.encode(b, 0, sat))
+			k += stride
+			continue
+		}
+		sign := b >> 31 * signBit
+		m, e := abs&0x7fffff|0x800000, int32(abs>>23)-127
+		code := over
+		if e <= emax {
+			te := max(e, emin)
+			shift := uint32(23 - int32(mbits) + (te - e))
+			var q uint32
+			if shift < 32 {
+				q = (m + (uint32(1)<<(shift-1) - 1) + (m>>shift)&1) >> shift
+			}
+			if c := uint32(te-emin)<<mbits + q; c <= maxCode {
+				code = c
+				if c == 0 && !negZero {
+					sign = 0
+				}
+			}
+		}
+		dst[k] = uint16(sign | code)
+		k += stride
+	}
+}
+
 // EncodeE2M1 converts x to FP4 e2m1 (cvt.rn.satfinite.e2m1x2.f32): round to
 // nearest even, magnitudes beyond 6 and ±inf give ±6, NaN gives +6 (0x7).
 func EncodeE2M1(x float32) uint8 {

@@ -551,3 +551,70 @@ func TestRoundBranchFree(t *testing.T) {
 	}
 	t.Logf("%d cases", n)
 }
+
+// TestEncodeScaled: EncodeScaled gives Encode's code of each quotient, for
+// every format (the table's rows and the others), both saturations,
+// strides 1 and 3 and scales of both directions and non-powers of two,
+// over the structured sweep, the specials and random bit patterns.
+func TestEncodeScaled(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	xs := append(sweepInputs(3), 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		float32(math.NaN()), math.MaxFloat32, -math.SmallestNonzeroFloat32)
+	for range 1 << 12 {
+		xs = append(xs, math.Float32frombits(r.Uint32()))
+	}
+	for _, f := range Formats() {
+		xs := xs
+		if f.CodeBits() <= 8 {
+			xs = append(sweepInputs(f.FracBits()), xs...) // ties and edges of f itself
+		}
+		for _, sat := range []Saturation{SatFinite, NoSat} {
+			for _, scale := range []float32{1, 0.37, 3e-3, 1e4, 0.25, -2} {
+				for _, stride := range []int{1, 3} {
+					dst := make([]uint16, (len(xs)-1)*stride+1)
+					f.EncodeScaled(dst, stride, xs, scale, sat)
+					bad := 0
+					for i, x := range xs {
+						if want := uint16(f.Encode(x/scale, sat)); dst[i*stride] != want && bad < 3 {
+							bad++
+							t.Errorf("%v %v scale %g stride %d: %g gives %#x, Encode %#x", f, sat, scale, stride, x, dst[i*stride], want)
+						}
+					}
+				}
+			}
+		}
+	}
+	FormatE4M3.EncodeScaled(nil, 0, nil, 1, SatFinite) // nothing to encode: no panic
+	for _, c := range []struct {
+		dst    int
+		stride int
+	}{{2, 1}, {4, 2}, {3, 0}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("3 codes into %d at stride %d: no panic", c.dst, c.stride)
+				}
+			}()
+			FormatE4M3.EncodeScaled(make([]uint16, c.dst), c.stride, []float32{1, 2, 3}, 1, SatFinite)
+		}()
+	}
+}
+
+// FuzzEncodeScaled: one input and one scale of any bits, every format.
+func FuzzEncodeScaled(f *testing.F) {
+	f.Add(math.Float32bits(1.5), math.Float32bits(0.37))
+	f.Add(uint32(0x7fc00000), math.Float32bits(1))
+	f.Add(math.Float32bits(448), uint32(0))
+	f.Fuzz(func(t *testing.T, xb, sb uint32) {
+		x, scale := math.Float32frombits(xb), math.Float32frombits(sb)
+		var dst [1]uint16
+		for _, fm := range Formats() {
+			for _, sat := range []Saturation{SatFinite, NoSat} {
+				fm.EncodeScaled(dst[:], 1, []float32{x}, scale, sat)
+				if want := uint16(fm.Encode(x/scale, sat)); dst[0] != want {
+					t.Fatalf("%v %v: %g/%g gives %#x, Encode %#x", fm, sat, x, scale, dst[0], want)
+				}
+			}
+		}
+	})
+}

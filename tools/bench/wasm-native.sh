@@ -1,0 +1,58 @@
+#!/bin/bash
+# The browser against one native core (issue 17, BENCHMARKS.md): the wasm
+# package's BenchmarkBrowserRuns (contraction, needle and scales at fixed
+# sizes) natively on one core (-test.cpu 1, GOMAXPROCS=1) and as
+# WebAssembly under node (Go's wasm_exec_node.js, single-threaded), for one
+# or two builds of the module, interleaved, REPS times; one process per run,
+# so that each line has the run's wall time and its CPU time (user + system,
+# /usr/bin/time): on a shared machine the CPU time is the steadier figure.
+# Every line also carries the run's point count and checksum: the two
+# platforms and the two builds must agree on both.
+#
+#   tools/bench/wasm-native.sh [OLD_TREE]      # OLD_TREE: a worktree of the previous code
+#
+# Output: one line per run, "build platform experiment wall_s cpu_s check
+# points", then per build, platform and experiment the minimum wall and
+# CPU times over the repetitions and the wasm/native ratios.
+set -euo pipefail
+REPS=${REPS:-3}
+OUT=${OUT:-$(mktemp -d)}
+EXEC="$(go env GOROOT)/lib/wasm/wasm_exec_node.js"
+trees=("new=$PWD")
+[ $# -ge 1 ] && trees=("old=$1" "${trees[@]}")
+for t in "${trees[@]}"; do
+  name=${t%%=*} dir=${t#*=}
+  (cd "$dir" && go test -c -o "$OUT/$name-native.test" ./wasm &&
+    GOOS=js GOARCH=wasm go test -c -o "$OUT/$name-wasm.test" ./wasm)
+done
+cd wasm # the test binaries' working directory, as go test gives it
+for rep in $(seq "$REPS"); do
+  for e in contraction needle scales; do
+    for t in "${trees[@]}"; do
+      name=${t%%=*}
+      for plat in native wasm; do
+        if [ $plat = native ]; then
+          cmd=("$OUT/$name-native.test" -test.cpu 1)
+        else
+          cmd=(node --stack-size=8192 "$EXEC" "$OUT/$name-wasm.test")
+        fi
+        line=$(GOMAXPROCS=1 /usr/bin/time -f "TIME %e %U %S" "${cmd[@]}" -test.run '^$' \
+          -test.bench "BrowserRuns/$e\$" -test.benchtime 1x 2>&1 | grep -E '^(TIME|BenchmarkBrowserRuns)')
+        wall=$(awk '/^TIME/{print $2}' <<<"$line")
+        cpu=$(awk '/^TIME/{print $3+$4}' <<<"$line")
+        check=$(awk '/^Bench/{for(i=1;i<NF;i++) if($(i+1)=="check") c=$i; else if($(i+1)=="points") p=$i; print c, p}' <<<"$line")
+        echo "$name $plat $e $wall $cpu $check" | tee -a "$OUT/runs.txt"
+      done
+    done
+  done
+done
+echo "--- minimum over $REPS runs: build experiment native(wall cpu) wasm(wall cpu) wasm/native(wall cpu)"
+awk '{key = $1 " " $3 " " $2
+    if (!(key in w) || $4 < w[key]) w[key] = $4
+    if (!(key in c) || $5 < c[key]) c[key] = $5
+    ks[$1 " " $3] = 1}
+  END {for (k in ks) printf "%s  %.2f %.2f  %.2f %.2f  %.2f %.2f\n", k, w[k " native"], c[k " native"], w[k " wasm"], c[k " wasm"],
+      w[k " wasm"] / w[k " native"], c[k " wasm"] / c[k " native"]}' "$OUT/runs.txt" | sort
+echo "--- experiment checksum points: one line per experiment when every build and platform agree"
+awk '{print $3, $6, $7}' "$OUT/runs.txt" | sort -u
+echo "runs in $OUT/runs.txt"
