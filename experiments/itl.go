@@ -80,6 +80,7 @@ var itlDefaultContexts = []int{256, 1024, 2048, 4096, 8192, 16384, 32768, 65536,
 // skip-sw.
 func itlCostParams() []sim.Param {
 	return []sim.Param{
+		itlCostsParam, itlFP8ScalesParam,
 		{Name: "contexts", Doc: "context lengths of the ITL curves", Unit: "tokens", Kind: sim.KindInts,
 			Default: itlDefaultContexts, Min: 1, Max: 1 << 22},
 		{Name: "batch", Doc: "concurrent sequences at the same context (the published fits: 1)", Kind: sim.KindInt,
@@ -451,6 +452,13 @@ func itlTable(costs []itlCost) []string {
 // Run runs the experiment.
 func (ITL) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
+	if v.String("costs") == "measured" {
+		summary, ok, err := itlMeasuredRun(run, "itl", "", nil)
+		if ok {
+			run.Summary(summary)
+		}
+		return err
+	}
 	s, err := itlSettingsFrom(v)
 	if err != nil {
 		return err

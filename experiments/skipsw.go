@@ -88,6 +88,19 @@ const (
 // Run runs the experiment.
 func (e SkipSW) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
+	if v.String("costs") == "measured" {
+		summary, ok, err := itlMeasuredRun(run, "skip-sw", skipswITLPrefix, []string{v.String("model")})
+		if err != nil || !ok {
+			return err
+		}
+		if v.Bool("accuracy") {
+			if err := skipswAccuracy(ctx, run, presetOf(v.String("model")), summary); err != nil {
+				return err
+			}
+		}
+		run.Summary(summary)
+		return nil
+	}
 	s, err := itlSettingsFrom(v)
 	if err != nil {
 		return err

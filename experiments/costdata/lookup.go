@@ -276,3 +276,22 @@ func (f *File) Launch(impl string) (float64, error) {
 	}
 	return us, nil
 }
+
+// Scaled returns the curve with the part above its intercept multiplied by
+// r: y' = I + (y − I) · r, I = [Curve.Intercept]. It carries a cost whose
+// growing part is set by one resource (bandwidth, compute) to a GPU with r
+// times the time per unit of that resource, keeping the fixed part.
+func (c Curve) Scaled(r float64) Curve {
+	i := c.Intercept()
+	out := Curve{X: slices.Clone(c.X), Y: make([]float64, len(c.Y))}
+	for k, y := range c.Y {
+		out.Y[k] = i + (y-i)*r
+	}
+	return out
+}
+
+// Interp2 evaluates curves measured at outer values outs (sorted; e.g. one
+// decode curve per batch) at inner x, and interpolates linearly in the
+// outer value v between the neighbouring measured ones, as [Curve.At] does
+// (held below the smallest, the line through the last two beyond).
+func Interp2(outs []float64, cs []Curve, v, x float64) float64 { return at2(outs, cs, v, x) }
