@@ -41,6 +41,9 @@ type costLinear struct {
 	name  string
 	n, k  int
 	count int
+	// perSeq: the GEMM runs on one token per sequence that samples (the LM
+	// head), not on every token of the step.
+	perSeq bool
 }
 
 // costModelSpec is what a model's decode step runs, one row per model: a
@@ -49,10 +52,12 @@ type costModelSpec struct {
 	model   string // presets.Model ID
 	attn    []costAttnGroup
 	linears []costLinear
-	// streamBytes is the weight bytes a step of m tokens reads outside the
-	// measured GEMMs (MoE experts, an LM head of another shape), read at
-	// the measured stream bandwidth; nil: none.
-	streamBytes func(m int) float64
+	// streamBytes and streamFLOPs are the weight bytes read and the FLOPs
+	// of a step of m tokens, s of them sampled, outside the measured GEMMs
+	// (MoE experts, an LM head of another shape): the slower of the bytes
+	// at the measured stream bandwidth and the FLOPs at the measured GEMM
+	// rate; nil: none.
+	streamBytes, streamFLOPs func(m, s int) float64
 	// kernels is the number of kernels per step that no row measures
 	// (norms, rotary embedding, activations, router, sampling), each
 	// costing one launch inside a CUDA graph; their own work is neglected.
@@ -78,7 +83,7 @@ var costModelSpecs = []costModelSpec{
 		model: "llama-3.1-8b",
 		attn:  []costAttnGroup{{layers: 32, shape: costdata.Shape{QHeads: 32, KVHeads: 8, HeadDim: 128}, writesKV: true}},
 		linears: []costLinear{
-			{"qkv", 6144, 4096, 32}, {"o", 4096, 4096, 32}, {"gate_up", 28672, 4096, 32}, {"down", 4096, 14336, 32}, {"lm_head", 128256, 4096, 1},
+			{"qkv", 6144, 4096, 32, false}, {"o", 4096, 4096, 32, false}, {"gate_up", 28672, 4096, 32, false}, {"down", 4096, 14336, 32, false}, {"lm_head", 128256, 4096, 1, true},
 		},
 		// Per layer: input RMSNorm, rotary embedding, fused residual-add
 		// RMSNorm, SiLU-and-mul (vLLM's LlamaDecoderLayer); per step:
@@ -94,13 +99,17 @@ var costModelSpecs = []costModelSpec{
 			{layers: 12, shape: costdata.Shape{QHeads: 64, KVHeads: 8, HeadDim: 64}, writesKV: true},
 			{layers: 12, shape: costdata.Shape{QHeads: 64, KVHeads: 8, HeadDim: 64}, window: 128, writesKV: true},
 		},
-		linears: []costLinear{{"qkv", 5120, 2880, 24}, {"o", 2880, 4096, 24}},
-		streamBytes: func(m int) float64 {
+		linears: []costLinear{{"qkv", 5120, 2880, 24, false}, {"o", 2880, 4096, 24, false}},
+		streamBytes: func(m, s int) float64 {
 			// Distinct experts of top-4 of 32 over m tokens routed
 			// independently and uniformly: 32·(1 − (28/32)^m) per layer;
 			// the bf16 LM head 2880 → 201088 once.
 			experts := 32 * (1 - math.Pow(28.0/32, float64(m)))
 			return 24*experts*gptOSSExpertBytes + 201088*2880*2
+		},
+		streamFLOPs: func(m, s int) float64 {
+			// Four experts per token, the LM head per sampled token.
+			return 2*float64(m)*24*4*3*2880*2880 + 2*float64(s)*201088*2880
 		},
 		// Per layer: two RMSNorms, rotary embedding, router GEMM, top-k,
 		// two expert GEMMs and their activation; per step: embedding,
@@ -236,6 +245,19 @@ type costModel struct {
 	write   map[string]map[costdata.Shape]costdata.Curve // KV write per layer, scaled
 	qquant  map[string]map[costdata.Shape]costdata.Curve
 	linears []costdata.Curve // measured GEMM curves (H200 times), per spec.linears
+	gemm    float64          // achieved GEMM rate on the target, FLOP/s
+	// prefill[impl][shape]: the prefill curve of a shape (µs against
+	// query-key pairs) and the factor of its growing part (the FLOPs
+	// ratio of the GPUs, times the shape's FLOPs over the measured one's
+	// where the shape itself is not measured).
+	prefill map[string]map[costdata.Shape]costPrefill
+}
+
+// costPrefill is a prefill curve and the factor of its growing part.
+type costPrefill struct {
+	curve  costdata.Curve
+	factor float64
+	from   costdata.Shape // the measured shape
 }
 
 // costBatchCurves are the decode curves of one shape and format.
@@ -270,6 +292,14 @@ func newCostModel(f *costdata.File, modelID string, gpu presets.GPU, kvs []strin
 			return nil, err
 		}
 		c.stream = bw / sc.bw
+		rate, err := f.GEMMRate()
+		if err != nil {
+			return nil, err
+		}
+		if sc.flops == 0 {
+			return nil, fmt.Errorf("%s: the %s preset has no compute figures to scale the GEMM rate", pm.Name, gpu.Name)
+		}
+		c.gemm = rate / sc.flops
 	}
 	for _, kv := range kvs {
 		c.decode[kv], c.write[kv], c.qquant[kv] = map[costdata.Shape]costBatchCurves{}, map[costdata.Shape]costdata.Curve{}, map[costdata.Shape]costdata.Curve{}
@@ -322,24 +352,33 @@ func (p costParts) Total() float64 {
 // Fixed is the part of the step that does not depend on the context.
 func (p costParts) Fixed() float64 { return p.Total() - p.Attention - p.Prefill }
 
-// linearMS returns the time of the step's measured GEMMs at m tokens, in ms.
-func (c *costModel) linearMS(m int) (float64, error) {
+// linearMS returns the time of the step's measured GEMMs at m tokens, s
+// of them sampled, in ms.
+func (c *costModel) linearMS(m, s int) (float64, error) {
 	ms := 0.0
 	for i, l := range c.spec.linears {
-		r, err := c.scale.linearScale(m, l.n, l.k)
+		mm := m
+		if l.perSeq {
+			mm = s
+		}
+		if mm == 0 {
+			continue
+		}
+		r, err := c.scale.linearScale(mm, l.n, l.k)
 		if err != nil {
 			return 0, err
 		}
-		ms += float64(l.count) * c.linears[i].At(float64(m)) * r / 1e3
+		ms += float64(l.count) * c.linears[i].At(float64(mm)) * r / 1e3
 	}
 	return ms, nil
 }
 
 // fixedMS returns the context-independent terms of a step of m new tokens
-// (decode tokens plus prefill chunk tokens): cache writes, query
-// quantization, GEMMs, weight reads outside them and the launches.
-func (c *costModel) fixedMS(f costFormat, m int, p *costParts) error {
-	lin, err := c.linearMS(m)
+// (decode tokens plus prefill chunk tokens), s of them sampled: cache
+// writes, query quantization, GEMMs, weight reads outside them and the
+// launches.
+func (c *costModel) fixedMS(f costFormat, m, s int, p *costParts) error {
+	lin, err := c.linearMS(m, s)
 	if err != nil {
 		return err
 	}
@@ -354,7 +393,7 @@ func (c *costModel) fixedMS(f costFormat, m int, p *costParts) error {
 		}
 	}
 	if c.spec.streamBytes != nil {
-		p.Stream = c.spec.streamBytes(m) / c.stream * 1e3
+		p.Stream = max(c.spec.streamBytes(m, s)/c.stream, c.spec.streamFLOPs(m, s)/c.gemm) * 1e3
 	}
 	p.Launch = float64(c.spec.kernels) * c.launch / 1e3
 	return nil
@@ -382,7 +421,7 @@ func (c *costModel) decodeMS(f costFormat, batch int, context float64) float64 {
 // tokens each, by term.
 func (c *costModel) Step(f costFormat, batch, context int) (costParts, error) {
 	var p costParts
-	if err := c.fixedMS(f, batch, &p); err != nil {
+	if err := c.fixedMS(f, batch, batch, &p); err != nil {
 		return p, err
 	}
 	p.Attention = c.decodeMS(f, batch, float64(context))
@@ -420,4 +459,134 @@ func breakEvenOf(b, l costLine) float64 {
 		return math.Inf(1)
 	}
 	return max(0, (l.Intercept-b.Intercept)/ds)
+}
+
+// costPrefillImpl is the prefill kernel of a cache format: BF16, or FP8 with
+// two-level accumulation (flash-attention #104, vLLM's default on Hopper).
+func costPrefillImpl(kv string) string {
+	if costIsFP8(kv) {
+		return "triton-fp8-2level"
+	}
+	return "triton-bf16"
+}
+
+// loadPrefill looks up the prefill curves of the model's shapes for the
+// formats kvs: the shape itself where measured, else the measured shape of
+// the same head_dim (or head_dim 128) with the growing part scaled by the
+// FLOPs ratio q_heads · head_dim.
+func (c *costModel) loadPrefill(kvs []string) error {
+	c.prefill = map[string]map[costdata.Shape]costPrefill{}
+	shapes := c.file.PrefillShapes()
+	for _, kv := range kvs {
+		impl := costPrefillImpl(kv)
+		if c.prefill[impl] == nil {
+			c.prefill[impl] = map[costdata.Shape]costPrefill{}
+		}
+		for _, g := range c.spec.attn {
+			if _, ok := c.prefill[impl][g.shape]; ok {
+				continue
+			}
+			from, found := g.shape, false
+			for _, want := range []func(costdata.Shape) bool{
+				func(s costdata.Shape) bool { return s == g.shape },
+				func(s costdata.Shape) bool { return s.HeadDim == g.shape.HeadDim },
+				func(s costdata.Shape) bool { return s.HeadDim == 128 },
+			} {
+				for _, s := range shapes {
+					if want(s) {
+						from, found = s, true
+						break
+					}
+				}
+				if found {
+					break
+				}
+			}
+			if !found {
+				return fmt.Errorf("%s: no prefill rows for %s or a head_dim to scale from", c.file.Name, g.shape)
+			}
+			cv, _, _, err := c.file.PrefillCurve(from, impl)
+			if err != nil {
+				return err
+			}
+			if c.scale.flops == 0 {
+				return fmt.Errorf("prefill on the %s, whose preset has no compute figures", c.scale.to.Name)
+			}
+			factor := c.scale.flops * float64(g.shape.QHeads*g.shape.HeadDim) / float64(from.QHeads*from.HeadDim)
+			c.prefill[impl][g.shape] = costPrefill{curve: cv, factor: factor, from: from}
+		}
+	}
+	return nil
+}
+
+// costChunk is a prefill chunk of a step: tokens [done, done+tokens) of a
+// prompt.
+type costChunk struct{ done, tokens int }
+
+// prefillMS returns the prefill attention of a step's chunks, summed over
+// the layers: per chunk and layer the kernel's intercept plus the
+// query-key pairs it computes (full layers: tokens·(done + tokens/2);
+// sliding: tokens·min(window, done + tokens/2)) at the measured rate of
+// growth around the chunk's causal pairs (costdata.Curve.Slope).
+func (c *costModel) prefillMS(f costFormat, chunks []costChunk) float64 {
+	ms := 0.0
+	for _, ch := range chunks {
+		t, d := float64(ch.tokens), float64(ch.done)
+		for _, g := range c.spec.attn {
+			pf := c.prefill[costPrefillImpl(f.kvOf(g))][g.shape]
+			span := d + t/2
+			if g.window > 0 {
+				span = min(span, float64(g.window))
+			}
+			pairs := t * span
+			at := (d + t) * (d + t) / 2
+			us := pf.curve.Intercept() + pf.curve.Slope(at)*pairs*pf.factor
+			ms += float64(g.layers) * us / 1e3
+		}
+	}
+	return ms
+}
+
+// costKVBytesPerToken returns the KV-cache bytes per token of the full
+// layers that store KV in format f (2 · layers · KV heads · head_dim ·
+// bytes per element: 2 for bf16, 1 for fp8; the FP8 scales are per layer,
+// not per token: see costKVScaleBytes), and the bytes per token of the
+// sliding layers, of which a sequence holds at most window tokens.
+func (c *costModel) costKVBytesPerToken(f costFormat) (full, sliding float64, window int) {
+	for _, g := range c.spec.attn {
+		if !g.writesKV {
+			continue
+		}
+		elem := 2.0
+		if costIsFP8(f.kvOf(g)) {
+			elem = 1
+		}
+		b := 2 * float64(g.layers*g.shape.KVHeads*g.shape.HeadDim) * elem
+		if g.window > 0 {
+			sliding += b
+			window = max(window, g.window)
+		} else {
+			full += b
+		}
+	}
+	return full, sliding, window
+}
+
+// costKVScaleBytes returns the bytes of the FP8 scales of format f: one
+// float32 for K and one for V per KV-writing FP8 layer (fp8-tensor), or
+// per layer and KV head (fp8-head); 0 for bf16.
+func (c *costModel) costKVScaleBytes(f costFormat) float64 {
+	b := 0.0
+	for _, g := range c.spec.attn {
+		kv := f.kvOf(g)
+		if !g.writesKV || !costIsFP8(kv) {
+			continue
+		}
+		per := 1
+		if kv == costdata.KVFP8Head {
+			per = g.shape.KVHeads
+		}
+		b += 2 * 4 * float64(g.layers*per)
+	}
+	return b
 }

@@ -269,7 +269,7 @@ func itlMeasuredRun(run *sim.Run, name, prefix string, models []string) (summary
 	}
 	run.Note(fmt.Sprintf("%s: measured costs (%s) for %s on %s at batch %d; FP8 rows %s; lines fitted by least squares over %d contexts %d → %d tokens",
 		name, f.Provenance.GPU, r.model.preset.Name, r.gpu.Name, batch, fp8Kind, len(contexts), contexts[0], contexts[len(contexts)-1]))
-	if f.Provenance.GPU == "" || strings.Contains(strings.ToLower(f.Provenance.GPU), "synthetic") {
+	if costsNotMeasured(f) {
 		run.Note(name + ": THE COST FILE IS NOT A MEASUREMENT (" + f.Provenance.GPU + "): these numbers test the model, they predict nothing")
 	}
 	var fits []*itlMeasuredFit
@@ -384,4 +384,10 @@ func itlEmitMeasuredAttention(run *sim.Run, f *costdata.File, r *itlMeasuredFit,
 func presetOf(id string) presets.Model {
 	m, _ := presets.LookupModel(id)
 	return m
+}
+
+// costsNotMeasured reports a cost file that does not name its GPU or says
+// it is synthetic: its numbers must not be read as predictions.
+func costsNotMeasured(f *costdata.File) bool {
+	return f.Provenance.GPU == "" || strings.Contains(strings.ToLower(f.Provenance.GPU), "synthetic")
 }

@@ -295,3 +295,32 @@ func (c Curve) Scaled(r float64) Curve {
 // outer value v between the neighbouring measured ones, as [Curve.At] does
 // (held below the smallest, the line through the last two beyond).
 func Interp2(outs []float64, cs []Curve, v, x float64) float64 { return at2(outs, cs, v, x) }
+
+// Slope returns the curve's rate of growth at x: the slope of the measured
+// segment holding x, of the first segment below the first point and of the
+// last beyond the last (0 for a curve of fewer than two points). It prices
+// an increment of work (a prefill chunk) at the rate of the work around it.
+func (c Curve) Slope(x float64) float64 {
+	n := len(c.X)
+	if n < 2 {
+		return 0
+	}
+	i, _ := slices.BinarySearch(c.X, x)
+	i = min(max(i, 1), n-1)
+	return (c.Y[i] - c.Y[i-1]) / (c.X[i] - c.X[i-1])
+}
+
+// GEMMRate returns the highest achieved bf16 GEMM throughput of the linear
+// rows in FLOP/s (2·m·n·k / time).
+func (f *File) GEMMRate() (float64, error) {
+	best := 0.0
+	for _, r := range f.Rows {
+		if r.Op == "linear" {
+			best = max(best, 2*float64(r.M)*float64(r.N)*float64(r.K)/(r.US*1e-6))
+		}
+	}
+	if best == 0 {
+		return 0, fmt.Errorf("%s: no linear rows", f.Name)
+	}
+	return best, nil
+}
