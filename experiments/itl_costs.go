@@ -391,3 +391,24 @@ func presetOf(id string) presets.Model {
 func costsNotMeasured(f *costdata.File) bool {
 	return f.Provenance.GPU == "" || strings.Contains(strings.ToLower(f.Provenance.GPU), "synthetic")
 }
+
+// itlMeasuredStyles are the styles of the measured H200 attention series.
+func itlMeasuredStyles(prefix string) []sim.Style {
+	return []sim.Style{
+		{Match: prefix + itlMeasuredSeries + "bf16", Family: "bf16", Variant: "H200 attention, measured", Measured: true},
+		{Match: prefix + itlMeasuredSeries + "fp8", Family: "fp8", Variant: "H200 attention, measured", Measured: true},
+		{Match: prefix + itlMeasuredSeries + "fp8 skip-sw", Family: "fp8 skip-sw", Variant: "H200 attention, measured", Measured: true},
+	}
+}
+
+// itlMeasuredSummaryFields are the units of the measured-cost summary
+// values (before itlSummaryFields: the first match wins).
+var itlMeasuredSummaryFields = []sim.SummaryField{
+	{Match: "*_diff_pct", Axis: sim.Axis{Quantity: "model minus published, relative to published", Unit: "%"}},
+	{Match: "measured_costs", Axis: sim.Axis{Quantity: "measured kernel costs in this build", Unit: "1 yes, 0 no"}},
+	{Match: "step_*_ms", Axis: sim.Axis{Quantity: "context-independent part of a decode step, by term, at the first context", Unit: "ms"}},
+	{Match: "table.*slope_ratio*", Axis: sim.Axis{Quantity: "ITL slope ratio (over bf16), table row", Unit: "ratio"}},
+	{Match: "table.*slope*", Axis: sim.Axis{Quantity: "ITL slope against context, table row", Unit: "ms/token", Log: true}},
+	{Match: "table.*break_even*", Axis: sim.Axis{Quantity: "break-even context of FP8 KV, table row", Unit: "tokens"}},
+	{Match: "table.*itl0*", Axis: sim.Axis{Quantity: "ITL at zero context (intercept), table row", Unit: "ms"}},
+}

@@ -443,3 +443,50 @@ func (Throughput) Cost(v sim.Values) sim.Cost {
 	}
 	return sim.Cost{Memory: sim.AddSat(costBase, sim.MulSat(int64(v.Int("requests")), 64)), Work: sim.MulSat(total, 3, 3000)}
 }
+
+// Chart declares throughput's chart: the gains against the swept quantity,
+// the published load tests as marks at concurrency 8.
+func (Throughput) Chart() sim.Chart {
+	pct := func(q string) sim.Axis { return sim.Axis{Quantity: q, Unit: "%"} }
+	return sim.Chart{
+		X: sim.Axis{Quantity: "the swept quantity (vary): concurrency in requests, or mean input length in tokens", Unit: "requests or tokens", Log: true, Base: 2},
+		Y: pct("output-throughput gain over BF16"),
+		Styles: []sim.Style{
+			{Match: "fp8 throughput gain", Family: "fp8", Variant: "predicted"},
+			{Match: "fp8 skip-sw throughput gain", Family: "fp8 skip-sw", Variant: "predicted"},
+		},
+		Fields: []sim.Field{
+			{Key: "concurrency", Axis: sim.Axis{Quantity: "requests in flight", Unit: "requests", Log: true, Base: 2}},
+			{Key: "input_tokens", Axis: sim.Axis{Quantity: "mean input length", Unit: "tokens", Log: true, Base: 2}},
+			{Key: "tok_s", Axis: sim.Axis{Quantity: "output throughput of the format", Unit: "tokens/s"}},
+			{Key: "tok_s_bf16", Axis: sim.Axis{Quantity: "output throughput of BF16", Unit: "tokens/s"}},
+			{Key: "runtime_s", Axis: sim.Axis{Quantity: "total runtime of the format", Unit: "s"}},
+			{Key: "runtime_s_bf16", Axis: sim.Axis{Quantity: "total runtime of BF16", Unit: "s"}},
+			{Key: "runtime_change_pct", Axis: pct("total-runtime change over BF16")},
+			{Key: "median_itl_ms", Axis: sim.Axis{Quantity: "median inter-token latency of the format", Unit: "ms"}},
+			{Key: "median_itl_ms_bf16", Axis: sim.Axis{Quantity: "median inter-token latency of BF16", Unit: "ms"}},
+			{Key: "max_running", Axis: sim.Axis{Quantity: "most sequences running at once (format)", Unit: "sequences"}},
+			{Key: "max_running_bf16", Axis: sim.Axis{Quantity: "most sequences running at once (BF16)", Unit: "sequences"}},
+		},
+		Summary: []sim.SummaryField{
+			{Match: "*_diff_points", Axis: pct("predicted minus published (percentage points)")},
+			{Match: "gain_pct_*", Axis: pct("output-throughput gain over BF16")},
+			{Match: "runtime_change_pct_*", Axis: pct("total-runtime change over BF16")},
+			{Match: "tok_s_*", Axis: sim.Axis{Quantity: "output throughput", Unit: "tokens/s"}},
+			{Match: "runtime_s_*", Axis: sim.Axis{Quantity: "total runtime", Unit: "s"}},
+			{Match: "median_itl_ms_*", Axis: sim.Axis{Quantity: "median inter-token latency", Unit: "ms"}},
+			{Match: "output_tokens_*", Axis: sim.Axis{Quantity: "output tokens generated", Unit: "tokens"}},
+			{Match: "capacity_tokens_*", Axis: sim.Axis{Quantity: "KV-cache capacity (full-attention tokens)", Unit: "tokens"}},
+			{Match: "max_running_*", Axis: sim.Axis{Quantity: "most sequences running at once", Unit: "sequences"}},
+			{Match: "measured_costs", Axis: sim.Axis{Quantity: "measured kernel costs in this build", Unit: "1 yes, 0 no"}},
+		},
+		Show: []string{"gain_pct_fp8", "gain_pct_fp8_published", "runtime_change_pct_fp8", "runtime_change_pct_fp8_published", "gain_pct_fp8_skip_sw", "gain_pct_fp8_skip_sw_published"},
+		Refs: []sim.Ref{{Axis: "y", Value: 0, Label: "no gain"}},
+		Marks: []sim.Mark{
+			{Series: "fp8 throughput gain", X: 8, Y: (517.5/450.3 - 1) * 100, Label: "published: Llama-3.1-8B, H100, concurrency 8, ~20k in (blog Table 4)"},
+			{Series: "fp8 throughput gain", X: 8, Y: (853.0/831.6 - 1) * 100, Label: "published: gpt-oss-20b FP8, H100, concurrency 8 (blog Table 5)"},
+			{Series: "fp8 skip-sw throughput gain", X: 8, Y: (871.8/831.6 - 1) * 100, Label: "published: gpt-oss-20b skip-SW, H100, concurrency 8 (blog Table 5)"},
+			{Series: "fp8 throughput gain", X: 8, Y: (450.3/517.5 - 1) * 100, Label: "published: Llama-3.1-8B runtime, H100, concurrency 8 (blog Table 4)", Field: "runtime_change_pct"},
+		},
+	}
+}
