@@ -1,13 +1,10 @@
 package experiments
 
 import (
-	"errors"
-	"math"
 	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/experiments/costdata"
-	"github.com/fp8lab/fp8lab/presets"
 )
 
 // withCosts runs the test with the cost file f (nil: none).
@@ -69,7 +66,4 @@ func TestITLNoMeasuredCosts(t *testing.T) {
 	if !strings.Contains(strings.Join(rec.Notes(), "\n"), "no measured costs") {
 		t.Errorf("notes %q do not say there are no measured costs", rec.Notes())
 	}
-	_ = errors.Is
-	_ = math.Inf
-	_ = presets.GPUs
 }
