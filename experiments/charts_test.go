@@ -59,6 +59,7 @@ var chartTestArgs = map[string]map[string]string{
 	"gpu-accum":      {"K": "32,64", "trials": "2"},
 	"decode-bw":      {"contexts": "64,128", "reps": "1", "batch": "1", "kv-heads": "1", "q-heads": "1"},
 	"throughput":     {"requests": "20", "output": "200", "sweep": "4,8"},
+	"prefill-cost":   {"acc-contexts": "256", "trials": "1"},
 }
 
 // chartTestMaxWork bounds the defaults' cost of an experiment that
