@@ -43,7 +43,11 @@ func syntheticCostsJSON() []byte {
 	}
 	for _, s := range [][3]int{{32, 8, 128}, {8, 1, 256}} {
 		qh, kvh, hd := s[0], s[1], s[2]
-		for impl, f := range map[string]float64{"triton-bf16": 1, "triton-fp8-1level": 0.6, "triton-fp8-2level": 0.9 + 0.95*float64(hd/256), "sdpa": 1.1} {
+		for _, im := range []struct {
+			impl string
+			f    float64
+		}{{"triton-bf16", 1}, {"triton-fp8-1level", 0.6}, {"triton-fp8-2level", 0.9 + 0.95*float64(hd/256)}, {"sdpa", 1.1}} {
+			impl, f := im.impl, im.f
 			for _, L := range []int{4096, 16384, 32768} {
 				pairs := float64(L) * float64(L) / 2
 				add(map[string]any{"op": "prefill", "impl": impl, "context": L, "q_heads": qh, "kv_heads": kvh, "head_dim": hd,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -401,11 +402,15 @@ func (Throughput) Run(ctx context.Context, run *sim.Run) error {
 	return nil
 }
 
-// fileNotes notes the prefill shapes the model borrowed.
+// fileNotes notes the prefill shapes the model borrowed, in a fixed order.
 func (c *costModel) fileNotes(run *sim.Run) error {
-	for impl, m := range c.prefill {
-		for s, pf := range m {
-			if s != pf.from {
+	noted := map[string]bool{}
+	for _, impl := range slices.Sorted(maps.Keys(c.prefill)) {
+		m := c.prefill[impl]
+		for _, g := range c.spec.attn {
+			s, pf := g.shape, m[g.shape]
+			if s != pf.from && !noted[impl+s.String()] {
+				noted[impl+s.String()] = true
 				run.Note(fmt.Sprintf("throughput: prefill %s of %s is not measured: the measured %s, its growing part × %.3g (FLOPs q_heads · head_dim, and the GPU)", impl, s, pf.from, pf.factor))
 			}
 		}
