@@ -134,6 +134,14 @@ func TestLookups(t *testing.T) {
 			t.Errorf("Decode(batch %d, %g) = %g, want %g", tc.batch, tc.ctx, got, want)
 		}
 	}
+	// A batch of one context has no slope: left out, not an error.
+	g, err := Parse("synthetic.json", synthDoc(append(rows, `{"op": "decode", "impl": "triton-splitkv", "kv": "fp8-tensor", "batch": 32, "context": 1024, "q_heads": 32, "kv_heads": 8, "head_dim": 128, "us": 99}`)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs, _, err := g.DecodeCurves(s, "fp8-tensor", "triton-splitkv"); err != nil || len(bs) != 2 {
+		t.Errorf("batches %v, %v: want 1 and 8 (32 has one context)", bs, err)
+	}
 	if _, err := f.Decode(s, "bf16", "triton-splitkv", 1, 1024); err == nil || !strings.Contains(err.Error(), "synthetic.json: no decode rows") {
 		t.Errorf("missing format: %v", err)
 	}

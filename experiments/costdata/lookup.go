@@ -145,7 +145,9 @@ func (f *File) Decode(s Shape, kv, impl string, batch int, context float64) (flo
 }
 
 // DecodeCurves returns the measured decode curves (µs against context) of
-// a shape, format and implementation, one per measured batch (sorted).
+// a shape, format and implementation, one per measured batch (sorted),
+// leaving out batches measured at fewer than two contexts (no slope); it
+// fails when no batch is left.
 func (f *File) DecodeCurves(s Shape, kv, impl string) ([]float64, []Curve, error) {
 	outs, cs := f.curves2(func(r Row) bool {
 		return r.Op == "decode" && r.KV == kv && r.Impl == impl && r.QHeads == s.QHeads && r.KVHeads == s.KVHeads && r.HeadDim == s.HeadDim
@@ -153,12 +155,17 @@ func (f *File) DecodeCurves(s Shape, kv, impl string) ([]float64, []Curve, error
 	if len(outs) == 0 {
 		return nil, nil, fmt.Errorf("%s: no decode rows for %s, kv %s, impl %s", f.Name, s, kv, impl)
 	}
+	var keptO []float64
+	var keptC []Curve
 	for i, c := range cs {
-		if c.Len() < 2 {
-			return nil, nil, fmt.Errorf("%s: decode %s, kv %s, impl %s: batch %g has %d context(s), want at least 2", f.Name, s, kv, impl, outs[i], c.Len())
+		if c.Len() >= 2 {
+			keptO, keptC = append(keptO, outs[i]), append(keptC, c)
 		}
 	}
-	return outs, cs, nil
+	if len(keptO) == 0 {
+		return nil, nil, fmt.Errorf("%s: decode %s, kv %s, impl %s: no batch measured at two contexts or more", f.Name, s, kv, impl)
+	}
+	return keptO, keptC, nil
 }
 
 // tokenCurve is the curve of a per-token op (kv_write, q_quant) of one
