@@ -87,7 +87,7 @@ func (Throughput) Params() []sim.Param {
 		{Name: "token-budget", Doc: "tokens per step (max_num_batched_tokens)", Unit: "tokens", Kind: sim.KindInt, Default: 8192, Min: 1, Max: 1 << 20},
 		{Name: "gpu-mem-util", Doc: "fraction of GPU memory for weights and KV cache (vLLM's default 0.9)", Kind: sim.KindFloat, Default: 0.9, Min: 0.05, Max: 1},
 		{Name: "vary", Doc: "the swept quantity: concurrency or input (length)", Kind: sim.KindChoice, Default: "concurrency", Choices: []string{"concurrency", "input"}},
-		{Name: "sweep", Doc: "values of the swept quantity (empty sweep: 0)", Kind: sim.KindInts, Default: []int{1, 2, 4, 8, 16, 32, 64}, Min: 0, Max: 1 << 20},
+		{Name: "vary-values", Doc: "values of the swept quantity (0: no sweep)", Kind: sim.KindInts, Default: []int{1, 2, 4, 8, 16, 32, 64}, Min: 0, Max: 1 << 20},
 	}
 }
 
@@ -309,7 +309,7 @@ func (Throughput) Run(ctx context.Context, run *sim.Run) error {
 	forms := throughputFormats(c.preset, fp8Kind)
 	load := throughputLoad{requests: v.Int("requests"), concurrency: v.Int("concurrency"), input: v.Int("input"), output: v.Int("output"),
 		budget: v.Int("token-budget"), spread: v.Float("spread"), memUtil: v.Float("gpu-mem-util"), seed: run.Seed}
-	sweep := slices.DeleteFunc(slices.Clone(v.Ints("sweep")), func(x int) bool { return x <= 0 })
+	sweep := slices.DeleteFunc(slices.Clone(v.Ints("vary-values")), func(x int) bool { return x <= 0 })
 	run.AddTotal(int64(1 + len(sweep)))
 
 	base, err := throughputRunAll(ctx, c, forms, load, g.Memory)
@@ -436,7 +436,7 @@ func (Throughput) Cost(v sim.Values) sim.Cost {
 		return sim.MulSat(r, perReq) / int64(max(1, min(conc, 64)))
 	}
 	total := steps(v.Int("concurrency"), v.Int("input"))
-	for _, x := range v.Ints("sweep") {
+	for _, x := range v.Ints("vary-values") {
 		if x <= 0 {
 			continue
 		}

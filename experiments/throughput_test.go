@@ -24,7 +24,7 @@ func costsExec(t *testing.T, e sim.Experiment, args map[string]string) (*sim.Rec
 func TestThroughputSynthetic(t *testing.T) {
 	withCosts(t, syntheticCosts())
 	for _, model := range []string{"llama-3.1-8b", "gpt-oss-20b"} {
-		rec, err := costsExec(t, Throughput{}, map[string]string{"model": model, "sweep": "1,8,32"})
+		rec, err := costsExec(t, Throughput{}, map[string]string{"model": model, "vary-values": "1,8,32"})
 		if err != nil {
 			t.Fatal(err)
 		}
