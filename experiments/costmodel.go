@@ -3,7 +3,9 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/fp8lab/fp8lab/experiments/costdata"
@@ -241,7 +243,7 @@ type costModel struct {
 	stream float64 // achieved weight-read bandwidth on the target, B/s
 	// decode[kv][group index]: the decode curves (per batch) of a group's
 	// shape, scaled.
-	decode  map[string]map[costdata.Shape]costBatchCurves
+	decode  map[string]map[costDecodeKey]costBatchCurves
 	write   map[string]map[costdata.Shape]costdata.Curve // KV write per layer, scaled
 	qquant  map[string]map[costdata.Shape]costdata.Curve
 	linears []costdata.Curve // measured GEMM curves (H200 times), per spec.linears
@@ -258,6 +260,13 @@ type costPrefill struct {
 	curve  costdata.Curve
 	factor float64
 	from   costdata.Shape // the measured shape
+}
+
+// costDecodeKey names a decode curve: a shape and the window of its rows
+// (0: full-attention rows).
+type costDecodeKey struct {
+	shape  costdata.Shape
+	window int
 }
 
 // costBatchCurves are the decode curves of one shape and format.
@@ -282,7 +291,7 @@ func newCostModel(f *costdata.File, modelID string, gpu presets.GPU, kvs []strin
 		return nil, err
 	}
 	c := &costModel{file: f, spec: spec, preset: pm, scale: sc,
-		decode: map[string]map[costdata.Shape]costBatchCurves{}, write: map[string]map[costdata.Shape]costdata.Curve{}, qquant: map[string]map[costdata.Shape]costdata.Curve{}}
+		decode: map[string]map[costDecodeKey]costBatchCurves{}, write: map[string]map[costdata.Shape]costdata.Curve{}, qquant: map[string]map[costdata.Shape]costdata.Curve{}}
 	if c.launch, err = f.Launch("graph"); err != nil {
 		return nil, err
 	}
@@ -302,19 +311,28 @@ func newCostModel(f *costdata.File, modelID string, gpu presets.GPU, kvs []strin
 		c.gemm = rate / sc.flops
 	}
 	for _, kv := range kvs {
-		c.decode[kv], c.write[kv], c.qquant[kv] = map[costdata.Shape]costBatchCurves{}, map[costdata.Shape]costdata.Curve{}, map[costdata.Shape]costdata.Curve{}
+		c.decode[kv], c.write[kv], c.qquant[kv] = map[costDecodeKey]costBatchCurves{}, map[costdata.Shape]costdata.Curve{}, map[costdata.Shape]costdata.Curve{}
 		for _, g := range spec.attn {
-			if _, ok := c.decode[kv][g.shape]; ok {
+			for _, win := range []int{0, g.window} {
+				key := costDecodeKey{g.shape, win}
+				if _, ok := c.decode[kv][key]; ok {
+					continue
+				}
+				bs, cs, err := f.DecodeWindowCurves(g.shape, kv, "triton-splitkv", win)
+				if win > 0 && errors.Is(err, costdata.ErrNoRows) {
+					continue // no sliding rows: the full rows at min(L, window)
+				}
+				if err != nil {
+					return nil, err
+				}
+				for i := range cs {
+					cs[i] = cs[i].Scaled(sc.bw)
+				}
+				c.decode[kv][key] = costBatchCurves{bs, cs}
+			}
+			if _, ok := c.write[kv][g.shape]; ok {
 				continue
 			}
-			bs, cs, err := f.DecodeCurves(g.shape, kv, "triton-splitkv")
-			if err != nil {
-				return nil, err
-			}
-			for i := range cs {
-				cs[i] = cs[i].Scaled(sc.bw)
-			}
-			c.decode[kv][g.shape] = costBatchCurves{bs, cs}
 			w, err := f.KVWriteCurve(g.shape.KVHeads, g.shape.HeadDim, kv)
 			if err != nil {
 				return nil, err
@@ -400,7 +418,10 @@ func (c *costModel) fixedMS(f costFormat, m, s int, p *costParts) error {
 }
 
 // decodeMS returns the decode attention of a step: batch sequences whose
-// mean context is context tokens (each layer reads min(context, window)).
+// mean context is context tokens. A sliding layer costs its measured
+// sliding kernel at the context where the file has rows of its window
+// (decode rows with "window"), else the full kernel at min(context,
+// window).
 func (c *costModel) decodeMS(f costFormat, batch int, context float64) float64 {
 	if batch == 0 {
 		return 0
@@ -408,10 +429,13 @@ func (c *costModel) decodeMS(f costFormat, batch int, context float64) float64 {
 	ms := 0.0
 	for _, g := range c.spec.attn {
 		L := context
-		if g.window > 0 {
+		bc, ok := c.decode[f.kvOf(g)][costDecodeKey{g.shape, g.window}]
+		if !ok {
+			// No rows of the sliding kernel: the full kernel over the
+			// window.
 			L = min(L, float64(g.window))
+			bc = c.decode[f.kvOf(g)][costDecodeKey{g.shape, 0}]
 		}
-		bc := c.decode[f.kvOf(g)][g.shape]
 		ms += float64(g.layers) * costdata.Interp2(bc.batches, bc.curves, float64(batch), L) / 1e3
 	}
 	return ms
@@ -589,4 +613,26 @@ func (c *costModel) costKVScaleBytes(f costFormat) float64 {
 		b += 2 * 4 * float64(g.layers*per)
 	}
 	return b
+}
+
+// slidingNote says how the model prices its sliding layers.
+func (c *costModel) slidingNote() string {
+	var parts []string
+	for _, g := range c.spec.attn {
+		if g.window == 0 {
+			continue
+		}
+		for _, kv := range slices.Sorted(maps.Keys(c.decode)) {
+			if _, ok := c.decode[kv][costDecodeKey{g.shape, g.window}]; ok {
+				parts = append(parts, fmt.Sprintf("%s: measured sliding-window rows (window %d) against the context", kv, g.window))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s: no rows of the sliding kernel, the full kernel at min(L, %d), whose cost stops growing at the window (skip-SW then moves the intercept only)", kv, g.window))
+			}
+		}
+		break
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "sliding layers of " + c.preset.Name + ": " + strings.Join(parts, "; ")
 }

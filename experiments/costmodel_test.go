@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/experiments/costdata"
@@ -300,5 +301,46 @@ func TestThroughputCancel(t *testing.T) {
 	ins, outs := throughputLengths(l)
 	if _, err := throughputSimulate(ctx, c, bf, l, ins, outs, c.scale.to.Memory); err != context.Canceled {
 		t.Errorf("err %v, want context.Canceled", err)
+	}
+}
+
+// TestCostSlidingWindowRows: with rows of the sliding kernel whose cost
+// grows with the context (a grid sized by the context), FP8's sliding
+// layers add slope and skip-SW's BF16 ones add more; without them skip-SW
+// has FP8's slope.
+func TestCostSlidingWindowRows(t *testing.T) {
+	fit := func(f *costdata.File) *itlMeasuredFit {
+		// Contexts inside the measured 1024 → 131072, where the rows are
+		// lines.
+		r, err := itlMeasuredFitFor(f, "h200", "gpt-oss-20b", costdata.KVFP8Tensor, 1, []int{1024, 4096, 32768, 125000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	plain := fit(syntheticCosts())
+	if math.Abs(plain.sw.Slope-plain.fp8.Slope) > 1e-15 {
+		t.Errorf("without sliding rows: skip-SW slope %g, FP8 %g: want equal", plain.sw.Slope, plain.fp8.Slope)
+	}
+	var extra []map[string]any
+	for _, kv := range []string{"bf16", "fp8-tensor"} {
+		perToken := map[string]float64{"bf16": 1e-4, "fp8-tensor": 2e-4}[kv] // µs per token of context
+		for _, b := range []int{1, 8, 32} {
+			for _, L := range []int{1024, 131072} {
+				extra = append(extra, map[string]any{"op": "decode", "impl": "triton-splitkv", "kv": kv, "batch": b, "context": L, "window": 128,
+					"q_heads": 64, "kv_heads": 8, "head_dim": 64, "us": 7 + perToken*float64(L)})
+			}
+		}
+	}
+	r := fit(syntheticCosts(extra...))
+	// 12 sliding layers: FP8 adds 12 · 2e-4 µs/token, skip-SW's BF16 12 · 1e-4.
+	if d := r.fp8.Slope - plain.fp8.Slope; math.Abs(d-12*2e-4/1e3) > 1e-12 {
+		t.Errorf("FP8 slope grew by %g ms/token, want %g", d, 12*2e-4/1e3)
+	}
+	if d := r.sw.Slope - plain.sw.Slope; math.Abs(d-12*1e-4/1e3) > 1e-12 {
+		t.Errorf("skip-SW slope grew by %g ms/token, want %g", d, 12*1e-4/1e3)
+	}
+	if n := r.model.slidingNote(); !strings.Contains(n, "measured sliding-window rows (window 128)") {
+		t.Errorf("note %q", n)
 	}
 }

@@ -16,8 +16,8 @@ const syntheticCostsGPU = "SYNTHETIC (tests only: formulas, not measurements)"
 // capture, every time from a formula of bytes and FLOPs (a 4 TB/s, 600
 // TFLOP/s device with fixed costs of a few µs), for the tests of the cost
 // models' invariants only. It is not an H200's and not a prediction.
-func syntheticCostsJSON() []byte {
-	var rows []map[string]any
+func syntheticCostsJSON(extra ...map[string]any) []byte {
+	rows := append([]map[string]any(nil), extra...)
 	add := func(r map[string]any) { rows = append(rows, r) }
 	elem := map[string]float64{"bf16": 2, "fp8-tensor": 1, "fp8-head": 1}
 	eff := map[string]float64{"bf16": 0.85, "fp8-tensor": 0.8, "fp8-head": 0.78}
@@ -78,9 +78,9 @@ func syntheticCostsJSON() []byte {
 	return b
 }
 
-// syntheticCosts parses syntheticCostsJSON.
-func syntheticCosts() *costdata.File {
-	f, err := costdata.Parse("synthetic-kernel-costs (tests only)", syntheticCostsJSON())
+// syntheticCosts parses syntheticCostsJSON with the extra rows.
+func syntheticCosts(extra ...map[string]any) *costdata.File {
+	f, err := costdata.Parse("synthetic-kernel-costs (tests only)", syntheticCostsJSON(extra...))
 	if err != nil {
 		panic(fmt.Sprintf("the synthetic cost file does not parse: %v", err))
 	}

@@ -269,6 +269,9 @@ func itlMeasuredRun(run *sim.Run, name, prefix string, models []string) (summary
 	}
 	run.Note(fmt.Sprintf("%s: measured costs (%s) for %s on %s at batch %d; FP8 rows %s; lines fitted by least squares over %d contexts %d → %d tokens",
 		name, f.Provenance.GPU, r.model.preset.Name, r.gpu.Name, batch, fp8Kind, len(contexts), contexts[0], contexts[len(contexts)-1]))
+	if n := r.model.slidingNote(); n != "" {
+		run.Note(name + ": " + n)
+	}
 	if costsNotMeasured(f) {
 		run.Note(name + ": THE COST FILE IS NOT A MEASUREMENT (" + f.Provenance.GPU + "): these numbers test the model, they predict nothing")
 	}
@@ -358,19 +361,25 @@ func itlEmitMeasuredAttention(run *sim.Run, f *costdata.File, r *itlMeasuredFit,
 				full++
 			}
 		}
-		sliding := 0.0
-		for _, g := range r.model.spec.attn {
-			if g.window > 0 {
+		for _, L := range slices.Sorted(maps.Keys(perCtx)) {
+			if count[L] != full {
+				continue
+			}
+			// Sliding layers: their rows at L where measured, else the
+			// full kernel at the window (unscaled, at this batch).
+			sliding := 0.0
+			for _, g := range r.model.spec.attn {
+				if g.window == 0 {
+					continue
+				}
 				us, err := f.Decode(g.shape, fm.kvOf(g), "triton-splitkv", batch, float64(g.window))
+				if bs, cs, werr := f.DecodeWindowCurves(g.shape, fm.kvOf(g), "triton-splitkv", g.window); werr == nil {
+					us, err = costdata.Interp2(bs, cs, float64(batch), float64(L)), nil
+				}
 				if err != nil {
 					return err
 				}
 				sliding += float64(g.layers) * us / 1e3
-			}
-		}
-		for _, L := range slices.Sorted(maps.Keys(perCtx)) {
-			if count[L] != full {
-				continue
 			}
 			if err := run.Emit(sim.Point{Series: prefix + itlMeasuredSeries + fm.name, X: float64(L), Y: perCtx[L] + sliding}); err != nil {
 				return err

@@ -365,6 +365,9 @@ func (Throughput) Run(ctx context.Context, run *sim.Run) error {
 		run.Note("throughput: THE COST FILE IS NOT A MEASUREMENT (" + file.Provenance.GPU + "): these numbers test the model, they predict nothing")
 	}
 	run.Note("throughput: kernel costs measured on the " + file.Provenance.String() + "; " + c.spec.source)
+	if n := c.slidingNote(); n != "" {
+		run.Note("throughput: " + n)
+	}
 	if err := c.fileNotes(run); err != nil {
 		return err
 	}

@@ -106,6 +106,11 @@ type Row struct {
 	KVHeads int `json:"kv_heads"`
 	HeadDim int `json:"head_dim"`
 	Splits  int `json:"splits"`
+	// Window is a decode row's sliding window in tokens: the kernel of a
+	// sliding layer at context tokens, of which it attends the last
+	// Window (0: full attention). Optional: a file without such rows
+	// prices a sliding layer as a full one at min(context, window).
+	Window int `json:"window"`
 
 	M int `json:"m"` // linear: [m × k] · [k × n]
 	N int `json:"n"`
@@ -255,6 +260,9 @@ func (r Row) check() error {
 	}
 	if r.USQ3 != 0 && !(r.USQ3 >= r.US && !math.IsInf(r.USQ3, 0)) {
 		return fmt.Errorf("field \"us_q3\": %g, want finite and at least us = %g", r.USQ3, r.US)
+	}
+	if r.Window < 0 {
+		return fmt.Errorf("field \"window\": %d, want 0 (full attention) or a window in tokens", r.Window)
 	}
 	if r.Reps < 0 {
 		return fmt.Errorf("field \"reps\": %d, want at least 0", r.Reps)

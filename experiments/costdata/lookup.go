@@ -1,10 +1,15 @@
 package costdata
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 )
+
+// ErrNoRows is wrapped by the lookups' errors when the file has no row of
+// the shape asked for.
+var ErrNoRows = errors.New("no decode rows")
 
 // Curve is a measured cost against one variable: points sorted by X, one
 // per X (the fastest measurement where the file holds several, e.g. several
@@ -149,11 +154,24 @@ func (f *File) Decode(s Shape, kv, impl string, batch int, context float64) (flo
 // leaving out batches measured at fewer than two contexts (no slope); it
 // fails when no batch is left.
 func (f *File) DecodeCurves(s Shape, kv, impl string) ([]float64, []Curve, error) {
+	return f.DecodeWindowCurves(s, kv, impl, 0)
+}
+
+// DecodeWindowCurves is [File.DecodeCurves] for the rows of a sliding
+// window (window 0: full attention): the cost of a sliding layer's kernel
+// against the context, which a kernel whose grid is sized by the context
+// makes grow even though it attends window tokens. The error wraps
+// [ErrNoRows] when the file has no row of the shape, format and window.
+func (f *File) DecodeWindowCurves(s Shape, kv, impl string, window int) ([]float64, []Curve, error) {
 	outs, cs := f.curves2(func(r Row) bool {
-		return r.Op == "decode" && r.KV == kv && r.Impl == impl && r.QHeads == s.QHeads && r.KVHeads == s.KVHeads && r.HeadDim == s.HeadDim
+		return r.Op == "decode" && r.KV == kv && r.Impl == impl && r.Window == window && r.QHeads == s.QHeads && r.KVHeads == s.KVHeads && r.HeadDim == s.HeadDim
 	}, func(r Row) float64 { return float64(r.Batch) }, func(r Row) float64 { return float64(r.Context) })
 	if len(outs) == 0 {
-		return nil, nil, fmt.Errorf("%s: no decode rows for %s, kv %s, impl %s", f.Name, s, kv, impl)
+		w := ""
+		if window > 0 {
+			w = fmt.Sprintf(", window %d", window)
+		}
+		return nil, nil, fmt.Errorf("%s: %w for %s, kv %s, impl %s%s", f.Name, ErrNoRows, s, kv, impl, w)
 	}
 	var keptO []float64
 	var keptC []Curve
