@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -342,5 +343,56 @@ func TestCostSlidingWindowRows(t *testing.T) {
 	}
 	if n := r.model.slidingNote(); !strings.Contains(n, "measured sliding-window rows (window 128)") {
 		t.Errorf("note %q", n)
+	}
+}
+
+// TestEmbeddedCostsComplete: the embedded cost file (when the build has
+// one) holds every row the models need, for every model on every GPU of
+// the published figures: a capture that misses a shape fails here, naming
+// the row, rather than in a run.
+func TestEmbeddedCostsComplete(t *testing.T) {
+	f, err := costdata.Embedded()
+	if errors.Is(err, costdata.ErrNoMeasuredCosts) {
+		t.Skip("no measured costs in this build (experiments/costdata/h200-kernel-costs.json)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{costdata.KVFP8Tensor} {
+		for _, spec := range costModelSpecs {
+			for _, gpu := range []string{"h200", "h100-sxm", "b200"} {
+				g, _ := presets.LookupGPU(gpu)
+				kvs := []string{costdata.KVBF16, kind}
+				c, err := newCostModel(f, spec.model, g, kvs)
+				if err != nil {
+					t.Errorf("%s on %s: %v", spec.model, gpu, err)
+					continue
+				}
+				if err := c.loadPrefill(kvs); err != nil {
+					t.Errorf("%s on %s prefill: %v", spec.model, gpu, err)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkThroughputSimulate(b *testing.B) {
+	g, _ := presets.LookupGPU("h100-sxm")
+	kvs := []string{costdata.KVBF16, costdata.KVFP8Tensor}
+	c, err := newCostModel(syntheticCosts(), "llama-3.1-8b", g, kvs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.loadPrefill(kvs); err != nil {
+		b.Fatal(err)
+	}
+	_, fp8, _ := costFormats(costdata.KVFP8Tensor)
+	l := throughputLoad{requests: 16, concurrency: 8, input: 20000, output: 500, budget: 8192, spread: 0.15, memUtil: 0.9, seed: 1}
+	ins, outs := throughputLengths(l)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := throughputSimulate(context.Background(), c, fp8, l, ins, outs, g.Memory); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -185,3 +185,30 @@ func TestEmbedded(t *testing.T) {
 		t.Errorf("the embedded file is synthetic (%q): ship measured costs only", f.Provenance.GPU)
 	}
 }
+
+// FuzzCurveAt: a curve through points whose y does not fall with x never
+// falls (inside, below and beyond the points), and passes through them.
+func FuzzCurveAt(f *testing.F) {
+	f.Add(1.0, 2.0, 5.0, 10.0, 12.0, 30.0, 0.5, 7.0)
+	f.Add(1024.0, 2048.0, 4096.0, 3.0, 3.0, 3.5, 100.0, 1e6)
+	f.Fuzz(func(t *testing.T, x0, x1, x2, y0, y1, y2, a, b float64) {
+		for _, v := range []float64{x0, x1, x2, y0, y1, y2, a, b} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e12 {
+				return
+			}
+		}
+		if !(x0 < x1 && x1 < x2) || !(y0 <= y1 && y1 <= y2) {
+			return
+		}
+		c := newCurve([]float64{x2, x0, x1}, []float64{y2, y0, y1})
+		for i, x := range []float64{x0, x1, x2} {
+			if got := c.At(x); got != []float64{y0, y1, y2}[i] {
+				t.Fatalf("At(%g) = %g, want the measured %g", x, got, []float64{y0, y1, y2}[i])
+			}
+		}
+		lo, hi := min(a, b), max(a, b)
+		if ya, yb := c.At(lo), c.At(hi); ya > yb*(1+1e-12)+1e-300 && ya-yb > 1e-9*math.Abs(yb) {
+			t.Fatalf("At(%g) = %g > At(%g) = %g on a non-falling curve", lo, ya, hi, yb)
+		}
+	})
+}
