@@ -108,8 +108,8 @@ var portableCases = map[string]portableCase{
 		{"acc-contexts": "512", "trials": "2", "acc-head-dims": "64,256"},
 	}},
 	"throughput": {runs: []map[string]string{
-		{"requests": "10", "output": "100", "vary-values": "8"},
-		{"model": "gpt-oss-20b", "requests": "6", "output": "50", "vary": "input", "vary-values": "4096", "gpu": "b200"},
+		{"requests": "10", "output": "100", "concurrencies": "8"},
+		{"model": "gpt-oss-20b", "requests": "6", "output": "50", "vary": "input", "inputs": "4096", "gpu": "b200"},
 	}},
 	"skip-sw": {runs: []map[string]string{
 		{"acc-contexts": "4096,32768", "trials": "2", "q-per-kv": "4", "contexts": "1024,65536"},

@@ -58,8 +58,10 @@ runtime and median ITL (the median step time over decode tokens), the
 gains of FP8 and (models with sliding layers) FP8 skip-SW over BF16 in %,
 beside the published load tests (blog Tables 4 and 5: Llama-3.1-8B
 +14.9 % throughput, −13.0 % runtime; gpt-oss-20b skip-SW +4.8 %, FP8
-+2.6 %). Series: the gains against the varied quantity (vary:
-concurrency or input length), one point per sweep value as it finishes.`
++2.6 %). Series: the gains against the varied quantity (vary
+concurrency: over concurrencies; vary input: over inputs, the mean input
+length), one point per sweep value as it finishes; extras: both
+throughputs, runtimes, median ITLs and the most sequences running.`
 }
 
 // throughputModels are the models the serving model has weights for.
@@ -86,8 +88,9 @@ func (Throughput) Params() []sim.Param {
 		{Name: "spread", Doc: "half-width of the uniform spread of both lengths (the write-up: ±15 %)", Kind: sim.KindFloat, Default: 0.15, Min: 0, Max: 0.99},
 		{Name: "token-budget", Doc: "tokens per step (max_num_batched_tokens)", Unit: "tokens", Kind: sim.KindInt, Default: 8192, Min: 1, Max: 1 << 20},
 		{Name: "gpu-mem-util", Doc: "fraction of GPU memory for weights and KV cache (vLLM's default 0.9)", Kind: sim.KindFloat, Default: 0.9, Min: 0.05, Max: 1},
-		{Name: "vary", Doc: "the swept quantity: concurrency or input (length)", Kind: sim.KindChoice, Default: "concurrency", Choices: []string{"concurrency", "input"}},
-		{Name: "vary-values", Doc: "values of the swept quantity (0: no sweep)", Kind: sim.KindInts, Default: []int{1, 2, 4, 8, 16, 32, 64}, Min: 0, Max: 1 << 20},
+		{Name: "vary", Doc: "the swept quantity: concurrency (over concurrencies), input (over inputs) or none", Kind: sim.KindChoice, Default: "concurrency", Choices: []string{"concurrency", "input", "none"}},
+		{Name: "concurrencies", Doc: "the concurrencies of the sweep (vary concurrency)", Kind: sim.KindInts, Default: []int{1, 2, 4, 8, 16, 32, 64}, Min: 1, Max: 4096},
+		{Name: "inputs", Doc: "the mean input lengths of the sweep (vary input)", Unit: "tokens", Kind: sim.KindInts, Default: []int{2000, 5000, 10000, 20000, 50000, 100000}, Min: 1, Max: 1 << 20},
 	}
 }
 
@@ -309,7 +312,7 @@ func (Throughput) Run(ctx context.Context, run *sim.Run) error {
 	forms := throughputFormats(c.preset, fp8Kind)
 	load := throughputLoad{requests: v.Int("requests"), concurrency: v.Int("concurrency"), input: v.Int("input"), output: v.Int("output"),
 		budget: v.Int("token-budget"), spread: v.Float("spread"), memUtil: v.Float("gpu-mem-util"), seed: run.Seed}
-	sweep := slices.DeleteFunc(slices.Clone(v.Ints("vary-values")), func(x int) bool { return x <= 0 })
+	sweep := throughputSweep(v)
 	run.AddTotal(int64(1 + len(sweep)))
 
 	base, err := throughputRunAll(ctx, c, forms, load, g.Memory)
@@ -421,6 +424,17 @@ func (c *costModel) fileNotes(run *sim.Run) error {
 	return nil
 }
 
+// throughputSweep returns the values of the swept quantity.
+func throughputSweep(v sim.Values) []int {
+	switch v.String("vary") {
+	case "concurrency":
+		return v.Ints("concurrencies")
+	case "input":
+		return v.Ints("inputs")
+	}
+	return nil
+}
+
 // throughputKey is a format's summary-key suffix.
 func throughputKey(format string) string {
 	switch format {
@@ -439,10 +453,7 @@ func (Throughput) Cost(v sim.Values) sim.Cost {
 		return sim.MulSat(r, perReq) / int64(max(1, min(conc, 64)))
 	}
 	total := steps(v.Int("concurrency"), v.Int("input"))
-	for _, x := range v.Ints("vary-values") {
-		if x <= 0 {
-			continue
-		}
+	for _, x := range throughputSweep(v) {
 		if v.String("vary") == "concurrency" {
 			total = sim.AddSat(total, steps(x, v.Int("input")))
 		} else {

@@ -35,7 +35,7 @@ func TestThroughputSynthetic(t *testing.T) {
 		{"llama-3.1-8b", []string{"bf16", "fp8"}, map[string]float64{"fp8": (517.5/450.3 - 1) * 100}},
 		{"gpt-oss-20b", []string{"bf16", "fp8", "fp8_skip_sw"}, map[string]float64{"fp8": (853.0/831.6 - 1) * 100, "fp8_skip_sw": (871.8/831.6 - 1) * 100}},
 	} {
-		rec, err := costsExec(t, Throughput{}, map[string]string{"model": tc.model, "requests": "12", "output": "300", "vary-values": "1,8,32"})
+		rec, err := costsExec(t, Throughput{}, map[string]string{"model": tc.model, "requests": "12", "output": "300", "concurrencies": "1,8,32"})
 		if err != nil {
 			t.Fatal(err)
 		}
