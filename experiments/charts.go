@@ -167,9 +167,9 @@ func (ITL) Chart() sim.Chart {
 	return sim.Chart{
 		X:       sim.Axis{Quantity: "context length", Unit: "tokens"},
 		Y:       sim.Axis{Quantity: "inter-token latency", Unit: "ms"},
-		Styles:  itlStyles(""),
+		Styles:  append(itlStyles(""), itlMeasuredStyles("")...),
 		Fields:  itlFields,
-		Summary: itlSummaryFields,
+		Summary: append(slices.Clone(itlMeasuredSummaryFields), itlSummaryFields...),
 		Show:    []string{"slope_ratio", "slope_ratio_published", "break_even", "break_even_published"},
 		Refs: []sim.Ref{
 			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
@@ -348,7 +348,7 @@ func (SkipSW) Chart() sim.Chart {
 		// the FP8 overhead and launch-ms cost, not a whole step.
 		Y:  sim.Axis{Quantity: "modelled ITL without the weight read (left: ITL series)", Unit: "ms"},
 		Y2: &y2,
-		Styles: append(itlStyles(skipswITLPrefix),
+		Styles: append(append(itlStyles(skipswITLPrefix), itlMeasuredStyles(skipswITLPrefix)...),
 			sim.Style{Match: "rel err: sliding* fp8", Family: "fp8", Variant: "sliding-window layer", Axis: 2},
 			sim.Style{Match: "rel err: sliding* bf16", Family: "bf16", Variant: "sliding-window layer", Axis: 2},
 			sim.Style{Match: "rel err: full fp8 two-level", Family: "fp8", Variant: "full layer, two-level", Axis: 2},
@@ -372,7 +372,7 @@ func (SkipSW) Chart() sim.Chart {
 			{Match: "slope_skip*", Axis: sim.Axis{Quantity: "ITL slope of fp8 skip-sw against context", Unit: "ms/token", Log: true}},
 			{Match: "break_even_skip*", Axis: sim.Axis{Quantity: "break-even context of fp8 skip-sw (bf16 sliding layers)", Unit: "tokens"}},
 			{Match: "fp8_overhead_skip*", Axis: sim.Axis{Quantity: "fixed cost per step of fp8 skip-sw", Unit: "ms"}},
-		}, itlSummaryFields...),
+		}, append(slices.Clone(itlMeasuredSummaryFields), itlSummaryFields...)...),
 		Show: []string{"slope_ratio", "slope_ratio_skip", "break_even", "break_even_skip", "sliding_fp8_over_bf16"},
 		Refs: []sim.Ref{
 			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},

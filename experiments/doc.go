@@ -10,10 +10,16 @@
 //     H200 long-contraction captures;
 //   - itl: the decode cost model of fp8-attention.md §4 (inter-token latency
 //     against context length for BF16 and FP8 KV caches, slope ratio and
-//     break-even), predicted from bytes per token and bandwidth and set
-//     beside the published figures;
+//     break-even), predicted from the measured H200 kernel costs of package
+//     costdata (or, with -costs bandwidth, from bytes per token and
+//     bandwidth) and set beside the published figures (costmodel.go,
+//     itl_costs.go; ../docs/cost-model.md);
 //   - skip-sw: gpt-oss-20b with FP8 everywhere against its sliding-window
 //     layers kept in BF16;
+//   - throughput: a serving schedule on the same kernel costs, BF16 against
+//     FP8 under load;
+//   - prefill-cost: the measured head_dim-128 and -256 prefill beside the
+//     accuracy of single- and two-level accumulation;
 //   - needle, promotion, scales, h200-attention, gpu-accum, decode-bw: see
 //     their files.
 //

@@ -29,6 +29,19 @@ func (ITL) Name() string { return "itl" }
 func (ITL) Doc() string {
 	return `Decode cost model: inter-token latency against context for BF16 and FP8 KV caches, slope ratio and break-even, predicted against published.
 
+costs measured (the default): the step time of the measured H200 kernel
+costs (experiments/costdata; docs/cost-model.md): per layer decode
+attention at min(L, window), the KV write and (FP8) the query
+quantization, the bf16 GEMMs, weights outside them at the measured stream
+bandwidth, the unmeasured kernels' launches; scaled to the GPU by
+datasheet bandwidth (and FLOPs) ratios, fixed costs equal. Slope and
+intercept are least-squares lines over the contexts (default the
+published 256 → 125k), the break-even Δintercept / Δslope; nothing
+published goes in. Series as below, plus the H200's measured attention
+per step ("h200 measured attention …"). A build without the cost file
+says it has no measured costs and predicts nothing.
+
+costs bandwidth (the first-principles model, what follows):
 ITL(L) = ITL0 + batch · (KV bytes per token · L + sliding-window KV bytes) / (η · bandwidth)
 (fp8-attention.md §4.6), with KV bytes per token = 2 · full layers · KV heads ·
 head_dim · (2 B for BF16, 1 B for FP8) from the model preset (presets.Models), the
@@ -80,6 +93,7 @@ var itlDefaultContexts = []int{256, 1024, 2048, 4096, 8192, 16384, 32768, 65536,
 // skip-sw.
 func itlCostParams() []sim.Param {
 	return []sim.Param{
+		itlCostsParam, itlFP8ScalesParam,
 		{Name: "contexts", Doc: "context lengths of the ITL curves", Unit: "tokens", Kind: sim.KindInts,
 			Default: itlDefaultContexts, Min: 1, Max: 1 << 22},
 		{Name: "batch", Doc: "concurrent sequences at the same context (the published fits: 1)", Kind: sim.KindInt,
@@ -451,6 +465,13 @@ func itlTable(costs []itlCost) []string {
 // Run runs the experiment.
 func (ITL) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
+	if v.String("costs") == "measured" {
+		summary, ok, err := itlMeasuredRun(run, "itl", "", nil)
+		if ok {
+			run.Summary(summary)
+		}
+		return err
+	}
 	s, err := itlSettingsFrom(v)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -10,9 +11,18 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-// itlExec runs an experiment with command-line style values.
+// itlExec runs an experiment with command-line style values; without a
+// costs value it runs the bandwidth model, which these tests check (the
+// measured-cost model's are in itl_costs_test.go).
 func itlExec(t *testing.T, e sim.Experiment, args map[string]string) (*sim.Recorder, error) {
 	t.Helper()
+	if _, ok := args["costs"]; !ok {
+		args = maps.Clone(args)
+		if args == nil {
+			args = map[string]string{}
+		}
+		args["costs"] = "bandwidth"
+	}
 	v, err := sim.ParseValues(e.Params(), args)
 	if err != nil {
 		return nil, err

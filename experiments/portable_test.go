@@ -104,6 +104,13 @@ var portableCases = map[string]portableCase{
 		{"outlier": "1,1000", "kv-heads": "4", "tokens": "2048", "trials": "2"},
 		{"outlier": "100", "kv-heads": "2", "tokens": "1024", "trials": "1", "dtype": "e5m2", "promotion": "0"},
 	}},
+	"prefill-cost": {runs: []map[string]string{
+		{"acc-contexts": "512", "trials": "2", "acc-head-dims": "64,256"},
+	}},
+	"throughput": {runs: []map[string]string{
+		{"requests": "10", "output": "100", "concurrencies": "8"},
+		{"model": "gpt-oss-20b", "requests": "6", "output": "50", "vary": "input", "inputs": "4096", "gpu": "b200"},
+	}},
 	"skip-sw": {runs: []map[string]string{
 		{"acc-contexts": "4096,32768", "trials": "2", "q-per-kv": "4", "contexts": "1024,65536"},
 	}},

@@ -31,7 +31,9 @@ func (SkipSW) Name() string { return "skip-sw" }
 func (SkipSW) Doc() string {
 	return `Sliding-window layers kept in BF16 (skip-SW) against FP8 everywhere: decode cost and the sliding layers' accuracy.
 
-Cost (the itl experiment's model, same parameters): ITL against context for
+Cost (the itl experiment's model, same parameters; by default the measured
+kernel costs, whose sliding layers cost their window's decode whatever the
+context, so that skip-SW moves the intercept, not the slope): ITL against context for
 bf16, fp8 and fp8 skip-sw, the FP8/BF16 and skip-SW/BF16 slope ratios and
 break-evens, against the published gpt-oss-20b figures (H100: slopes 8.94e-6 /
 7.14e-6 / 6.34e-6 ms/token, ratios 80% / 71%; break-even 22,109 / 7,659). In a
@@ -88,6 +90,19 @@ const (
 // Run runs the experiment.
 func (e SkipSW) Run(ctx context.Context, run *sim.Run) error {
 	v := run.Values
+	if v.String("costs") == "measured" {
+		summary, ok, err := itlMeasuredRun(run, "skip-sw", skipswITLPrefix, []string{v.String("model")})
+		if err != nil || !ok {
+			return err
+		}
+		if v.Bool("accuracy") {
+			if err := skipswAccuracy(ctx, run, presetOf(v.String("model")), summary); err != nil {
+				return err
+			}
+		}
+		run.Summary(summary)
+		return nil
+	}
 	s, err := itlSettingsFrom(v)
 	if err != nil {
 		return err

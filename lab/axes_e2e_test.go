@@ -158,9 +158,10 @@ func TestBrowserAxisPicker(t *testing.T) {
 		t.Errorf("near-identical curves not named (or a distinct one named): %s", got)
 	}
 
-	// itl's two break-evens (7156 and 7010 tokens on a 125k axis) share one
-	// label: two labels on almost the same line could not be read.
-	itl := l.wait(l.start("itl", nil, 1).ID, 20*time.Second, ended)
+	// itl's two break-evens (7156 and 7010 tokens on a 125k axis, its
+	// bandwidth model) share one label: two labels on almost the same line
+	// could not be read.
+	itl := l.wait(l.start("itl", map[string]any{"costs": "bandwidth"}, 1).ID, 20*time.Second, ended)
 	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+itl.ID)); err != nil {
 		t.Fatal(err)
 	}

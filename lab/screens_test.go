@@ -89,6 +89,10 @@ func TestScreenshots(t *testing.T) {
 					t.Errorf("%s: run %s %s %s", names[i], id, r.State, r.Error)
 				}
 				t.Logf("%s: %s in %v, %d points", names[i], r.State, r.Ended.Sub(*r.Started).Round(time.Millisecond), r.Points)
+				if v, ok := r.Summary["measured_costs"]; ok && v == 0 && r.Points == 0 {
+					t.Logf("%s: no measured kernel costs in this build, nothing to draw: no screenshot", names[i])
+					ids[i] = ""
+				}
 				break
 			}
 			if time.Now().After(deadline) {
@@ -101,6 +105,9 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, id := range ids {
+		if id == "" {
+			continue
+		}
 		tctx, cancel := context.WithTimeout(ctx, time.Minute)
 		if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#run/"+id)); err != nil {
 			t.Fatal(err)

@@ -130,12 +130,12 @@ var modelPresets = []Model{
 		KV: []LayerGroup{{Layers: 48, KVHeads: 4, HeadDim: 128}},
 		Source: "fp8-attention.md §4.1: Qwen3-30B-A3B-2507, 48 layers, 32 q / 4 KV heads, head_dim 128, all full; " +
 			"MoE 128 experts top-8 (active bytes not given, so WeightBytes is 0)"},
-	{ID: "gemma-4-e2b", Name: "gemma-4-E2B (head_dim 256)", Layers: 35, QHeads: 8,
+	{ID: "gemma-4-e2b", Name: "gemma-4-E2B", Layers: 35, QHeads: 8,
 		KV: []LayerGroup{
 			{Layers: 3, KVHeads: 1, HeadDim: 512},               // stored full layers (global_head_dim 512)
 			{Layers: 12, KVHeads: 1, HeadDim: 256, Window: 512}, // stored sliding layers
 		},
-		Source: "fp8-attention.md §4.1–4.2: the write-up's head_dim-256 model; 35 layers, 8 q / 1 KV head, " +
+		Source: "fp8-attention.md §4.1–4.2: the write-up's \"head_dim 256\" model, whose context-scaling (full) layers are head_dim 512; 35 layers, 8 q / 1 KV head, " +
 			"sliding layers head_dim 256 with window 512, 7 full layers with global_head_dim 512; " +
 			"num_kv_shared_layers = 20, so only 15 layers store KV (3 full + 12 sliding); weights not given. " +
 			"§4.4: not bandwidth-bound at decode (about 3% of HBM bandwidth), a bandwidth model cannot predict it"},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/sim"
@@ -71,7 +72,28 @@ func TestReadmeExamples(t *testing.T) {
 			t.Errorf("README's experiments table has no row for %s", name)
 		}
 		if _, err := os.Stat("../../docs/img/" + name + ".png"); err != nil {
+			if readmeNoMeasuredCosts(t, name) {
+				t.Logf("no screenshot docs/img/%s.png: this build has no measured kernel costs, so its default run has no chart (make lab-screenshot once it has)", name)
+				continue
+			}
 			t.Errorf("no screenshot docs/img/%s.png (make lab-screenshot)", name)
 		}
 	}
+}
+
+// readmeNoMeasuredCosts reports whether the experiment's default run says
+// the build has no measured kernel costs (summary measured_costs = 0, no
+// points): it has nothing to draw until experiments/costdata has its file.
+func readmeNoMeasuredCosts(t *testing.T, name string) bool {
+	t.Helper()
+	e, err := sim.Lookup(name)
+	if err != nil {
+		return false
+	}
+	rec := &sim.Recorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := sim.Execute(ctx, e, sim.Values{}, 1, rec)
+	v, ok := res.Summary["measured_costs"]
+	return err == nil && ok && v == 0 && len(rec.Points()) == 0
 }

@@ -42,6 +42,8 @@ var reproduceArgs = map[string]map[string]any{
 	"attention-file": {"promotions": "0,1"},
 	"gpu-accum":      {"K": "32,64", "trials": 2},
 	"decode-bw":      {"contexts": "64,128", "reps": 1, "batch": 1, "kv-heads": 1, "q-heads": 1},
+	"throughput":     {"requests": 20, "output": 200, "concurrencies": "8"},
+	"prefill-cost":   {"acc-contexts": "256", "trials": 1},
 }
 
 const reproduceMaxWork = 2e9
