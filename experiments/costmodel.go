@@ -318,7 +318,7 @@ func newCostModel(f *costdata.File, modelID string, gpu presets.GPU, kvs []strin
 				if _, ok := c.decode[kv][key]; ok {
 					continue
 				}
-				bs, cs, err := f.DecodeWindowCurves(g.shape, kv, "triton-splitkv", win)
+				bs, cs, err := f.DecodeWindowCurves(g.shape, kv, f.DecodeImpl(g.shape, kv), win)
 				if win > 0 && errors.Is(err, costdata.ErrNoRows) {
 					continue // no sliding rows: the full rows at min(L, window)
 				}

@@ -344,7 +344,7 @@ func itlEmitMeasuredAttention(run *sim.Run, f *costdata.File, r *itlMeasuredFit,
 		count := map[int]int{}
 		for _, g := range r.model.spec.attn {
 			for _, row := range f.Rows {
-				if row.Op == "decode" && row.Impl == "triton-splitkv" && row.KV == fm.kvOf(g) && row.Batch == batch &&
+				if row.Op == "decode" && row.Impl == f.DecodeImpl(g.shape, fm.kvOf(g)) && row.KV == fm.kvOf(g) && row.Batch == batch &&
 					(costdata.Shape{QHeads: row.QHeads, KVHeads: row.KVHeads, HeadDim: row.HeadDim}) == g.shape {
 					L := row.Context
 					if g.window > 0 {
@@ -372,8 +372,9 @@ func itlEmitMeasuredAttention(run *sim.Run, f *costdata.File, r *itlMeasuredFit,
 				if g.window == 0 {
 					continue
 				}
-				us, err := f.Decode(g.shape, fm.kvOf(g), "triton-splitkv", batch, float64(g.window))
-				if bs, cs, werr := f.DecodeWindowCurves(g.shape, fm.kvOf(g), "triton-splitkv", g.window); werr == nil {
+				impl := f.DecodeImpl(g.shape, fm.kvOf(g))
+				us, err := f.Decode(g.shape, fm.kvOf(g), impl, batch, float64(g.window))
+				if bs, cs, werr := f.DecodeWindowCurves(g.shape, fm.kvOf(g), impl, g.window); werr == nil {
 					us, err = costdata.Interp2(bs, cs, float64(batch), float64(L)), nil
 				}
 				if err != nil {

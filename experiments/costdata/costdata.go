@@ -155,7 +155,7 @@ var allKV = []string{KVBF16, KVFP8Tensor, KVFP8Head}
 // ops are the row kinds of the schema, one entry each: a new kind is a
 // new entry.
 var ops = map[string]opSpec{
-	"decode":   {ints: []string{"batch", "context", "q_heads", "kv_heads", "head_dim"}, kv: allKV, impls: []string{"triton-splitkv", "sdpa"}},
+	"decode":   {ints: []string{"batch", "context", "q_heads", "kv_heads", "head_dim"}, kv: allKV, impls: []string{ImplSplitKV, ImplSplitKVDequant, "sdpa"}},
 	"kv_write": {ints: []string{"batch", "kv_heads", "head_dim"}, kv: allKV},
 	"q_quant":  {ints: []string{"batch", "q_heads", "head_dim"}, kv: []string{KVFP8Tensor, KVFP8Head}},
 	"prefill":  {ints: []string{"context", "q_heads", "kv_heads", "head_dim"}, impls: []string{"triton-bf16", "triton-fp8-1level", "triton-fp8-2level", "sdpa"}},

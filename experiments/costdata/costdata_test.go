@@ -145,8 +145,8 @@ func TestLookups(t *testing.T) {
 	if _, err := f.Decode(s, "bf16", "triton-splitkv", 1, 1024); err == nil || !strings.Contains(err.Error(), "synthetic.json: no decode rows") {
 		t.Errorf("missing format: %v", err)
 	}
-	if bw, err := f.StreamBandwidth(); err != nil || bw != 4e12 {
-		t.Errorf("stream bandwidth %g, %v; want 4e12 (2 × 1e9 B / 500 µs)", bw, err)
+	if bw, err := f.StreamBandwidth(); err != nil || bw != 2e12 {
+		t.Errorf("stream bandwidth %g, %v; want 2e12 (1e9 B moved in 500 µs)", bw, err)
 	}
 	if us, err := f.Launch("graph"); err != nil || us != 2 {
 		t.Errorf("launch %g, %v; want the least, 2", us, err)
@@ -211,4 +211,31 @@ func FuzzCurveAt(f *testing.F) {
 			t.Fatalf("At(%g) = %g > At(%g) = %g on a non-falling curve", lo, ya, hi, yb)
 		}
 	})
+}
+
+// TestDecodeImpl: BF16 reads the split-KV kernel; an FP8 cache the faster
+// of the two split-KV kernels at the longest context both measured.
+func TestDecodeImpl(t *testing.T) {
+	row := func(impl string, ctx int, us float64) Row {
+		return Row{Op: "decode", Impl: impl, KV: KVFP8Tensor, Batch: 1, Context: ctx, QHeads: 32, KVHeads: 8, HeadDim: 128, US: us}
+	}
+	s := Shape{QHeads: 32, KVHeads: 8, HeadDim: 128}
+	for _, tc := range []struct {
+		name string
+		rows []Row
+		want string
+	}{
+		{"only split-KV", []Row{row(ImplSplitKV, 1024, 10)}, ImplSplitKV},
+		{"only dequant", []Row{row(ImplSplitKVDequant, 1024, 10)}, ImplSplitKVDequant},
+		{"dequant faster at the longest", []Row{row(ImplSplitKV, 1024, 5), row(ImplSplitKV, 8192, 40), row(ImplSplitKVDequant, 1024, 9), row(ImplSplitKVDequant, 8192, 30)}, ImplSplitKVDequant},
+		{"split-KV faster at the longest", []Row{row(ImplSplitKV, 8192, 20), row(ImplSplitKVDequant, 8192, 30), row(ImplSplitKVDequant, 65536, 1)}, ImplSplitKV},
+	} {
+		f := &File{Rows: tc.rows}
+		if got := f.DecodeImpl(s, KVFP8Tensor); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+		if got := f.DecodeImpl(s, KVBF16); got != ImplSplitKV {
+			t.Errorf("%s: bf16 reads %s", tc.name, got)
+		}
+	}
 }

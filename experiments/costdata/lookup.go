@@ -11,6 +11,56 @@ import (
 // the shape asked for.
 var ErrNoRows = errors.New("no decode rows")
 
+// The split-KV decode implementations of the capture: ImplSplitKV
+// multiplies in the cache's format (BF16 wgmmas on a BF16 cache; on an FP8
+// cache an e4m3 query and FP8 wgmmas, FA3's path), ImplSplitKVDequant
+// reads an FP8 cache and converts K and V to BF16 after the load (vLLM's
+// Triton decode, FlashInfer's decode on an FP8 cache).
+const (
+	ImplSplitKV        = "triton-splitkv"
+	ImplSplitKVDequant = "triton-splitkv-dequant"
+)
+
+// DecodeImpl returns the decode implementation the cost models read for a
+// shape and cache format: ImplSplitKV for BF16; for an FP8 cache, of the
+// split-KV implementations the file measured at that shape, the one with
+// the smaller batch-1 time at the longest context both measured (the
+// faster kernel is the better stand-in for a production kernel, which is
+// at least as fast as ours; which one it was goes into the notes). Ties
+// and a single measured implementation give ImplSplitKV when present.
+func (f *File) DecodeImpl(s Shape, kv string) string {
+	if kv == KVBF16 {
+		return ImplSplitKV
+	}
+	at := map[string]map[int]float64{}
+	for _, r := range f.Rows {
+		if r.Op == "decode" && r.KV == kv && r.Batch == 1 && r.Window == 0 && r.QHeads == s.QHeads && r.KVHeads == s.KVHeads && r.HeadDim == s.HeadDim &&
+			(r.Impl == ImplSplitKV || r.Impl == ImplSplitKVDequant) {
+			if at[r.Impl] == nil {
+				at[r.Impl] = map[int]float64{}
+			}
+			at[r.Impl][r.Context] = r.US
+		}
+	}
+	a, b := at[ImplSplitKV], at[ImplSplitKVDequant]
+	if len(b) == 0 {
+		return ImplSplitKV
+	}
+	if len(a) == 0 {
+		return ImplSplitKVDequant
+	}
+	best := -1
+	for c := range a {
+		if _, ok := b[c]; ok && c > best {
+			best = c
+		}
+	}
+	if best >= 0 && b[best] < a[best] {
+		return ImplSplitKVDequant
+	}
+	return ImplSplitKV
+}
+
 // Curve is a measured cost against one variable: points sorted by X, one
 // per X (the fastest measurement where the file holds several, e.g. several
 // split counts of one decode shape).
@@ -272,8 +322,9 @@ func (f *File) PrefillShapes() []Shape {
 }
 
 // StreamBandwidth returns the achieved HBM bandwidth in bytes per second
-// of the largest stream row: 2 · bytes / time (a copy reads and writes
-// every byte).
+// of the largest stream row: bytes / time, where a stream row's bytes are
+// the bytes moved (a copy of N bytes reads N and writes N: the capture
+// records 2N).
 func (f *File) StreamBandwidth() (float64, error) {
 	best := Row{}
 	for _, r := range f.Rows {
@@ -284,7 +335,7 @@ func (f *File) StreamBandwidth() (float64, error) {
 	if best.Bytes == 0 {
 		return 0, fmt.Errorf("%s: no stream rows", f.Name)
 	}
-	return 2 * best.Bytes / (best.US * 1e-6), nil
+	return best.Bytes / (best.US * 1e-6), nil
 }
 
 // Launch returns the per-kernel cost in µs of impl "graph" (inside a CUDA
