@@ -1,8 +1,6 @@
 package experiments
 
 import (
-	"slices"
-
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -160,56 +158,6 @@ func h200AttentionMeasuredStyles() []sim.Style {
 	return append(out, sim.Style{Match: h200AttentionMeasured + "bf16*", Family: "bf16", Variant: "single-level", Measured: true})
 }
 
-// Chart declares itl's chart: the modelled and published ITL lines, and
-// the break-even context (modelled and published) where FP8 KV starts to
-// pay.
-func (ITL) Chart() sim.Chart {
-	return sim.Chart{
-		X:       sim.Axis{Quantity: "context length", Unit: "tokens"},
-		Y:       sim.Axis{Quantity: "inter-token latency", Unit: "ms"},
-		Styles:  itlStyles(""),
-		Fields:  itlFields,
-		Summary: itlSummaryFields,
-		Show:    []string{"slope_ratio", "slope_ratio_published", "break_even", "break_even_published"},
-		Refs: []sim.Ref{
-			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
-			{Axis: "x", Summary: "break_even_published", Label: "FP8 break-even (published)"},
-		},
-	}
-}
-
-// itlFields are the point extras of the ITL curves.
-var itlFields = []sim.Field{
-	{Key: "slope", Axis: sim.Axis{Quantity: "ITL slope against context", Unit: "ms/token", Log: true}},
-	{Key: "kv_ms", Axis: sim.Axis{Quantity: "KV-cache read time per step", Unit: "ms"}},
-}
-
-// itlSummaryFields are the units of itl's (and skip-sw's) summary values;
-// the first matching pattern wins.
-var itlSummaryFields = []sim.SummaryField{
-	{Match: "*_diff_pct", Axis: sim.Axis{Quantity: "model minus published, relative to published", Unit: "%"}},
-	{Match: "slope_ratio*", Axis: sim.Axis{Quantity: "ITL slope ratio (over bf16)", Unit: "ratio"}},
-	{Match: "slope*", Axis: sim.Axis{Quantity: "ITL slope against context", Unit: "ms/token", Log: true}},
-	{Match: "break_even*", Axis: sim.Axis{Quantity: "break-even context of FP8 KV", Unit: "tokens"}},
-	{Match: "itl0*", Axis: sim.Axis{Quantity: "ITL at zero context (intercept)", Unit: "ms"}},
-	{Match: "eta_*", Axis: sim.Axis{Quantity: "achieved-bandwidth factor", Unit: "fraction of the roofline"}},
-	{Match: "fp8_overhead*", Axis: sim.Axis{Quantity: "fixed FP8 cost per step", Unit: "ms"}},
-	{Match: "kv_bytes_per_token_*", Axis: sim.Axis{Quantity: "KV-cache bytes per token of context", Unit: "bytes"}},
-	{Match: "bandwidth_tbs", Axis: sim.Axis{Quantity: "memory bandwidth of the GPU preset", Unit: "TB/s"}},
-}
-
-// itlStyles are the styles of the ITL curves whose names start with prefix.
-func itlStyles(prefix string) []sim.Style {
-	return []sim.Style{
-		{Match: prefix + "bf16", Family: "bf16", Variant: "predicted"},
-		{Match: prefix + "fp8", Family: "fp8", Variant: "predicted"},
-		{Match: prefix + "fp8 skip-sw", Family: "fp8 skip-sw", Variant: "predicted"},
-		{Match: prefix + "bf16 published fit", Family: "bf16", Variant: "published fit", Fit: true},
-		{Match: prefix + "fp8 published fit", Family: "fp8", Variant: "published fit", Fit: true},
-		{Match: prefix + "fp8 skip-sw published fit", Family: "fp8 skip-sw", Variant: "published fit", Fit: true},
-	}
-}
-
 // attnFieldsRefQuantized is the O* of needle and promotion.
 const attnFieldsRefQuantized = "exact attention on the same quantized inputs"
 
@@ -333,50 +281,6 @@ func (Scales) Chart() sim.Chart {
 			{Match: "per-tensor amax", Family: "fp8", Variant: "per-tensor amax"},
 			{Match: "per-head amax", Family: "fp8", Variant: "per-head amax"},
 			{Match: "bf16", Family: "bf16"},
-		},
-	}
-}
-
-// Chart declares skip-sw's chart: the ITL curves on the left axis, the
-// accuracy runs' errors on the right.
-func (SkipSW) Chart() sim.Chart {
-	y2 := sim.Axis{Quantity: "relative L2 error of O (right: rel err series)", Unit: "relative", Log: true}
-	return sim.Chart{
-		X: sim.Axis{Quantity: "context length", Unit: "tokens"},
-		// The presets with sliding-window layers carry no weight bytes
-		// (the run's notes say so): the modelled ITL is what the KV cache,
-		// the FP8 overhead and launch-ms cost, not a whole step.
-		Y:  sim.Axis{Quantity: "modelled ITL without the weight read (left: ITL series)", Unit: "ms"},
-		Y2: &y2,
-		Styles: append(itlStyles(skipswITLPrefix),
-			sim.Style{Match: "rel err: sliding* fp8", Family: "fp8", Variant: "sliding-window layer", Axis: 2},
-			sim.Style{Match: "rel err: sliding* bf16", Family: "bf16", Variant: "sliding-window layer", Axis: 2},
-			sim.Style{Match: "rel err: full fp8 two-level", Family: "fp8", Variant: "full layer, two-level", Axis: 2},
-			sim.Style{Match: "rel err: full fp8*", Family: "fp8", Variant: "full layer", Axis: 2},
-			sim.Style{Match: "rel err: full bf16", Family: "bf16", Variant: "full layer", Axis: 2},
-		),
-		Fields: append(slices.Clone(itlFields),
-			sim.Field{Key: "max", Axis: sim.Axis{Quantity: "relative L2 error of O, worst trial", Unit: "relative", Log: true}},
-			sim.Field{Key: "accum", Axis: sim.Axis{Quantity: "relative L2 error of O against attention on the quantized cache (the arithmetic alone)", Unit: "relative", Log: true}},
-			sim.Field{Key: "cosine", Axis: sim.Axis{Quantity: "cosine similarity of O to exact attention, mean over trials", Unit: "cosine"}},
-			sim.Field{Key: "alpha", Axis: sim.Axis{Quantity: "shrinkage α = ⟨O, O*⟩/⟨O*, O*⟩, mean over trials", Unit: "ratio"}},
-			sim.Field{Key: "residual", Axis: sim.Axis{Quantity: "residual ‖O − αO*‖/‖O*‖, mean over trials", Unit: "relative", Log: true}},
-			sim.Field{Key: "trials", Axis: sim.Axis{Quantity: "trials", Unit: "count"}},
-		),
-		Summary: append([]sim.SummaryField{
-			{Match: "*_rel_l2_n*", Axis: sim.Axis{Quantity: "relative L2 error of O at n tokens, mean over trials", Unit: "relative", Log: true}},
-			{Match: "sliding_fp8_growth", Axis: sim.Axis{Quantity: "sliding fp8 error at the longest over the shortest context", Unit: "ratio"}},
-			{Match: "sliding_fp8_over_bf16", Axis: sim.Axis{Quantity: "sliding fp8 error over bf16's at the longest context", Unit: "ratio"}},
-			{Match: "*skip*_diff_pct", Axis: sim.Axis{Quantity: "model minus published, relative to published (fp8 skip-sw)", Unit: "%"}},
-			{Match: "slope_ratio_skip*", Axis: sim.Axis{Quantity: "ITL slope ratio of fp8 skip-sw over bf16", Unit: "ratio"}},
-			{Match: "slope_skip*", Axis: sim.Axis{Quantity: "ITL slope of fp8 skip-sw against context", Unit: "ms/token", Log: true}},
-			{Match: "break_even_skip*", Axis: sim.Axis{Quantity: "break-even context of fp8 skip-sw (bf16 sliding layers)", Unit: "tokens"}},
-			{Match: "fp8_overhead_skip*", Axis: sim.Axis{Quantity: "fixed cost per step of fp8 skip-sw", Unit: "ms"}},
-		}, itlSummaryFields...),
-		Show: []string{"slope_ratio", "slope_ratio_skip", "break_even", "break_even_skip", "sliding_fp8_over_bf16"},
-		Refs: []sim.Ref{
-			{Axis: "x", Summary: "break_even", Label: "FP8 break-even (model)"},
-			{Axis: "x", Summary: "break_even_skip", Label: "FP8 skip-sw break-even (model)"},
 		},
 	}
 }

@@ -3,7 +3,6 @@ package experiments
 import (
 	"slices"
 
-	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -132,39 +131,6 @@ func (Scales) Cost(v sim.Values) sim.Cost {
 	return sim.Cost{Memory: mem, Work: sim.MulSat(factors, int64(trials), perTrialWork)}
 }
 
-func (SkipSW) Cost(v sim.Values) sim.Cost {
-	c := sim.Cost{Memory: costBase, Work: 1e6}
-	if !v.Bool("accuracy") {
-		return c
-	}
-	d := int64(256) // the largest head_dim the simulator takes: an upper bound for every preset
-	if m, err := presets.LookupModel(v.String("model")); err == nil {
-		for _, g := range m.KV {
-			if g.Window > 0 {
-				d = int64(g.HeadDim)
-				break
-			}
-		}
-	}
-	group, trials := int64(v.Int("q-per-kv")), v.Int("trials")
-	cases := int64(2)
-	if v.Bool("full-layers") {
-		cases += 3
-	}
-	var maxN, work int64
-	for _, n := range v.Ints("acc-contexts") {
-		nd := sim.MulSat(int64(n), d)
-		maxN = max(maxN, int64(n))
-		perTrial := sim.AddSat(sim.MulSat(nd, 2*costNormal), sim.MulSat(cases, nd, 2*costQuant+group*(costKernel+2*costRef)))
-		work = sim.AddSat(work, sim.MulSat(int64(trials), perTrial))
-	}
-	// A trial holds K and V as float32 and float64 and one cache at a time.
-	perTrial := sim.MulSat(maxN, d, 2*4+2*8+4)
-	c.Memory = sim.AddSat(c.Memory, sim.MulSat(int64(sim.Workers(trials)), perTrial))
-	c.Work = sim.AddSat(c.Work, work)
-	return c
-}
-
 func (H200Attention) Cost(v sim.Values) sim.Cost {
 	const q, d = 64, 128
 	blocks, modes := int64(len(v.Ints("block-n"))), int64(len(v.Ints("modes")))
@@ -181,10 +147,6 @@ func (H200Attention) Cost(v sim.Values) sim.Cost {
 		work = sim.AddSat(work, sim.AddSat(sim.MulSat(nd, 2*costNormal+dtypes*2*costQuant), sim.MulSat(q, nd, kernels*costKernel+dtypes*costRef)))
 	}
 	return sim.Cost{Memory: sim.AddSat(costBase, mem), Work: work}
-}
-
-func (ITL) Cost(v sim.Values) sim.Cost {
-	return sim.Cost{Memory: costBase, Work: sim.MulSat(int64(len(v.Ints("contexts"))), 1e5)}
 }
 
 func (GPUAccum) Cost(v sim.Values) sim.Cost {
