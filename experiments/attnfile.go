@@ -192,10 +192,7 @@ promotion and layer, the exact O, and heads.csv (every head's figures).`
 
 // Params returns the parameter schema.
 func (AttentionFile) Params() []sim.Param {
-	var formats []string
-	for _, f := range attention.KVFormats() {
-		formats = append(formats, f.String())
-	}
+	formats := attention.KVFormatNames()
 	return []sim.Param{
 		{Name: "layout", Doc: "axis order of the files: thd [tokens, heads, dim] or htd [heads, tokens, dim]", Kind: sim.KindChoice, Default: "thd", Choices: []string{"thd", "htd"}},
 		{Name: "format", Doc: "KV-cache format", Kind: sim.KindChoice, Default: "e4m3", Choices: formats},

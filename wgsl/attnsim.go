@@ -1366,7 +1366,7 @@ func SimInputs(c SimCase, seed uint64) (q, qScale []float32, kv *attention.KV, e
 		// A block-scaled cache of the instruction's format (NVFP4 with the
 		// amax tensor scale); per-head scales give Q's descales only.
 		spec := attention.KVSpec{Format: blk.format(), Path: attention.PathBlockScaled}
-		if spec.Format == attention.KVNVFP4 {
+		if spec.Format.TensorScale() {
 			spec.Scale = attention.ScaleAmax
 		}
 		kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: c.Tokens, Heads: kvh, KDim: d, VDim: d}, spec)
