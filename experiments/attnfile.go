@@ -213,9 +213,8 @@ func (AttentionFile) Params() []sim.Param {
 		{Name: "window", Doc: "sliding window; 0 none", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: 1 << 24},
 		{Name: "softmax-scale", Aliases: []string{"softmaxScale"}, Doc: "multiplies Q·Kᵀ; 0 is 1/sqrt(head dim)", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1e6},
 		{Name: "void2", Doc: "type of .npy '<V2' elements (ml_dtypes)", Kind: sim.KindChoice, Default: "bfloat16", Choices: []string{"bfloat16", "float16"}},
-		{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
-			Doc: "where the kernel runs: cpu (package attention) or gpu (wgsl.SimDecode, bit for bit: a decode, one query token, " +
-				"whose MMA reads e4m3/e5m2/bf16/f16 or block-scaled codes, head_dim 64/128/256, no mask, one split; the references stay on the CPU)"},
+		deviceParamDoc("where the kernel runs: cpu (package attention) or gpu (wgsl.SimDecode, bit for bit: a decode, one query token, " +
+			"whose MMA reads e4m3/e5m2/bf16/f16 or block-scaled codes, head_dim 64/128/256, no mask, one split; the references stay on the CPU)"),
 	}
 }
 
@@ -639,7 +638,7 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 		return err
 	}
 	var gpu *wgsl.Runner
-	if vals.String("device") == deviceGPU {
+	if wantsGPU(vals) {
 		if gpu, err = openDevice(ctx, vals); err != nil {
 			return err
 		}

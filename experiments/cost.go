@@ -41,7 +41,7 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 		nd := sim.MulSat(n, d)
 		per := sim.AddSat(sim.MulSat(nd, 8), sim.MulSat(dtypes, nd, 4)) // one haystack: values and caches
 		group := min(haystacks, max(1, attnGroupBytes/max(per, 1)))
-		if v.String("device") == deviceGPU {
+		if wantsGPU(v) {
 			per = sim.AddSat(per, sim.MulSat(nd, 4)) // its caches packed for the GPU, one format at a time
 		}
 		hay := sim.AddSat(sim.MulSat(group, per), sim.MulSat(dtypes, min(workers, 64), nd, 4))

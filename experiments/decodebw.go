@@ -143,7 +143,7 @@ func decodeBWFitXs(xs []float64) []float64 {
 
 // Run runs the experiment.
 func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
-	r, done, err := gpuOpen(ctx, e.Runner, "decode-bw")
+	r, done, err := openGPU(ctx, e.Runner, "decode-bw")
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (Needle) Cost(v sim.Values) sim.Cost {
 		runs = nil
 	}
 	var kernels, cpuDtypes int64
-	gpu := v.String("device") == deviceGPU
+	gpu := wantsGPU(v)
 	for _, r := range runs {
 		if gpu && t.onGPU(r) {
 			continue // runs on the GPU: the CPU only packs the cache once per batch

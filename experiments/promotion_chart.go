@@ -45,14 +45,14 @@ func (Promotion) Chart() sim.Chart {
 func (Promotion) Cost(v sim.Values) sim.Cost {
 	blocks, intervals := int64(len(v.Ints("k-block-n"))), int64(len(v.Ints("intervals")))
 	dtypes, kernels := blocks, blocks*intervals
-	if v.String("device") == deviceGPU {
+	if wantsGPU(v) {
 		kernels = 0 // the fp8 kernels run on the GPU
 	}
 	if v.Bool("bf16") {
 		dtypes, kernels = dtypes+1, kernels+1
 	}
 	cpuDtypes := dtypes
-	if v.String("device") == deviceGPU {
+	if wantsGPU(v) {
 		cpuDtypes = dtypes - blocks
 	}
 	return attnNeedleCost(v, []int{v.Int("context")}, v.Int("trials"), dtypes, cpuDtypes, kernels, true)
