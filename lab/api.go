@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
 )
@@ -324,7 +323,7 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 			return meta, http.StatusBadRequest, err
 		}
 		meta.Params, meta.Flags, meta.Registered = paramsMap(values), values.Flags(), true
-		if _, files := exp.(interface{ FileRoles() []experiments.FileRole }); !files {
+		if _, files := exp.(interface{ FileRoles() []sim.FileRole }); !files {
 			meta.Reproduce = sim.Reproduce(exp, values, seed) // a client's files are not the lab's to name
 		}
 	} else {

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fp8lab/fp8lab/experiments"
+	_ "github.com/fp8lab/fp8lab/experiments" // attention-file, in sim's registry
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/tensorfile"
 )
@@ -409,7 +409,12 @@ func (s *Server) handleRunTensors(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	exp, err := experiments.AttentionFile{Root: dir, MaxElements: maxTensorFile / 2}.WithFiles(req.Files)
+	exp, err := tensorsExperiment()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	exp, err = exp.(sim.FileExperiment).WithRoot(dir, maxTensorFile/2).WithFiles(req.Files)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -421,4 +426,21 @@ func (s *Server) handleRunTensors(w http.ResponseWriter, r *http.Request) {
 	}
 	run, err := s.submit(exp, values, seed, req.Title, note, "")
 	s.answerCreated(w, run, err)
+}
+
+// tensorsName is the experiment the tensors endpoint runs on the files of
+// the tensors folder.
+const tensorsName = "attention-file"
+
+// tensorsExperiment returns tensorsName from sim's registry, which must be
+// a sim.FileExperiment.
+func tensorsExperiment() (sim.Experiment, error) {
+	e, err := sim.Lookup(tensorsName)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := e.(sim.FileExperiment); !ok {
+		return nil, fmt.Errorf("lab: experiment %s reads no files", tensorsName)
+	}
+	return e, nil
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -53,7 +52,7 @@ func TestReadmeExamples(t *testing.T) {
 			continue
 		}
 		all = append(all, e.Name())
-		if _, files := e.(experiments.FileExperiment); !files {
+		if _, files := e.(sim.FileExperiment); !files {
 			browser = append(browser, e.Name())
 		}
 	}
