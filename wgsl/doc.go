@@ -33,8 +33,9 @@
 //   - [Runner.Chain] and [Runner.Step]: the T-FDPA step of
 //     tensorcore-numerics.md §2 and chains of it with promotion, equal to
 //     accum.Chain bit for bit for every model [Emulations] lists
-//     (sm90.wgmma.e4m3/e5m2, sm90.mma.sync.e4m3, sm89.mma.sync.e4m3,
-//     sm100.tcgen05.f8f6f4), on the H200 captures and on random batches
+//     (sm100.tcgen05.f8f6f4.f32, sm89.mma.sync.e4m3.f32,
+//     sm89.mma.sync.e5m2.f32, sm90.mma.sync.e4m3.f32, sm90.wgmma.e4m3.f32,
+//     sm90.wgmma.e5m2.f32; TestDocClaims checks the list), on the H200 captures and on random batches
 //     ([Runner.CheckCaptures], [Runner.CheckRandom]); the one exception is
 //     the payload of a NaN result, always the canonical 0x7fffffff (Go's own
 //     float32 add may propagate another NaN where accum adds in Go);

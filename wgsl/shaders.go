@@ -10,9 +10,9 @@ import (
 //go:embed shaders/*.wgsl
 var shaderFS embed.FS
 
-// Shader returns the text of an embedded WGSL file by base name ("common",
-// "convert", "tfdpa", "native", "attention"), or an error. The kernels are
-// not complete programs on their own: see [Source].
+// Shader returns the text of an embedded WGSL file by base name (one of
+// [Shaders], e.g. "common", "tfdpa" or "attnsim"), or an error. The kernels
+// are not complete programs on their own: see [Source].
 func Shader(name string) (string, error) {
 	b, err := shaderFS.ReadFile("shaders/" + name + ".wgsl")
 	if err != nil {
