@@ -86,6 +86,26 @@ var KVFormatTable = []KVFormatRow{
 	{Name: "mxfp4", Elem: fp8.FormatE2M1, Block: 32, BlockScale: fp8.FormatUE8M0, Doc: "e2m1 elements, one ue8m0 scale per 32 channels", Source: "OCP Microscaling Formats (MX) v1.0 §5, §6.3"},
 }
 
+// Check reports what makes the row one QuantizeKV cannot store: no
+// element format; scales of a Granularity and block scales both; block
+// scales of a format other than ue8m0 and ue4m3, or over elements wider
+// than 8 bits; a tensor scale without ue4m3 block scales.
+func (r KVFormatRow) Check() error {
+	switch {
+	case r.Elem == fp8.FormatInvalid || !r.Elem.Valid():
+		return fmt.Errorf("attention: KV format %q: no element format", r.Name)
+	case r.Block < 0 || (r.Block > 0 && r.Scaled):
+		return fmt.Errorf("attention: KV format %q: block %d with scales of a granularity", r.Name, r.Block)
+	case r.Block > 0 && r.BlockScale != fp8.FormatUE8M0 && r.BlockScale != fp8.FormatUE4M3:
+		return fmt.Errorf("attention: KV format %q: block scales in %s (want ue8m0, the MX rule, or ue4m3, the NVFP4 rule)", r.Name, r.BlockScale)
+	case r.Block > 0 && r.Elem.CodeBits() > 8:
+		return fmt.Errorf("attention: KV format %q: block-scaled %s elements (at most 8 bits)", r.Name, r.Elem)
+	case r.TensorScale && (r.Block == 0 || r.BlockScale != fp8.FormatUE4M3):
+		return fmt.Errorf("attention: KV format %q: a tensor scale needs ue4m3 block scales", r.Name)
+	}
+	return nil
+}
+
 // row is f's row of KVFormatTable (KVInvalid's for an unknown f).
 func (f KVFormat) row() *KVFormatRow {
 	if int(f) < len(KVFormatTable) {
@@ -344,6 +364,9 @@ func (s KVSpec) Check(shape KVShape) error {
 	f := s.Format
 	if f.Elem() == fp8.FormatInvalid {
 		return fmt.Errorf("attention: KV format %s is not one of %s", f, strings.Join(KVFormatNames(), ", "))
+	}
+	if err := f.row().Check(); err != nil {
+		return err
 	}
 	switch s.Path {
 	case PathDirect:

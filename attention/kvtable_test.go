@@ -53,6 +53,22 @@ func TestKVFormatTableRows(t *testing.T) {
 			t.Errorf("%s: no doc or source", tc.name)
 		}
 	}
+	for _, f := range KVFormats() {
+		if err := f.Row().Check(); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, bad := range []KVFormatRow{
+		{Name: "none"},
+		{Name: "scaled-blocks", Elem: fp8.FormatE4M3, Scaled: true, Block: 32, BlockScale: fp8.FormatUE8M0},
+		{Name: "e4m3-scales", Elem: fp8.FormatE2M1, Block: 16, BlockScale: fp8.FormatE4M3},
+		{Name: "wide", Elem: fp8.FormatBF16, Block: 32, BlockScale: fp8.FormatUE8M0},
+		{Name: "tensor-mx", Elem: fp8.FormatE2M1, Block: 32, BlockScale: fp8.FormatUE8M0, TensorScale: true},
+	} {
+		if bad.Check() == nil {
+			t.Errorf("row %+v: no error", bad)
+		}
+	}
 	if len(KVFormats()) != 7 || KVFormat(200).String() != "KVFormat(200)" || KVFormat(200).Elem() != fp8.FormatInvalid {
 		t.Errorf("formats %v", KVFormats())
 	}
@@ -115,5 +131,14 @@ func TestKVFormatNewRow(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A row QuantizeKV cannot store is refused with an error, not a panic.
+func TestKVFormatBadRowRefused(t *testing.T) {
+	f := addKVFormatRow(t, KVFormatRow{Name: "wide-blocks", Elem: fp8.FormatBF16, Block: 32, BlockScale: fp8.FormatUE8M0})
+	k := make([]float32, 64)
+	if _, err := QuantizeKV(k, k, KVShape{Tokens: 1, Heads: 1, KDim: 64}, KVSpec{Format: f, Path: PathDequantBF16}); err == nil {
+		t.Fatal("no error")
 	}
 }
