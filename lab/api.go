@@ -463,22 +463,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	// The answer holds at most maxListBytes of records: past it the list
 	// stops, with "truncated": true (ask for a smaller limit or filter).
-	b := []byte(`{"runs":[`)
-	truncated := false
-	for i, run := range out {
-		rb, err := json.Marshal(run)
-		if err != nil {
-			continue
-		}
-		if len(b)+len(rb) > maxListBytes {
-			truncated = true
-			break
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, rb...)
-	}
+	b, truncated := appendJSONList([]byte(`{"runs":[`), out, func(run notebook.Run) any { return run })
 	b = append(b, ']')
 	if truncated {
 		b = append(b, `,"truncated":true`...)
@@ -924,4 +909,24 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})
+}
+
+// appendJSONList appends to b the JSON of each item (as conv gives it),
+// comma-separated, while the answer stays within maxListBytes; truncated
+// says that it stopped there. An item that does not marshal is left out.
+func appendJSONList[T any](b []byte, items []T, conv func(T) any) (out []byte, truncated bool) {
+	for i, it := range items {
+		rb, err := json.Marshal(conv(it))
+		if err != nil {
+			continue
+		}
+		if len(b)+len(rb) > maxListBytes {
+			return b, true
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rb...)
+	}
+	return b, false
 }

@@ -169,6 +169,22 @@ func safetensorsNamesCached(path string, te tensorEntry) ([]string, string) {
 	return c.names, c.err
 }
 
+// tensorsBody decodes the request's JSON body into req and returns the
+// tensors folder, or answers the error (400 for the body, 404 without a
+// folder) and false.
+func (s *Server) tensorsBody(w http.ResponseWriter, r *http.Request, req any) (string, bool) {
+	if status, err := decodeBody(r, req); err != nil {
+		writeError(w, status, err)
+		return "", false
+	}
+	dir, err := s.tensorsDir()
+	if err != nil {
+		writeError(w, http.StatusNotFound, err)
+		return "", false
+	}
+	return dir, true
+}
+
 func (s *Server) handleListTensors(w http.ResponseWriter, r *http.Request) {
 	dir, err := s.tensorsDir()
 	if err != nil {
@@ -201,13 +217,8 @@ type uploadRequest struct {
 // refuses is deleted and the reader's error answered.
 func (s *Server) handleUploadTensor(w http.ResponseWriter, r *http.Request) {
 	var req uploadRequest
-	if status, err := decodeBody(r, &req); err != nil {
-		writeError(w, status, err)
-		return
-	}
-	dir, err := s.tensorsDir()
-	if err != nil {
-		writeError(w, http.StatusNotFound, err)
+	dir, ok := s.tensorsBody(w, r, &req)
+	if !ok {
 		return
 	}
 	final, err := tensorPath(dir, req.Name)
@@ -372,13 +383,8 @@ type tensorRunRequest struct {
 // saying so).
 func (s *Server) handleRunTensors(w http.ResponseWriter, r *http.Request) {
 	var req tensorRunRequest
-	if status, err := decodeBody(r, &req); err != nil {
-		writeError(w, status, err)
-		return
-	}
-	dir, err := s.tensorsDir()
-	if err != nil {
-		writeError(w, http.StatusNotFound, err)
+	dir, ok := s.tensorsBody(w, r, &req)
+	if !ok {
 		return
 	}
 	roles := make([]string, 0, len(req.Files))
