@@ -197,5 +197,5 @@ func BlockScaledModel(f KVFormat) (string, error) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("attention: a %s cache has no block scales: block-scaled MMA reads mxfp8, nvfp4 or mxfp4", f)
+	return "", fmt.Errorf("attention: a %s cache has no block scales: block-scaled MMA reads %s", f, strings.Join(blockFormatNames(), ", "))
 }

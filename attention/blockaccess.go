@@ -1,13 +1,17 @@
 package attention
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Accessors for consumers that run the block-scaled path themselves (the
 // WGSL simulator): the format and block scales of a PathBlockScaled cache
 // and the quantizer the kernel applies to Q and P.
 
-// BlockFormat returns the format of a block-scaled cache (KVMXFP8, KVNVFP4
-// or KVMXFP4) and KVInvalid for every other cache.
+// BlockFormat returns the format of a block-scaled cache (a format with
+// block scales: KVMXFP8, KVNVFP4, KVMXFP4) and KVInvalid for every other
+// cache.
 func (c *KV) BlockFormat() KVFormat {
 	if c.bs == nil {
 		return KVInvalid
@@ -45,11 +49,22 @@ func (c *KV) BlockScales(t, h int) (k, v []uint8, err error) {
 // or ±inf gets the scale's NaN code and zero elements. It returns an error
 // for a format without block scales or slices of the wrong length.
 func QuantizeBlock(f KVFormat, x []float32, codes []uint8) (uint8, error) {
-	if f != KVMXFP8 && f != KVNVFP4 && f != KVMXFP4 {
-		return 0, fmt.Errorf("attention: QuantizeBlock: %s has no block scales (want mxfp8, nvfp4 or mxfp4)", f)
+	if f.Block() == 0 {
+		return 0, fmt.Errorf("attention: QuantizeBlock: %s has no block scales (want %s)", f, strings.Join(blockFormatNames(), ", "))
 	}
 	if len(x) != f.Block() || len(codes) != len(x) {
 		return 0, fmt.Errorf("attention: QuantizeBlock: %d values and %d codes, a %s block holds %d", len(x), len(codes), f, f.Block())
 	}
 	return newBlockQuant(f).quantBlock(x, codes, 1), nil
+}
+
+// blockFormatNames are the names of the formats with block scales.
+func blockFormatNames() []string {
+	var out []string
+	for _, f := range KVFormats() {
+		if f.Block() > 0 {
+			out = append(out, f.String())
+		}
+	}
+	return out
 }

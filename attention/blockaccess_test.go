@@ -30,7 +30,7 @@ func TestBlockAccess(t *testing.T) {
 			t.Errorf("%s: BlockFormat %s", f, kv.BlockFormat())
 		}
 		dk, dv := kv.Dequantize()
-		b, elem, sf := f.Block(), f.Elem(), blockScaleFormat(f)
+		b, elem, sf := f.Block(), f.Elem(), f.BlockScale()
 		val := func(c uint16, s uint8) float64 { return valueTable(elem)[c] * scaleValues(sf)[s] }
 		codes := make([]uint8, b)
 		for tk := 0; tk < tokens; tk++ {

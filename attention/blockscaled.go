@@ -72,14 +72,6 @@ type blockCache struct {
 	vraw   []float32 // [head][vdim][stride]: V as written (+0 padding)
 }
 
-// blockScaleFormat is the scale format of a block format.
-func blockScaleFormat(f KVFormat) fp8.Format {
-	if f == KVNVFP4 {
-		return fp8.FormatUE4M3
-	}
-	return fp8.FormatUE8M0
-}
-
 // newBlockQuant is the block quantizer of format f with tensor scale 1 (Q
 // and P).
 func newBlockQuant(f KVFormat) *tokenQuant {
@@ -99,10 +91,9 @@ func (q *tokenQuant) quantBlock(x []float32, out []uint8, stride int) uint8 {
 		for i := range x {
 			out[i*stride] = 0
 		}
-		if q.f == KVNVFP4 {
-			return 0x7f
-		}
-		return 0xff
+		// The scale format's NaN, its all-ones code (ue4m3 0x7f, ue8m0
+		// 0xff): one above its largest finite code.
+		return uint8(q.f.BlockScale().MaxCode() + 1)
 	}
 	s, code := q.blockScale(a)
 	div := s * q.tensor
@@ -120,7 +111,7 @@ func quantizeBlockScaled(ctx context.Context, k, v []float32, shape KVShape, spe
 	elem := spec.Format.Elem()
 	c := newKV(shape.Tokens, shape.Heads, shape.KDim, shape.VDim, elem, fp8.SatFinite, []float32{kq.tensor}, []float32{vq.tensor})
 	b := spec.Format.Block()
-	bs := &blockCache{f: spec.Format, elem: elem, scale: blockScaleFormat(spec.Format), block: b, kq: kq, vq: vq,
+	bs := &blockCache{f: spec.Format, elem: elem, scale: spec.Format.BlockScale(), block: b, kq: kq, vq: vq,
 		k8: make([]uint8, len(c.k)), ks: make([]uint8, len(c.k)/b),
 		vt8: make([]uint8, len(c.vt)), vs: make([]uint8, len(c.vt)/b), vraw: make([]float32, len(c.vt))}
 	c.bs = bs

@@ -324,7 +324,7 @@ func (c Config) ResolveSpec(mq, n int, spec KVSpec) (*Plan, error) {
 		return c.Resolve(mq, n)
 	}
 	f := spec.Format
-	bs := &blockCache{f: f, elem: f.Elem(), scale: blockScaleFormat(f), block: f.Block()}
+	bs := &blockCache{f: f, elem: f.Elem(), scale: f.BlockScale(), block: f.Block()}
 	p, err := c.resolveWith(mq, n, bs)
 	if err != nil {
 		return nil, err

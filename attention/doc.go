@@ -20,9 +20,11 @@
 //     O *= v_descale / l. The tile loop (kernel.attendRow) reads like the
 //     kernel: one function, the steps in order, each a named call.
 //
-// Options ([Config]): head_dim 64/128/256; GQA (query heads per KV head);
-// cache dtype e4m3, e5m2, bf16, fp16 ([KV] holds the codes and their
-// descales, per tensor or per KV head, 1.0 or calibrated); the accum model
+// Options ([Config]): head_dim 64/128/192/256/512/576 ([HeadDims]; V's
+// may be narrower, [Config.VDim]); GQA (query heads per KV head); the
+// cache in any format of [KVFormatTable] (bf16, f16, e4m3, e5m2, mxfp8,
+// nvfp4, mxfp4; [KV] holds the codes and their descales, [QuantizeKV]
+// stores them by the row's rule; TestDocClaims checks both lists); the accum model
 // of each GEMM by name (any tensor-core model reading the dtype, or an IEEE
 // baseline such as "fp32" or "exact"); kBlockM/kBlockN with FA3's defaults
 // ([DefaultTiles]); sliding window; decode (one query) and causal prefill

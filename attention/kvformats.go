@@ -15,9 +15,13 @@ import (
 // KVFormat is the format a KV cache is stored in: a 16-bit float, an fp8
 // format with separate scales, or a block-scaled format (elements with one
 // scale per block of consecutive channels of one token and head).
+//
+// Every format is a row of [KVFormatTable]; the methods below read that
+// row, so a new KV format is a row (and, where its arithmetic is new, the
+// step that computes it), not a new case in a switch. KVFormat(i) is row i.
 type KVFormat uint8
 
-// The KV-cache formats.
+// The KV-cache formats: the indices of their rows in KVFormatTable.
 const (
 	KVInvalid KVFormat = iota
 	KVBF16             // bfloat16, no scale
@@ -29,67 +33,160 @@ const (
 	KVMXFP4            // OCP MXFP4: e2m1 elements, one ue8m0 scale per 32 channels
 )
 
-var kvFormatNames = [...]string{"invalid", "bf16", "f16", "e4m3", "e5m2", "mxfp8", "nvfp4", "mxfp4"}
-
-// KVFormats lists the formats in order.
-func KVFormats() []KVFormat {
-	return []KVFormat{KVBF16, KVFP16, KVE4M3, KVE5M2, KVMXFP8, KVNVFP4, KVMXFP4}
+// KVFormatRow describes one KV-cache format: how its elements and scales
+// are stored and where the rule comes from. QuantizeKV, the kernels, the
+// WGSL simulator and the experiments read nothing else about a format.
+//
+// The scale rules a row selects (see QuantizeKV for the exact arithmetic):
+//   - Scaled: scales of a Granularity, amax/MaxFinite(Elem) (fp8.AmaxScale)
+//     or 1.0 as KVSpec.Scale chooses; the element code is cast(x / s).
+//   - Block > 0 with BlockScale ue8m0: the OCP MX rule, per block s =
+//     2^(floor(log2 amax) − Emax(Elem)), clamped to ue8m0's range.
+//   - Block > 0 with BlockScale ue4m3: the NVFP4 rule, s = ue4m3(amax /
+//     MaxFinite(Elem) / t), t the FP32 tensor scale when TensorScale (1.0,
+//     or amax/(448·MaxFinite(Elem)) as KVSpec.Scale chooses).
+//
+// Which paths read a row follows from it (KVSpec.Check): PathDirect the
+// formats without block scales, the dequantizing paths every format whose
+// codes have at most 8 bits or are 16-bit floats, PathBlockScaled the
+// block formats that an architecture's Block table names an instruction
+// for (Arch.Block).
+type KVFormatRow struct {
+	Name    string   // what String returns and ParseKVFormat reads
+	Aliases []string // other names ParseKVFormat reads
+	// Elem is the format of the stored element codes.
+	Elem fp8.Format
+	// Scaled: the format takes separate scales of a Granularity (e4m3, e5m2).
+	Scaled bool
+	// Block is the number of consecutive channels of one token and head
+	// sharing a block scale (0: no block scales); BlockScale is that
+	// scale's format (fp8.FormatUE8M0 or fp8.FormatUE4M3).
+	Block      int
+	BlockScale fp8.Format
+	// TensorScale: one FP32 tensor scale on top of the block scales,
+	// chosen by KVSpec.Scale (NVFP4).
+	TensorScale bool
+	// Doc says what the format is; Source where its rule is specified.
+	Doc, Source string
 }
 
-// String returns bf16, f16, e4m3, e5m2, mxfp8, nvfp4 or mxfp4.
+// KVFormatTable is the table of KV-cache formats; row 0 is KVInvalid.
+// Adding a format is appending a row (before any cache is made; the
+// package reads the table, never writes it): it is then parsed by
+// ParseKVFormat, listed by KVFormats (the choices of the experiments'
+// format parameters) and quantized by QuantizeKV by its row's rules.
+var KVFormatTable = []KVFormatRow{
+	{Name: "invalid"},
+	{Name: "bf16", Elem: fp8.FormatBF16, Doc: "bfloat16, no scale", Source: "every bf16 attention kernel"},
+	{Name: "f16", Aliases: []string{"fp16"}, Elem: fp8.FormatFP16, Doc: "float16, no scale", Source: "IEEE 754 binary16"},
+	{Name: "e4m3", Elem: fp8.FormatE4M3, Scaled: true, Doc: "e4m3 with scales of a Granularity", Source: "OCP OFP8 (E4M3FN); FA3 and vLLM's fp8 KV cache"},
+	{Name: "e5m2", Elem: fp8.FormatE5M2, Scaled: true, Doc: "e5m2 with scales of a Granularity", Source: "OCP OFP8 (E5M2); vLLM's fp8_e5m2 KV cache"},
+	{Name: "mxfp8", Elem: fp8.FormatE4M3, Block: 32, BlockScale: fp8.FormatUE8M0, Doc: "e4m3 elements, one ue8m0 (power of two) scale per 32 channels", Source: "OCP Microscaling Formats (MX) v1.0 §5, §6.3"},
+	{Name: "nvfp4", Elem: fp8.FormatE2M1, Block: 16, BlockScale: fp8.FormatUE4M3, TensorScale: true, Doc: "e2m1 elements, one ue4m3 scale per 16 channels, one FP32 tensor scale", Source: "NVIDIA PTX ISA, tcgen05.mma kind::mxf4nvf4; NVIDIA's NVFP4 (TensorRT Model Optimizer)"},
+	{Name: "mxfp4", Elem: fp8.FormatE2M1, Block: 32, BlockScale: fp8.FormatUE8M0, Doc: "e2m1 elements, one ue8m0 scale per 32 channels", Source: "OCP Microscaling Formats (MX) v1.0 §5, §6.3"},
+}
+
+// Check reports what makes the row one QuantizeKV cannot store: no
+// element format; scales of a Granularity and block scales both; block
+// scales of a format other than ue8m0 and ue4m3, or over elements wider
+// than 8 bits; a tensor scale without ue4m3 block scales.
+func (r KVFormatRow) Check() error {
+	switch {
+	case r.Elem == fp8.FormatInvalid || !r.Elem.Valid():
+		return fmt.Errorf("attention: KV format %q: no element format", r.Name)
+	case r.Block < 0 || (r.Block > 0 && r.Scaled):
+		return fmt.Errorf("attention: KV format %q: block %d with scales of a granularity", r.Name, r.Block)
+	case r.Block > 0 && r.BlockScale != fp8.FormatUE8M0 && r.BlockScale != fp8.FormatUE4M3:
+		return fmt.Errorf("attention: KV format %q: block scales in %s (want ue8m0, the MX rule, or ue4m3, the NVFP4 rule)", r.Name, r.BlockScale)
+	case r.Block > 0 && r.Elem.CodeBits() > 8:
+		return fmt.Errorf("attention: KV format %q: block-scaled %s elements (at most 8 bits)", r.Name, r.Elem)
+	case r.TensorScale && (r.Block == 0 || r.BlockScale != fp8.FormatUE4M3):
+		return fmt.Errorf("attention: KV format %q: a tensor scale needs ue4m3 block scales", r.Name)
+	}
+	return nil
+}
+
+// row is f's row of KVFormatTable (KVInvalid's for an unknown f).
+func (f KVFormat) row() *KVFormatRow {
+	if int(f) < len(KVFormatTable) {
+		return &KVFormatTable[f]
+	}
+	return &KVFormatTable[KVInvalid]
+}
+
+// Row returns a copy of f's row of KVFormatTable (KVInvalid's, named
+// "invalid", for a format outside it).
+func (f KVFormat) Row() KVFormatRow { return *f.row() }
+
+// KVFormats lists the formats in the table's order, KVInvalid left out.
+func KVFormats() []KVFormat {
+	out := make([]KVFormat, 0, len(KVFormatTable)-1)
+	for i := 1; i < len(KVFormatTable); i++ {
+		out = append(out, KVFormat(i))
+	}
+	return out
+}
+
+// KVFormatNames returns the names of KVFormats, in order.
+func KVFormatNames() []string {
+	var out []string
+	for _, f := range KVFormats() {
+		out = append(out, f.String())
+	}
+	return out
+}
+
+// String returns the row's name: bf16, f16, e4m3, e5m2, mxfp8, nvfp4,
+// mxfp4, or KVFormat(N) for a format outside the table.
 func (f KVFormat) String() string {
-	if int(f) < len(kvFormatNames) {
-		return kvFormatNames[f]
+	if int(f) < len(KVFormatTable) {
+		return KVFormatTable[f].Name
 	}
 	return fmt.Sprintf("KVFormat(%d)", f)
 }
 
-// ParseKVFormat reads a name String returns (fp16 for f16 too).
+// ParseKVFormat reads a name String returns, or one of the row's aliases
+// (fp16 for f16), in any case.
 func ParseKVFormat(s string) (KVFormat, error) {
 	s = strings.ToLower(s)
-	if s == "fp16" {
-		s = "f16"
-	}
-	for i, n := range kvFormatNames {
-		if i > 0 && n == s {
-			return KVFormat(i), nil
+	for _, f := range KVFormats() {
+		if r := f.row(); r.Name == s || slices.Contains(r.Aliases, s) {
+			return f, nil
 		}
 	}
-	return KVInvalid, fmt.Errorf("unknown KV format %q (want one of %s)", s, strings.Join(kvFormatNames[1:], ", "))
+	return KVInvalid, fmt.Errorf("unknown KV format %q (want one of %s)", s, strings.Join(KVFormatNames(), ", "))
 }
 
-// Elem is the format of the stored elements.
-func (f KVFormat) Elem() fp8.Format {
-	switch f {
-	case KVBF16:
-		return fp8.FormatBF16
-	case KVFP16:
-		return fp8.FormatFP16
-	case KVE4M3, KVMXFP8:
-		return fp8.FormatE4M3
-	case KVE5M2:
-		return fp8.FormatE5M2
-	case KVNVFP4, KVMXFP4:
-		return fp8.FormatE2M1
-	}
-	return fp8.FormatInvalid
-}
+// Elem is the format of the stored elements (fp8.FormatInvalid for
+// KVInvalid).
+func (f KVFormat) Elem() fp8.Format { return f.row().Elem }
 
 // Block is the number of channels sharing a block scale (0 for formats
 // without block scales).
-func (f KVFormat) Block() int {
-	switch f {
-	case KVMXFP8, KVMXFP4:
-		return 32
-	case KVNVFP4:
-		return 16
+func (f KVFormat) Block() int { return f.row().Block }
+
+// BlockScale is the format of the block scales (fp8.FormatInvalid for
+// formats without block scales).
+func (f KVFormat) BlockScale() fp8.Format {
+	if f.Block() == 0 {
+		return fp8.FormatInvalid
 	}
-	return 0
+	return f.row().BlockScale
 }
+
+// CodeBytes is the number of bytes one element code takes stored a code to
+// a byte or two, as the GPU kernels store them: 2 for the 16-bit formats, 1
+// for fp8 and the narrower ones (an e2m1 code in a byte of its own), 0 for
+// KVInvalid.
+func (f KVFormat) CodeBytes() int { return (f.Elem().CodeBits() + 7) / 8 }
 
 // Scaled reports whether the format takes scales of a Granularity (e4m3 and
 // e5m2).
-func (f KVFormat) Scaled() bool { return f == KVE4M3 || f == KVE5M2 }
+func (f KVFormat) Scaled() bool { return f.row().Scaled }
+
+// TensorScale reports whether the format has an FP32 tensor scale on top of
+// its block scales, chosen by KVSpec.Scale (NVFP4).
+func (f KVFormat) TensorScale() bool { return f.row().TensorScale }
 
 // Granularity says which elements of K or V share a scale.
 type Granularity uint8
@@ -248,7 +345,7 @@ func (s KVSpec) String() string {
 	if s.Format.Scaled() {
 		fmt.Fprintf(&b, " k:%s v:%s", s.KScales, s.VScales)
 	}
-	if s.Format.Scaled() || s.Format == KVNVFP4 {
+	if s.Format.Scaled() || s.Format.TensorScale() {
 		b.WriteString(" " + s.Scale.String())
 		if s.Scale == ScalePrefix {
 			fmt.Fprintf(&b, "(%d)", s.PrefixTokens)
@@ -266,7 +363,10 @@ type KVShape struct{ Tokens, Heads, KDim, VDim int }
 func (s KVSpec) Check(shape KVShape) error {
 	f := s.Format
 	if f.Elem() == fp8.FormatInvalid {
-		return fmt.Errorf("attention: KV format %s is not one of %s", f, strings.Join(kvFormatNames[1:], ", "))
+		return fmt.Errorf("attention: KV format %s is not one of %s", f, strings.Join(KVFormatNames(), ", "))
+	}
+	if err := f.row().Check(); err != nil {
+		return err
 	}
 	switch s.Path {
 	case PathDirect:
@@ -444,13 +544,13 @@ func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granulari
 		for i, a := range amax {
 			q.static[i] = fp8.AmaxScale(a, elem) // 1.0 for ScaleOne (amax 0)
 		}
-	case q.f == KVNVFP4 && spec.Scale != ScaleOne:
+	case q.f.TensorScale() && spec.Scale != ScaleOne:
 		var a float32
 		for _, y := range x[:calib*heads*dim] {
 			a = max(a, abs32(y))
 		}
 		if a > 0 && !math.IsInf(float64(a), 0) {
-			q.tensor = a / (448 * 6)
+			q.tensor = a / (fp8.MaxFinite(q.f.BlockScale()) * fp8.MaxFinite(elem)) // NVFP4: 448·6
 		}
 	}
 	return q
@@ -528,12 +628,13 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 }
 
 // blockScale returns the block scale of a block of a block format whose
-// largest magnitude is a, and its code: NVFP4 s = ue4m3(a / 6 / tensor)
-// (RNE, saturating at 448; code in ue4m3), MX s = mxScale(a) (code in
-// ue8m0, its exponent + 127).
+// largest magnitude is a, and its code: with ue4m3 scales (NVFP4) s =
+// ue4m3(a / MaxFinite(elem) / tensor) (RNE, saturating at 448; code in
+// ue4m3), with ue8m0 scales (MX) s = mxScale(a) (code in ue8m0, its
+// exponent + 127).
 func (q *tokenQuant) blockScale(a float32) (float32, uint8) {
-	if q.f == KVNVFP4 {
-		c := q.ue4m3.encode(fp8.FormatUE4M3, a/6/q.tensor)
+	if q.f.BlockScale() == fp8.FormatUE4M3 {
+		c := q.ue4m3.encode(fp8.FormatUE4M3, a/fp8.MaxFinite(q.f.Elem())/q.tensor)
 		return float32(fp8.FormatUE4M3.Value(c)), uint8(c)
 	}
 	s := mxScale(a, q.f.Elem())
@@ -543,15 +644,19 @@ func (q *tokenQuant) blockScale(a float32) (float32, uint8) {
 
 // elemCode is the element code of y in a block whose divisor (block scale
 // × tensor scale, a float32 product) is div: RNE, saturating (e4m3: 448,
-// e2m1: 6); 0 when div is 0.
+// e2m1: 6, any other element format at its largest finite value, NaN to
+// +0: encodeNearest); 0 when div is 0.
 func (q *tokenQuant) elemCode(y, div float32) uint32 {
-	switch {
+	switch elem := q.f.Elem(); {
 	case div == 0:
 		return 0
-	case q.f.Elem() == fp8.FormatE4M3:
+	case elem == fp8.FormatE4M3:
 		return uint32(fp8.EncodeE4M3(y/div, fp8.SatFinite))
+	case elem == fp8.FormatE2M1:
+		return encodeE2M1(y / div)
+	default:
+		return encodeNearest(elem, y/div)
 	}
-	return encodeE2M1(y / div)
 }
 
 // encodeE2M1 is encodeNearest(fp8.FormatE2M1, x) through fp8's e2m1

@@ -56,38 +56,27 @@ type AttentionFile struct {
 	OutDir string
 }
 
-// FileRole is one input file of an experiment that reads files: its flag
-// name and doc, and whether it may name a folder.
-type FileRole struct {
-	Name, Doc string
-	Dir       bool
-}
+// FileRoles returns AttentionFileRoles (sim.FileExperiment).
+func (AttentionFile) FileRoles() []sim.FileRole { return AttentionFileRoles }
 
-// FileExperiment is an experiment whose inputs include files named outside
-// its parameters (cmd/lab gives each role a flag, -NAME path).
-type FileExperiment interface {
-	sim.Experiment
-	FileRoles() []FileRole
-	// WithFiles returns the experiment reading files (role → name).
-	WithFiles(files map[string]string) (sim.Experiment, error)
-	// WithOutDir returns the experiment writing its outputs into dir.
-	WithOutDir(dir string) sim.Experiment
+// WithRoot returns the experiment reading files only inside root, each
+// tensor at most maxElements elements (see Root and MaxElements).
+func (e AttentionFile) WithRoot(root string, maxElements int64) sim.FileExperiment {
+	e.Root, e.MaxElements = root, maxElements
+	return e
 }
-
-// FileRoles returns AttentionFileRoles.
-func (AttentionFile) FileRoles() []FileRole { return AttentionFileRoles }
 
 // WithOutDir returns the experiment writing O into dir (see OutDir).
 func (e AttentionFile) WithOutDir(dir string) sim.Experiment { e.OutDir = dir; return e }
 
 // AttentionFileRoles are the file roles of attention-file, with their doc.
-var AttentionFileRoles = []FileRole{
-	{"q", "queries: [tokens, heads, dim] or [heads, tokens, dim]; 2-D: one head", false},
-	{"k", "keys: [tokens, kv heads, dim] or [kv heads, tokens, dim]", false},
-	{"v", "values: as k, with V's head dim (512 for MLA)", false},
-	{"positions", "optional: each query token's position in the sequence", false},
-	{"mask", "optional: [query tokens, tokens], nonzero where a key takes part", false},
-	{"dump", "every layer of a model: a folder of layer{L}_{q,k,v}.npy or one .safetensors", true},
+var AttentionFileRoles = []sim.FileRole{
+	{Name: "q", Doc: "queries: [tokens, heads, dim] or [heads, tokens, dim]; 2-D: one head", Dir: false},
+	{Name: "k", Doc: "keys: [tokens, kv heads, dim] or [kv heads, tokens, dim]", Dir: false},
+	{Name: "v", Doc: "values: as k, with V's head dim (512 for MLA)", Dir: false},
+	{Name: "positions", Doc: "optional: each query token's position in the sequence", Dir: false},
+	{Name: "mask", Doc: "optional: [query tokens, tokens], nonzero where a key takes part", Dir: false},
+	{Name: "dump", Doc: "every layer of a model: a folder of layer{L}_{q,k,v}.npy or one .safetensors", Dir: true},
 }
 
 // ReproduceFlags returns the file flags of the run for its reproduce line
@@ -192,10 +181,7 @@ promotion and layer, the exact O, and heads.csv (every head's figures).`
 
 // Params returns the parameter schema.
 func (AttentionFile) Params() []sim.Param {
-	var formats []string
-	for _, f := range attention.KVFormats() {
-		formats = append(formats, f.String())
-	}
+	formats := attention.KVFormatNames()
 	return []sim.Param{
 		{Name: "layout", Doc: "axis order of the files: thd [tokens, heads, dim] or htd [heads, tokens, dim]", Kind: sim.KindChoice, Default: "thd", Choices: []string{"thd", "htd"}},
 		{Name: "format", Doc: "KV-cache format", Kind: sim.KindChoice, Default: "e4m3", Choices: formats},
@@ -216,9 +202,8 @@ func (AttentionFile) Params() []sim.Param {
 		{Name: "window", Doc: "sliding window; 0 none", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: 1 << 24},
 		{Name: "softmax-scale", Aliases: []string{"softmaxScale"}, Doc: "multiplies Q·Kᵀ; 0 is 1/sqrt(head dim)", Kind: sim.KindFloat, Default: 0.0, Min: 0, Max: 1e6},
 		{Name: "void2", Doc: "type of .npy '<V2' elements (ml_dtypes)", Kind: sim.KindChoice, Default: "bfloat16", Choices: []string{"bfloat16", "float16"}},
-		{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
-			Doc: "where the kernel runs: cpu (package attention) or gpu (wgsl.SimDecode, bit for bit: a decode, one query token, " +
-				"whose MMA reads e4m3/e5m2/bf16/f16 or block-scaled codes, head_dim 64/128/256, no mask, one split; the references stay on the CPU)"},
+		deviceParamDoc("where the kernel runs: cpu (package attention) or gpu (wgsl.SimDecode, bit for bit: a decode, one query token, " +
+			"whose MMA reads e4m3/e5m2/bf16/f16 or block-scaled codes, head_dim 64/128/256, no mask, one split; the references stay on the CPU)"),
 	}
 }
 
@@ -642,7 +627,7 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 		return err
 	}
 	var gpu *wgsl.Runner
-	if vals.String("device") == deviceGPU {
+	if wantsGPU(vals) {
 		if gpu, err = openDevice(ctx, vals); err != nil {
 			return err
 		}

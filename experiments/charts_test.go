@@ -86,7 +86,7 @@ func chartTestExperiment(t *testing.T, e sim.Experiment) sim.Experiment {
 		x.Runner = gpuTestGPU(t)
 		return x
 	}
-	if fe, ok := e.(FileExperiment); ok {
+	if fe, ok := e.(sim.FileExperiment); ok {
 		dir := t.TempDir()
 		rng := rand.New(rand.NewPCG(1, 2))
 		files := map[string]string{}

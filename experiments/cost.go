@@ -1,17 +1,16 @@
 package experiments
 
 import (
-	"slices"
-
-	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-// The cost estimates of the experiments (sim.Coster), one function each,
-// from the buffers each allocates and the loops it runs. The per-element
+// The cost estimates of the experiments (sim.Coster), one method each,
+// beside its experiment (NAME_chart.go or the experiment's own file;
+// TestEveryExperimentHasACost checks that every registered experiment has
+// one), from the buffers each allocates and the loops it runs. The per-element
 // costs are nanoseconds on one core of the development machine (a 2-core
 // x86-64 VM), measured with TestCostCalibration; they are meant to be right
-// within a small factor.
+// within a small factor. This file holds what several share.
 const (
 	costChain  = 25 // accum.Chain, per element and model
 	costExact  = 6  // accum.ExactDot, per element
@@ -22,25 +21,6 @@ const (
 	costRef    = 4  // float64 reference attention from the codes, per token·dim of a query
 	costBase   = 64 << 20
 )
-
-// costs are the experiments' estimates, by name; TestEveryExperimentHasACost
-// checks that every registered experiment has one.
-func (Contraction) Cost(v sim.Values) sim.Cost {
-	ks, trials, cols := v.Ints("K"), int64(v.Int("trials")), int64(v.Int("cols"))
-	models := int64(len(contractionSelect(v.String("series"))))
-	var work, maxK int64
-	for _, k := range ks {
-		maxK = max(maxK, int64(k))
-		perCol := sim.MulSat(int64(k), models*costChain+costExact+costDraw)
-		work = sim.AddSat(work, sim.MulSat(trials, sim.AddSat(sim.MulSat(cols, perCol), sim.MulSat(int64(k), 2*costNormal))))
-	}
-	// A trial holds its row (2 B), one column (2 B) and the row's logits
-	// (8 B) per element, and its results.
-	perTrial := sim.MulSat(maxK, 12)
-	mem := sim.AddSat(costBase, sim.MulSat(int64(sim.Workers(int(trials))), perTrial))
-	mem = sim.AddSat(mem, sim.MulSat(trials, models, 16+64))
-	return sim.Cost{Memory: mem, Work: work}
-}
 
 // attnNeedleCost is the cost of attnNeedleContext over contexts with the
 // given runs: per context, a group of haystacks at a time (attnGroup: as
@@ -61,7 +41,7 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 		nd := sim.MulSat(n, d)
 		per := sim.AddSat(sim.MulSat(nd, 8), sim.MulSat(dtypes, nd, 4)) // one haystack: values and caches
 		group := min(haystacks, max(1, attnGroupBytes/max(per, 1)))
-		if v.String("device") == deviceGPU {
+		if wantsGPU(v) {
 			per = sim.AddSat(per, sim.MulSat(nd, 4)) // its caches packed for the GPU, one format at a time
 		}
 		hay := sim.AddSat(sim.MulSat(group, per), sim.MulSat(dtypes, min(workers, 64), nd, 4))
@@ -78,141 +58,4 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 		work = sim.AddSat(work, sim.AddSat(build, sim.MulSat(int64(trials), perTrial)))
 	}
 	return sim.Cost{Memory: sim.AddSat(costBase, mem), Work: work}
-}
-
-func (Needle) Cost(v sim.Values) sim.Cost {
-	t := attnNeedleFromValues(v)
-	cs := v.Ints("contexts")
-	runs, err := needleRuns(t, v.String("series"), v.Int("k-block-n"), attnRegimeFromValues(v), slices.Max(cs))
-	if err != nil {
-		runs = nil
-	}
-	var kernels, cpuDtypes int64
-	gpu := v.String("device") == deviceGPU
-	for _, r := range runs {
-		if gpu && t.onGPU(r) {
-			continue // runs on the GPU: the CPU only packs the cache once per batch
-		}
-		kernels += int64(len(r.promotions))
-		cpuDtypes++
-	}
-	return attnNeedleCost(v, cs, v.Int("trials"), int64(len(runs)), cpuDtypes, kernels, true)
-}
-
-func (Promotion) Cost(v sim.Values) sim.Cost {
-	blocks, intervals := int64(len(v.Ints("k-block-n"))), int64(len(v.Ints("intervals")))
-	dtypes, kernels := blocks, blocks*intervals
-	if v.String("device") == deviceGPU {
-		kernels = 0 // the fp8 kernels run on the GPU
-	}
-	if v.Bool("bf16") {
-		dtypes, kernels = dtypes+1, kernels+1
-	}
-	cpuDtypes := dtypes
-	if v.String("device") == deviceGPU {
-		cpuDtypes = dtypes - blocks
-	}
-	return attnNeedleCost(v, []int{v.Int("context")}, v.Int("trials"), dtypes, cpuDtypes, kernels, true)
-}
-
-func (Scales) Cost(v sim.Values) sim.Cost {
-	const d = 128
-	n, kvh, group := int64(v.Int("tokens")), int64(v.Int("kv-heads")), int64(v.Int("q-per-kv"))
-	trials, factors := v.Int("trials"), int64(len(v.Ints("outlier")))
-	nhd := sim.MulSat(n, kvh, d)
-	// A trial holds K and V as float32 and float64 and four caches (its
-	// series run side by side), K and V 16-bit codes each.
-	perTrial := sim.AddSat(sim.MulSat(nhd, 2*4+2*8), sim.MulSat(nhd, 4*4))
-	mem := sim.AddSat(costBase, sim.MulSat(int64(sim.Workers(trials)), perTrial))
-	// Per trial: drawing, the reference for every query head, two caches
-	// and three kernel runs (per-head scales, per-tensor scale, bf16).
-	// The parts add up to a fifth of what TestCostCalibration measures (one
-	// core, 2026-11-30: 57.6 s for 10.3 s estimated), hence the factor 5.
-	perTrialWork := sim.MulSat(5, sim.AddSat(sim.MulSat(nhd, 2*costNormal+4*costQuant), sim.MulSat(nhd, group, costRef+3*costKernel)))
-	return sim.Cost{Memory: mem, Work: sim.MulSat(factors, int64(trials), perTrialWork)}
-}
-
-func (SkipSW) Cost(v sim.Values) sim.Cost {
-	c := sim.Cost{Memory: costBase, Work: 1e6}
-	if !v.Bool("accuracy") {
-		return c
-	}
-	d := int64(256) // the largest head_dim the simulator takes: an upper bound for every preset
-	if m, err := presets.LookupModel(v.String("model")); err == nil {
-		for _, g := range m.KV {
-			if g.Window > 0 {
-				d = int64(g.HeadDim)
-				break
-			}
-		}
-	}
-	group, trials := int64(v.Int("q-per-kv")), v.Int("trials")
-	cases := int64(2)
-	if v.Bool("full-layers") {
-		cases += 3
-	}
-	var maxN, work int64
-	for _, n := range v.Ints("acc-contexts") {
-		nd := sim.MulSat(int64(n), d)
-		maxN = max(maxN, int64(n))
-		perTrial := sim.AddSat(sim.MulSat(nd, 2*costNormal), sim.MulSat(cases, nd, 2*costQuant+group*(costKernel+2*costRef)))
-		work = sim.AddSat(work, sim.MulSat(int64(trials), perTrial))
-	}
-	// A trial holds K and V as float32 and float64 and one cache at a time.
-	perTrial := sim.MulSat(maxN, d, 2*4+2*8+4)
-	c.Memory = sim.AddSat(c.Memory, sim.MulSat(int64(sim.Workers(trials)), perTrial))
-	c.Work = sim.AddSat(c.Work, work)
-	return c
-}
-
-func (H200Attention) Cost(v sim.Values) sim.Cost {
-	const q, d = 64, 128
-	blocks, modes := int64(len(v.Ints("block-n"))), int64(len(v.Ints("modes")))
-	kernels, dtypes := blocks*modes, blocks
-	if v.Bool("bf16") {
-		kernels, dtypes = kernels+1, dtypes+1
-	}
-	var mem, work int64
-	for _, n := range v.Ints("N") {
-		nd := sim.MulSat(int64(n), d)
-		// Inputs as float32 (and their float64 generation), one cache, and
-		// the quantized reference.
-		mem = max(mem, sim.MulSat(nd, 2*4+2*8+4))
-		work = sim.AddSat(work, sim.AddSat(sim.MulSat(nd, 2*costNormal+dtypes*2*costQuant), sim.MulSat(q, nd, kernels*costKernel+dtypes*costRef)))
-	}
-	return sim.Cost{Memory: sim.AddSat(costBase, mem), Work: work}
-}
-
-func (ITL) Cost(v sim.Values) sim.Cost {
-	return sim.Cost{Memory: costBase, Work: sim.MulSat(int64(len(v.Ints("contexts"))), 1e5)}
-}
-
-func (GPUAccum) Cost(v sim.Values) sim.Cost {
-	trials := int64(v.Int("trials"))
-	var mem, work int64
-	for _, k := range v.Ints("K") {
-		tk := sim.MulSat(trials, int64(k))
-		// Codes and float32 inputs for the GPU, and the CPU models' check.
-		mem = max(mem, sim.MulSat(tk, 2+2*4+8))
-		work = sim.AddSat(work, sim.MulSat(tk, 4*costChain+costExact+2*costDraw))
-	}
-	return sim.Cost{Memory: sim.AddSat(256<<20, mem), Work: work}
-}
-
-func (DecodeBW) Cost(v sim.Values) sim.Cost {
-	const d = 128
-	batch := int64(v.Int("batch"))
-	if batch == 0 {
-		batch = 64
-	}
-	kvh, reps := int64(v.Int("kv-heads")), int64(v.Int("reps"))
-	var mem, work int64
-	for _, n := range v.Ints("contexts") {
-		elems := sim.MulSat(int64(n), batch, kvh, d, 2) // K and V
-		// The caches are filled on the host (fp16 and e4m3) and timed on
-		// the adapter (a CPU adapter computes them).
-		mem = max(mem, sim.MulSat(elems, 2+1))
-		work = sim.AddSat(work, sim.MulSat(elems, 2*costNormal+reps*4))
-	}
-	return sim.Cost{Memory: sim.AddSat(256<<20, mem), Work: work}
 }

@@ -143,7 +143,7 @@ func decodeBWFitXs(xs []float64) []float64 {
 
 // Run runs the experiment.
 func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
-	r, done, err := gpuOpen(ctx, e.Runner, "decode-bw")
+	r, done, err := openGPU(ctx, e.Runner, "decode-bw")
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,13 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 	}
 	summary["stream_gbs"] = stream / 1e9
 	slopes := map[wgsl.KVFormat]float64{}
-	for _, kv := range []wgsl.KVFormat{wgsl.KVFP16, wgsl.KVE4M3} {
+	// The two formats of the decode kernel and their series names (fp16 is
+	// decode-bw's name of attention's f16).
+	for _, f := range []struct {
+		kv   wgsl.KVFormat
+		name string
+	}{{wgsl.KVFP16, "fp16"}, {wgsl.KVE4M3, "e4m3"}} {
+		kv, name := f.kv, f.name
 		var xs, ts []float64
 		var last wgsl.DecodeBench
 		for _, l := range contexts {
@@ -191,7 +197,7 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 				last = b
 			}
 			m := b.Measurement
-			if err := run.Emit(sim.Point{Series: kv.String(), X: float64(l), Y: ms, Extra: map[string]float64{
+			if err := run.Emit(sim.Point{Series: name, X: float64(l), Y: ms, Extra: map[string]float64{
 				"bandwidth_gbs": b.Bandwidth / 1e9, "batch": float64(batch), "timestamp": gpuBool(b.Source == "timestamp"),
 				"ms_min": m.Min.Seconds() * 1e3, "ms_max": m.Max.Seconds() * 1e3, "ms_q1": m.Q1.Seconds() * 1e3, "ms_q3": m.Q3.Seconds() * 1e3,
 				"reps": float64(len(m.Times)), "warmups": float64(m.Warmups), "warmup_s": m.WarmupTime.Seconds(), "stable": gpuBool(m.Stable),
@@ -202,7 +208,6 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 		}
 		icpt, slope := gpuFit(xs, ts)
 		slopes[kv] = slope
-		name := kv.String()
 		// The fitted line, whose slope is the experiment's result, drawn
 		// over the measured contexts (decodeBWFitPoints points spaced
 		// evenly in log x: the chart's x axis is logarithmic, on which the
@@ -215,7 +220,7 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 		summary[name+"_intercept_ms"] = icpt * 1e3
 		summary[name+"_slope_ns"] = slope * 1e9
 		summary[name+"_bw_gbs"] = last.Bandwidth / 1e9
-		bytesPerToken := float64(2 * batch * kvh * 128 * kv.Bytes())
+		bytesPerToken := float64(2 * batch * kvh * 128 * kv.CodeBytes())
 		if slope > 0 {
 			summary[name+"_marginal_gbs"] = bytesPerToken / slope / 1e9
 		}

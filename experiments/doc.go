@@ -1,9 +1,13 @@
-// Package experiments holds fp8lab's experiments, one file each, registered
-// with the sim runtime by name from their init functions. A blank import
-// (import _ "github.com/fp8lab/fp8lab/experiments") makes them all available
-// to [sim.Lookup]; cmd/lab and the wasm page do that.
+// Package experiments holds fp8lab's experiments, registered with the sim
+// runtime by name from their init functions: each in a file of its own
+// (its chart and cost estimate, sim.Charter and sim.Coster, in
+// NAME_chart.go beside it where they are long), with what several share
+// in attn_*.go, charts.go, cost.go and device.go (the CPU/GPU choice). A
+// blank import (import _ "github.com/fp8lab/fp8lab/experiments") makes them
+// all available to [sim.Lookup]; cmd/lab and the wasm page do that.
 //
-// Each experiment answers one question of ARCHITECTURE.md's table:
+// Each experiment answers one question of ARCHITECTURE.md's table
+// (TestDocClaims checks that this list names every registered one):
 //
 //   - contraction: relative error of a K-long FP8 dot product against the
 //     exact value, per tensor-core model and promotion interval, next to the
@@ -20,13 +24,17 @@
 //     FP8 under load;
 //   - prefill-cost: the measured head_dim-128 and -256 prefill beside the
 //     accuracy of single- and two-level accumulation;
-//   - needle, promotion, scales, h200-attention, gpu-accum, decode-bw: see
-//     their files.
+//   - kv-formats: the KV-cache formats of attention.KVFormatTable on the
+//     synthetic needle, per dequantizing path and arithmetic;
+//   - attention-file: the simulator on the user's own Q, K, V files;
+//   - needle, promotion, scales, sensitivity, h200-attention, gpu-accum,
+//     decode-bw: see their files.
 //
 // Unexported helpers are prefixed with their experiment's name (for example
 // contractionSeries, itlPublished), so that the files stay independent.
 //
 // The package owns no arithmetic: number formats are in package fp8,
-// accumulation in accum, attention in attention, the runtime and the hardware
-// and model presets in sim. It is pure Go and builds for GOOS=js GOARCH=wasm.
+// accumulation in accum, attention and the KV formats in attention, the
+// runtime in sim, the hardware and model presets in presets. It is pure Go
+// and builds for GOOS=js GOARCH=wasm.
 package experiments

@@ -103,17 +103,6 @@ func gpuAccumPV(rng *rand.Rand, k int) (a, b []uint16) {
 	return a, b
 }
 
-func gpuOpen(ctx context.Context, r *wgsl.Runner, name string) (*wgsl.Runner, func(), error) {
-	if r != nil {
-		return r, func() {}, nil
-	}
-	r, err := wgsl.Open(ctx, wgsl.Options{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s needs a WebGPU adapter (a GPU driver, or lavapipe: apt-get install mesa-vulkan-drivers): %w", name, err)
-	}
-	return r, func() { r.Close() }, nil
-}
-
 // gpuULPs returns |d − ref| in units in the last place of float32 at ref
 // (the spacing of the float32 values around the exact result; the
 // subnormal spacing below the normal range).
@@ -158,7 +147,7 @@ func gpuSame(a, b float32) bool {
 
 // Run runs the experiment.
 func (g GPUAccum) Run(ctx context.Context, run *sim.Run) error {
-	r, done, err := gpuOpen(ctx, g.Runner, "gpu-accum")
+	r, done, err := openGPU(ctx, g.Runner, "gpu-accum")
 	if err != nil {
 		return err
 	}

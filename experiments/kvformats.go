@@ -92,8 +92,16 @@ func kvFormatsCases(set string) []kvFormatsCase {
 		{"nvfp4 amax →e4m3", e(attention.KVNVFP4, T, T, amax, de4), "hopper"},
 		{"mxfp4 →bf16", e(attention.KVMXFP4, T, T, one, dbf), "hopper"},
 	}
-	if set == "small" {
+	switch set {
+	case "small":
 		return small
+	case "all":
+	default:
+		f, err := attention.ParseKVFormat(set)
+		if err != nil {
+			return nil // the set parameter's choices are small, all and the formats
+		}
+		return kvFormatsOf(f, small[0])
 	}
 	return []kvFormatsCase{
 		small[0],
@@ -118,12 +126,51 @@ func kvFormatsCases(set string) []kvFormatsCase {
 	}
 }
 
+// kvFormatsOf is the set of one format f: bf16 (the reference of the
+// need_ summary) and f on every path that reads it, from f's row of
+// attention.KVFormatTable: direct and the two dequantizing paths on hopper,
+// the native block-scaled MMA on the first architecture with an
+// instruction for it. Scales: the amax choice where the row takes a scale
+// choice (Scaled, TensorScale), per tensor.
+func kvFormatsOf(f attention.KVFormat, bf16 kvFormatsCase) []kvFormatsCase {
+	cases := []kvFormatsCase{bf16}
+	sc, scale := attention.ScaleOne, ""
+	if f.Scaled() || f.TensorScale() {
+		sc, scale = attention.ScaleAmax, " amax"
+	}
+	shape := attention.KVShape{Tokens: 1, Heads: 1, KDim: max(f.Block(), 1)}
+	for _, p := range []struct {
+		path   attention.Path
+		suffix string
+	}{{attention.PathDirect, ""}, {attention.PathDequantBF16, " →bf16"}, {attention.PathDequantE4M3, " →e4m3"}, {attention.PathBlockScaled, " native"}} {
+		spec := attention.KVSpec{Format: f, Scale: sc, Path: p.path}
+		if spec.Check(shape) != nil || (f == attention.KVBF16 && p.path == attention.PathDirect) {
+			continue
+		}
+		arch, label := "hopper", f.String()+scale+p.suffix
+		if p.path == attention.PathBlockScaled {
+			arch = ""
+			for _, a := range attention.Arches() {
+				if a.Block[f] != "" {
+					arch, label = a.Name, label+" "+a.MMA
+					break
+				}
+			}
+			if arch == "" {
+				continue
+			}
+		}
+		cases = append(cases, kvFormatsCase{label, spec, arch})
+	}
+	return cases
+}
+
 // Params returns the parameter schema.
 func (KVFormats) Params() []sim.Param {
 	p := []sim.Param{
 		{Name: "contexts", Doc: "context lengths", Unit: "tokens", Kind: sim.KindInts, Default: []int{4096, 16384}, Min: 64, Max: 1 << 20},
 		{Name: "trials", Doc: "trials per context length", Kind: sim.KindInt, Default: 24, Min: 1, Max: 1000000},
-		{Name: "set", Doc: "which series: small (6) or all (19)", Kind: sim.KindChoice, Default: "small", Choices: []string{"small", "all"}},
+		{Name: "set", Doc: "which series: small (6), all (19), or one KV format (bf16 and that format on every path that reads it: attention.KVFormatTable)", Kind: sim.KindChoice, Default: "small", Choices: append([]string{"small", "all"}, attention.KVFormatNames()...)},
 		{Name: "promotions", Doc: "P·V promotion intervals tried (tiles; 0 never, 1 every tile)", Kind: sim.KindInts, Default: []int{0, 1, 16}, Min: 0, Max: 1 << 20},
 		{Name: "k-block-n", Aliases: []string{"kBlockN"}, Doc: "KV tile width; 0 is FA3's decode tile", Unit: "tokens", Kind: sim.KindInt, Default: 0, Min: 0, Max: attention.MaxKBlockN},
 	}
@@ -286,7 +333,7 @@ func kvFormatsSlug(s string) string {
 // per stored format, the dash for the path, scales and arithmetic.
 func (KVFormats) Chart() sim.Chart {
 	var styles []sim.Style
-	for _, f := range []string{"bf16", "f16", "e4m3", "e5m2", "mxfp8", "nvfp4", "mxfp4"} {
+	for _, f := range attention.KVFormatNames() {
 		styles = append(styles,
 			sim.Style{Match: f + " *native*", Family: f, Variant: "native block-scaled MMA (tcgen05)"},
 			sim.Style{Match: f + " *→e4m3 tcgen05", Family: f, Variant: "dequantized to e4m3, tcgen05"},

@@ -12,19 +12,6 @@ import (
 	"github.com/fp8lab/fp8lab/wgsl"
 )
 
-// The device parameter of the needle experiments: where the FP8 kernels run.
-const (
-	deviceCPU = "cpu"
-	deviceGPU = "gpu"
-)
-
-func deviceParam() sim.Param {
-	return sim.Param{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU},
-		Doc: "where the kernels run: cpu (package attention) or gpu (the same arithmetic in WGSL through WebGPU, " +
-			"bit for bit, all trials of a haystack at once) for every series the WGSL simulator runs (e4m3, e5m2, bf16, f16 MMAs and the native block-scaled path, head_dim 64/128/256); " +
-			"the other series, baselines with sinks and references stay on the CPU, and the run's notes say which series ran where"}
-}
-
 // gpuTrialBatch is the most trials sent to the GPU in one call (memory: a
 // patched V tile of head_dim × kBlockN codes per trial and replaced token).
 const gpuTrialBatch = 4096
@@ -294,19 +281,6 @@ func (t *attnNeedle) useDevice(ctx context.Context, v sim.Values) (func(), error
 	}
 	t.gpu = g
 	return func() { g.Close() }, nil
-}
-
-// openDevice opens the GPU for a run whose device parameter is gpu (nil,
-// nil for cpu); the caller closes it.
-func openDevice(ctx context.Context, v sim.Values) (*wgsl.Runner, error) {
-	if v.String("device") != deviceGPU {
-		return nil, nil
-	}
-	g, err := wgsl.Open(ctx, wgsl.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("device gpu: %w", err)
-	}
-	return g, nil
 }
 
 // deviceNote says, for a run on the GPU, which series ran there and which

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
 )
@@ -324,7 +323,7 @@ func (s *Server) registerClientRun(req startRequest, exp sim.Experiment, seed ui
 			return meta, http.StatusBadRequest, err
 		}
 		meta.Params, meta.Flags, meta.Registered = paramsMap(values), values.Flags(), true
-		if _, files := exp.(interface{ FileRoles() []experiments.FileRole }); !files {
+		if _, files := exp.(interface{ FileRoles() []sim.FileRole }); !files {
 			meta.Reproduce = sim.Reproduce(exp, values, seed) // a client's files are not the lab's to name
 		}
 	} else {
@@ -464,22 +463,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	// The answer holds at most maxListBytes of records: past it the list
 	// stops, with "truncated": true (ask for a smaller limit or filter).
-	b := []byte(`{"runs":[`)
-	truncated := false
-	for i, run := range out {
-		rb, err := json.Marshal(run)
-		if err != nil {
-			continue
-		}
-		if len(b)+len(rb) > maxListBytes {
-			truncated = true
-			break
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, rb...)
-	}
+	b, truncated := appendJSONList([]byte(`{"runs":[`), out, func(run notebook.Run) any { return run })
 	b = append(b, ']')
 	if truncated {
 		b = append(b, `,"truncated":true`...)
@@ -925,4 +909,24 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"points": count, "cancel": false})
+}
+
+// appendJSONList appends to b the JSON of each item (as conv gives it),
+// comma-separated, while the answer stays within maxListBytes; truncated
+// says that it stopped there. An item that does not marshal is left out.
+func appendJSONList[T any](b []byte, items []T, conv func(T) any) (out []byte, truncated bool) {
+	for i, it := range items {
+		rb, err := json.Marshal(conv(it))
+		if err != nil {
+			continue
+		}
+		if len(b)+len(rb) > maxListBytes {
+			return b, true
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rb...)
+	}
+	return b, false
 }

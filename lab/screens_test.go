@@ -12,7 +12,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/tensorfile"
@@ -67,7 +66,7 @@ func TestScreenshots(t *testing.T) {
 		}
 		var code int
 		var body []byte
-		if fe, ok := e.(experiments.FileExperiment); ok {
+		if fe, ok := e.(sim.FileExperiment); ok {
 			// Its own small Q, K, V in the tensors folder (one query
 			// head per KV head, 4096 tokens).
 			code, body = l.do("POST", "/api/tensors/run", map[string]any{"files": screenshotTensors(t, tensors, fe), "params": params, "seed": 1})
@@ -131,7 +130,7 @@ func TestScreenshots(t *testing.T) {
 // screenshotTensors writes Q [1, 8, 128], K and V [4096, 8, 128] (.npy,
 // normal values, V with mean 0.5) for the file experiment's required roles
 // into dir and returns the role → name map.
-func screenshotTensors(t *testing.T, dir string, fe experiments.FileExperiment) map[string]string {
+func screenshotTensors(t *testing.T, dir string, fe sim.FileExperiment) map[string]string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fp8lab/fp8lab/experiments"
+	_ "github.com/fp8lab/fp8lab/experiments" // attention-file, in sim's registry
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/tensorfile"
 )
@@ -169,6 +169,22 @@ func safetensorsNamesCached(path string, te tensorEntry) ([]string, string) {
 	return c.names, c.err
 }
 
+// tensorsBody decodes the request's JSON body into req and returns the
+// tensors folder, or answers the error (400 for the body, 404 without a
+// folder) and false.
+func (s *Server) tensorsBody(w http.ResponseWriter, r *http.Request, req any) (string, bool) {
+	if status, err := decodeBody(r, req); err != nil {
+		writeError(w, status, err)
+		return "", false
+	}
+	dir, err := s.tensorsDir()
+	if err != nil {
+		writeError(w, http.StatusNotFound, err)
+		return "", false
+	}
+	return dir, true
+}
+
 func (s *Server) handleListTensors(w http.ResponseWriter, r *http.Request) {
 	dir, err := s.tensorsDir()
 	if err != nil {
@@ -201,13 +217,8 @@ type uploadRequest struct {
 // refuses is deleted and the reader's error answered.
 func (s *Server) handleUploadTensor(w http.ResponseWriter, r *http.Request) {
 	var req uploadRequest
-	if status, err := decodeBody(r, &req); err != nil {
-		writeError(w, status, err)
-		return
-	}
-	dir, err := s.tensorsDir()
-	if err != nil {
-		writeError(w, http.StatusNotFound, err)
+	dir, ok := s.tensorsBody(w, r, &req)
+	if !ok {
 		return
 	}
 	final, err := tensorPath(dir, req.Name)
@@ -372,13 +383,8 @@ type tensorRunRequest struct {
 // saying so).
 func (s *Server) handleRunTensors(w http.ResponseWriter, r *http.Request) {
 	var req tensorRunRequest
-	if status, err := decodeBody(r, &req); err != nil {
-		writeError(w, status, err)
-		return
-	}
-	dir, err := s.tensorsDir()
-	if err != nil {
-		writeError(w, http.StatusNotFound, err)
+	dir, ok := s.tensorsBody(w, r, &req)
+	if !ok {
 		return
 	}
 	roles := make([]string, 0, len(req.Files))
@@ -409,7 +415,12 @@ func (s *Server) handleRunTensors(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	exp, err := experiments.AttentionFile{Root: dir, MaxElements: maxTensorFile / 2}.WithFiles(req.Files)
+	exp, err := tensorsExperiment()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	exp, err = exp.(sim.FileExperiment).WithRoot(dir, maxTensorFile/2).WithFiles(req.Files)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -421,4 +432,21 @@ func (s *Server) handleRunTensors(w http.ResponseWriter, r *http.Request) {
 	}
 	run, err := s.submit(exp, values, seed, req.Title, note, "")
 	s.answerCreated(w, run, err)
+}
+
+// tensorsName is the experiment the tensors endpoint runs on the files of
+// the tensors folder.
+const tensorsName = "attention-file"
+
+// tensorsExperiment returns tensorsName from sim's registry, which must be
+// a sim.FileExperiment.
+func tensorsExperiment() (sim.Experiment, error) {
+	e, err := sim.Lookup(tensorsName)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := e.(sim.FileExperiment); !ok {
+		return nil, fmt.Errorf("lab: experiment %s reads no files", tensorsName)
+	}
+	return e, nil
 }

@@ -34,14 +34,14 @@ import (
 	"syscall/js"
 	"time"
 
-	"github.com/fp8lab/fp8lab/experiments"
+	_ "github.com/fp8lab/fp8lab/experiments" // the registry's experiments
 	"github.com/fp8lab/fp8lab/sim"
 )
 
 // browserCannot returns why an experiment cannot run in a browser, or "":
 // one that reads input files (attention-file) has nothing to read there.
 func browserCannot(e sim.Experiment) string {
-	if _, files := e.(experiments.FileExperiment); files {
+	if _, files := e.(sim.FileExperiment); files {
 		return "it reads input files, which a browser run cannot open: run it on the server (the tensors panel)"
 	}
 	return ""

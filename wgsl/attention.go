@@ -9,35 +9,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
 )
 
-// KVFormat is the element type of a KV cache in the native decode kernel.
-type KVFormat int
+// KVFormat is the project's one KV-cache format type, attention's (its rows
+// are attention.KVFormatTable). The native decode kernel reads two:
+//
+//   - KVFP16 stores K and V as IEEE binary16 (rounded to nearest even);
+//   - KVE4M3 stores e4m3fn codes with a per-tensor descale: value =
+//     code × scale (satfinite rounding to nearest even of x / scale).
+//
+// The zero value, attention.KVInvalid, reads as KVFP16 (the kernel's
+// default); DecodeConfig refuses every other format.
+type KVFormat = attention.KVFormat
 
+// The formats of the native decode kernel.
 const (
-	// KVFP16 stores K and V as IEEE binary16 (rounded to nearest even).
-	KVFP16 KVFormat = iota
-	// KVE4M3 stores e4m3fn codes with a per-tensor descale: value =
-	// code × scale (satfinite rounding to nearest even of x / scale).
-	KVE4M3
+	KVFP16 = attention.KVFP16
+	KVE4M3 = attention.KVE4M3
 )
-
-// String returns "fp16" or "e4m3".
-func (f KVFormat) String() string {
-	if f == KVE4M3 {
-		return "e4m3"
-	}
-	return "fp16"
-}
-
-// Bytes is the size of one element: 2 or 1.
-func (f KVFormat) Bytes() int {
-	if f == KVE4M3 {
-		return 1
-	}
-	return 2
-}
 
 // DecodeConfig is the shape of one decode attention step: Batch sequences of
 // Context cached tokens each, KVHeads KV heads, QHeads query heads (a
@@ -154,6 +145,7 @@ func (c DecodeConfig) plan(limit uint32, hardware bool) (decodePlan, error) {
 	if err := c.check(); err != nil {
 		return decodePlan{}, err
 	}
+	c = c.withKV()
 	ng4 := (c.group() + 3) / 4
 	red := 0 // MathF32QReg's partial scores
 	if c.mathName() == MathF32QReg {
@@ -175,8 +167,18 @@ func (c DecodeConfig) plan(limit uint32, hardware bool) (decodePlan, error) {
 		c.group(), ng4*(2048+16*256)+red, limit)
 }
 
+// withKV is c with the zero KV format read as KVFP16.
+func (c DecodeConfig) withKV() DecodeConfig {
+	if c.KV == attention.KVInvalid {
+		c.KV = KVFP16
+	}
+	return c
+}
+
 func (c DecodeConfig) check() error {
 	switch {
+	case c.KV != attention.KVInvalid && c.KV != KVFP16 && c.KV != KVE4M3:
+		return fmt.Errorf("wgsl: the decode kernel reads %s or %s KV caches, not %s", KVFP16, KVE4M3, c.KV)
 	case c.HeadDim != 128:
 		return fmt.Errorf("wgsl: decode attention supports head_dim 128, not %d", c.HeadDim)
 	case c.Batch < 1 || c.KVHeads < 1 || c.Context < 1:
@@ -212,19 +214,19 @@ func (c DecodeConfig) scales() (k, v float32) {
 
 // KVBytes is the number of bytes of K and V one decode step reads.
 func (c DecodeConfig) KVBytes() int64 {
-	return 2 * int64(c.Batch) * int64(c.KVHeads) * int64(c.Context) * int64(c.HeadDim) * int64(c.KV.Bytes())
+	return 2 * int64(c.Batch) * int64(c.KVHeads) * int64(c.Context) * int64(c.HeadDim) * int64(c.withKV().KV.CodeBytes())
 }
 
 // cacheBytes is the size of the K buffer (padded to 32 tokens) and of V.
 func (c DecodeConfig) cacheBytes() (k, v int64) {
-	row := int64(c.HeadDim) * int64(c.KV.Bytes())
+	row := int64(c.HeadDim) * int64(c.withKV().KV.CodeBytes())
 	bh := int64(c.Batch) * int64(c.KVHeads)
 	return bh * int64(c.paddedContext()) * row, bh * int64(c.Context) * row
 }
 
 func (p decodePlan) consts() []constDecl {
 	c, tn := p.DecodeConfig, p.tune
-	rw := c.HeadDim * c.KV.Bytes() / 16
+	rw := c.HeadDim * c.KV.CodeBytes() / 16
 	ng4 := (c.group() + 3) / 4
 	// ve: V values per invocation and row; ns: slots of the P·V sums (a
 	// power of two, at most the token phases, fitting the scores' memory).
@@ -410,7 +412,7 @@ func (c DecodeConfig) quantize(x, scale float32) (uint32, float64) {
 // float32, and the values the cache holds, in the same order.
 func (c DecodeConfig) packCache(k, v []float32) (kb, vb []byte, kval, vval []float64) {
 	D, L, Lp := c.HeadDim, c.Context, c.paddedContext()
-	eb := c.KV.Bytes()
+	eb := c.KV.CodeBytes()
 	ks, vs := c.scales()
 	kSize, vSize := c.cacheBytes()
 	kb, vb = make([]byte, kSize), make([]byte, vSize)

@@ -345,7 +345,7 @@ func resolveAlone(cfg attention.Config) (*attention.Plan, error) {
 		return cfg.ResolveSpec(1, n, attention.KVSpec{Format: blk.format(), Path: attention.PathBlockScaled})
 	}
 	if cfg.QKModel == "" && cfg.DType == fp8.FormatE2M1 {
-		for _, f := range simBlockFormats {
+		for _, f := range simBlockFormats() {
 			if f.Elem() == cfg.DType {
 				return cfg.ResolveSpec(1, n, attention.KVSpec{Format: f, Path: attention.PathBlockScaled})
 			}

@@ -31,16 +31,26 @@ type simBlock struct {
 	k, b  int        // the step's K and the elements per scale
 }
 
-// simBlockFormats are the cache formats of the native path: element
-// format, scale format and block of each.
-var simBlockFormats = []attention.KVFormat{attention.KVMXFP8, attention.KVNVFP4, attention.KVMXFP4}
+// simBlockFormats are the cache formats of the native path, the rows of
+// attention.KVFormatTable with block scales: element format, scale format
+// and block of each.
+func simBlockFormats() []attention.KVFormat {
+	var out []attention.KVFormat
+	for _, f := range attention.KVFormats() {
+		if f.Block() > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
 
 // simBlockModels names the default instruction of every block format.
 func simBlockModels() []string {
 	var names []string
-	for _, f := range simBlockFormats {
-		n, _ := attention.BlockScaledModel(f)
-		names = append(names, n)
+	for _, f := range simBlockFormats() {
+		if n, err := attention.BlockScaledModel(f); err == nil {
+			names = append(names, n)
+		}
 	}
 	return names
 }
@@ -65,20 +75,12 @@ func simBlockOf(name string) (*simBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range simBlockFormats {
-		if f.Elem() == em.a && blockScaleOf(f) == em.scale && f.Block() == info.Block {
+	for _, f := range simBlockFormats() {
+		if f.Elem() == em.a && f.BlockScale() == em.scale && f.Block() == info.Block {
 			return &simBlock{name: name, em: em, elem: em.a, scale: em.scale, k: info.K, b: info.Block}, nil
 		}
 	}
 	return nil, fmt.Errorf("wgsl: %s reads %s with %s scales per %d: no block-scaled KV format (mxfp8, nvfp4, mxfp4) is stored so", name, info.A, info.Scale, info.Block)
-}
-
-// blockScaleOf is the scale format of a block format.
-func blockScaleOf(f attention.KVFormat) fp8.Format {
-	if f == attention.KVNVFP4 {
-		return fp8.FormatUE4M3
-	}
-	return fp8.FormatUE8M0
 }
 
 // checkCache calls bad unless kv is a block-scaled cache that the
@@ -88,15 +90,15 @@ func (s *simBlock) checkCache(kv *attention.KV, model string, bad func(format st
 	switch {
 	case f == attention.KVInvalid:
 		bad("model %s reads block-scaled codes, the cache holds %s codes without block scales", model, kv.Format())
-	case f.Elem() != s.elem || blockScaleOf(f) != s.scale || f.Block() != s.b:
-		bad("model %s reads %s with %s scales per %d, the cache is %s (%s with %s scales per %d)", model, s.elem, s.scale, s.b, f, f.Elem(), blockScaleOf(f), f.Block())
+	case f.Elem() != s.elem || f.BlockScale() != s.scale || f.Block() != s.b:
+		bad("model %s reads %s with %s scales per %d, the cache is %s (%s with %s scales per %d)", model, s.elem, s.scale, s.b, f, f.Elem(), f.BlockScale(), f.Block())
 	}
 }
 
 // format is the cache format the instruction reads.
 func (s *simBlock) format() attention.KVFormat {
-	for _, f := range simBlockFormats {
-		if f.Elem() == s.elem && blockScaleOf(f) == s.scale && f.Block() == s.b {
+	for _, f := range simBlockFormats() {
+		if f.Elem() == s.elem && f.BlockScale() == s.scale && f.Block() == s.b {
 			return f
 		}
 	}

@@ -32,13 +32,18 @@
 //     random bit patterns), NaN patterns included;
 //   - [Runner.Chain] and [Runner.Step]: the T-FDPA step of
 //     tensorcore-numerics.md §2 and chains of it with promotion, equal to
-//     accum.Chain bit for bit for every model [Emulations] lists: the
-//     models one of [StepShapes]' rows accepts by their parameters (kind,
-//     input format, K, the step's L, F, rounding, e_zero), never by name
-//     (sm90.wgmma e4m3/e5m2, sm89 and sm90/sm100 mma.sync e4m3/e5m2,
-//     sm100.tcgen05.f8f6f4; bf16/f16 models through the 16-bit step), on
-//     the H200 captures and on random batches (package wgslcheck:
-//     CheckCaptures, CheckRandom); the one exception is
+//     accum.Chain bit for bit for every model [Emulations] lists
+//     (sm100.mma.sync.bf16.f32, sm100.mma.sync.e4m3.f32,
+//     sm100.mma.sync.e5m2.f32, sm100.mma.sync.f16.f32,
+//     sm100.tcgen05.f16.f32, sm100.tcgen05.f8f6f4.f32,
+//     sm80.mma.sync.bf16.f32, sm80.mma.sync.f16.f32, sm89.mma.sync.e4m3.f32,
+//     sm89.mma.sync.e5m2.f32, sm90.mma.sync.e4m3.f32,
+//     sm90.mma.sync.e5m2.f32, sm90.wgmma.bf16.f32, sm90.wgmma.e4m3.f32,
+//     sm90.wgmma.e5m2.f32, sm90.wgmma.f16.f32; TestDocClaims checks the
+//     list): the models one of [StepShapes]' rows accepts by their
+//     parameters (kind, input format, K, the step's L, F, rounding,
+//     e_zero), never by name, on the H200 captures and on random batches
+//     (package wgslcheck: CheckCaptures, CheckRandom); the one exception is
 //     the payload of a NaN result, always the canonical 0x7fffffff (Go's own
 //     float32 add may propagate another NaN where accum adds in Go);
 //   - [Runner.AddF32]: the integer FP32 adder (round to nearest even,

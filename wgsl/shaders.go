@@ -30,10 +30,11 @@ import (
 //go:embed shaders/*.wgsl
 var shaderFS embed.FS
 
-// Shader returns the text of an embedded WGSL file by base name ("common",
-// "convert", "tfdpa", "native", "attention", ...: the list above), or an
-// error. No file is a complete program on its own: each kernel's module is
-// assembled with generated constants, its includes and common.wgsl.
+// Shader returns the text of an embedded WGSL file by base name (one of
+// [Shaders], e.g. "common", "convert", "tfdpa" or "attnsim": the list
+// above), or an error. No file is a complete program on its own: each
+// kernel's module is assembled with generated constants, its includes and
+// common.wgsl.
 func Shader(name string) (string, error) {
 	b, err := shaderFS.ReadFile("shaders/" + name + ".wgsl")
 	if err != nil {

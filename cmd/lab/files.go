@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -18,7 +17,7 @@ import (
 // roles' order (-o is left out: it names where outputs went, not what
 // they were computed from).
 func fileFlags(fs *flag.FlagSet, exp sim.Experiment) (apply func() (sim.Experiment, string, error)) {
-	fe, ok := exp.(experiments.FileExperiment)
+	fe, ok := exp.(sim.FileExperiment)
 	if !ok {
 		return func() (sim.Experiment, string, error) { return exp, "", nil }
 	}
@@ -51,7 +50,7 @@ func fileFlags(fs *flag.FlagSet, exp sim.Experiment) (apply func() (sim.Experime
 			return nil, "", err
 		}
 		if *out != "" {
-			e = e.(experiments.FileExperiment).WithOutDir(*out)
+			e = e.(sim.FileExperiment).WithOutDir(*out)
 		}
 		return e, strings.Join(flags, " "), nil
 	}
@@ -70,7 +69,7 @@ func shellQuote(s string) string {
 // fileFlagsHelp returns the help lines of the file flags of exp ("" when it
 // reads no files).
 func fileFlagsHelp(exp sim.Experiment) string {
-	fe, ok := exp.(experiments.FileExperiment)
+	fe, ok := exp.(sim.FileExperiment)
 	if !ok {
 		return ""
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -54,7 +53,7 @@ func TestReadmeExamples(t *testing.T) {
 			continue
 		}
 		all = append(all, e.Name())
-		if _, files := e.(experiments.FileExperiment); !files {
+		if _, files := e.(sim.FileExperiment); !files {
 			browser = append(browser, e.Name())
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fp8lab/fp8lab/experiments"
 	labserver "github.com/fp8lab/fp8lab/lab"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
@@ -122,7 +121,7 @@ func TestReproduceLinesRun(t *testing.T) {
 				}
 			}
 			var run notebook.Run
-			if fe, ok := e.(experiments.FileExperiment); ok {
+			if fe, ok := e.(sim.FileExperiment); ok {
 				run = post("/api/tensors/run", map[string]any{"files": writeTensors(t, tensors, fe), "params": args, "seed": 3})
 			} else {
 				run = post("/api/runs", map[string]any{"experiment": name, "params": args, "seed": 3})
@@ -136,7 +135,7 @@ func TestReproduceLinesRun(t *testing.T) {
 			if run.State != notebook.Done {
 				t.Fatalf("server run %s: %s %s", run.ID, run.State, run.Error)
 			}
-			if _, ok := e.(experiments.FileExperiment); ok && !strings.Contains(" "+run.Reproduce+" ", " -q ") {
+			if _, ok := e.(sim.FileExperiment); ok && !strings.Contains(" "+run.Reproduce+" ", " -q ") {
 				t.Skipf("the reproduce line %q does not name its files yet (ReproduceFlags, the attnfile branch)", run.Reproduce)
 			}
 			words, err := shellWords(run.Reproduce)
@@ -170,7 +169,7 @@ func TestReproduceLinesRun(t *testing.T) {
 
 // writeTensors writes small q, k, v (.npy) into the tensors folder for the
 // file experiment's required roles and returns the role → name map.
-func writeTensors(t *testing.T, dir string, fe experiments.FileExperiment) map[string]string {
+func writeTensors(t *testing.T, dir string, fe sim.FileExperiment) map[string]string {
 	t.Helper()
 	os.MkdirAll(dir, 0o755)
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -129,7 +129,7 @@ func Inputs(c Case, seed uint64) (q, qScale []float32, kv *attention.KV, err err
 		// A block-scaled cache of the instruction's format (NVFP4 with the
 		// amax tensor scale); per-head scales give Q's descales only.
 		spec := attention.KVSpec{Format: f, Path: attention.PathBlockScaled}
-		if spec.Format == attention.KVNVFP4 {
+		if spec.Format.TensorScale() {
 			spec.Scale = attention.ScaleAmax
 		}
 		kv, err = attention.QuantizeKV(k, v, attention.KVShape{Tokens: c.Tokens, Heads: kvh, KDim: d, VDim: d}, spec)

@@ -23,7 +23,9 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-// Sweeps (see package sweep for the grid and the statistics):
+// Sweeps: this file (sweeps.go) is the lab's side of them, the HTTP API and
+// the sweeper that runs them; package lab/sweep holds the grid and the
+// statistics.
 //
 //	POST /api/sweeps                   start one: {"experiment", "params", "axes": [{"name", "values"}],
 //	                                   "seeds": [1, 2] or "1..20", "executor": "auto"|"pool"|"slurm", "title", "tags"}
@@ -430,12 +432,7 @@ func (s *Server) handleStartSweep(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.mu.Lock()
-	closing := s.closing
-	s.mu.Unlock()
-	if closing {
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, errClosing)
+	if s.refuseClosing(w) {
 		return
 	}
 	rec := notebook.Sweep{
@@ -591,26 +588,12 @@ func (s *Server) handleListSweeps(w http.ResponseWriter, r *http.Request) {
 		s.writeSweepError(w, "", err)
 		return
 	}
-	b := []byte(`{"sweeps":[`)
-	truncated := false
-	for i, rec := range list {
-		var v any = rec
+	b, truncated := appendJSONList([]byte(`{"sweeps":[`), list, func(rec notebook.Sweep) any {
 		if brief {
-			v = briefSweep(rec)
+			return briefSweep(rec)
 		}
-		rb, err := json.Marshal(v)
-		if err != nil {
-			continue
-		}
-		if len(b)+len(rb) > maxListBytes {
-			truncated = true
-			break
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, rb...)
-	}
+		return rec
+	})
 	b = append(b, `],"more":`...)
 	b = strconv.AppendBool(b, more || truncated)
 	if truncated {
@@ -650,12 +633,33 @@ func briefSweep(rec notebook.Sweep) any {
 	}{rec.ID, rec.Experiment, axes, len(rec.Seeds), rec.Runs, rec.Executor, rec.State, rec.Error, rec.Title, rec.Tags, rec.Created, rec.Updated, rec.Ended}
 }
 
-func (s *Server) handleGetSweep(w http.ResponseWriter, r *http.Request) {
+// refuseClosing answers 503 with Retry-After and returns true while the
+// lab shuts down (no sweep starts or resumes then).
+func (s *Server) refuseClosing(w http.ResponseWriter) bool {
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, errClosing)
+	}
+	return closing
+}
+
+// sweepID returns the sweep id of the request's path, or answers 404 and
+// false when the lab keeps no sweeps (no data folder).
+func (s *Server) sweepID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if s.sw.store == nil {
 		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
-		return
+		return "", false
 	}
+	return id, true
+}
+
+// writeSweepStatus answers with the sweep's status (sweepStatus), or its
+// error.
+func (s *Server) writeSweepStatus(w http.ResponseWriter, id string) {
 	st, err := s.sweepStatus(id)
 	if err != nil {
 		s.writeSweepError(w, id, err)
@@ -664,10 +668,17 @@ func (s *Server) handleGetSweep(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
+func (s *Server) handleGetSweep(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.sweepID(w, r)
+	if !ok {
+		return
+	}
+	s.writeSweepStatus(w, id)
+}
+
 func (s *Server) handleCancelSweep(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if s.sw.store == nil {
-		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+	id, ok := s.sweepID(w, r)
+	if !ok {
 		return
 	}
 	rec, err := s.sw.store.GetSweep(id)
@@ -680,26 +691,15 @@ func (s *Server) handleCancelSweep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sw.cancel(rec)
-	st, err := s.sweepStatus(id)
-	if err != nil {
-		s.writeSweepError(w, id, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+	s.writeSweepStatus(w, id)
 }
 
 func (s *Server) handleResumeSweep(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if s.sw.store == nil {
-		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+	id, ok := s.sweepID(w, r)
+	if !ok {
 		return
 	}
-	s.mu.Lock()
-	closing := s.closing
-	s.mu.Unlock()
-	if closing {
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, errClosing)
+	if s.refuseClosing(w) {
 		return
 	}
 	var rec notebook.Sweep
@@ -725,12 +725,7 @@ func (s *Server) handleResumeSweep(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("sweep resumed", "sweep", id)
 	s.sw.launch(rec)
-	st, err := s.sweepStatus(id)
-	if err != nil {
-		s.writeSweepError(w, id, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+	s.writeSweepStatus(w, id)
 }
 
 // cancel stops the sweep's runner, its Slurm jobs and its live runs, and
@@ -812,9 +807,8 @@ func runFilter(r *http.Request) (*runquery.Query, error) {
 // ---- aggregation
 
 func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if s.sw.store == nil {
-		writeError(w, http.StatusNotFound, errorf("no sweep %q", id))
+	id, ok := s.sweepID(w, r)
+	if !ok {
 		return
 	}
 	format := r.URL.Query().Get("format")

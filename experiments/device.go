@@ -1,0 +1,67 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fp8lab/fp8lab/sim"
+	"github.com/fp8lab/fp8lab/wgsl"
+)
+
+// The CPU/GPU choice of every experiment, in one place. An experiment with
+// a device parameter (deviceParam: needle, promotion, kv-formats,
+// sensitivity, scales, attention-file) asks wantsGPU and opens the GPU
+// with openDevice; one that only runs on a GPU (gpu-accum, decode-bw)
+// opens it with openGPU, or uses the Runner its caller gave.
+
+// The values of the device parameter.
+const (
+	deviceCPU = "cpu"
+	deviceGPU = "gpu"
+)
+
+// deviceParam is the device parameter of the needle experiments and
+// scales; deviceParamDoc with its own doc for another experiment.
+func deviceParam() sim.Param {
+	return deviceParamDoc("where the kernels run: cpu (package attention) or gpu (the same arithmetic in WGSL through WebGPU, " +
+		"bit for bit, all trials of a haystack at once) for every series the WGSL simulator runs (e4m3, e5m2, bf16, f16 MMAs and the native block-scaled path, head_dim 64/128/256); " +
+		"the other series, baselines with sinks and references stay on the CPU, and the run's notes say which series ran where")
+}
+
+// deviceParamDoc is the device parameter (cpu, the default, or gpu) with
+// doc.
+func deviceParamDoc(doc string) sim.Param {
+	return sim.Param{Name: "device", Kind: sim.KindChoice, Default: deviceCPU, Choices: []string{deviceCPU, deviceGPU}, Doc: doc}
+}
+
+// wantsGPU reports whether the run's values (of an experiment with a
+// device parameter) ask for the GPU.
+func wantsGPU(v sim.Values) bool { return v.String("device") == deviceGPU }
+
+// openDevice opens the GPU for a run whose device parameter is gpu (nil,
+// nil for cpu); the caller closes it. The error of a failed open starts
+// "device gpu: ".
+func openDevice(ctx context.Context, v sim.Values) (*wgsl.Runner, error) {
+	if !wantsGPU(v) {
+		return nil, nil
+	}
+	g, err := wgsl.Open(ctx, wgsl.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("device gpu: %w", err)
+	}
+	return g, nil
+}
+
+// openGPU returns the GPU of experiment name, which runs only on one: r
+// when the caller gave one (and a done that leaves it open), else a runner
+// wgsl.Open opens (done closes it); the error says how to get an adapter.
+func openGPU(ctx context.Context, r *wgsl.Runner, name string) (*wgsl.Runner, func(), error) {
+	if r != nil {
+		return r, func() {}, nil
+	}
+	r, err := wgsl.Open(ctx, wgsl.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s needs a WebGPU adapter (a GPU driver, or lavapipe: apt-get install mesa-vulkan-drivers): %w", name, err)
+	}
+	return r, func() { r.Close() }, nil
+}
