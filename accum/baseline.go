@@ -39,10 +39,11 @@ type baseline struct {
 	val  *[1 << 16]float32 // code -> value, shared by the baselines of one format
 }
 
-// NewBaseline returns the baseline named kind ("fp32", "fp32.fma", "fp64",
+// newBaseline returns the baseline of kind (named "fp32", "fp32.fma", "fp64",
 // "kahan", "pairwise", "exact") over inputs of format in. The registered
-// baselines read e4m3; use this for other input formats.
-func NewBaseline(kind baselineKind, in fp8.Format) Model {
+// baselines read e4m3; BaselineByName is the exported way to other input
+// formats.
+func newBaseline(kind baselineKind, in fp8.Format) Model {
 	b := &baseline{kind: kind, info: Info{Name: baselineNames[kind], Kind: KindIEEE, In: in,
 		Doc: baselineDocs[kind], Source: "IEEE 754 binary32/binary64 arithmetic"}}
 	b.val = float32Values(in)
@@ -75,7 +76,7 @@ func float32Values(in fp8.Format) *[1 << 16]float32 {
 func BaselineByName(name string, in fp8.Format) (Model, error) {
 	for k, n := range baselineNames {
 		if n == name {
-			return NewBaseline(baselineKind(k), in), nil
+			return newBaseline(baselineKind(k), in), nil
 		}
 	}
 	return nil, fmt.Errorf("unknown baseline %q", name)

@@ -26,7 +26,7 @@ func pairwiseHalving(val *[1 << 16]float32, a, b []uint16) float32 {
 // few long ones, on inputs whose sums round at every level (wide
 // magnitudes, both signs).
 func TestPairwiseTree(t *testing.T) {
-	m := NewBaseline(basePairwise, fp8.FormatE4M3).(*baseline)
+	m := newBaseline(basePairwise, fp8.FormatE4M3).(*baseline)
 	r := rand.New(rand.NewPCG(11, 17))
 	lengths := []int{1000, 4097, 65536}
 	for n := range 301 {

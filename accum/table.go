@@ -182,7 +182,7 @@ type catalog struct {
 func newCatalog(rows []Row) (*catalog, error) {
 	c := &catalog{rows: rows, models: map[string]Model{}, instrs: map[string]Instruction{}}
 	for _, k := range []baselineKind{baseFP32, baseFMA, baseFP64, baseKahan, basePairwise, baseExact} {
-		m := NewBaseline(k, fp8.FormatE4M3)
+		m := newBaseline(k, fp8.FormatE4M3)
 		c.models[m.Name()] = m
 	}
 	for _, r := range rows {
