@@ -193,15 +193,20 @@ fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
     var mag: u32;
     var neg: bool;
     if (WIDE) {
-        var pos = select(qc, 0u, (c >> 31u) != 0u);
-        var ngt = select(0u, qc, (c >> 31u) != 0u);
+        // tot is the sum of every term's magnitude modulo 2^32, ngt the
+        // exact sum of the negative ones (below 2^32): the positive part is
+        // tot - ngt modulo 2^32, exact since it is below 2^32 too. One
+        // masked add a term instead of two selects.
+        let cneg = u32(i32(c) >> 31u);
+        var tot = qc;
+        var ngt = qc & cneg;
         for (var i = 0u; i < NX; i = i + 1u) {
             let x = xs[i];
             let q = (((x >> 8u) & 0xffu) << PSH) >> min(u32(emax - i32(x & 0xffu)), 31u);
-            let isneg = (x >> 31u) != 0u;
-            pos = pos + select(q, 0u, isneg);
-            ngt = ngt + select(0u, q, isneg);
+            tot = tot + q;
+            ngt = ngt + (q & u32(i32(x) >> 31u));
         }
+        let pos = tot - ngt;
         neg = ngt > pos;
         mag = select(pos - ngt, ngt - pos, neg);
     } else {
