@@ -272,6 +272,7 @@ func itlMeasuredRun(run *sim.Run, name, prefix string, models []string) (summary
 	if n := r.model.slidingNote(); n != "" {
 		run.Note(name + ": " + n)
 	}
+	run.Note(name + ": " + decodeImplNote(f, r.model.spec.attn, fp8Kind))
 	if costsNotMeasured(f) {
 		run.Note(name + ": THE COST FILE IS NOT A MEASUREMENT (" + f.Provenance.GPU + "): these numbers test the model, they predict nothing")
 	}
@@ -421,4 +422,22 @@ var itlMeasuredSummaryFields = []sim.SummaryField{
 	{Match: "table.*slope*", Axis: sim.Axis{Quantity: "ITL slope against context, table row", Unit: "ms/token", Log: true}},
 	{Match: "table.*break_even*", Axis: sim.Axis{Quantity: "break-even context of FP8 KV, table row", Unit: "tokens"}},
 	{Match: "table.*itl0*", Axis: sim.Axis{Quantity: "ITL at zero context (intercept), table row", Unit: "ms"}},
+}
+
+// decodeImplNote says which measured decode kernel each attention shape of
+// a model reads for the FP8 cache (costdata.File.DecodeImpl: the faster of
+// the split-KV kernels measured at that shape), so that a reader sees when
+// the FP8-wgmma and when the dequantizing kernel stands for production.
+func decodeImplNote(f *costdata.File, groups []costAttnGroup, kv string) string {
+	var parts []string
+	seen := map[costdata.Shape]bool{}
+	for _, g := range groups {
+		if seen[g.shape] {
+			continue
+		}
+		seen[g.shape] = true
+		parts = append(parts, fmt.Sprintf("%s: %s", g.shape, f.DecodeImpl(g.shape, kv)))
+	}
+	return "FP8 decode kernel read per shape (the faster measured split-KV kernel at batch 1): " + strings.Join(parts, "; ") +
+		"; BF16 reads " + costdata.ImplSplitKV
 }
