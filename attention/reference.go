@@ -125,6 +125,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 	s := make([]float64, g*n)  // the group's scores, then weights: [head in group][key]
 	m := make([]float64, g)    // each head's largest score
 	l := make([]float64, g)    // each head's sum of weights
+	live := make([]bool, g)    // each head has a key to weigh
 	kr := make([]float64, 4*d) // four keys, decoded
 	kt := make([]float64, len(val))
 	vt := make([]float64, len(val))
@@ -188,12 +189,13 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 				}
 				j++
 			}
-			live := false
+			someLive := false
 			for e := 0; e < g; e++ {
-				if hi <= lo || math.IsInf(m[e], -1) {
+				live[e] = hi > lo && !math.IsInf(m[e], -1) // a head with a key to weigh
+				if !live[e] {
 					continue
 				}
-				live = true
+				someLive = true
 				l[e] = 0
 				if len(p.Sinks) > 0 {
 					l[e] = pmath.Exp(p.Sinks[h*g+e] - m[e])
@@ -207,7 +209,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 					l[e] += se[j]
 				}
 			}
-			if !live {
+			if !someLive {
 				continue
 			}
 			x := 0
@@ -215,7 +217,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 				r0, r1 := kv.vt[(h*dv+x)*kv.stride:][:hi], kv.vt[(h*dv+x+1)*kv.stride:][:hi]
 				r2, r3 := kv.vt[(h*dv+x+2)*kv.stride:][:hi], kv.vt[(h*dv+x+3)*kv.stride:][:hi]
 				for e := 0; e < g; e++ {
-					if hi <= lo || math.IsInf(m[e], -1) {
+					if !live[e] {
 						continue
 					}
 					se := s[e*n:][:hi]
@@ -235,7 +237,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 			for ; x < dv; x++ {
 				row := kv.vt[(h*dv+x)*kv.stride:][:hi]
 				for e := 0; e < g; e++ {
-					if hi <= lo || math.IsInf(m[e], -1) {
+					if !live[e] {
 						continue
 					}
 					se := s[e*n:][:hi]
