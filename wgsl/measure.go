@@ -192,11 +192,8 @@ func measure(ctx context.Context, w Warmup, reps int, one func() (Timing, error)
 		allGPU = allGPU && t.GPU > 0
 	}
 	if w.Clock != nil {
-		if sm, maxSM, ok := w.Clock(); ok {
+		if sm, _, ok := w.Clock(); ok {
 			m.ClockEndMHz = sm
-			if m.ClockMaxMHz == 0 {
-				m.ClockMHz, m.ClockMaxMHz = sm, maxSM
-			}
 		}
 	}
 	m.Times, m.Source = walls, "wall"

@@ -541,10 +541,7 @@ func (pc *preparedChain) reset() error {
 		return err
 	}
 	pc.r.be.free(pc.state)
-	pc.bufs[3], pc.state = b, b
-	for i := range pc.calls {
-		pc.calls[i].bufs = pc.bufs
-	}
+	pc.bufs[3], pc.state = b, b // every call's bufs is pc.bufs itself
 	return nil
 }
 
