@@ -344,8 +344,9 @@ func itlEmitMeasuredAttention(run *sim.Run, f *costdata.File, r *itlMeasuredFit,
 		perCtx := map[int]float64{}
 		count := map[int]int{}
 		for _, g := range r.model.spec.attn {
+			impl := f.DecodeImpl(g.shape, fm.kvOf(g))
 			for _, row := range f.Rows {
-				if row.Op == "decode" && row.Impl == f.DecodeImpl(g.shape, fm.kvOf(g)) && row.KV == fm.kvOf(g) && row.Batch == batch &&
+				if row.Op == "decode" && row.Impl == impl && row.KV == fm.kvOf(g) && row.Batch == batch &&
 					(costdata.Shape{QHeads: row.QHeads, KVHeads: row.KVHeads, HeadDim: row.HeadDim}) == g.shape {
 					L := row.Context
 					if g.window > 0 {
