@@ -579,35 +579,29 @@ def main():
         for nbytes in ([1 << 30] if args.quick else [64 << 20, 256 << 20, 1 << 30, 4 << 30]):
             emit({"op": "stream", "impl": "copy", "bytes": 2 * nbytes}, lambda nbytes=nbytes: time_graph(make_stream(nbytes)))
 
+        def timed(make):
+            """time_graph of the op make() builds, with make's extra fields."""
+            fn, extra = make()
+            r = time_graph(fn)
+            r.update(extra)
+            return r
+
         def decode_rows(B):
             for HQ, HKV, D, model in shapes:
                 for L in contexts:
                     if B * L > 32 * 32768 and B > 8:
                         continue
+                    # (impl, kv, builder) in the order the file has always listed them.
+                    variants = []
                     for kv in ("bf16", "fp8-tensor", "fp8-head"):
-                        def run(B=B, L=L, HQ=HQ, HKV=HKV, D=D, kv=kv):
-                            fn, extra = make_decode(B, L, HQ, HKV, D, kv)
-                            r = time_graph(fn)
-                            r.update(extra)
-                            return r
-                        emit({"op": "decode", "impl": "triton-splitkv", "kv": kv, "batch": B, "context": L, "q_heads": HQ,
-                              "kv_heads": HKV, "head_dim": D, "model": model}, run)
+                        variants.append(("triton-splitkv", kv, lambda kv=kv: make_decode(B, L, HQ, HKV, D, kv)))
                         if kv != "bf16":
-                            def run_dq(B=B, L=L, HQ=HQ, HKV=HKV, D=D, kv=kv):
-                                fn, extra = make_decode(B, L, HQ, HKV, D, kv, dequant=True)
-                                r = time_graph(fn)
-                                r.update(extra)
-                                return r
-                            emit({"op": "decode", "impl": "triton-splitkv-dequant", "kv": kv, "batch": B, "context": L,
-                                  "q_heads": HQ, "kv_heads": HKV, "head_dim": D, "model": model}, run_dq)
-
-                    def run_sdpa(B=B, L=L, HQ=HQ, HKV=HKV, D=D):
-                        fn, extra = make_sdpa_decode(B, L, HQ, HKV, D)
-                        r = time_graph(fn)
-                        r.update(extra)
-                        return r
-                    emit({"op": "decode", "impl": "sdpa", "kv": "bf16", "batch": B, "context": L, "q_heads": HQ,
-                          "kv_heads": HKV, "head_dim": D, "model": model}, run_sdpa)
+                            variants.append(("triton-splitkv-dequant", kv,
+                                             lambda kv=kv: make_decode(B, L, HQ, HKV, D, kv, dequant=True)))
+                    variants.append(("sdpa", "bf16", lambda: make_sdpa_decode(B, L, HQ, HKV, D)))
+                    for impl, kv, make in variants:
+                        emit({"op": "decode", "impl": impl, "kv": kv, "batch": B, "context": L, "q_heads": HQ,
+                              "kv_heads": HKV, "head_dim": D, "model": model}, lambda make=make: timed(make))
 
         decode_rows(1)
         wshapes = [(HKV, D) for _, HKV, D, _ in shapes]
