@@ -38,6 +38,7 @@ type Emulation struct {
 
 	ezero int
 	eb    int
+	pack  bool // the 8-bit step's PACK form (tfdpa_step.wgsl): F = 13
 	table [256]uint32
 }
 
@@ -206,6 +207,9 @@ func newEmulation(info accum.Info, s *StepShape) (*Emulation, error) {
 		return nil, fmt.Errorf("wgsl: model %s: a step's sum (< %d) does not fit 32 bits", name, sumMax)
 	}
 	e.Wide = sumMax >= 1<<31
+	// pack: each term, shifted left by 8 to hold its exponent sum in the
+	// low byte (and one's-complemented when negative), fits an i32.
+	e.pack = !e.Wide && (uint64(maxSig*maxSig)<<uint(psh)+1)<<8 < 1<<31
 	for c := 0; c < 256; c++ {
 		d := e.In.Decompose(uint32(c))
 		var t uint32
@@ -259,7 +263,7 @@ func (e *Emulation) consts() []constDecl {
 		cU32("WG", chainWG), cU32("L", e.L), cU32("WPS", wps), cU32("LPW", lpw), cU32("NX", wps*lpw),
 		cU32("F", e.F), cU32("FB", e.FB), cU32("PSH", e.F-2*mbits),
 		cU32("CL", max(e.F-23, 0)), cU32("CR", max(23-e.F, 0)),
-		cI32("EB2", 2*e.eb), cI32("EZERO", e.ezero), cBool("WIDE", e.Wide), cBool("MMA_SYNC", e.MMASync),
+		cI32("EB2", 2*e.eb), cI32("EZERO", e.ezero), cBool("WIDE", e.Wide), cBool("PACK", e.pack), cBool("MMA_SYNC", e.MMASync),
 		cU32("CB", e.Bits), cU32("CPW", 32/e.Bits),
 		cU32("IN_MBITS", mbits), cU32("IN_EMASK", 1<<spec.ExpBits-1), cI32("IN_BIAS", spec.Bias),
 	}

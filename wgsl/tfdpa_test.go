@@ -340,3 +340,48 @@ func TestChainThroughput(t *testing.T) {
 		t.Errorf("%.3g products/s on an H200, want >= 3e11", b.Rate)
 	}
 }
+
+// TestChainLargestSums runs every 8-bit model on the steps whose sums are
+// largest: every product the largest finite one, of one sign or of mixed
+// signs, with c zero, the largest finite c and a c that cancels. With F =
+// 25 such a step's sum is above 2^31 (tcgen05: 32 terms below 2^27, which
+// the kernel sums each sign apart in u32), and with F = 13 every term and
+// the count of negative terms of the one's-complement sum are exercised.
+func TestChainLargestSums(t *testing.T) {
+	r := testGPU(t)
+	for _, model := range emulated(t, 8) {
+		m := accum.MustLookup(model)
+		maxCode := uint8(0x7e) // e4m3: 448
+		if m.Info().In == fp8.FormatE5M2 {
+			maxCode = 0x7b // e5m2: 57344
+		}
+		const K = 64
+		var in ChainInput
+		in.K = K
+		add := func(sign func(k int) uint8, c float32) {
+			for k := range K {
+				in.A = append(in.A, maxCode|sign(k))
+				in.B = append(in.B, maxCode)
+			}
+			in.C = append(in.C, c)
+		}
+		signs := []func(k int) uint8{
+			func(int) uint8 { return 0 },
+			func(int) uint8 { return 0x80 },
+			func(k int) uint8 { return uint8(k%2) << 7 },
+			func(k int) uint8 { return uint8(k/31%2) << 7 },
+		}
+		for _, sign := range signs {
+			for _, c := range []float32{0, math.MaxFloat32, -math.MaxFloat32, -32 * 448 * 448, 1} {
+				add(sign, c)
+			}
+		}
+		for _, promote := range []int{0, 32} {
+			got, err := r.Chain(context.Background(), model, in, promote)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareChain(t, fmt.Sprintf("%s promote=%d", model, promote), m, in, promote, got)
+		}
+	}
+}

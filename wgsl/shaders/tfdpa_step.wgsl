@@ -21,6 +21,8 @@
 //   EZERO: i32     exponent of a zero term (never the largest: see step)
 //   WIDE: bool     the sum needs 32 unsigned bits (separate sums of the
 //                  positive and negative terms)
+//   PACK: bool     each term and its exponent sum fit one i32 (F = 13):
+//                  the one's-complement sum below; otherwise as WIDE says
 //   MMA_SYNC: bool the mma.sync emulation (two FP16 half steps + FADD)
 //   CB, CPW: u32   code bits (8, or 16 for tfdpa_step16) and codes a word
 //   IN_MBITS, IN_EMASK: u32, IN_BIAS: i32  fraction bits, exponent field
@@ -148,6 +150,7 @@ fn step_special(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
 // (the smallest product is 2^-18, a nonzero FP32 c has exponent >= -126).
 fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
     var xs: array<u32, NX>;
+    var nneg = 0u; // minus the number of negative terms (F = 13), modulo 2^32
     var pmax = 0u;
     var flags = 0u;
     let w0 = k0 >> 2u;
@@ -166,7 +169,13 @@ fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
             let tb = T[(wb >> sh) & 0xffu];
             let s = (ta + tb) & 0xffu;
             let p = ((ta >> 8u) & 0xffu) * ((tb >> 8u) & 0xffu);
-            xs[i * LPW + j] = ((ta ^ tb) & SIGN_BIT) | (p << 8u) | s;
+            if (!PACK) {
+                xs[i * LPW + j] = ((ta ^ tb) & SIGN_BIT) | (p << 8u) | s;
+            } else {
+                let sg = u32(i32(ta ^ tb) >> 31u);
+                xs[i * LPW + j] = (((p << PSH) ^ sg) << 8u) | s;
+                nneg = nneg + sg;
+            }
             pmax = max(pmax, s);
             flags = flags | ta | tb;
         }
@@ -209,6 +218,27 @@ fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
         let pos = tot - ngt;
         neg = ngt > pos;
         mag = select(pos - ngt, ngt - pos, neg);
+    } else if (PACK) {
+        // Each term is held as x = t << 8 | s: t the product shifted by
+        // PSH, one's-complemented (~m) when negative, s its exponent sum.
+        // x >> (8 + d) is t >> d whatever s (s < 2^8), and ~m >> d is
+        // ~(m >> d) = -(m >> d) - 1: the truncated magnitude, negated, less
+        // one, so the sum is short by the number of negative terms, which
+        // nneg (its negative) adds back. A zero product has t = 0 or ~0,
+        // unchanged by any shift of 8 or more: one is, since a zero
+        // product's s is below 64 and emax is at least 64 when any product
+        // is nonzero; when none is, the sum is c's term alone.
+        var sum = select(i32(qc), -i32(qc), (c >> 31u) != 0u);
+        if (pmax >= 64u) {
+            sum = sum - i32(nneg);
+            let em8 = emax + 8;
+            for (var i = 0u; i < NX; i = i + 1u) {
+                let x = i32(xs[i]);
+                sum = sum + (x >> min(u32(em8 - (x & 0xff)), 31u));
+            }
+        }
+        neg = sum < 0;
+        mag = u32(abs(sum));
     } else {
         var sum = select(i32(qc), -i32(qc), (c >> 31u) != 0u);
         for (var i = 0u; i < NX; i = i + 1u) {
