@@ -657,7 +657,7 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 // score runs the kernels of runs (one cache) on kv, which holds the
 // trial's needle and sinks, and appends their hits and errors to res.
 func (t attnNeedle) score(ctx context.Context, kv *attention.KV, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, res *attnNeedleTrialResult) error {
-	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, exact)
+	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, nil, exact)
 	if err != nil {
 		return err
 	}
@@ -676,31 +676,39 @@ func (t attnNeedle) score(ctx context.Context, kv *attention.KV, dr attnNeedleDr
 
 // references returns the trial's baseline B (the legacy probe's; 0 for
 // the zero-sum ones, whose score B cannot move) and O* (exact when given,
-// else exact attention on kv's quantized inputs).
-func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, exact []float64) (base float64, ref []float64, err error) {
+// else exact attention on kv's quantized inputs), kv read through patch
+// (attention.ReferenceQuantizedPatched: nil when kv holds the trial's
+// tokens itself). It reads kv only when refReadsCache says so.
+func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, patch []attention.TokenPatch, exact []float64) (base float64, ref []float64, err error) {
 	if t.probe == attnProbeLegacy {
-		if base, err = t.baseline(ctx, cfg, q, kv); err != nil {
+		if base, err = t.baseline(ctx, cfg, q, kv, patch); err != nil {
 			return 0, nil, err
 		}
 	}
 	ref = exact
 	if ref == nil {
-		if ref, err = attention.ReferenceQuantized(ctx, cfg, q, nil, kv); err != nil {
+		if ref, err = attention.ReferenceQuantizedPatched(ctx, cfg, q, nil, kv, patch); err != nil {
 			return 0, nil, err
 		}
 	}
 	return base, ref, nil
 }
 
+// refReadsCache reports whether references reads the cache: for O* unless
+// exact is given, and for the legacy probe's baseline with sinks.
+func (t attnNeedle) refReadsCache(exact []float64) bool {
+	return exact == nil || t.probe == attnProbeLegacy && t.sinks > 0
+}
+
 // baseline is B, the exact output without the needle's code: every element
 // Σ_j w_j·mean(v_j), the same in every dimension (the values' mean, or
 // with sinks the sinks' and the haystack's weighted by their exact
-// weights).
-func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV) (float64, error) {
+// weights, kv read through patch).
+func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, patch []attention.TokenPatch) (float64, error) {
 	if t.sinks == 0 {
 		return t.valueMean, nil
 	}
-	w, err := attention.ReferenceWeights(ctx, cfg, q, nil, kv)
+	w, err := attention.ReferenceWeightsPatched(ctx, cfg, q, nil, kv, patch)
 	if err != nil {
 		return 0, err
 	}

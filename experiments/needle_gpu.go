@@ -58,6 +58,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	tkeys := make([]string, len(hays))
 	draws := make([][]attnNeedleDraw, len(hays))
 	simTrials := make([]map[string][]wgsl.SimTrial, len(hays))
+	patches := make([]map[string][][]attention.TokenPatch, len(hays)) // the same tokens as patches (caches that are not block-scaled)
 	for i, h := range hays {
 		tkeys[i] = fmt.Sprintf("%s/%d", key, g0+i)
 		draws[i] = make([]attnNeedleDraw, count(g0+i))
@@ -65,13 +66,24 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 			draws[i][j] = t.draw(n, sim.TrialRand(run.Seed, tkeys[i], j))
 		}
 		simTrials[i] = map[string][]wgsl.SimTrial{}
+		patches[i] = map[string][][]attention.TokenPatch{}
 		for _, name := range gpuCaches {
 			kv := h.base[name]
 			st := make([]wgsl.SimTrial, len(draws[i]))
+			var ps [][]attention.TokenPatch
+			if !kv.BlockScaled() {
+				ps = make([][]attention.TokenPatch, len(draws[i]))
+			}
 			for j, dr := range draws[i] {
 				st[j] = wgsl.SimTrial{Q: dr.q, Tokens: t.replaced(kv, dr)}
+				if ps != nil {
+					// The same codes, for the references on the CPU.
+					for _, tk := range st[j].Tokens {
+						ps[j] = append(ps[j], attention.TokenPatch{Pos: tk.Pos, Head: tk.Head, K: tk.K, V: tk.V})
+					}
+				}
 			}
-			simTrials[i][name] = st
+			simTrials[i][name], patches[i][name] = st, ps
 		}
 	}
 	// The GPU part: per run on the GPU, one job per promotion interval and
@@ -153,13 +165,29 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 				p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
 			}
 			for _, name := range gpuCaches {
-				kv := h.borrow(name)
-				saved := t.patch(kv, dr)
-				base, ref, err := t.references(ctx, gpuCfg[name], dr.q, kv, exact)
-				if rerr := restore(kv, saved); rerr != nil {
-					err = errors.Join(err, rerr) // the copy is dropped, not given back
+				var base float64
+				var ref []float64
+				var err error
+				if kv := h.base[name]; kv.BlockScaled() && t.refReadsCache(exact) {
+					// A block-scaled cache cannot be read through
+					// patches (its V scales span blocks of tokens):
+					// a copy with the trial's tokens written in.
+					kv := h.borrow(name)
+					saved := t.patch(kv, dr)
+					base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, nil, exact)
+					if rerr := restore(kv, saved); rerr != nil {
+						err = errors.Join(err, rerr) // the copy is dropped, not given back
+					} else {
+						h.giveBack(name, kv)
+					}
 				} else {
-					h.giveBack(name, kv)
+					// The shared cache, read through the trial's
+					// tokens (not read at all when O* is exact).
+					var patch []attention.TokenPatch
+					if ps := patches[i][name]; ps != nil {
+						patch = ps[j]
+					}
+					base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, patch, exact)
 				}
 				if err != nil {
 					p.res.e = err
