@@ -183,6 +183,16 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 				}
 				if j+4 <= stop && (p.Mask == nil || p.Mask[i*n+j] && p.Mask[i*n+j+1] && p.Mask[i*n+j+2] && p.Mask[i*n+j+3]) {
 					c0, c1, c2, c3 := kv.k[(h*n+j)*d:][:d], kv.k[(h*n+j+1)*d:][:d], kv.k[(h*n+j+2)*d:][:d], kv.k[(h*n+j+3)*d:][:d]
+					if g == 1 {
+						// One query head: each key decoded inside its
+						// dot product (the same products, in the same
+						// order), without the store and the load.
+						se := s[j:][:4]
+						se[0], se[1], se[2], se[3] = dot4(qv[(i*p.QHeads+h)*d:][:d], c0, c1, c2, c3, kt, p.SoftmaxScale)
+						m[0] = max(m[0], se[0], se[1], se[2], se[3])
+						j += 4
+						continue
+					}
 					k0, k1, k2, k3 := kr[:d], kr[d:2*d], kr[2*d:3*d], kr[3*d:4*d]
 					for x := range k0 {
 						k0[x], k1[x], k2[x], k3[x] = kt[c0[x]], kt[c1[x]], kt[c2[x]], kt[c3[x]]
@@ -320,6 +330,20 @@ func sum4(w []float64, r0, r1, r2, r3 []uint16, vt []float64, a0, a1, a2, a3 flo
 		}
 	}
 	return a0, a1, a2, a3
+}
+
+// dot4 returns the scores scale·Σ_x q[x]·kt[c_i[x]] of four keys of codes
+// c_i (each sum in order over x), side by side.
+func dot4(q []float64, c0, c1, c2, c3 []uint16, kt []float64, scale float64) (float64, float64, float64, float64) {
+	c0, c1, c2, c3 = c0[:len(q)], c1[:len(q)], c2[:len(q)], c3[:len(q)]
+	var d0, d1, d2, d3 float64
+	for x, qx := range q {
+		d0 += qx * kt[c0[x]]
+		d1 += qx * kt[c1[x]]
+		d2 += qx * kt[c2[x]]
+		d3 += qx * kt[c3[x]]
+	}
+	return scale * d0, scale * d1, scale * d2, scale * d3
 }
 
 // patchAt returns the patch of key j among pr (ordered by token), nil if
