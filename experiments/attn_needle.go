@@ -740,6 +740,14 @@ func (t attnNeedle) retrieve(o []float64, base float64, codes []float32) int {
 // is kept by its index, so the outcomes are the same bits whatever the
 // grouping, the number of cores and the device.
 func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeedle, n, trials, haystacks int, runs []attnNeedleRun) ([]attnNeedleOutcome, error) {
+	return attnNeedleCall(ctx, run, t, attnCall{key: key, n: n, trials: trials, haystacks: haystacks, runs: runs}, nil)
+}
+
+// attnNeedleCall is attnNeedleContext for the call c, its haystack groups
+// read from dr (a drawer whose calls include c, in the order they are
+// made: see attnDrawer) or, with dr nil, drawn here.
+func attnNeedleCall(ctx context.Context, run *sim.Run, t attnNeedle, c attnCall, dr *attnDrawer) ([]attnNeedleOutcome, error) {
+	key, n, trials, runs := c.key, c.n, c.trials, c.runs
 	if n <= t.sinks {
 		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
 	}
@@ -752,7 +760,7 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 			out = append(out, attnNeedleOutcome{series: s})
 		}
 	}
-	haystacks = min(haystacks, trials)
+	haystacks := min(c.haystacks, trials)
 	count := func(hs int) int {
 		c := trials / haystacks
 		if hs < trials%haystacks {
@@ -760,10 +768,15 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		}
 		return c
 	}
-	group := t.attnGroup(n, haystacks, runs)
-	for g0 := 0; g0 < haystacks; g0 += group {
-		g1 := min(g0+group, haystacks)
-		hays, err := t.haystacks(ctx, run, key, n, g0, g1, runs)
+	for _, g := range t.groups(c) {
+		g0, g1 := g[0], g[1]
+		var hays []*attnHaystack
+		var err error
+		if dr != nil {
+			hays, err = dr.next(ctx)
+		} else {
+			hays, err = t.haystacks(ctx, run, key, n, g0, g1, runs)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -781,7 +794,8 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 					break
 				}
 				res = append(res, r)
-				hays[i] = nil // its caches and copies are garbage now
+				h.dropCopies() // its copies are garbage now (a drawer may hand its caches out again)
+				hays[i] = nil  // and so are its caches, unless a drawer keeps them
 			}
 		}
 		if ctx.Err() != nil {
