@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/sim"
@@ -151,67 +153,84 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 		ref  map[string][]float64
 		res  attnNeedleTrialResult
 	}
+	// One pool over the trials of every haystack of the group, haystack
+	// after haystack, so that no core waits at the end of a haystack's
+	// few trials; a haystack's borrowed copies (block-scaled caches, runs
+	// kept on the CPU) go once its last trial is done.
 	parts := make([][]cpuPart, len(hays))
+	var flat []int // the first flat index of each haystack
+	total := 0
+	left := make([]atomic.Int64, len(hays))
+	for i := range hays {
+		flat = append(flat, total)
+		total += len(draws[i])
+		parts[i] = make([]cpuPart, len(draws[i]))
+		left[i].Store(int64(len(draws[i])))
+	}
 	var cpuErr error
-	for i, h := range hays {
-		ps, err := sim.Trials(ctx, run, tkeys[i], len(draws[i]), func(j int, _ *rand.Rand) cpuPart {
-			p := cpuPart{base: map[string]float64{}, ref: map[string][]float64{}}
-			dr := draws[i][j]
-			var exact []float64 // computed once for the CPU and the GPU runs
-			if t.exactErr {
-				exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+	_, err := sim.Trials(ctx, run, key+"/references", total, func(f int, _ *rand.Rand) struct{} {
+		i := sort.Search(len(flat), func(i int) bool { return flat[i] > f }) - 1
+		j, h := f-flat[i], hays[i]
+		defer func() {
+			if left[i].Add(-1) == 0 {
+				h.dropCopies() // this haystack's borrowed copies are not needed again
 			}
-			if len(cpuRuns) > 0 {
-				p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
-			}
-			for _, name := range gpuCaches {
-				var base float64
-				var ref []float64
-				var err error
-				if kv := h.base[name]; kv.BlockScaled() && t.refReadsCache(exact) {
-					// A block-scaled cache cannot be read through
-					// patches (its V scales span blocks of tokens):
-					// a copy with the trial's tokens written in.
-					kv := h.borrow(name)
-					saved := t.patch(kv, dr)
-					base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, nil, exact)
-					if rerr := restore(kv, saved); rerr != nil {
-						err = errors.Join(err, rerr) // the copy is dropped, not given back
-					} else {
-						h.giveBack(name, kv)
-					}
+		}()
+		p := cpuPart{base: map[string]float64{}, ref: map[string][]float64{}}
+		dr := draws[i][j]
+		var exact []float64 // computed once for the CPU and the GPU runs
+		if t.exactErr {
+			exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+		}
+		if len(cpuRuns) > 0 {
+			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
+		}
+		for _, name := range gpuCaches {
+			var base float64
+			var ref []float64
+			var err error
+			if kv := h.base[name]; kv.BlockScaled() && t.refReadsCache(exact) {
+				// A block-scaled cache cannot be read through patches
+				// (its V scales span blocks of tokens): a copy with the
+				// trial's tokens written in.
+				kv := h.borrow(name)
+				saved := t.patch(kv, dr)
+				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, nil, exact)
+				if rerr := restore(kv, saved); rerr != nil {
+					err = errors.Join(err, rerr) // the copy is dropped, not given back
 				} else {
-					// The shared cache, read through the trial's
-					// tokens (not read at all when O* is exact).
-					var patch []attention.TokenPatch
-					if ps := patches[i][name]; ps != nil {
-						patch = ps[j]
-					}
-					base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, patch, exact)
+					h.giveBack(name, kv)
 				}
-				if err != nil {
-					p.res.e = err
-					break
+			} else {
+				// The shared cache, read through the trial's tokens (not
+				// read at all when O* is exact).
+				var patch []attention.TokenPatch
+				if ps := patches[i][name]; ps != nil {
+					patch = ps[j]
 				}
-				p.base[name], p.ref[name] = base, ref
+				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, patch, exact)
 			}
-			return p
-		})
-		if err == nil {
-			for _, p := range ps {
+			if err != nil {
+				p.res.e = err
+				break
+			}
+			p.base[name], p.ref[name] = base, ref
+		}
+		parts[i][j] = p
+		return struct{}{}
+	})
+	if err == nil {
+	scan:
+		for i := range parts {
+			for _, p := range parts[i] {
 				if p.res.e != nil {
 					err = p.res.e
-					break
+					break scan
 				}
 			}
 		}
-		if err != nil {
-			cpuErr = err
-			break
-		}
-		parts[i] = ps
-		h.dropCopies() // this haystack's borrowed copies are not needed again
 	}
+	cpuErr = err
 	if cpuErr != nil {
 		cancel()
 	}
