@@ -26,9 +26,11 @@ const gpuTrialBatch = 4096
 // the haystacks' shared caches (one per KV format and haystack) with each
 // trial's needle and sinks as replaced tokens: every haystack, trial and
 // promotion interval of a run in one batch, so that the GPU runs them side
-// by side, while the CPU computes, haystack after haystack on every core,
-// everything else (runs SimDecodeSupports refuses, the baselines of the
-// legacy probe, the references O*). The outcomes equal the CPU path's,
+// by side, while the CPU computes, trial by trial on every core over all
+// the group's haystacks, everything else (runs SimDecodeSupports refuses,
+// the baselines of the legacy probe, the references O*, which read the
+// shared caches through the trial's replaced tokens:
+// attention.ReferenceQuantizedPatched). The outcomes equal the CPU path's,
 // bit for bit (TestNeedleGPUEqualsCPU).
 func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 int, hays []*attnHaystack, n int, count func(int) int, runs []attnNeedleRun) ([][]attnNeedleTrialResult, error) {
 	nSeries := 0
@@ -145,9 +147,8 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 			lo = hi
 		}
 	}()
-	// The CPU part, haystack after haystack, trial by trial on every core:
-	// the runs not on the GPU, and per GPU cache the baseline and the
-	// reference of its runs.
+	// The CPU part, trial by trial on every core: the runs not on the
+	// GPU, and per GPU cache the baseline and the reference of its runs.
 	type cpuPart struct {
 		base map[string]float64
 		ref  map[string][]float64
