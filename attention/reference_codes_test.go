@@ -131,8 +131,8 @@ func TestReferencePatchedBits(t *testing.T) {
 		pos               []int // patched tokens (head: i % kvh)
 		specials          bool  // codes of ±∞ and NaN in the patches
 	}{
-		{"decode", 1, 1001, 1, 1, 128, Config{}, fp8.FormatE4M3, []int{0, 1, 2, 3, 17, 500, 1000}, false},
-		{"decode GQA, repeated", 1, 517, 8, 2, 128, Config{}, fp8.FormatE4M3, []int{5, 5, 6, 7, 8, 9, 516, 0}, false},
+		{"decode", 1, 1001, 1, 1, 128, Config{}, fp8.FormatE4M3, []int{0, 1, 2, 3, 17, 500, 1000, 17, 2}, false},
+		{"decode GQA, repeated", 1, 517, 8, 2, 128, Config{}, fp8.FormatE4M3, []int{5, 5, 6, 7, 8, 9, 516, 0, 5, 9}, false},
 		{"decode window, sinks", 1, 1000, 4, 2, 64, Config{Window: 200}, fp8.FormatE5M2, []int{0, 1, 2, 3, 4, 5, 850, 999}, false},
 		{"e5m2 specials", 1, 300, 2, 1, 64, Config{}, fp8.FormatE5M2, []int{3, 100, 200}, true},
 		{"prefill causal window", 20, 257, 6, 3, 64, Config{Causal: true, Window: 37}, fp8.FormatE4M3, []int{0, 230, 231, 250, 256}, false},
@@ -164,7 +164,7 @@ func TestReferencePatchedBits(t *testing.T) {
 			// specials e5m2's +∞, −∞ and a NaN in a few elements.
 			var patch []TokenPatch
 			for x, pos := range tc.pos {
-				kc, vc := kv.TokenCodes((pos*31+7)%tc.n, x%tc.kvh)
+				kc, vc := kv.TokenCodes((pos*31+7+13*x)%tc.n, x%tc.kvh) // a repeated token: other codes
 				if tc.specials {
 					kc[x%tc.d], kc[(x+1)%tc.d], vc[x%tc.d] = 0x7c, 0xfc, 0x7e
 				}
