@@ -16,7 +16,8 @@ import (
 // the token axis padded with +0 codes to a multiple of 32.
 //
 // A KV is read-only during [Run]; use [KV.Clone] before changing tokens of
-// a cache that other goroutines read.
+// a cache that other goroutines read (a reference that needs only a few
+// tokens replaced reads the shared cache through [TokenPatch] instead).
 type KV struct {
 	tokens, heads, dim int
 	vdim               int // head dimension of V (dim, or 512 for MLA's 576-wide keys)
