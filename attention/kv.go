@@ -16,7 +16,8 @@ import (
 // the token axis padded with +0 codes to a multiple of 32.
 //
 // A KV is read-only during [Run]; use [KV.Clone] before changing tokens of
-// a cache that other goroutines read.
+// a cache that other goroutines read (a reference that needs only a few
+// tokens replaced reads the shared cache through [TokenPatch] instead).
 type KV struct {
 	tokens, heads, dim int
 	vdim               int // head dimension of V (dim, or 512 for MLA's 576-wide keys)
@@ -314,3 +315,52 @@ var (
 	tablesOnce [8]sync.Once
 	tables     [8][]float64
 )
+
+// A TokenPatch is token Pos of KV head Head with the codes K and V (Dim and
+// VDim of them, in the cache's format, as [KV.TokenCodes] returns them):
+// what [KV.SetTokenCodes] would write. A reader given patches reads the
+// cache as if they were written in, in order (a later patch of the same
+// token wins), without writing them into a copy of the cache
+// ([ReferenceQuantizedPatched]): many readers can share one cache, each
+// with its own few tokens. Like SetTokenCodes, patches need a cache that
+// is not block-scaled (its V scales span blocks of tokens).
+type TokenPatch struct {
+	Pos, Head int
+	K, V      []uint16
+}
+
+// patchesByHead checks patch against the cache and returns, per KV head,
+// its patches ordered by token, one per token (the last given of a
+// token); nil when patch is empty. A patch outside the cache, of the
+// wrong length, or any patch of a block-scaled cache is an error.
+func (c *KV) patchesByHead(patch []TokenPatch) ([][]TokenPatch, error) {
+	if len(patch) == 0 {
+		return nil, nil
+	}
+	if c.bs != nil {
+		return nil, fmt.Errorf("attention: token patches on a block-scaled cache: V's scales span blocks of %d tokens, so codes alone cannot replace a token", c.bs.block)
+	}
+	by := make([][]TokenPatch, c.heads)
+	for _, tp := range patch {
+		if tp.Pos < 0 || tp.Pos >= c.tokens || tp.Head < 0 || tp.Head >= c.heads {
+			return nil, fmt.Errorf("attention: patch of token %d of head %d is outside the cache (%d tokens, %d heads)", tp.Pos, tp.Head, c.tokens, c.heads)
+		}
+		if len(tp.K) != c.dim || len(tp.V) != c.vdim {
+			return nil, fmt.Errorf("attention: patch with %d keys and %d values for head_dim %d/%d", len(tp.K), len(tp.V), c.dim, c.vdim)
+		}
+		by[tp.Head] = append(by[tp.Head], tp)
+	}
+	for h, ps := range by {
+		// Stable: of equal tokens the last given stays last; keep it.
+		slices.SortStableFunc(ps, func(a, b TokenPatch) int { return a.Pos - b.Pos })
+		out := ps[:0]
+		for i, tp := range ps {
+			if i+1 < len(ps) && ps[i+1].Pos == tp.Pos {
+				continue
+			}
+			out = append(out, tp)
+		}
+		by[h] = out
+	}
+	return by, nil
+}

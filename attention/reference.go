@@ -95,13 +95,27 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 // q_descale, and the cache's codes times their descales. It compares Run's
 // output with exact attention on the same quantized inputs.
 func ReferenceQuantized(ctx context.Context, cfg Config, q, qScale []float32, kv *KV) ([]float64, error) {
+	return ReferenceQuantizedPatched(ctx, cfg, q, qScale, kv, nil)
+}
+
+// ReferenceQuantizedPatched is [ReferenceQuantized] on kv read through
+// patch: the same bits as ReferenceQuantized on a copy of kv with the
+// patches written in by [KV.SetTokenCodes], in order, without the copy, so
+// that goroutines can share one cache, each with its own replaced tokens
+// (a needle, sinks). kv is only read. A patch outside the cache or of the
+// wrong length, or any patch of a block-scaled cache, is an error.
+func ReferenceQuantizedPatched(ctx context.Context, cfg Config, q, qScale []float32, kv *KV, patch []TokenPatch) ([]float64, error) {
 	k, err := newKernel(cfg, []int{0}, q, qScale, kv)
+	if err != nil {
+		return nil, err
+	}
+	by, err := kv.patchesByHead(patch)
 	if err != nil {
 		return nil, err
 	}
 	qv := k.dequantizedQuery(q)
 	if kv.bs == nil {
-		return k.referenceCodes(ctx, qv)
+		return k.referenceCodes(ctx, qv, by)
 	}
 	kd, vd := kv.Dequantize()
 	return Reference(ctx, k.Config, qv, kd, vd, k.mq, k.n)
@@ -109,15 +123,19 @@ func ReferenceQuantized(ctx context.Context, cfg Config, q, qScale []float32, kv
 
 // referenceCodes is Reference on the cache's dequantized codes (code value
 // × descale, as KV.Dequantize gives them) and the dequantized query qv,
-// read from the codes in place: the same operations in the same order
-// (each score's dot product over head_dim in order, each output element's
-// sum over the keys in order), so the same bits, without a float64 copy
-// of the cache. The query heads of one KV head go together, so that each
-// key is decoded once for the group (through a table of code value ×
-// descale: the product KV.Dequantize rounds), and four keys' scores (four
-// output elements' sums) are computed side by side: independent sums,
-// each in its own order, that the processor can overlap.
-func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, error) {
+// read from the codes in place, with the tokens of patch (per KV head,
+// ordered by token: KV.patchesByHead) read from their patches instead: the
+// same operations in the same order (each score's dot product over
+// head_dim in order, each output element's sum over the keys in order), so
+// the same bits, without a float64 copy of the cache. The query heads of
+// one KV head go together, so that each key is decoded once for the group
+// (through a table of code value × descale: the product KV.Dequantize
+// rounds), and four keys' scores (four output elements' sums) are computed
+// side by side: independent sums, each in its own order, that the
+// processor can overlap. A patched token ends a run of keys read from the
+// cache: its score, and its term of each sum, is computed alone, in its
+// place in the order.
+func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]TokenPatch) ([]float64, error) {
 	kv, p := k.kv, k.Plan
 	d, dv, n, g := p.HeadDim, p.VDim, p.n, p.group
 	val := valueTable(kv.format)
@@ -134,6 +152,10 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 		for c, v := range val {
 			kt[c], vt[c] = v*ks, v*vs
 		}
+		var pt []TokenPatch // this head's patched tokens, in order
+		if patch != nil {
+			pt = patch[h]
+		}
 		for i := 0; i < p.mq; i++ {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -143,9 +165,34 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 			for e := range m {
 				m[e] = math.Inf(-1)
 			}
+			// The patches of keys lo … hi−1.
+			pa := 0
+			for pa < len(pt) && pt[pa].Pos < lo {
+				pa++
+			}
+			pb := pa
+			for pb < len(pt) && pt[pb].Pos < hi {
+				pb++
+			}
+			pr := pt[pa:pb]
+			next := 0 // the first patch of pr at or after key j
 			for j := lo; j < hi; {
-				if j+4 <= hi && (p.Mask == nil || p.Mask[i*n+j] && p.Mask[i*n+j+1] && p.Mask[i*n+j+2] && p.Mask[i*n+j+3]) {
+				stop := hi // the next patched key
+				if next < len(pr) {
+					stop = pr[next].Pos
+				}
+				if j+4 <= stop && (p.Mask == nil || p.Mask[i*n+j] && p.Mask[i*n+j+1] && p.Mask[i*n+j+2] && p.Mask[i*n+j+3]) {
 					c0, c1, c2, c3 := kv.k[(h*n+j)*d:][:d], kv.k[(h*n+j+1)*d:][:d], kv.k[(h*n+j+2)*d:][:d], kv.k[(h*n+j+3)*d:][:d]
+					if g == 1 {
+						// One query head: each key decoded inside its
+						// dot product (the same products, in the same
+						// order), without the store and the load.
+						se := s[j:][:4]
+						se[0], se[1], se[2], se[3] = dot4(qv[(i*p.QHeads+h)*d:][:d], c0, c1, c2, c3, kt, p.SoftmaxScale)
+						m[0] = max(m[0], se[0], se[1], se[2], se[3])
+						j += 4
+						continue
+					}
 					k0, k1, k2, k3 := kr[:d], kr[d:2*d], kr[2*d:3*d], kr[3*d:4*d]
 					for x := range k0 {
 						k0[x], k1[x], k2[x], k3[x] = kt[c0[x]], kt[c1[x]], kt[c2[x]], kt[c3[x]]
@@ -166,6 +213,11 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 					j += 4
 					continue
 				}
+				codes := kv.k[(h*n+j)*d:][:d]
+				if j == stop && next < len(pr) {
+					codes = pr[next].K
+					next++
+				}
 				if p.Mask != nil && !p.Mask[i*n+j] {
 					for e := 0; e < g; e++ {
 						s[e*n+j] = math.Inf(-1)
@@ -174,7 +226,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 					continue
 				}
 				k0 := kr[:d]
-				for x, c := range kv.k[(h*n+j)*d:][:d] {
+				for x, c := range codes {
 					k0[x] = kt[c]
 				}
 				for e := 0; e < g; e++ {
@@ -222,14 +274,18 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 					}
 					se := s[e*n:][:hi]
 					var a0, a1, a2, a3 float64
-					for j := lo; j < hi; j++ {
-						if w := se[j]; !math.IsInf(w, -1) {
-							a0 += w * vt[r0[j]]
-							a1 += w * vt[r1[j]]
-							a2 += w * vt[r2[j]]
-							a3 += w * vt[r3[j]]
+					j := lo
+					for _, tp := range pr {
+						a0, a1, a2, a3 = sum4(se[j:tp.Pos], r0[j:], r1[j:], r2[j:], r3[j:], vt, a0, a1, a2, a3)
+						if w := se[tp.Pos]; !math.IsInf(w, -1) {
+							a0 += w * vt[tp.V[x]]
+							a1 += w * vt[tp.V[x+1]]
+							a2 += w * vt[tp.V[x+2]]
+							a3 += w * vt[tp.V[x+3]]
 						}
+						j = tp.Pos + 1
 					}
+					a0, a1, a2, a3 = sum4(se[j:hi], r0[j:], r1[j:], r2[j:], r3[j:], vt, a0, a1, a2, a3)
 					o := out[(i*p.QHeads+h*g+e)*dv+x:][:4]
 					o[0], o[1], o[2], o[3] = a0/l[e], a1/l[e], a2/l[e], a3/l[e]
 				}
@@ -243,8 +299,12 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 					se := s[e*n:][:hi]
 					var acc float64
 					for j := lo; j < hi; j++ {
+						c := row[j]
+						if next := patchAt(pr, j); next != nil {
+							c = next.V[x]
+						}
 						if w := se[j]; !math.IsInf(w, -1) {
-							acc += w * vt[row[j]]
+							acc += w * vt[c]
 						}
 					}
 					out[(i*p.QHeads+h*g+e)*dv+x] = acc / l[e]
@@ -255,13 +315,69 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64) ([]float64, e
 	return out, nil
 }
 
+// sum4 adds w_j·vt[r_c[j]] to a_c for every weight w_j of w that is not
+// −∞ (a masked key), in order: four output elements' sums over one run of
+// keys read from the cache (r_c the rows of four channels, from the run's
+// first key).
+func sum4(w []float64, r0, r1, r2, r3 []uint16, vt []float64, a0, a1, a2, a3 float64) (float64, float64, float64, float64) {
+	r0, r1, r2, r3 = r0[:len(w)], r1[:len(w)], r2[:len(w)], r3[:len(w)]
+	for j, wj := range w {
+		if !math.IsInf(wj, -1) {
+			a0 += wj * vt[r0[j]]
+			a1 += wj * vt[r1[j]]
+			a2 += wj * vt[r2[j]]
+			a3 += wj * vt[r3[j]]
+		}
+	}
+	return a0, a1, a2, a3
+}
+
+// dot4 returns the scores scale·Σ_x q[x]·kt[c_i[x]] of four keys of codes
+// c_i (each sum in order over x), side by side.
+func dot4(q []float64, c0, c1, c2, c3 []uint16, kt []float64, scale float64) (float64, float64, float64, float64) {
+	c0, c1, c2, c3 = c0[:len(q)], c1[:len(q)], c2[:len(q)], c3[:len(q)]
+	var d0, d1, d2, d3 float64
+	for x, qx := range q {
+		d0 += qx * kt[c0[x]]
+		d1 += qx * kt[c1[x]]
+		d2 += qx * kt[c2[x]]
+		d3 += qx * kt[c3[x]]
+	}
+	return scale * d0, scale * d1, scale * d2, scale * d3
+}
+
+// patchAt returns the patch of key j among pr (ordered by token), nil if
+// none.
+func patchAt(pr []TokenPatch, j int) *TokenPatch {
+	for i := range pr {
+		if pr[i].Pos == j {
+			return &pr[i]
+		}
+		if pr[i].Pos > j {
+			break
+		}
+	}
+	return nil
+}
+
 // ReferenceWeights returns the exact softmax weights of every query row over
 // the keys of kv, computed as ReferenceQuantized computes them (float64
 // scores of the dequantized codes, exp(s − max) / Σ exp(s − max)): one
 // slice of kv.Tokens() weights per row, rows ordered as O's
 // ([queries][QHeads]); masked keys weigh 0. It honours ctx between rows.
 func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *KV) ([][]float64, error) {
+	return ReferenceWeightsPatched(ctx, cfg, q, qScale, kv, nil)
+}
+
+// ReferenceWeightsPatched is [ReferenceWeights] on kv read through patch,
+// as [ReferenceQuantizedPatched] reads it: the same bits as
+// ReferenceWeights on a copy of kv with the patches written in.
+func ReferenceWeightsPatched(ctx context.Context, cfg Config, q, qScale []float32, kv *KV, patch []TokenPatch) ([][]float64, error) {
 	k, err := newKernel(cfg, []int{0}, q, qScale, kv)
+	if err != nil {
+		return nil, err
+	}
+	by, err := kv.patchesByHead(patch)
 	if err != nil {
 		return nil, err
 	}
@@ -279,9 +395,22 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 			h := hq / k.group
 			ks := float64(scaleOf(kv.kScale, h))
 			qr := qv[(i*k.QHeads+hq)*d:][:d]
+			var pt []TokenPatch // this head's patched tokens, in order
+			if by != nil {
+				pt = by[h]
+			}
+			next := 0
+			for next < len(pt) && pt[next].Pos < lo {
+				next++
+			}
 			w := make([]float64, n)
 			m := math.Inf(-1)
 			for j := lo; j < hi; j++ {
+				key := kv.k[(h*n+j)*d:][:d]
+				if next < len(pt) && pt[next].Pos == j {
+					key = pt[next].K
+					next++
+				}
 				if k.Mask != nil && !k.Mask[i*n+j] {
 					w[j] = math.Inf(-1)
 					continue
@@ -292,7 +421,6 @@ func ReferenceWeights(ctx context.Context, cfg Config, q, qScale []float32, kv *
 						dot += qx * kv.bs.kValue(kv, j, h, x)
 					}
 				} else {
-					key := kv.k[(h*n+j)*d:][:d]
 					for x, c := range key {
 						dot += qr[x] * (val[c] * ks)
 					}

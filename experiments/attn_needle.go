@@ -657,7 +657,7 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 // score runs the kernels of runs (one cache) on kv, which holds the
 // trial's needle and sinks, and appends their hits and errors to res.
 func (t attnNeedle) score(ctx context.Context, kv *attention.KV, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, res *attnNeedleTrialResult) error {
-	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, exact)
+	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, nil, exact)
 	if err != nil {
 		return err
 	}
@@ -676,31 +676,39 @@ func (t attnNeedle) score(ctx context.Context, kv *attention.KV, dr attnNeedleDr
 
 // references returns the trial's baseline B (the legacy probe's; 0 for
 // the zero-sum ones, whose score B cannot move) and O* (exact when given,
-// else exact attention on kv's quantized inputs).
-func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, exact []float64) (base float64, ref []float64, err error) {
+// else exact attention on kv's quantized inputs), kv read through patch
+// (attention.ReferenceQuantizedPatched: nil when kv holds the trial's
+// tokens itself). It reads kv only when refReadsCache says so.
+func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, patch []attention.TokenPatch, exact []float64) (base float64, ref []float64, err error) {
 	if t.probe == attnProbeLegacy {
-		if base, err = t.baseline(ctx, cfg, q, kv); err != nil {
+		if base, err = t.baseline(ctx, cfg, q, kv, patch); err != nil {
 			return 0, nil, err
 		}
 	}
 	ref = exact
 	if ref == nil {
-		if ref, err = attention.ReferenceQuantized(ctx, cfg, q, nil, kv); err != nil {
+		if ref, err = attention.ReferenceQuantizedPatched(ctx, cfg, q, nil, kv, patch); err != nil {
 			return 0, nil, err
 		}
 	}
 	return base, ref, nil
 }
 
+// refReadsCache reports whether references reads the cache: for O* unless
+// exact is given, and for the legacy probe's baseline with sinks.
+func (t attnNeedle) refReadsCache(exact []float64) bool {
+	return exact == nil || t.probe == attnProbeLegacy && t.sinks > 0
+}
+
 // baseline is B, the exact output without the needle's code: every element
 // Σ_j w_j·mean(v_j), the same in every dimension (the values' mean, or
 // with sinks the sinks' and the haystack's weighted by their exact
-// weights).
-func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV) (float64, error) {
+// weights, kv read through patch).
+func (t attnNeedle) baseline(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, patch []attention.TokenPatch) (float64, error) {
 	if t.sinks == 0 {
 		return t.valueMean, nil
 	}
-	w, err := attention.ReferenceWeights(ctx, cfg, q, nil, kv)
+	w, err := attention.ReferenceWeightsPatched(ctx, cfg, q, nil, kv, patch)
 	if err != nil {
 		return 0, err
 	}
@@ -732,6 +740,14 @@ func (t attnNeedle) retrieve(o []float64, base float64, codes []float32) int {
 // is kept by its index, so the outcomes are the same bits whatever the
 // grouping, the number of cores and the device.
 func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeedle, n, trials, haystacks int, runs []attnNeedleRun) ([]attnNeedleOutcome, error) {
+	return attnNeedleCall(ctx, run, t, attnCall{key: key, n: n, trials: trials, haystacks: haystacks, runs: runs}, nil)
+}
+
+// attnNeedleCall is attnNeedleContext for the call c, its haystack groups
+// read from dr (a drawer whose calls include c, in the order they are
+// made: see attnDrawer) or, with dr nil, drawn here.
+func attnNeedleCall(ctx context.Context, run *sim.Run, t attnNeedle, c attnCall, dr *attnDrawer) ([]attnNeedleOutcome, error) {
+	key, n, trials, runs := c.key, c.n, c.trials, c.runs
 	if n <= t.sinks {
 		return nil, fmt.Errorf("context %d leaves no room for a needle after %d sinks", n, t.sinks)
 	}
@@ -744,7 +760,7 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 			out = append(out, attnNeedleOutcome{series: s})
 		}
 	}
-	haystacks = min(haystacks, trials)
+	haystacks := min(c.haystacks, trials)
 	count := func(hs int) int {
 		c := trials / haystacks
 		if hs < trials%haystacks {
@@ -752,10 +768,15 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 		}
 		return c
 	}
-	group := t.attnGroup(n, haystacks, runs)
-	for g0 := 0; g0 < haystacks; g0 += group {
-		g1 := min(g0+group, haystacks)
-		hays, err := t.haystacks(ctx, run, key, n, g0, g1, runs)
+	for _, g := range t.groups(c) {
+		g0, g1 := g[0], g[1]
+		var hays []*attnHaystack
+		var err error
+		if dr != nil {
+			hays, err = dr.next(ctx)
+		} else {
+			hays, err = t.haystacks(ctx, run, key, n, g0, g1, runs)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -773,7 +794,8 @@ func attnNeedleContext(ctx context.Context, run *sim.Run, key string, t attnNeed
 					break
 				}
 				res = append(res, r)
-				hays[i] = nil // its caches and copies are garbage now
+				h.dropCopies() // its copies are garbage now (a drawer may hand its caches out again)
+				hays[i] = nil  // and so are its caches, unless a drawer keeps them
 			}
 		}
 		if ctx.Err() != nil {

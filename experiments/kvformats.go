@@ -218,11 +218,18 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	acc := map[string]map[int]float64{}  // series label → context → accuracy
 	errs := map[string]map[int]float64{} // … → relative error, %
 	var splits []string
+	calls := make([]attnCall, len(contexts))
 	for ci, n := range contexts {
 		runs, err := build(n)
 		if err != nil {
 			return err
 		}
+		calls[ci] = attnCall{key: fmt.Sprintf("kv-formats/%d", n), n: n, trials: trials, haystacks: run.Values.Int("haystacks"), runs: runs}
+	}
+	dr := t.newDrawer(ctx, run, calls, t.drawAhead())
+	defer dr.stop()
+	for ci, c := range calls {
+		n, runs := c.n, c.runs
 		if ci == 0 {
 			t.noteSetup(run, runs)
 		}
@@ -233,7 +240,7 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 				break
 			}
 		}
-		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("kv-formats/%d", n), t, n, trials, run.Values.Int("haystacks"), runs)
+		out, err := attnNeedleCall(ctx, run, t, c, dr)
 		if err != nil {
 			return err
 		}

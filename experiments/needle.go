@@ -138,16 +138,23 @@ func (Needle) Run(ctx context.Context, run *sim.Run) error {
 	run.AddTotal(int64(len(contexts) * trials))
 	summary := map[string]float64{}
 	var tiles []string
+	calls := make([]attnCall, len(contexts))
 	for i, n := range contexts {
 		runs, err := needleRuns(t, run.Values.String("series"), run.Values.Int("k-block-n"), g, n)
 		if err != nil {
 			return err
 		}
+		calls[i] = attnCall{key: fmt.Sprintf("needle/%d", n), n: n, trials: trials, haystacks: run.Values.Int("haystacks"), runs: runs}
+	}
+	dr := t.newDrawer(ctx, run, calls, t.drawAhead())
+	defer dr.stop()
+	for i, c := range calls {
+		n, runs := c.n, c.runs
 		if i == 0 {
 			t.noteSetup(run, runs)
 		}
 		tiles = append(tiles, attnRunsNote(n, runs))
-		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("needle/%d", n), t, n, trials, run.Values.Int("haystacks"), runs)
+		out, err := attnNeedleCall(ctx, run, t, c, dr)
 		if err != nil {
 			return err
 		}

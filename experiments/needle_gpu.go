@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/sim"
@@ -24,9 +26,11 @@ const gpuTrialBatch = 4096
 // the haystacks' shared caches (one per KV format and haystack) with each
 // trial's needle and sinks as replaced tokens: every haystack, trial and
 // promotion interval of a run in one batch, so that the GPU runs them side
-// by side, while the CPU computes, haystack after haystack on every core,
-// everything else (runs SimDecodeSupports refuses, the baselines of the
-// legacy probe, the references O*). The outcomes equal the CPU path's,
+// by side, while the CPU computes, trial by trial on every core over all
+// the group's haystacks, everything else (runs SimDecodeSupports refuses,
+// the baselines of the legacy probe, the references O*, which read the
+// shared caches through the trial's replaced tokens:
+// attention.ReferenceQuantizedPatched). The outcomes equal the CPU path's,
 // bit for bit (TestNeedleGPUEqualsCPU).
 func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 int, hays []*attnHaystack, n int, count func(int) int, runs []attnNeedleRun) ([][]attnNeedleTrialResult, error) {
 	nSeries := 0
@@ -58,6 +62,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	tkeys := make([]string, len(hays))
 	draws := make([][]attnNeedleDraw, len(hays))
 	simTrials := make([]map[string][]wgsl.SimTrial, len(hays))
+	patches := make([]map[string][][]attention.TokenPatch, len(hays)) // the same tokens as patches (caches that are not block-scaled)
 	for i, h := range hays {
 		tkeys[i] = fmt.Sprintf("%s/%d", key, g0+i)
 		draws[i] = make([]attnNeedleDraw, count(g0+i))
@@ -65,13 +70,24 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 			draws[i][j] = t.draw(n, sim.TrialRand(run.Seed, tkeys[i], j))
 		}
 		simTrials[i] = map[string][]wgsl.SimTrial{}
+		patches[i] = map[string][][]attention.TokenPatch{}
 		for _, name := range gpuCaches {
 			kv := h.base[name]
 			st := make([]wgsl.SimTrial, len(draws[i]))
+			var ps [][]attention.TokenPatch
+			if !kv.BlockScaled() {
+				ps = make([][]attention.TokenPatch, len(draws[i]))
+			}
 			for j, dr := range draws[i] {
 				st[j] = wgsl.SimTrial{Q: dr.q, Tokens: t.replaced(kv, dr)}
+				if ps != nil {
+					// The same codes, for the references on the CPU.
+					for _, tk := range st[j].Tokens {
+						ps[j] = append(ps[j], attention.TokenPatch{Pos: tk.Pos, Head: tk.Head, K: tk.K, V: tk.V})
+					}
+				}
 			}
-			simTrials[i][name] = st
+			simTrials[i][name], patches[i][name] = st, ps
 		}
 	}
 	// The GPU part: per run on the GPU, one job per promotion interval and
@@ -131,59 +147,91 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 			lo = hi
 		}
 	}()
-	// The CPU part, haystack after haystack, trial by trial on every core:
-	// the runs not on the GPU, and per GPU cache the baseline and the
-	// reference of its runs.
+	// The CPU part, trial by trial on every core: the runs not on the
+	// GPU, and per GPU cache the baseline and the reference of its runs.
 	type cpuPart struct {
 		base map[string]float64
 		ref  map[string][]float64
 		res  attnNeedleTrialResult
 	}
+	// One pool over the trials of every haystack of the group, haystack
+	// after haystack, so that no core waits at the end of a haystack's
+	// few trials; a haystack's borrowed copies (block-scaled caches, runs
+	// kept on the CPU) go once its last trial is done.
 	parts := make([][]cpuPart, len(hays))
+	var flat []int // the first flat index of each haystack
+	total := 0
+	left := make([]atomic.Int64, len(hays))
+	for i := range hays {
+		flat = append(flat, total)
+		total += len(draws[i])
+		parts[i] = make([]cpuPart, len(draws[i]))
+		left[i].Store(int64(len(draws[i])))
+	}
 	var cpuErr error
-	for i, h := range hays {
-		ps, err := sim.Trials(ctx, run, tkeys[i], len(draws[i]), func(j int, _ *rand.Rand) cpuPart {
-			p := cpuPart{base: map[string]float64{}, ref: map[string][]float64{}}
-			dr := draws[i][j]
-			var exact []float64 // computed once for the CPU and the GPU runs
-			if t.exactErr {
-				exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+	_, err := sim.Trials(ctx, run, key+"/references", total, func(f int, _ *rand.Rand) struct{} {
+		i := sort.Search(len(flat), func(i int) bool { return flat[i] > f }) - 1
+		j, h := f-flat[i], hays[i]
+		defer func() {
+			if left[i].Add(-1) == 0 {
+				h.dropCopies() // this haystack's borrowed copies are not needed again
 			}
-			if len(cpuRuns) > 0 {
-				p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
-			}
-			for _, name := range gpuCaches {
+		}()
+		p := cpuPart{base: map[string]float64{}, ref: map[string][]float64{}}
+		dr := draws[i][j]
+		var exact []float64 // computed once for the CPU and the GPU runs
+		if t.exactErr {
+			exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
+		}
+		if len(cpuRuns) > 0 {
+			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
+		}
+		for _, name := range gpuCaches {
+			var base float64
+			var ref []float64
+			var err error
+			if kv := h.base[name]; kv.BlockScaled() && t.refReadsCache(exact) {
+				// A block-scaled cache cannot be read through patches
+				// (its V scales span blocks of tokens): a copy with the
+				// trial's tokens written in.
 				kv := h.borrow(name)
 				saved := t.patch(kv, dr)
-				base, ref, err := t.references(ctx, gpuCfg[name], dr.q, kv, exact)
+				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, nil, exact)
 				if rerr := restore(kv, saved); rerr != nil {
 					err = errors.Join(err, rerr) // the copy is dropped, not given back
 				} else {
 					h.giveBack(name, kv)
 				}
-				if err != nil {
-					p.res.e = err
-					break
+			} else {
+				// The shared cache, read through the trial's tokens (not
+				// read at all when O* is exact).
+				var patch []attention.TokenPatch
+				if ps := patches[i][name]; ps != nil {
+					patch = ps[j]
 				}
-				p.base[name], p.ref[name] = base, ref
+				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, patch, exact)
 			}
-			return p
-		})
-		if err == nil {
-			for _, p := range ps {
+			if err != nil {
+				p.res.e = err
+				break
+			}
+			p.base[name], p.ref[name] = base, ref
+		}
+		parts[i][j] = p
+		return struct{}{}
+	})
+	if err == nil {
+	scan:
+		for i := range parts {
+			for _, p := range parts[i] {
 				if p.res.e != nil {
 					err = p.res.e
-					break
+					break scan
 				}
 			}
 		}
-		if err != nil {
-			cpuErr = err
-			break
-		}
-		parts[i] = ps
-		h.dropCopies() // this haystack's borrowed copies are not needed again
 	}
+	cpuErr = err
 	if cpuErr != nil {
 		cancel()
 	}

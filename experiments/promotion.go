@@ -116,8 +116,16 @@ func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	run.Note(fmt.Sprintf("regime %s, probe %s, %d haystacks; %s", g.name, t.probe, min(run.Values.Int("haystacks"), trials), attnRunsNote(n, runs)))
 	run.AddTotal(int64(trials * len(runs)))
 	summary := map[string]float64{"chance": 1 / float64(t.m)}
-	for _, r := range runs {
-		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("promotion/%d", n), t, n, trials, run.Values.Int("haystacks"), []attnNeedleRun{r})
+	calls := make([]attnCall, len(runs))
+	for i, r := range runs {
+		calls[i] = attnCall{key: fmt.Sprintf("promotion/%d", n), n: n, trials: trials, haystacks: run.Values.Int("haystacks"), runs: []attnNeedleRun{r}}
+	}
+	// The runs of one cache read the same haystacks: the drawer draws
+	// them once (attnDrawer).
+	dr := t.newDrawer(ctx, run, calls, t.drawAhead())
+	defer dr.stop()
+	for i, r := range runs {
+		out, err := attnNeedleCall(ctx, run, t, calls[i], dr)
 		if err != nil {
 			return err
 		}

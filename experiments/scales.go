@@ -182,8 +182,9 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 
 // scalesTrial draws one cache and query and runs every series, the
 // series side by side on their own goroutines. With g set (device gpu)
-// the fp8 kernels run on the GPU (wgsl.SimDecode, bit for bit
-// attention.Run); the references and bf16 stay on the CPU.
+// the kernels run on the GPU (wgsl.SimDecode, bit for bit attention.Run),
+// bf16's too where wgsl.SimDecodeSupports its configuration; the
+// references, the quantizing and the counts stay on the CPU.
 func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int, g *wgsl.Runner) scalesResult {
 	const d = 128
 	kvh, group, n := v.Int("kv-heads"), v.Int("q-per-kv"), v.Int("tokens")
@@ -290,7 +291,12 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 		}
 		c := cfg
 		c.DType, c.Promotion = fp8.FormatBF16, 0
-		o, err := attention.Run(ctx, c, q, nil, kv)
+		var o []float64
+		if g != nil && wgsl.SimDecodeSupports(c) == nil {
+			o, err = g.SimDecode(ctx, c, q, nil, kv) // bit for bit attention.Run
+		} else {
+			o, err = attention.Run(ctx, c, q, nil, kv)
+		}
 		if err != nil {
 			p.e = err
 			return
@@ -336,31 +342,100 @@ func scalesPerHead(o, ref []float64, qh, d int) []attention.Errors {
 // scalesClamped counts the elements of x (laid out as shape) that the cast
 // x/scale clamps to ±max or flushes to zero (x ≠ 0).
 //
-// Only a magnitude below f's smallest positive value can round to zero (the
-// cast rounds to nearest, monotonically), so the cast itself is asked only
-// about those: it was a quarter of a scales run in wasm when asked about
-// every element.
+// The float32 quotient |x|/s and the cast are monotonic in |x| (rounding to
+// nearest, symmetric in the sign), so for each scale s a few magnitudes
+// found once (scalesBounds) decide every element by comparing the bits of
+// |x|, without a division or a cast per element: the same counts as asking
+// the cast about every element (TestScalesClampedCountsAsTheCast,
+// FuzzScalesClamped).
 func scalesClamped(x []float32, shape fp8.Shape, scales []float32, f fp8.Format) (sat, under float64) {
-	maxv := float64(fp8.MaxFinite(f))
-	minv := f.Value(1) // the smallest positive code (a subnormal)
+	bounds := make([]scalesBound, len(scales))
+	for h, s := range scales {
+		bounds[h] = scalesBounds(s, f)
+	}
 	i := 0
 	for t := 0; t < shape.Tokens; t++ {
 		for h := 0; h < shape.Heads; h++ {
-			s := scales[0]
+			b := bounds[0]
 			if len(scales) > 1 {
-				s = scales[h]
+				b = bounds[h]
 			}
-			for j := 0; j < shape.Dim; j++ {
-				y := x[i] / s
+			row := x[i : i+shape.Dim]
+			i += shape.Dim
+			if !b.ok { // a scale that is not a positive finite number: the cast on each
+				for _, y := range row {
+					s, u := scalesClampedOne(y, scales[min(h, len(scales)-1)], f)
+					sat += s
+					under += u
+				}
+				continue
+			}
+			for _, y := range row {
+				a := math.Float32bits(y) &^ (1 << 31) // |y|'s bits: ordered as the magnitudes, NaNs above +Inf's
 				switch {
-				case math.Abs(float64(y)) > maxv:
+				case a > 0x7f800000: // NaN: neither
+				case a > b.sat:
 					sat++
-				case y != 0 && math.Abs(float64(y)) < minv && f.Encode(y, fp8.SatFinite)&0x7f == 0: // fp8 codes: sign in bit 7
+				case a >= b.nonzero && a <= b.zero:
 					under++
 				}
-				i++
 			}
 		}
 	}
 	return sat, under
+}
+
+// scalesClampedOne is the cast's answer for one element: whether x/s
+// saturates (|x/s| > max) or flushes to zero (x/s ≠ 0, encoded as ±0).
+func scalesClampedOne(x, s float32, f fp8.Format) (sat, under float64) {
+	y := x / s
+	switch {
+	case math.Abs(float64(y)) > float64(fp8.MaxFinite(f)):
+		return 1, 0
+	case y != 0 && math.Abs(float64(y)) < f.Value(1) && f.Encode(y, fp8.SatFinite)&0x7f == 0: // fp8 codes: sign in bit 7
+		return 0, 1
+	}
+	return 0, 0
+}
+
+// scalesBound holds, for one scale s, bits of float32 magnitudes a: a > sat
+// saturates (|a/s| > max), nonzero ≤ a ≤ zero flushes to zero (a/s ≠ 0
+// and cast to ±0). ok is false for a scale that is not a positive finite
+// number (the bounds then mean nothing).
+type scalesBound struct {
+	sat, nonzero, zero uint32
+	ok                 bool
+}
+
+// scalesBounds finds the bounds of s by bisection over the bits of the
+// magnitudes 0 … +∞ (each predicate is monotonic in the magnitude).
+func scalesBounds(s float32, f fp8.Format) scalesBound {
+	if !(s > 0) || math.IsInf(float64(s), 1) {
+		return scalesBound{}
+	}
+	const inf = 0x7f800000
+	// last returns the largest bits b in [0, inf] with p(b), given p(0)
+	// and p monotonic (true, then false); inf when p holds everywhere.
+	last := func(p func(a float32) bool) uint32 {
+		lo, hi := uint32(0), uint32(inf) // p(lo) holds
+		if p(math.Float32frombits(hi)) {
+			return hi
+		}
+		for hi-lo > 1 { // p(lo), !p(hi)
+			mid := lo + (hi-lo)/2
+			if p(math.Float32frombits(mid)) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return lo
+	}
+	satB := last(func(a float32) bool { sat, _ := scalesClampedOne(a, s, f); return sat == 0 })
+	zeroQ := last(func(a float32) bool { return a/s == 0 }) // quotients of 0
+	zeroC := last(func(a float32) bool {
+		y := a / s
+		return math.Abs(float64(y)) < f.Value(1) && f.Encode(y, fp8.SatFinite)&0x7f == 0
+	})
+	return scalesBound{sat: satB, nonzero: zeroQ + 1, zero: zeroC, ok: true}
 }
