@@ -76,7 +76,7 @@ type kernel struct {
 	kv         *KV
 	promotions []int
 	val        []float64 // value of every code of the dtype (Float64 mode)
-	vpad       []uint16  // V of a tile that reaches past the padded cache, zero filled
+	vb         vBlock    // V of the tiles P·V reads next, copied tile-major
 	// Block-scaled caches (kv.bs != nil): the quantizer of Q and P (the
 	// cache's format, tensor scale 1) and the padded V tile.
 	bq           *tokenQuant
@@ -273,7 +273,7 @@ func (k *kernel) mainloop(ctx context.Context, r *row, lo, hi int) error {
 		k.onlineMax(r)
 		k.exp2P(r)
 		k.castP(r)
-		k.gemmPV(r, t)
+		k.gemmPV(r, t, lo)
 	}
 	return nil
 }
@@ -411,22 +411,25 @@ func (k *kernel) castP(r *row) {
 //	every N:      O_tc = chain(P, V, c = O_tc·alpha); acc_scale ·= alpha;
 //	              after every N-th tile: O = O·acc_scale + O_tc; O_tc = 0; acc_scale = 1  (#122)
 //
-// Every chain covers the whole tile, kBlockN/K instructions.
-func (k *kernel) gemmPV(r *row, t tile) {
+// Every chain covers the whole tile, kBlockN/K instructions. lo is the
+// lowest tile of the range the mainloop visits (the V block copied for t
+// reaches down to it, no further).
+func (k *kernel) gemmPV(r *row, t tile, lo int) {
 	kv, d := k.kv, k.VDim
 	if kv.bs != nil && k.Float64 {
 		k.gemmPVBlock64(r, t)
 		return
 	}
-	vt, stride, off := kv.vt[r.kvh*d*kv.stride:], kv.stride, t.start
-	if kv.bs == nil && t.start+k.KBlockN > kv.stride {
-		vt, stride, off = k.padTile(r.kvh, t), k.KBlockN, 0
+	var vt []uint16
+	stride := k.KBlockN
+	if kv.bs == nil {
+		vt = k.vTile(r.kvh, t, lo)
 	}
 	if k.Float64 {
 		for a := range r.acc {
 			acc := &r.acc[a]
 			for i := 0; i < d; i++ {
-				v := vt[i*stride+off:][:k.KBlockN]
+				v := vt[i*stride:][:k.KBlockN]
 				var sum float64
 				for j, p := range r.p64 {
 					sum += p * k.val[v[j]]
@@ -462,7 +465,7 @@ func (k *kernel) gemmPV(r *row, t tile) {
 	if kv.bs != nil {
 		k.pvBlock(r, t, cs, outs)
 	} else {
-		accum.DotRowsMulti(k.pv, r.pc, vt[off:], stride, cs, outs)
+		accum.DotRowsMulti(k.pv, r.pc, vt, stride, cs, outs)
 	}
 	for a := range r.acc {
 		acc := &r.acc[a]
@@ -488,22 +491,64 @@ func (k *kernel) promote(acc *pvAcc) {
 	acc.accScale = 1
 }
 
-// padTile returns V of the tile (dim-major, kBlockN wide) for a tile that
-// extends past the cache's padded token axis, zero filled: the tensor core
-// still runs kBlockN/K instructions on it, with P = 0 there.
-func (k *kernel) padTile(h int, t tile) []uint16 {
-	kv, bn := k.kv, k.KBlockN
-	if len(k.vpad) < kv.vdim*bn {
-		k.vpad = make([]uint16, kv.vdim*bn)
-	}
-	clear(k.vpad)
-	for i := 0; i < kv.vdim; i++ {
-		src := kv.vt[(h*kv.vdim+i)*kv.stride:][:kv.stride]
-		if t.start < kv.stride {
-			copy(k.vpad[i*bn:(i+1)*bn], src[t.start:])
+// vBlockBytes bounds the block of V that vTile copies at a time: big
+// enough that each of the d rows is read as one long run of consecutive
+// codes (which the hardware prefetches), small enough to stay in a core's
+// L2 while P·V reads it back.
+const vBlockBytes = 512 << 10
+
+// vBlock is V of the tiles lo..hi−1 of KV head h, tile-major: tile n's
+// d rows of kBlockN codes at codes[(n−lo)·d·kBlockN:], +0 past the padded
+// cache. hi == lo: empty.
+type vBlock struct {
+	codes     []uint16
+	h, lo, hi int
+}
+
+// vTile returns V of tile t of KV head h, dim-major and kBlockN wide (row
+// i at [i·kBlockN:]), the same codes the cache holds at vt[(h·d+i)·stride +
+// t.start + j], +0 past its padded token axis (the tensor core still runs
+// kBlockN/K instructions there, with P = 0).
+//
+// The cache's V rows are a whole sequence apart (stride tokens, a power of
+// two at 64k or 128k tokens): reading one tile's d short runs from them
+// maps every run to the same cache sets, so each tile missed the caches
+// and P·V ran at half the speed of the same chains over contiguous codes.
+// vTile instead copies, when t is not in the block, the tiles
+// max(lo, t.n−B+1) .. t.n (the tiles the mainloop visits next, newest
+// first, B = vBlockBytes / (2·d·kBlockN)) row by row, each row one
+// contiguous read. Only the memory layout changes; the chains read the
+// same codes.
+func (k *kernel) vTile(h int, t tile, lo int) []uint16 {
+	kv, bn, d := k.kv, k.KBlockN, k.kv.vdim
+	size := d * bn
+	b := &k.vb
+	if b.h != h || t.n < b.lo || t.n >= b.hi {
+		tiles := max(1, vBlockBytes/(2*size))
+		if len(b.codes) < tiles*size {
+			b.codes = make([]uint16, tiles*size)
+		}
+		b.h, b.lo, b.hi = h, max(lo, t.n-tiles+1), t.n+1
+		w := (b.hi - b.lo) * bn
+		for i := 0; i < d; i++ {
+			src := kv.vt[(h*d+i)*kv.stride:][:kv.stride]
+			first := b.lo * bn
+			if first < kv.stride {
+				src = src[first:min(kv.stride, first+w)]
+			} else {
+				src = nil
+			}
+			for n := range b.hi - b.lo {
+				dst := b.codes[n*size+i*bn:][:bn]
+				c := 0
+				if n*bn < len(src) {
+					c = copy(dst, src[n*bn:])
+				}
+				clear(dst[c:])
+			}
 		}
 	}
-	return k.vpad[:kv.vdim*bn]
+	return b.codes[(t.n-b.lo)*size:][:size]
 }
 
 // finalize merges what remains of the every-N accumulator and applies
