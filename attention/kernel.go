@@ -687,4 +687,41 @@ func combine64(o []float64, os [][]float64, lse []float64) {
 // float32 numbers. Integer x give exact powers of two; x = −inf gives 0,
 // NaN gives NaN. The H200 computes ex2.approx.ftz.f32 (about 2 ulp), so
 // agreement with it is statistical, not bit for bit.
-func exp2f(x float32) float32 { return float32(math.Exp2(float64(x))) }
+//
+// It returns exactly float32(math.Exp2(float64(x))), on every platform,
+// without computing math.Exp2 for most x: for x in [−125, 127] a float64
+// approximation y (a 64-entry table of 2^(j/64) and a degree-5
+// polynomial, relative error below 2^-49) is rounded to float32 from
+// y·(1 ± 2^-40); when both give the same float32, so does every value
+// in between, math.Exp2's result among them (rounding is monotonic), and
+// that is the result. Otherwise (y within 2^-40 of a float32 midpoint,
+// about one x in 2^15) and outside the range, math.Exp2 decides.
+// TestExp2fIsMathExp2 checks this against math.Exp2 on every float32 of
+// a strided sweep of the range, and FuzzExp2f on any x.
+func exp2f(x float32) float32 {
+	if x >= -125 && x <= 127 {
+		xd := float64(x)
+		// k/64 nearest x (the sum is positive, so the conversion floors it),
+		// and r = x − k/64, |r| <= 1/128, exact: k = 0 when |x| < 1/128,
+		// otherwise x and k/64 are multiples of 2^-30 below 2^7.
+		k := int(xd*64+8192.5) - 8192
+		r := xd - float64(k)*(1.0/64)
+		e, j := k>>6, k&63
+		// 2^r = Σ (r·ln2)^i / i!, i <= 5: truncation below 2^-54 for |r| <= 1/128.
+		t := r * math.Ln2
+		p := 1 + t*(1+t*(1.0/2+t*(1.0/6+t*(1.0/24+t*(1.0/120)))))
+		y := exp2Table[j] * p * math.Float64frombits(uint64(e+1023)<<52)
+		if lo := float32(y * (1 - 0x1p-40)); lo == float32(y*(1+0x1p-40)) {
+			return lo
+		}
+	}
+	return float32(math.Exp2(float64(x)))
+}
+
+// exp2Table holds 2^(j/64) for j = 0 … 63, each within one float64 ulp.
+var exp2Table = func() (t [64]float64) {
+	for j := range t {
+		t[j] = math.Exp2(float64(j) / 64)
+	}
+	return t
+}()

@@ -2,6 +2,7 @@ package attention
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -56,3 +57,78 @@ func TestVTileIsTheCachesV(t *testing.T) {
 		})
 	}
 }
+
+// exp2f is float32(math.Exp2(x)) bit for bit: on a sweep of every 251st
+// float32 of its fast range [−125, 127] (about 9 million values),
+// around each j/64 boundary of its table, at the ends of the range, and
+// on the specials.
+func TestExp2fIsMathExp2(t *testing.T) {
+	check := func(x float32) {
+		want := float32(math.Exp2(float64(x)))
+		if got := exp2f(x); math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Fatalf("exp2f(%v = %#08x) = %v (%#08x), math.Exp2 gives %v (%#08x)", x, math.Float32bits(x), got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+	for _, hi := range []float32{127, 125} { // positive x up to 127, negative down to −125
+		sign := uint32(0)
+		if hi == 125 {
+			sign = 1 << 31
+		}
+		for b := uint32(0); b <= math.Float32bits(hi); b += 251 {
+			check(math.Float32frombits(sign | b))
+		}
+	}
+	for k := -125 * 64; k <= 127*64; k++ {
+		x := float32(k) / 64
+		check(x)
+		for i, y, z := 0, x, x; i < 4; i++ {
+			y, z = math.Nextafter32(y, float32(math.Inf(1))), math.Nextafter32(z, float32(math.Inf(-1)))
+			check(y)
+			check(z)
+		}
+	}
+	for _, x := range []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-30, -1e-30,
+		-125.00001, -126, -149, -149.5, -150, -151, -1e30, 127.00001, 127.5, 128, 1e30,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
+		check(x)
+	}
+}
+
+func FuzzExp2f(f *testing.F) {
+	for _, x := range []float32{0, 8, -8, 0.5, -0.7, -125, 127, -149.5, 1e-40} {
+		f.Add(x)
+	}
+	f.Fuzz(func(t *testing.T, x float32) {
+		got, want := exp2f(x), float32(math.Exp2(float64(x)))
+		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Fatalf("exp2f(%v) = %v, math.Exp2 gives %v", x, got, want)
+		}
+	})
+}
+
+func BenchmarkExp2f(b *testing.B) {
+	xs := make([]float32, 1024)
+	for i := range xs {
+		xs[i] = 8 - float32(i)*0.0371 // P's exponents: (S − m) + 8, from 8 down
+	}
+	b.Run("exp2f", func(b *testing.B) {
+		var s float32
+		for b.Loop() {
+			for _, x := range xs {
+				s += exp2f(x)
+			}
+		}
+		sink32 = s
+	})
+	b.Run("math.Exp2", func(b *testing.B) {
+		var s float32
+		for b.Loop() {
+			for _, x := range xs {
+				s += float32(math.Exp2(float64(x)))
+			}
+		}
+		sink32 = s
+	})
+}
+
+var sink32 float32
