@@ -78,9 +78,8 @@ type kernel struct {
 	val        []float64 // value of every code of the dtype (Float64 mode)
 	vb         vBlock    // V of the tiles P·V reads next, copied tile-major
 	// Block-scaled caches (kv.bs != nil): the quantizer of Q and P (the
-	// cache's format, tensor scale 1) and the padded V tile.
-	bq           *tokenQuant
-	vpad8, vspad []uint8
+	// cache's format, tensor scale 1).
+	bq *tokenQuant
 }
 
 func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kernel, error) {
@@ -463,7 +462,7 @@ func (k *kernel) gemmPV(r *row, t tile, lo int) {
 		}
 	}
 	if kv.bs != nil {
-		k.pvBlock(r, t, cs, outs)
+		k.pvBlock(r, t, lo, cs, outs)
 	} else {
 		accum.DotRowsMulti(k.pv, r.pc, vt, stride, cs, outs)
 	}
@@ -497,58 +496,94 @@ func (k *kernel) promote(acc *pvAcc) {
 // L2 while P·V reads it back.
 const vBlockBytes = 512 << 10
 
-// vBlock is V of the tiles lo..hi−1 of KV head h, tile-major: tile n's
-// d rows of kBlockN codes at codes[(n−lo)·d·kBlockN:], +0 past the padded
-// cache. hi == lo: empty.
+// vBlock is V of the tiles lo..hi−1 of KV head h, tile-major: tile n's d
+// rows of kBlockN codes at codes[(n−lo)·d·kBlockN:] (block-scaled caches:
+// codes8, and their scale codes, kBlockN/Block a row, in scales), +0 past
+// the padded cache (block-scaled: the scale of an all-zero block). hi ==
+// lo: empty.
 type vBlock struct {
-	codes     []uint16
-	h, lo, hi int
+	codes          []uint16
+	codes8, scales []uint8
+	h, lo, hi      int
+}
+
+// fill makes the block hold tile n of head h, if it does not: it spans the
+// tiles max(lo, n−tiles+1) .. n, which the mainloop visits next (newest
+// first). It reports whether the caller has to copy them.
+func (b *vBlock) fill(h, n, lo, tiles int) bool {
+	if b.h == h && b.lo <= n && n < b.hi {
+		return false
+	}
+	b.h, b.lo, b.hi = h, max(lo, n-tiles+1), n+1
+	return true
+}
+
+// copyTiles copies the tiles lo..hi−1 of the matrix src (rows rows, row i at
+// src[i·stride:], w elements a tile) tile-major into dst, pad past the end
+// of each row: each row is read once, front to back, in one run.
+func copyTiles[T uint8 | uint16](dst, src []T, rows, stride, w, lo, hi int, pad T) {
+	for i := 0; i < rows; i++ {
+		var run []T
+		if first := lo * w; first < stride {
+			run = src[i*stride:][first:min(stride, hi*w)]
+		}
+		for n := range hi - lo {
+			out := dst[(n*rows+i)*w:][:w]
+			c := 0
+			if n*w < len(run) {
+				c = copy(out, run[n*w:])
+			}
+			for x := range out[c:] {
+				out[c+x] = pad
+			}
+		}
+	}
 }
 
 // vTile returns V of tile t of KV head h, dim-major and kBlockN wide (row
 // i at [i·kBlockN:]), the same codes the cache holds at vt[(h·d+i)·stride +
 // t.start + j], +0 past its padded token axis (the tensor core still runs
-// kBlockN/K instructions there, with P = 0).
+// kBlockN/K instructions there, with P = 0). lo is the lowest tile the
+// mainloop visits.
 //
 // The cache's V rows are a whole sequence apart (stride tokens, a power of
 // two at 64k or 128k tokens): reading one tile's d short runs from them
 // maps every run to the same cache sets, so each tile missed the caches
 // and P·V ran at half the speed of the same chains over contiguous codes.
-// vTile instead copies, when t is not in the block, the tiles
-// max(lo, t.n−B+1) .. t.n (the tiles the mainloop visits next, newest
-// first, B = vBlockBytes / (2·d·kBlockN)) row by row, each row one
-// contiguous read. Only the memory layout changes; the chains read the
-// same codes.
+// vTile instead copies, when t is not in the block, the next tiles (at
+// most vBlockBytes of them) row by row, each row one contiguous read. Only
+// the memory layout changes; the chains read the same codes.
 func (k *kernel) vTile(h int, t tile, lo int) []uint16 {
 	kv, bn, d := k.kv, k.KBlockN, k.kv.vdim
-	size := d * bn
-	b := &k.vb
-	if b.h != h || t.n < b.lo || t.n >= b.hi {
-		tiles := max(1, vBlockBytes/(2*size))
+	size, b := d*bn, &k.vb
+	if tiles := max(1, vBlockBytes/(2*size)); b.fill(h, t.n, lo, tiles) {
 		if len(b.codes) < tiles*size {
 			b.codes = make([]uint16, tiles*size)
 		}
-		b.h, b.lo, b.hi = h, max(lo, t.n-tiles+1), t.n+1
-		w := (b.hi - b.lo) * bn
-		for i := 0; i < d; i++ {
-			src := kv.vt[(h*d+i)*kv.stride:][:kv.stride]
-			first := b.lo * bn
-			if first < kv.stride {
-				src = src[first:min(kv.stride, first+w)]
-			} else {
-				src = nil
-			}
-			for n := range b.hi - b.lo {
-				dst := b.codes[n*size+i*bn:][:bn]
-				c := 0
-				if n*bn < len(src) {
-					c = copy(dst, src[n*bn:])
-				}
-				clear(dst[c:])
-			}
-		}
+		copyTiles(b.codes, kv.vt[h*d*kv.stride:], d, kv.stride, bn, b.lo, b.hi, 0)
 	}
 	return b.codes[(t.n-b.lo)*size:][:size]
+}
+
+// vTileBlock is vTile on a block-scaled cache: the tile's element codes
+// (row i at [i·kBlockN:]) and their scale codes (row i at
+// [i·kBlockN/Block:]), +0 codes with the scale code of an all-zero block
+// past the padded token axis.
+func (k *kernel) vTileBlock(h int, t tile, lo int) (codes, scales []uint8) {
+	kv, bs, bn, d := k.kv, k.kv.bs, k.KBlockN, k.kv.vdim
+	nb := bs.block
+	size, ssize, b := d*bn, d*bn/nb, &k.vb
+	if tiles := max(1, vBlockBytes/(size+ssize)); b.fill(h, t.n, lo, tiles) {
+		if len(b.codes8) < tiles*size {
+			b.codes8, b.scales = make([]uint8, tiles*size), make([]uint8, tiles*ssize)
+		}
+		var zero [1]uint8
+		zs := bs.vq.quantBlock(make([]float32, nb), zero[:], 0)
+		base := h * d * kv.stride
+		copyTiles(b.codes8, bs.vt8[base:], d, kv.stride, bn, b.lo, b.hi, 0)
+		copyTiles(b.scales, bs.vs[base/nb:], d, kv.stride/nb, bn/nb, b.lo, b.hi, zs)
+	}
+	return b.codes8[(t.n-b.lo)*size:][:size], b.scales[(t.n-b.lo)*ssize:][:ssize]
 }
 
 // finalize merges what remains of the every-N accumulator and applies

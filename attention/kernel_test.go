@@ -58,6 +58,68 @@ func TestVTileIsTheCachesV(t *testing.T) {
 	}
 }
 
+// vTileBlock hands the block-scaled P·V the cache's element codes and
+// scale codes of the tile, +0 with the scale of an all-zero block past the
+// padded token axis, through refills, two heads and two passes.
+func TestVTileBlockIsTheCachesV(t *testing.T) {
+	for _, tc := range []struct {
+		f                 KVFormat
+		tokens, d, bn, lo int
+	}{
+		{KVMXFP8, 1000, 64, 96, 0},
+		{KVMXFP8, 9000, 128, 256, 5}, // 15 tiles per block, 36 tiles: refills
+		{KVNVFP4, 4100, 128, 128, 2},
+		{KVMXFP4, 5000, 128, 256, 0},
+	} {
+		t.Run(fmt.Sprintf("%s_n%d_d%d_bn%d_lo%d", tc.f, tc.tokens, tc.d, tc.bn, tc.lo), func(t *testing.T) {
+			p := newProblem(4, 1, tc.tokens, 2, 2, tc.d, 0.5)
+			spec := KVSpec{Format: tc.f, Path: PathBlockScaled}
+			if tc.f == KVNVFP4 {
+				spec.Scale = ScaleAmax
+			}
+			kv, err := QuantizeKV(p.k, p.v, KVShape{Tokens: tc.tokens, Heads: 2, KDim: tc.d}, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := newKernel(Config{HeadDim: tc.d, KBlockN: tc.bn}, []int{0}, p.q, nil, kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs := kv.bs
+			nb := bs.block
+			var zero [1]uint8
+			zs := bs.vq.quantBlock(make([]float32, nb), zero[:], 0)
+			tiles := (tc.tokens + tc.bn - 1) / tc.bn
+			for pass := range 2 {
+				for h := range 2 {
+					for n := tiles - 1; n >= tc.lo; n-- {
+						codes, scales := k.vTileBlock(h, tile{n: n, start: n * tc.bn}, tc.lo)
+						if len(codes) != tc.d*tc.bn || len(scales) != tc.d*tc.bn/nb {
+							t.Fatalf("tile %d: %d codes and %d scales, want %d and %d", n, len(codes), len(scales), tc.d*tc.bn, tc.d*tc.bn/nb)
+						}
+						for i := range tc.d {
+							base := (h*tc.d + i) * kv.stride
+							for j := range tc.bn {
+								var want uint8
+								wantS := zs
+								if tok := n*tc.bn + j; tok < kv.stride {
+									want, wantS = bs.vt8[base+tok], bs.vs[(base+tok)/nb]
+								}
+								if g := codes[i*tc.bn+j]; g != want {
+									t.Fatalf("pass %d head %d tile %d: V[%d][%d] = %#x, the cache holds %#x", pass, h, n, i, j, g, want)
+								}
+								if g := scales[(i*tc.bn+j)/nb]; g != wantS {
+									t.Fatalf("pass %d head %d tile %d: V[%d][%d]'s scale = %#x, the cache holds %#x", pass, h, n, i, j, g, wantS)
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // exp2f is float32(math.Exp2(x)) bit for bit: on a sweep of every 251st
 // float32 of its fast range [−125, 127] (about 9 million values),
 // around each j/64 boundary of its table, at the ends of the range, and
