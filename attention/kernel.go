@@ -728,7 +728,7 @@ func combine64(o []float64, os [][]float64, lse []float64) {
 // It returns exactly float32(math.Exp2(float64(x))), on every platform,
 // without computing math.Exp2 for most x: for x in [−125, 127] a float64
 // approximation y (a 64-entry table of 2^(j/64) and a degree-5
-// polynomial, relative error below 2^-49) is rounded to float32 from
+// polynomial, relative error below 2^-48) is rounded to float32 from
 // y·(1 ± 2^-40); when both give the same float32, so does every value
 // in between, math.Exp2's result among them (rounding is monotonic), and
 // that is the result. Otherwise (y within 2^-40 of a float32 midpoint,
