@@ -340,14 +340,11 @@ func (k *kernel) castPBlock(r *row) {
 // pvBlock runs the P·V chains of every accumulator (inputs cs, nil from
 // +0; outputs outs) on a block-scaled cache: per channel, the PV
 // instruction's chain over the tile's tokens, P's and V's token-block
-// scales read by the MMA.
-func (k *kernel) pvBlock(r *row, t tile, cs, outs [][]float32) {
-	kv, bs := k.kv, k.kv.bs
-	b, bn, d := bs.block, k.KBlockN, k.VDim
-	vt, vs, stride, off := bs.vt8[r.kvh*d*kv.stride:], bs.vs[r.kvh*d*kv.stride/b:], kv.stride, t.start
-	if t.start+bn > kv.stride {
-		vt, vs, stride, off = k.padTileBlock(r.kvh, t)
-	}
+// scales read by the MMA (V of the tile from vTileBlock; lo is the lowest
+// tile the mainloop visits).
+func (k *kernel) pvBlock(r *row, t tile, lo int, cs, outs [][]float32) {
+	b, bn, d := k.kv.bs.block, k.KBlockN, k.VDim
+	vt, vs := k.vTileBlock(r.kvh, t, lo)
 	for a, c := range cs {
 		out := outs[a]
 		for i := 0; i < d; i++ {
@@ -355,35 +352,11 @@ func (k *kernel) pvBlock(r *row, t tile, cs, outs [][]float32) {
 			if c != nil {
 				c0 = uint64(math.Float32bits(c[i]))
 			}
-			row := i*stride + off
+			row := i * bn
 			x, _ := accum.ChainCodes(k.bpv, r.b.p8, vt[row:row+bn], r.b.ps, vs[row/b:], c0, 0)
 			out[i] = math.Float32frombits(uint32(x))
 		}
 	}
-}
-
-// padTileBlock is padTile for the block-scaled V: codes +0 past the
-// cache's padded token axis, with the scale code of an all-zero block.
-func (k *kernel) padTileBlock(h int, t tile) (vt, vs []uint8, stride, off int) {
-	kv, bs, bn := k.kv, k.kv.bs, k.KBlockN
-	b := bs.block
-	if len(k.vpad8) < kv.vdim*bn {
-		k.vpad8, k.vspad = make([]uint8, kv.vdim*bn), make([]uint8, kv.vdim*bn/b)
-	}
-	clear(k.vpad8)
-	var zero [1]uint8
-	zs := bs.vq.quantBlock(make([]float32, b), zero[:], 0)
-	for i := range k.vspad {
-		k.vspad[i] = zs
-	}
-	for i := 0; i < kv.vdim; i++ {
-		base := (h*kv.vdim + i) * kv.stride
-		if t.start < kv.stride {
-			copy(k.vpad8[i*bn:(i+1)*bn], bs.vt8[base+t.start:base+kv.stride])
-			copy(k.vspad[i*bn/b:(i+1)*bn/b], bs.vs[(base+t.start)/b:(base+kv.stride)/b])
-		}
-	}
-	return k.vpad8, k.vspad, bn, 0
 }
 
 // gemmPVBlock64 is gemmPV in Float64 mode on a block-scaled cache: the

@@ -76,11 +76,10 @@ type kernel struct {
 	kv         *KV
 	promotions []int
 	val        []float64 // value of every code of the dtype (Float64 mode)
-	vpad       []uint16  // V of a tile that reaches past the padded cache, zero filled
+	vb         vBlock    // V of the tiles P·V reads next, copied tile-major
 	// Block-scaled caches (kv.bs != nil): the quantizer of Q and P (the
-	// cache's format, tensor scale 1) and the padded V tile.
-	bq           *tokenQuant
-	vpad8, vspad []uint8
+	// cache's format, tensor scale 1).
+	bq *tokenQuant
 }
 
 func newKernel(cfg Config, promotions []int, q, qScale []float32, kv *KV) (*kernel, error) {
@@ -273,7 +272,7 @@ func (k *kernel) mainloop(ctx context.Context, r *row, lo, hi int) error {
 		k.onlineMax(r)
 		k.exp2P(r)
 		k.castP(r)
-		k.gemmPV(r, t)
+		k.gemmPV(r, t, lo)
 	}
 	return nil
 }
@@ -411,22 +410,25 @@ func (k *kernel) castP(r *row) {
 //	every N:      O_tc = chain(P, V, c = O_tc·alpha); acc_scale ·= alpha;
 //	              after every N-th tile: O = O·acc_scale + O_tc; O_tc = 0; acc_scale = 1  (#122)
 //
-// Every chain covers the whole tile, kBlockN/K instructions.
-func (k *kernel) gemmPV(r *row, t tile) {
+// Every chain covers the whole tile, kBlockN/K instructions. lo is the
+// lowest tile of the range the mainloop visits (the V block copied for t
+// reaches down to it, no further).
+func (k *kernel) gemmPV(r *row, t tile, lo int) {
 	kv, d := k.kv, k.VDim
 	if kv.bs != nil && k.Float64 {
 		k.gemmPVBlock64(r, t)
 		return
 	}
-	vt, stride, off := kv.vt[r.kvh*d*kv.stride:], kv.stride, t.start
-	if kv.bs == nil && t.start+k.KBlockN > kv.stride {
-		vt, stride, off = k.padTile(r.kvh, t), k.KBlockN, 0
+	var vt []uint16
+	stride := k.KBlockN
+	if kv.bs == nil {
+		vt = k.vTile(r.kvh, t, lo)
 	}
 	if k.Float64 {
 		for a := range r.acc {
 			acc := &r.acc[a]
 			for i := 0; i < d; i++ {
-				v := vt[i*stride+off:][:k.KBlockN]
+				v := vt[i*stride:][:k.KBlockN]
 				var sum float64
 				for j, p := range r.p64 {
 					sum += p * k.val[v[j]]
@@ -460,9 +462,9 @@ func (k *kernel) gemmPV(r *row, t tile) {
 		}
 	}
 	if kv.bs != nil {
-		k.pvBlock(r, t, cs, outs)
+		k.pvBlock(r, t, lo, cs, outs)
 	} else {
-		accum.DotRowsMulti(k.pv, r.pc, vt[off:], stride, cs, outs)
+		accum.DotRowsMulti(k.pv, r.pc, vt, stride, cs, outs)
 	}
 	for a := range r.acc {
 		acc := &r.acc[a]
@@ -488,22 +490,102 @@ func (k *kernel) promote(acc *pvAcc) {
 	acc.accScale = 1
 }
 
-// padTile returns V of the tile (dim-major, kBlockN wide) for a tile that
-// extends past the cache's padded token axis, zero filled: the tensor core
-// still runs kBlockN/K instructions on it, with P = 0 there.
-func (k *kernel) padTile(h int, t tile) []uint16 {
-	kv, bn := k.kv, k.KBlockN
-	if len(k.vpad) < kv.vdim*bn {
-		k.vpad = make([]uint16, kv.vdim*bn)
+// vBlockBytes bounds the block of V that vTile copies at a time: big
+// enough that each of the d rows is read as one long run of consecutive
+// codes (which the hardware prefetches), small enough to stay in a core's
+// L2 while P·V reads it back.
+const vBlockBytes = 512 << 10
+
+// vBlock is V of the tiles lo..hi−1 of KV head h, tile-major: tile n's d
+// rows of kBlockN codes at codes[(n−lo)·d·kBlockN:] (block-scaled caches:
+// codes8, and their scale codes, kBlockN/Block a row, in scales), +0 past
+// the padded cache (block-scaled: the scale of an all-zero block). hi ==
+// lo: empty.
+type vBlock struct {
+	codes          []uint16
+	codes8, scales []uint8
+	h, lo, hi      int
+}
+
+// fill makes the block hold tile n of head h, if it does not: it spans the
+// tiles max(lo, n−tiles+1) .. n, which the mainloop visits next (newest
+// first). It reports whether the caller has to copy them.
+func (b *vBlock) fill(h, n, lo, tiles int) bool {
+	if b.h == h && b.lo <= n && n < b.hi {
+		return false
 	}
-	clear(k.vpad)
-	for i := 0; i < kv.vdim; i++ {
-		src := kv.vt[(h*kv.vdim+i)*kv.stride:][:kv.stride]
-		if t.start < kv.stride {
-			copy(k.vpad[i*bn:(i+1)*bn], src[t.start:])
+	b.h, b.lo, b.hi = h, max(lo, n-tiles+1), n+1
+	return true
+}
+
+// copyTiles copies the tiles lo..hi−1 of the matrix src (rows rows, row i at
+// src[i·stride:], w elements a tile) tile-major into dst, pad past the end
+// of each row: each row is read once, front to back, in one run.
+func copyTiles[T uint8 | uint16](dst, src []T, rows, stride, w, lo, hi int, pad T) {
+	for i := 0; i < rows; i++ {
+		var run []T
+		if first := lo * w; first < stride {
+			run = src[i*stride:][first:min(stride, hi*w)]
+		}
+		for n := range hi - lo {
+			out := dst[(n*rows+i)*w:][:w]
+			c := 0
+			if n*w < len(run) {
+				c = copy(out, run[n*w:])
+			}
+			for x := range out[c:] {
+				out[c+x] = pad
+			}
 		}
 	}
-	return k.vpad[:kv.vdim*bn]
+}
+
+// vTile returns V of tile t of KV head h, dim-major and kBlockN wide (row
+// i at [i·kBlockN:]), the same codes the cache holds at vt[(h·d+i)·stride +
+// t.start + j], +0 past its padded token axis (the tensor core still runs
+// kBlockN/K instructions there, with P = 0). lo is the lowest tile the
+// mainloop visits.
+//
+// The cache's V rows are a whole sequence apart (stride tokens): a tile
+// read in place is d short runs (kBlockN codes) from d pages, d streams at
+// once, which the hardware's prefetchers do not follow, so P·V over the
+// cache ran at half the speed of the same chains over contiguous codes
+// (128k tokens, d = 128: 42-49 cpu-ms against 20 with this copy, padding
+// the stride by 32, 64 or 1024 tokens no better). vTile instead copies,
+// when t is not in the block, the next tiles (at most vBlockBytes of them)
+// row by row, each row one contiguous read. Only the memory layout
+// changes; the chains read the same codes.
+func (k *kernel) vTile(h int, t tile, lo int) []uint16 {
+	kv, bn, d := k.kv, k.KBlockN, k.kv.vdim
+	size, b := d*bn, &k.vb
+	if tiles := max(1, vBlockBytes/(2*size)); b.fill(h, t.n, lo, tiles) {
+		if len(b.codes) < tiles*size {
+			b.codes = make([]uint16, tiles*size)
+		}
+		copyTiles(b.codes, kv.vt[h*d*kv.stride:], d, kv.stride, bn, b.lo, b.hi, 0)
+	}
+	return b.codes[(t.n-b.lo)*size:][:size]
+}
+
+// vTileBlock is vTile on a block-scaled cache: the tile's element codes
+// (row i at [i·kBlockN:]) and their scale codes (row i at
+// [i·kBlockN/Block:]), +0 codes with the scale code of an all-zero block
+// past the padded token axis.
+func (k *kernel) vTileBlock(h int, t tile, lo int) (codes, scales []uint8) {
+	kv, bs, bn, d := k.kv, k.kv.bs, k.KBlockN, k.kv.vdim
+	nb := bs.block
+	size, ssize, b := d*bn, d*bn/nb, &k.vb
+	if tiles := max(1, vBlockBytes/(size+ssize)); b.fill(h, t.n, lo, tiles) {
+		if len(b.codes8) < tiles*size {
+			b.codes8, b.scales = make([]uint8, tiles*size), make([]uint8, tiles*ssize)
+		}
+		var zero [1]uint8
+		zs := bs.vq.quantBlock(make([]float32, nb), zero[:], 0)
+		base := h * d * kv.stride
+		copyTiles(b.codes8, bs.vt8[base:], d, kv.stride, bn, b.lo, b.hi, 0)
+		copyTiles(b.scales, bs.vs[base/nb:], d, kv.stride/nb, bn/nb, b.lo, b.hi, zs)
+	}
+	return b.codes8[(t.n-b.lo)*size:][:size], b.scales[(t.n-b.lo)*ssize:][:ssize]
 }
 
 // finalize merges what remains of the every-N accumulator and applies
@@ -642,4 +724,41 @@ func combine64(o []float64, os [][]float64, lse []float64) {
 // float32 numbers. Integer x give exact powers of two; x = −inf gives 0,
 // NaN gives NaN. The H200 computes ex2.approx.ftz.f32 (about 2 ulp), so
 // agreement with it is statistical, not bit for bit.
-func exp2f(x float32) float32 { return float32(math.Exp2(float64(x))) }
+//
+// It returns exactly float32(math.Exp2(float64(x))), on every platform,
+// without computing math.Exp2 for most x: for x in [−125, 127] a float64
+// approximation y (a 64-entry table of 2^(j/64) and a degree-5
+// polynomial, relative error below 2^-48) is rounded to float32 from
+// y·(1 ± 2^-40); when both give the same float32, so does every value
+// in between, math.Exp2's result among them (rounding is monotonic), and
+// that is the result. Otherwise (y within 2^-40 of a float32 midpoint,
+// about one x in 2^15) and outside the range, math.Exp2 decides.
+// TestExp2fIsMathExp2 checks this against math.Exp2 on every float32 of
+// a strided sweep of the range, and FuzzExp2f on any x.
+func exp2f(x float32) float32 {
+	if x >= -125 && x <= 127 {
+		xd := float64(x)
+		// k/64 nearest x (the sum is positive, so the conversion floors it),
+		// and r = x − k/64, |r| <= 1/128, exact: k = 0 when |x| < 1/128,
+		// otherwise x and k/64 are multiples of 2^-30 below 2^7.
+		k := int(xd*64+8192.5) - 8192
+		r := xd - float64(k)*(1.0/64)
+		e, j := k>>6, k&63
+		// 2^r = Σ (r·ln2)^i / i!, i <= 5: truncation below 2^-54 for |r| <= 1/128.
+		t := r * math.Ln2
+		p := 1 + t*(1+t*(1.0/2+t*(1.0/6+t*(1.0/24+t*(1.0/120)))))
+		y := exp2Table[j] * p * math.Float64frombits(uint64(e+1023)<<52)
+		if lo := float32(y * (1 - 0x1p-40)); lo == float32(y*(1+0x1p-40)) {
+			return lo
+		}
+	}
+	return float32(math.Exp2(float64(x)))
+}
+
+// exp2Table holds 2^(j/64) for j = 0 … 63, each within one float64 ulp.
+var exp2Table = func() (t [64]float64) {
+	for j := range t {
+		t[j] = math.Exp2(float64(j) / 64)
+	}
+	return t
+}()
