@@ -20,7 +20,7 @@ import (
 // along head_dim), V's are its token blocks (per channel, Block consecutive
 // tokens from token 0); tiles reaching past the cache's padded token axis
 // read +0 codes with the scale of an all-zero block, as attention's
-// padTileBlock.
+// vTileBlock fills them.
 
 // simBlock is a block-scaled instruction the WGSL simulator runs.
 type simBlock struct {
