@@ -202,6 +202,7 @@ func TestScaledAsmEqualsGo(t *testing.T) {
 					c = 0 // no c to hide e_max
 				}
 				checkScaledAsm(t, m, pure[k], a, b, sa, sb, c, promote)
+				checkScaledKernel(t, m, a, b, sa, sb, c)
 			}
 		}
 	}
@@ -250,6 +251,7 @@ func FuzzScaledAsm(f *testing.F) {
 			}
 		}
 		checkScaledAsm(t, m, pure[k], a, b, sa, sb, uint64(c), 0)
+		checkScaledKernel(t, m, a, b, sa, sb, uint64(c))
 	})
 }
 
@@ -278,5 +280,45 @@ func zerosMeetHuge(r *rand.Rand, fa, fb string, a, b []uint64) {
 		} else {
 			a[i], b[i] = pick(fa, false), pick(fb, false)
 		}
+	}
+}
+
+// checkScaledKernel runs the whole steps of a chain through the kernel
+// (chainAsm8 or chainAsm32) and through the Go steps, which must agree on
+// the result and on where the chain stops (the first step the Go step
+// cannot take: a NaN or inf operand, scale or c), so that a kernel which
+// gives up on steps it should compute fails too.
+func checkScaledKernel(t *testing.T, m *nvInstr, a, b []uint64, sa, sb []uint8, c64 uint64) {
+	t.Helper()
+	f, L := m.fast, m.info.L
+	n := len(a) / L * L
+	c := math.Float32frombits(uint32(c64))
+	var got float32
+	var done int
+	if f.asmTF32 {
+		got, done = f.chainAsm32(narrow[uint32](a[:n]), narrow[uint32](b[:n]), c)
+	} else {
+		got, done = f.chainAsm8(narrow[uint8](a[:n]), narrow[uint8](b[:n]), sa, sb, 0, c)
+	}
+	want, wdone := c, 0
+	for ; wdone < n; wdone += L {
+		var d float32
+		var ok bool
+		switch {
+		case f.asmTF32:
+			d, ok = f.stTF32(narrow[uint32](a[wdone:wdone+L]), narrow[uint32](b[wdone:wdone+L]), want)
+		case f.scaled:
+			d, ok = f.stST(narrow[uint8](a[wdone:wdone+L]), narrow[uint8](b[wdone:wdone+L]), sa[wdone/L], sb[wdone/L], want)
+		default:
+			d, ok = f.stST(narrow[uint8](a[wdone:wdone+L]), narrow[uint8](b[wdone:wdone+L]), 0, 0, want)
+		}
+		if !ok {
+			break
+		}
+		want = d
+	}
+	if done != wdone || math.Float32bits(got) != math.Float32bits(want) {
+		t.Fatalf("%s: kernel %08x after %d elements, Go steps %08x after %d\na=%x\nb=%x\nsa=%x sb=%x c=%08x",
+			m.info.Name, math.Float32bits(got), done, math.Float32bits(want), wdone, a, b, sa, sb, c64)
 	}
 }
