@@ -74,9 +74,18 @@ func f32Parts(x uint32) (e int32, v float64, special bool) {
 	return max(ef, 1) - 127, float64(math.Float32frombits(x)), false
 }
 
-// chainFMA32 is the f32 FMA chain.
+// chainFMA32 is the f32 FMA chain: in hardware (fmaChain32) where the CPU
+// has FMA, unless the chain ends in NaN, whose payload the hardware
+// propagates differently from FMA32 (a NaN stays NaN through every later
+// FMA, so a chain that does not end in NaN never met one); then, and on
+// other builds, with fma32.
 func chainFMA32(a, b []uint32, c float32) float32 {
 	b = b[:len(a)]
+	if haveFMAAsm && len(a) > 0 {
+		if d := fmaChain32(&a[0], &b[0], len(a), c); d == d {
+			return d
+		}
+	}
 	for i, x := range a {
 		c = fma32(math.Float32frombits(x), math.Float32frombits(b[i]), c)
 	}
