@@ -166,65 +166,77 @@ func pairTree(p []float32, flush bool) float32 {
 	return s
 }
 
-// fdpaGroupFast is fdpaGroup for the CDNA3 instructions from the product
-// exponents pe (E_a + E_b, a zero operand reading −126) and exact products
-// pv. ok is false when the group needs the reference path (a product of
-// 2^128 or more, or a NaN/inf c).
-func (m *amdInstr) fdpaGroupFast(pe []int32, pv []float64, c float32) (float32, bool) {
-	ce, cv, sp := f32Parts(math.Float32bits(c))
-	if sp {
-		return 0, false
-	}
-	var s int64
-	var e int32
-	fp8Pair := m.in.CodeBits() == 8
-	if fp8Pair {
-		s0, e0, ok0 := truncSum(pe, pv, 0)
-		s1, e1, ok1 := truncSum(pe, pv, 1)
-		if !ok0 || !ok1 {
-			return 0, false
-		}
-		e = max(e0, e1)
-		s = floorShift(s0, int(e0-e)) + floorShift(s1, int(e1-e))
-	} else {
-		var ok bool
-		if s, e, ok = truncSum(pe, pv, -1); !ok {
-			return 0, false
-		}
-	}
-	emax := max(e, ce)
-	s31 := floorShift(s, int(7-(emax-e)))
-	var c24 int64
-	if !fp8Pair || ce >= emax-25 {
-		c24 = int64(math.Floor(cv * pow2(24-emax)))
-	}
-	return float32(float64(s31+c24<<7) * pow2(emax-31)), true
-}
-
-// truncSum is MMA-Sim's fused_sum with F = 24 over the products of all
-// elements (parity -1) or of the even (0) or odd (1) ones: the sum in units
-// of 2^(e_max − 24) and e_max; ok is false for a product of 2^128 or more.
-func truncSum(pe []int32, pv []float64, parity int) (int64, int32, bool) {
-	start, step := 0, 1
-	if parity >= 0 {
-		start, step = parity, 2
-	}
+// fdpaSum is the c-independent half of fdpaGroup for the CDNA3
+// instructions, from the product exponents pe (E_a + E_b, a zero operand
+// reading −126) and exact products pv: MMA-Sim's fused_sum with F = 24
+// over all elements (xf32, f16, bf16) or over the even and odd ones apart
+// (fp8, each sum then rounded down at their common maximum), in units of
+// 2^(e − 24), and e. ok is false when a product may reach 2^128 (e of 126
+// or more: the reference path decides).
+func fdpaSum(pe []int32, pv []float64, fp8Pair bool) (s int64, e int32, ok bool) {
 	n := len(pe)
 	pv = pv[:n]
-	emax := int32(-1 << 20)
-	for i := start; i < n; i += step {
-		emax = max(emax, pe[i])
-	}
-	scale := pow2(24 - emax)
-	var s int64
-	for i := start; i < n; i += step {
-		p := pv[i]
-		if p >= 0x1p128 || p <= -0x1p128 {
+	if !fp8Pair {
+		e = -1 << 20
+		for _, x := range pe {
+			e = max(e, x)
+		}
+		if e >= 126 {
 			return 0, 0, false
 		}
-		s += int64(p * scale)
+		scale := pow2(24 - e)
+		for _, p := range pv {
+			s += int64(p * scale)
+		}
+		return s, e, true
 	}
-	return s, emax, true
+	e0, e1 := int32(-1<<20), int32(-1<<20)
+	i := 0
+	for ; i+1 < n; i += 2 {
+		e0, e1 = max(e0, pe[i]), max(e1, pe[i+1])
+	}
+	if i < n {
+		e0 = max(e0, pe[i])
+	}
+	if max(e0, e1) >= 126 {
+		return 0, 0, false
+	}
+	sc0, sc1 := pow2(24-e0), pow2(24-max(e1, -900))
+	var s0, s1 int64
+	for i = 0; i+1 < n; i += 2 {
+		s0 += int64(pv[i] * sc0)
+		s1 += int64(pv[i+1] * sc1)
+	}
+	if i < n {
+		s0 += int64(pv[i] * sc0)
+	}
+	e = max(e0, e1)
+	return floorShift(s0, int(e0-e)) + floorShift(s1, int(e1-e)), e, true
+}
+
+// fdpaCombine is the end of fdpaGroup for a group sum s in units of
+// 2^(e − 24) and a finite c (float32 bits cb): s rounded down to 31 and c
+// to 24 fraction bits below max(e, e_c) (fp8: c only when within 25 bits
+// of it), added exactly and rounded to FP32 to nearest even; in integers
+// but for the one conversion.
+func fdpaCombine(s int64, e int32, cb uint32, fp8Pair bool) float32 {
+	ef := int32(cb >> 23 & 0xff)
+	ce := max(ef, 1) - 127 // a zero reads −126, as amdPart reads it
+	sc := int64(cb & 0x7fffff)
+	if ef != 0 {
+		sc |= 1 << 23
+	}
+	if cb>>31 != 0 {
+		sc = -sc
+	}
+	emax := max(e, ce)
+	s31 := floorShift(s, int(7-(emax-e))) // units of 2^(emax−31)
+	var c24 int64                         // units of 2^(emax−24)
+	if !fp8Pair || ce >= emax-25 {
+		c24 = floorShift(sc, int(1-(emax-ce))) // sc has 23 fraction bits
+	}
+	// |total| < 2^40: exact in float64, and so is the scaling.
+	return float32(float64(s31+c24<<7) * pow2(emax-31))
 }
 
 // chainAMD runs the K loop of an AMD instruction on codes of their natural
@@ -263,44 +275,50 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 		t := m.tables()
 		ta, tb = t[0], t[1]
 	}
+	fp8Pair := m.in.CodeBits() == 8
 	b = b[:len(a)]
 	for g := 0; g < len(a); g += G {
 		h := min(g+G, len(a))
-		special := false
 		x, y := a[g:h], b[g:h]
 		y = y[:len(x)]
+		// The products and their exponents, and whether one is NaN or
+		// inf (a field of 0xff): none of it depends on c.
+		var special uint32
 		if m.xf32 {
 			for k := range x {
-				ea, va, s1 := f32Parts(uint32(x[k]) &^ 0x1fff)
-				eb, vb, s2 := f32Parts(uint32(y[k]) &^ 0x1fff)
-				if va == 0 {
-					ea = oldZeroExp
-				}
-				if vb == 0 {
-					eb = oldZeroExp
-				}
-				pe[k], pv[k] = ea+eb, va*vb
-				special = special || s1 || s2
+				xa, xb := uint32(x[k])&^0x1fff, uint32(y[k])&^0x1fff
+				fa, fb := int32(xa>>23&0xff), int32(xb>>23&0xff)
+				special |= uint32(fa+1) | uint32(fb+1)
+				// f32Parts: max(field, 1) − 127, a zero reading −126
+				pe[k] = max(fa, 1) + max(fb, 1) - 254
+				pv[k] = float64(math.Float32frombits(xa)) * float64(math.Float32frombits(xb))
 			}
+			special &= 0x100
 		} else {
 			for k := range x {
 				u, v := uint16(x[k]), uint16(y[k])
 				pe[k], pv[k] = ta.exp[u]+tb.exp[v], ta.val[u]*tb.val[v]
-				special = special || ta.special[u] || tb.special[v]
+				if ta.special[u] || tb.special[v] {
+					special = 1
+				}
 			}
 		}
-		r, ok := float32(0), false
-		if !special {
-			r, ok = m.fdpaGroupFast(pe[:h-g], pv[:h-g], d)
+		cb := math.Float32bits(d)
+		ok := special == 0 && cb&0x7f800000 != 0x7f800000
+		var s int64
+		var e int32
+		if ok {
+			s, e, ok = fdpaSum(pe[:h-g], pv[:h-g], fp8Pair)
 		}
-		if !ok {
-			var ref [2][16]uint64
-			for k := range x {
-				ref[0][k], ref[1][k] = uint64(x[k]), uint64(y[k])
-			}
-			r = m.fdpaGroup(ref[0][:h-g], ref[1][:h-g], d)
+		if ok {
+			d = fdpaCombine(s, e, cb, fp8Pair)
+			continue
 		}
-		d = r
+		var ref [2][16]uint64
+		for k := range x {
+			ref[0][k], ref[1][k] = uint64(x[k]), uint64(y[k])
+		}
+		d = m.fdpaGroup(ref[0][:h-g], ref[1][:h-g], d)
 	}
 	return uint64(math.Float32bits(d)), true
 }
