@@ -2,8 +2,10 @@ package accum
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -93,4 +95,114 @@ func FuzzFMAChainAsm(f *testing.F) {
 		}
 		checkFMAChain(t, a, b, math.Float32frombits(c))
 	})
+}
+
+// TestAMDFastTails: the AMD fast paths (ChainCodes on natural-width
+// codes) against the reference InstrChain for chains of every length
+// 0..2K+G (partial groups and instructions), with codes drawn toward the
+// cases the fast FDPA path leaves or must get right: exponent sums of 126
+// or more (bf16, xf32: the reference decides), products of 2^128 (inf),
+// NaN and inf operands and c, zeros against huge partners (a zero reads
+// −126 and does count in e_max), subnormals and cancellation.
+func TestAMDFastTails(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	c := cat()
+	for _, name := range slices.Sorted(maps.Keys(c.instrs)) {
+		am, ok := c.instrs[name].(*amdInstr)
+		if !ok {
+			continue
+		}
+		in := am.info
+		G := max(in.Group, 1)
+		for n := 0; n <= 2*in.K+G; n++ {
+			for trial := 0; trial < 6; trial++ {
+				kind := trial % 6
+				a, b := make([]uint64, n), make([]uint64, n)
+				for i := range a {
+					a[i], b[i] = amdEdgeCode(r, in.A, kind), amdEdgeCode(r, in.B, kind)
+				}
+				cc := amdEdgeCode(r, in.C, kind)
+				promote := 0
+				if r.IntN(2) == 1 { // not by trial: every kind with and without
+					promote = in.K
+				}
+				want, err := InstrChain(am, a, b, nil, nil, cc, promote)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got uint64
+				switch codeBits[in.A] {
+				case 8:
+					got, err = ChainCodes(am, narrow[uint8](a), narrow[uint8](b), nil, nil, cc, promote)
+				case 16:
+					got, err = ChainCodes(am, narrow[uint16](a), narrow[uint16](b), nil, nil, cc, promote)
+				case 32:
+					got, err = ChainCodes(am, narrow[uint32](a), narrow[uint32](b), nil, nil, cc, promote)
+				default:
+					got, err = ChainCodes(am, a, b, nil, nil, cc, promote)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				same := got == want
+				if in.C == "f64" {
+					same = same || math.IsNaN(math.Float64frombits(got)) && math.IsNaN(math.Float64frombits(want))
+				} else {
+					same = same || isNaN32(got) && isNaN32(want)
+				}
+				if !same {
+					t.Fatalf("%s n=%d kind=%d: fast %x, reference %x\na=%x\nb=%x\nc=%x promote=%d", name, n, kind, got, want, a, b, cc, promote)
+				}
+			}
+		}
+	}
+}
+
+// amdEdgeCode draws a code of f: kind 0 random finite, 1 with NaN/inf, 2
+// the largest magnitudes (exponent sums past 126, products past 2^128),
+// 3 zeros and subnormals, 4 a zero or a huge value, 5 small integers
+// (exact cancellation).
+func amdEdgeCode(r *rand.Rand, f string, kind int) uint64 {
+	bits := codeBits[f]
+	sign := uint64(r.IntN(2)) << uint(bits-1)
+	if bits == 64 {
+		sign = uint64(r.IntN(2)) << 63
+	}
+	switch kind {
+	case 1:
+		return randCode(r, f, r.IntN(3) == 0)
+	case 2, 4:
+		if kind == 4 && r.IntN(2) == 0 {
+			return sign
+		}
+		switch bits {
+		case 32:
+			return sign | uint64(240+r.IntN(15))<<23 | uint64(r.Uint32()&0x7fffff)
+		case 64:
+			return sign | uint64(2000+r.IntN(46))<<52 | r.Uint64()&(1<<52-1)
+		}
+		x := sign | (1<<uint(bits-1) - 1 - uint64(r.IntN(8)))
+		if v := testFormats[f].Value(uint32(x)); math.IsNaN(v) || math.IsInf(v, 0) {
+			return randCode(r, f, false)
+		}
+		return x
+	case 3:
+		if bits == 64 {
+			return sign | r.Uint64()&(1<<52-1)
+		}
+		if bits == 32 {
+			return sign | uint64(r.Uint32()&0x7fffff)
+		}
+		return sign | uint64(r.IntN(4))
+	case 5:
+		if bits == 64 {
+			return math.Float64bits(float64(r.IntN(9) - 4))
+		}
+		x := float32(r.IntN(9) - 4)
+		if bits == 32 {
+			return uint64(math.Float32bits(x))
+		}
+		return uint64(testFormats[f].Encode(x, 0))
+	}
+	return randCode(r, f, false)
 }
