@@ -17,3 +17,10 @@ var haveFMAAsm = haveStepAsm && func() bool {
 //
 //go:noescape
 func fmaChain32(a, b *uint32, n int, c float32) float32
+
+// fdpaPairs8 computes the c-independent half of groups whole CDNA3 fp8
+// groups of 16 (fdpaSum's even and odd sums and exponents) into sums and
+// exps, two a group; see amd_amd64.s. It runs where haveStepAsm does.
+//
+//go:noescape
+func fdpaPairs8(entA, entB *[1 << 16]uint64, a, b *uint8, groups int, sums *float64, exps *int32)

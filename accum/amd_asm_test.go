@@ -206,3 +206,60 @@ func amdEdgeCode(r *rand.Rand, f string, kind int) uint64 {
 	}
 	return randCode(r, f, false)
 }
+
+// TestFDPAPairs8: the assembly half of the CDNA3 fp8 groups gives, group
+// by group, the exponents and even/odd sums of the Go products (fdpaSum's
+// inputs), on every fp8/bf8 operand pair, finite codes of every kind.
+func TestFDPAPairs8(t *testing.T) {
+	if !haveStepAsm {
+		t.Skip("no assembly kernel on this build or CPU")
+	}
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, name := range []string{"cdna3.mfma.fp8.fp8.f32", "cdna3.mfma.fp8.bf8.f32", "cdna3.mfma.bf8.fp8.f32", "cdna3.mfma.bf8.bf8.f32"} {
+		m, err := LookupInstruction(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		am := m.(*amdInstr)
+		tab := am.tables()
+		ta, tb := tab[0], tab[1]
+		if ta.ent == nil || tb.ent == nil {
+			t.Fatalf("%s: no packed tables", name)
+		}
+		for trial := 0; trial < 300; trial++ {
+			groups := 1 + r.IntN(70) // across the 64-group chunks
+			a, b := make([]uint8, 16*groups), make([]uint8, 16*groups)
+			for i := range a {
+				a[i], b[i] = uint8(amdEdgeCode(r, am.info.A, trial%6)), uint8(amdEdgeCode(r, am.info.B, trial%6))
+			}
+			sums, exps := make([]float64, 2*groups), make([]int32, 2*groups)
+			fdpaPairs8(ta.ent, tb.ent, &a[0], &b[0], groups, &sums[0], &exps[0])
+			for g := range groups {
+				var e [2]int32
+				var s [2]int64
+				e[0], e[1] = -1<<20, -1<<20
+				for k := range 16 {
+					u, v := a[16*g+k], b[16*g+k]
+					e[k&1] = max(e[k&1], ta.exp[u]+tb.exp[v])
+					if ta.special[u] || tb.special[v] {
+						e[k&1] = max(e[k&1], 1000)
+					}
+				}
+				if max(e[0], e[1]) >= 126 {
+					if max(exps[2*g], exps[2*g+1]) < 126 {
+						t.Fatalf("%s group %d: kernel exponents %d %d for a group with a NaN or inf", name, g, exps[2*g], exps[2*g+1])
+					}
+					continue
+				}
+				for k := range 16 {
+					u, v := a[16*g+k], b[16*g+k]
+					s[k&1] += int64(ta.val[u] * tb.val[v] * pow2(24-e[k&1]))
+				}
+				if exps[2*g] != e[0] || exps[2*g+1] != e[1] || int64(sums[2*g]) != s[0] || int64(sums[2*g+1]) != s[1] {
+					t.Fatalf("%s group %d: kernel e %d %d, sums %v %v; Go e %d %d, sums %d %d\na=%x\nb=%x", name, g,
+						exps[2*g], exps[2*g+1], sums[2*g], sums[2*g+1], e[0], e[1], s[0], s[1], a[16*g:16*g+16], b[16*g:16*g+16])
+				}
+			}
+		}
+	}
+}

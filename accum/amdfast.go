@@ -298,7 +298,11 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 	}
 	fp8Pair := m.in.CodeBits() == 8
 	b = b[:len(a)]
-	for g := 0; g < len(a); g += G {
+	start := 0 // the whole fp8 groups through the assembly kernel first
+	if x, ok := any(a).([]uint8); ok && haveStepAsm && fp8Pair && G == 16 && ta.ent != nil && tb.ent != nil {
+		d, start = m.fdpaAsm8(ta, tb, x, any(b).([]uint8), d)
+	}
+	for g := start; g < len(a); g += G {
 		h := min(g+G, len(a))
 		x, y := a[g:h], b[g:h]
 		y = y[:len(x)]
@@ -350,6 +354,43 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 		d = m.fdpaGroup(ref[0][:h-g], ref[1][:h-g], d)
 	}
 	return uint64(math.Float32bits(d)), true
+}
+
+// fdpaAsm8 runs the whole CDNA3 fp8 groups of 16 of a and b from d: their
+// sums (fdpaSum) through the assembly kernel fdpaPairs8, the combine with
+// c in Go, a group with a NaN or inf operand or c or an exponent sum of
+// 126 or more through the reference fdpaGroup. It returns the result and
+// the number of elements consumed (the whole groups).
+func (m *amdInstr) fdpaAsm8(ta, tb *amdTable, a, b []uint8, d float32) (float32, int) {
+	const chunk = 64
+	var sums [2 * chunk]float64
+	var exps [2 * chunk]int32
+	groups := len(a) / 16
+	b = b[:len(a)]
+	done := 0
+	for groups > 0 {
+		n := min(groups, chunk)
+		fdpaPairs8(ta.ent, tb.ent, &a[done], &b[done], n, &sums[0], &exps[0])
+		for g := range n {
+			e0, e1 := exps[2*g], exps[2*g+1]
+			e := max(e0, e1)
+			cb := math.Float32bits(d)
+			if e < 126 && cb&0x7f800000 != 0x7f800000 {
+				s := floorShift(int64(sums[2*g]), int(e0-e)) + floorShift(int64(sums[2*g+1]), int(e1-e))
+				d = fdpaCombine(s, e, cb, true)
+				continue
+			}
+			i := done + 16*g
+			var ref [2][16]uint64
+			for k := range 16 {
+				ref[0][k], ref[1][k] = uint64(a[i+k]), uint64(b[i+k])
+			}
+			d = m.fdpaGroup(ref[0][:], ref[1][:], d)
+		}
+		done += 16 * n
+		groups -= n
+	}
+	return d, done
 }
 
 // fma32 is FMA32 (a*b + c rounded once to float32, nearest even), fast:
