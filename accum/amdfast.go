@@ -8,7 +8,10 @@ import (
 )
 
 // The fast paths of amdInstr on operands in their natural width, bit-exact
-// with Step (TestAMDFastEqualsReference). They use the float64 observations
+// with Step (TestAMDFastEqualsReference, TestAMDFastTails). Where the CPU
+// has them, the f32 FMA chain runs as hardware FMAs (fmaChain32) and the
+// c-independent half of the CDNA3 fp8 groups in AVX2 (fdpaPairs8), both in
+// amd_amd64.s (TestFMAChainAsm, TestFDPAPairs8). They use the float64 observations
 // of tableStep: every product of two operands here is exact in float64, and
 // truncating p × 2^(24 − e_max) toward zero (or rounding it down) is a
 // float64 → int64 conversion (or math.Floor) of an exact value.

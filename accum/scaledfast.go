@@ -21,6 +21,13 @@ import (
 //
 // Any NaN or inf (operand, scale or c) leaves the fast path: the caller
 // takes the reference path, which also handles f16 outputs.
+//
+// Where the CPU has AVX2 (haveStepAsm), whole chains of ST steps (one
+// scale pair a step, or none) and of TF32 steps run in the assembly
+// kernels of scaled_amd64.s (chainAsm8, chainAsm32), which compute what
+// the steps above compute and stop before a step that holds a NaN, inf or
+// zero scale (TestScaledAsmEqualsGo, FuzzScaledAsm); the GST step and
+// partial steps stay in Go.
 type scaledFast struct {
 	F, ezero int32
 	kind     int // fastST, fastGST or fastTF32
