@@ -305,6 +305,9 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 	if x, ok := any(a).([]uint8); ok && haveStepAsm && fp8Pair && G == 16 && ta.ent != nil && tb.ent != nil {
 		d, start = m.fdpaAsm8(ta, tb, x, any(b).([]uint8), d)
 	}
+	if x, ok := any(a).([]uint32); ok && m.xf32 && G == 4 {
+		d, start = m.xf32Groups(x, any(b).([]uint32), d)
+	}
 	for g := start; g < len(a); g += G {
 		h := min(g+G, len(a))
 		x, y := a[g:h], b[g:h]
@@ -394,6 +397,39 @@ func (m *amdInstr) fdpaAsm8(ta, tb *amdTable, a, b []uint8, d float32) (float32,
 		groups -= n
 	}
 	return d, done
+}
+
+// xf32Groups runs the whole xf32 groups of 4 of a and b from d, as the
+// loop of chainAMD does, unrolled: the four products and exponent sums in
+// registers, the sum truncated at 24 bits below their maximum, the combine
+// with c (fdpaCombine); a group with a NaN or inf operand or c, or an
+// exponent sum of 126 or more, through the reference fdpaGroup. It returns
+// the result and the number of elements consumed.
+func (m *amdInstr) xf32Groups(a, b []uint32, d float32) (float32, int) {
+	n := len(a) &^ 3
+	b = b[:len(a)]
+	for g := 0; g < n; g += 4 {
+		x, y := a[g:g+4:g+4], b[g:g+4:g+4]
+		x0, x1, x2, x3 := x[0]&^0x1fff, x[1]&^0x1fff, x[2]&^0x1fff, x[3]&^0x1fff
+		y0, y1, y2, y3 := y[0]&^0x1fff, y[1]&^0x1fff, y[2]&^0x1fff, y[3]&^0x1fff
+		// exponent fields, and a field of 0xff (NaN/inf) anywhere
+		fa0, fa1, fa2, fa3 := int32(x0>>23&0xff), int32(x1>>23&0xff), int32(x2>>23&0xff), int32(x3>>23&0xff)
+		fb0, fb1, fb2, fb3 := int32(y0>>23&0xff), int32(y1>>23&0xff), int32(y2>>23&0xff), int32(y3>>23&0xff)
+		special := (fa0+1)|(fa1+1)|(fa2+1)|(fa3+1)|(fb0+1)|(fb1+1)|(fb2+1)|(fb3+1) >= 0x100
+		// f32Parts: max(field, 1) − 127 (a zero reads −126), biased by 254
+		e := max(max(fa0, 1)+max(fb0, 1), max(fa1, 1)+max(fb1, 1), max(fa2, 1)+max(fb2, 1), max(fa3, 1)+max(fb3, 1)) - 254
+		cb := math.Float32bits(d)
+		if special || e >= 126 || cb&0x7f800000 == 0x7f800000 {
+			d = m.fdpaGroup([]uint64{uint64(x[0]), uint64(x[1]), uint64(x[2]), uint64(x[3])},
+				[]uint64{uint64(y[0]), uint64(y[1]), uint64(y[2]), uint64(y[3])}, d)
+			continue
+		}
+		f := func(u uint32) float64 { return float64(math.Float32frombits(u)) }
+		sc := pow2(24 - e)
+		s := int64(f(x0)*f(y0)*sc) + int64(f(x1)*f(y1)*sc) + int64(f(x2)*f(y2)*sc) + int64(f(x3)*f(y3)*sc)
+		d = fdpaCombine(s, e, cb, false)
+	}
+	return d, n
 }
 
 // fma32 is FMA32 (a*b + c rounded once to float32, nearest even), fast:
