@@ -137,10 +137,12 @@ func (m *amdInstr) pairwiseFast(a, b []uint16, c float32) float32 {
 	b = b[:len(a)]
 	G, K := m.info.Group, m.info.K
 	var p [64]float32
+	next := 0 // the start of the next instruction (no division a group)
 	for g := 0; g < len(a); g += G {
-		if flush && g%K == 0 {
+		if flush && g == next {
 			// each instruction flushes its c (to +0)
 			c = flushSub(c, false)
+			next += K
 		}
 		h := min(g+G, len(a))
 		for i := g; i < h; i++ {
