@@ -310,3 +310,38 @@ func testFormatFinite(f string, x []uint64) bool {
 	}
 	return true
 }
+
+// TestCDNA2FlushSignedZero: the CDNA2 pairwise fast path flushes each
+// instruction's c to +0 (a −0 left by a flushed negative subnormal becomes
+// +0 at the next instruction), as the reference does: an accumulator of −0
+// meets group sums of −0 (cancellations flushed with their sign) in the
+// second instruction, where only that flush makes the result +0.
+func TestCDNA2FlushSignedZero(t *testing.T) {
+	bf := func(x float64) uint64 { return uint64(math.Float32bits(float32(x)) >> 16) }
+	u := math.Ldexp(1, -63)
+	// per group of 2: {a0, b0, a1, b1}
+	pos := [4]float64{1.25 * u, u, 0, u}           // gs = 1.25·2^-126
+	neg := [4]float64{-1.5 * u, u, 0, u}           // gs = −1.5·2^-126
+	cancel := [4]float64{1.25 * u, u, -1.5 * u, u} // gs = −0.25·2^-126, flushed to −0
+	groups := [][4]float64{pos, neg, cancel, cancel, cancel, cancel, cancel, cancel}
+	var a, b []uint64
+	for _, g := range groups {
+		a = append(a, bf(g[0]), bf(g[2]))
+		b = append(b, bf(g[1]), bf(g[3]))
+	}
+	m, err := LookupInstruction("cdna2.mfma.bf16.f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := InstrChain(m, a, b, nil, nil, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ChainCodes(m, narrow[uint16](a), narrow[uint16](b), nil, nil, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want != 0 || got != want {
+		t.Fatalf("fast %08x, reference %08x; want +0 from both", got, want)
+	}
+}

@@ -127,54 +127,64 @@ func chainFMA64(a, b []uint64, c float64) float64 {
 
 // pairwiseFast is pairwiseChain on 16-bit codes.
 func (m *amdInstr) pairwiseFast(a, b []uint16, c float32) float32 {
-	t := m.tables()
-	ta, tb := t[0], t[1]
-	flush := m.arch == 2
-	va, vb := &ta.f32, &tb.f32
-	if flush {
-		va, vb = &ta.flushed, &tb.flushed
+	if m.arch == 2 {
+		return m.pairwiseFlush(a, b, c)
 	}
+	t := m.tables()
+	va, vb := &t[0].f32, &t[1].f32
+	b = b[:len(a)]
+	G := m.info.Group
+	var p [64]float32
+	for g := 0; g < len(a); g += G {
+		h := min(g+G, len(a))
+		for i := g; i < h; i++ {
+			// fmaf(a, b, +0): the product rounded once, a zero made +0.
+			p[i-g] = va[a[i]]*vb[b[i]] + 0
+		}
+		var gs float32
+		switch h - g {
+		case 2:
+			gs = p[0] + p[1]
+		case 4:
+			gs = (p[0] + p[1]) + (p[2] + p[3])
+		default:
+			gs = pairTree(p[:h-g], false)
+		}
+		c += gs
+	}
+	return c
+}
+
+// pairwiseFlush is pairwiseFast for CDNA2, which flushes subnormal inputs,
+// every node and accumulator result, and each instruction's c.
+func (m *amdInstr) pairwiseFlush(a, b []uint16, c float32) float32 {
+	t := m.tables()
+	va, vb := &t[0].flushed, &t[1].flushed
 	b = b[:len(a)]
 	G, K := m.info.Group, m.info.K
 	var p [64]float32
 	next := 0 // the start of the next instruction (no division a group)
 	for g := 0; g < len(a); g += G {
-		if flush && g == next {
+		if g == next {
 			// each instruction flushes its c (to +0)
 			c = flushSub(c, false)
 			next += K
 		}
 		h := min(g+G, len(a))
 		for i := g; i < h; i++ {
-			// fmaf(a, b, +0): the product rounded once, a zero made +0.
-			p[i-g] = va[a[i]]*vb[b[i]] + 0
-			if flush {
-				p[i-g] = flushSub(p[i-g], true)
-			}
+			p[i-g] = flushSub(va[a[i]]*vb[b[i]]+0, true)
 		}
 		var gs float32
 		switch h - g {
 		case 2:
-			gs = p[0] + p[1]
-			if flush {
-				gs = flushSub(gs, true)
-			}
+			gs = flushSub(p[0]+p[1], true)
 		case 4:
-			l, r := p[0]+p[1], p[2]+p[3]
-			if flush {
-				l, r = flushSub(l, true), flushSub(r, true)
-			}
-			gs = l + r
-			if flush {
-				gs = flushSub(gs, true)
-			}
+			l, r := flushSub(p[0]+p[1], true), flushSub(p[2]+p[3], true)
+			gs = flushSub(l+r, true)
 		default:
-			gs = pairTree(p[:h-g], flush)
+			gs = pairTree(p[:h-g], true)
 		}
-		c += gs
-		if flush {
-			c = flushSub(c, true)
-		}
+		c = flushSub(c+gs, true)
 	}
 	return c
 }
