@@ -8,7 +8,10 @@ import (
 )
 
 // The fast paths of amdInstr on operands in their natural width, bit-exact
-// with Step (TestAMDFastEqualsReference). They use the float64 observations
+// with Step (TestAMDFastEqualsReference, TestAMDFastTails). Where the CPU
+// has them, the f32 FMA chain runs as hardware FMAs (fmaChain32) and the
+// c-independent half of the CDNA3 fp8 groups in AVX2 (fdpaPairs8), both in
+// amd_amd64.s (TestFMAChainAsm, TestFDPAPairs8). They use the float64 observations
 // of tableStep: every product of two operands here is exact in float64, and
 // truncating p × 2^(24 − e_max) toward zero (or rounding it down) is a
 // float64 → int64 conversion (or math.Floor) of an exact value.
@@ -23,6 +26,13 @@ type amdTable struct {
 	f32     [1 << 16]float32
 	flushed [1 << 16]float32
 	special [1 << 16]bool
+	// ent packs exp and val for the FDPA path, as tableStep.ent does:
+	// float64bits(val) | uint32(exp), exp expSpecial for NaN/inf (so that
+	// an exponent sum of 126 or more sends the group to the reference
+	// path). Built for 8-bit formats only (their 256 hot entries sit in
+	// L1; for f16 the one table measured slower than the three), nil
+	// otherwise or when a value has a nonzero bit in its low 32 bits.
+	ent *[1 << 16]uint64
 }
 
 var (
@@ -60,6 +70,20 @@ func amdTableFor(f fp8.Format) *amdTable {
 			t.f32[c] = float32(f.Value(code)) // keeps the sign of a zero
 		}
 	}
+	if f.CodeBits() == 8 {
+		t.ent = new([1 << 16]uint64)
+		for c := range t.ent {
+			v, e := math.Float64bits(t.val[c]), t.exp[c]
+			if t.special[c] {
+				e = expSpecial
+			}
+			if v&0xffffffff != 0 {
+				t.ent = nil
+				break
+			}
+			t.ent[c] = v | uint64(uint32(e))
+		}
+	}
 	amdTables[f] = t
 	return t
 }
@@ -74,9 +98,18 @@ func f32Parts(x uint32) (e int32, v float64, special bool) {
 	return max(ef, 1) - 127, float64(math.Float32frombits(x)), false
 }
 
-// chainFMA32 is the f32 FMA chain.
+// chainFMA32 is the f32 FMA chain: in hardware (fmaChain32) where the CPU
+// has FMA, unless the chain ends in NaN, whose payload the hardware
+// propagates differently from FMA32 (a NaN stays NaN through every later
+// FMA, so a chain that does not end in NaN never met one); then, and on
+// other builds, with fma32.
 func chainFMA32(a, b []uint32, c float32) float32 {
 	b = b[:len(a)]
+	if haveFMAAsm && len(a) > 0 {
+		if d := fmaChain32(&a[0], &b[0], len(a), c); d == d {
+			return d
+		}
+	}
 	for i, x := range a {
 		c = fma32(math.Float32frombits(x), math.Float32frombits(b[i]), c)
 	}
@@ -94,52 +127,64 @@ func chainFMA64(a, b []uint64, c float64) float64 {
 
 // pairwiseFast is pairwiseChain on 16-bit codes.
 func (m *amdInstr) pairwiseFast(a, b []uint16, c float32) float32 {
-	t := m.tables()
-	ta, tb := t[0], t[1]
-	flush := m.arch == 2
-	va, vb := &ta.f32, &tb.f32
-	if flush {
-		va, vb = &ta.flushed, &tb.flushed
+	if m.arch == 2 {
+		return m.pairwiseFlush(a, b, c)
 	}
+	t := m.tables()
+	va, vb := &t[0].f32, &t[1].f32
 	b = b[:len(a)]
-	G, K := m.info.Group, m.info.K
+	G := m.info.Group
 	var p [64]float32
 	for g := 0; g < len(a); g += G {
-		if flush && g%K == 0 {
-			// each instruction flushes its c (to +0)
-			c = flushSub(c, false)
-		}
 		h := min(g+G, len(a))
 		for i := g; i < h; i++ {
 			// fmaf(a, b, +0): the product rounded once, a zero made +0.
 			p[i-g] = va[a[i]]*vb[b[i]] + 0
-			if flush {
-				p[i-g] = flushSub(p[i-g], true)
-			}
 		}
 		var gs float32
 		switch h - g {
 		case 2:
 			gs = p[0] + p[1]
-			if flush {
-				gs = flushSub(gs, true)
-			}
 		case 4:
-			l, r := p[0]+p[1], p[2]+p[3]
-			if flush {
-				l, r = flushSub(l, true), flushSub(r, true)
-			}
-			gs = l + r
-			if flush {
-				gs = flushSub(gs, true)
-			}
+			gs = (p[0] + p[1]) + (p[2] + p[3])
 		default:
-			gs = pairTree(p[:h-g], flush)
+			gs = pairTree(p[:h-g], false)
 		}
 		c += gs
-		if flush {
-			c = flushSub(c, true)
+	}
+	return c
+}
+
+// pairwiseFlush is pairwiseFast for CDNA2, which flushes subnormal inputs,
+// every node and accumulator result, and each instruction's c.
+func (m *amdInstr) pairwiseFlush(a, b []uint16, c float32) float32 {
+	t := m.tables()
+	va, vb := &t[0].flushed, &t[1].flushed
+	b = b[:len(a)]
+	G, K := m.info.Group, m.info.K
+	var p [64]float32
+	next := 0 // the start of the next instruction (no division a group)
+	for g := 0; g < len(a); g += G {
+		if g == next {
+			// each instruction flushes its c (to +0)
+			c = flushSub(c, false)
+			next += K
 		}
+		h := min(g+G, len(a))
+		for i := g; i < h; i++ {
+			p[i-g] = flushSub(va[a[i]]*vb[b[i]]+0, true)
+		}
+		var gs float32
+		switch h - g {
+		case 2:
+			gs = flushSub(p[0]+p[1], true)
+		case 4:
+			l, r := flushSub(p[0]+p[1], true), flushSub(p[2]+p[3], true)
+			gs = flushSub(l+r, true)
+		default:
+			gs = pairTree(p[:h-g], true)
+		}
+		c = flushSub(c+gs, true)
 	}
 	return c
 }
@@ -157,65 +202,77 @@ func pairTree(p []float32, flush bool) float32 {
 	return s
 }
 
-// fdpaGroupFast is fdpaGroup for the CDNA3 instructions from the product
-// exponents pe (E_a + E_b, a zero operand reading −126) and exact products
-// pv. ok is false when the group needs the reference path (a product of
-// 2^128 or more, or a NaN/inf c).
-func (m *amdInstr) fdpaGroupFast(pe []int32, pv []float64, c float32) (float32, bool) {
-	ce, cv, sp := f32Parts(math.Float32bits(c))
-	if sp {
-		return 0, false
-	}
-	var s int64
-	var e int32
-	fp8Pair := m.in.CodeBits() == 8
-	if fp8Pair {
-		s0, e0, ok0 := truncSum(pe, pv, 0)
-		s1, e1, ok1 := truncSum(pe, pv, 1)
-		if !ok0 || !ok1 {
-			return 0, false
-		}
-		e = max(e0, e1)
-		s = floorShift(s0, int(e0-e)) + floorShift(s1, int(e1-e))
-	} else {
-		var ok bool
-		if s, e, ok = truncSum(pe, pv, -1); !ok {
-			return 0, false
-		}
-	}
-	emax := max(e, ce)
-	s31 := floorShift(s, int(7-(emax-e)))
-	var c24 int64
-	if !fp8Pair || ce >= emax-25 {
-		c24 = int64(math.Floor(cv * pow2(24-emax)))
-	}
-	return float32(float64(s31+c24<<7) * pow2(emax-31)), true
-}
-
-// truncSum is MMA-Sim's fused_sum with F = 24 over the products of all
-// elements (parity -1) or of the even (0) or odd (1) ones: the sum in units
-// of 2^(e_max − 24) and e_max; ok is false for a product of 2^128 or more.
-func truncSum(pe []int32, pv []float64, parity int) (int64, int32, bool) {
-	start, step := 0, 1
-	if parity >= 0 {
-		start, step = parity, 2
-	}
+// fdpaSum is the c-independent half of fdpaGroup for the CDNA3
+// instructions, from the product exponents pe (E_a + E_b, a zero operand
+// reading −126) and exact products pv: MMA-Sim's fused_sum with F = 24
+// over all elements (xf32, f16, bf16) or over the even and odd ones apart
+// (fp8, each sum then rounded down at their common maximum), in units of
+// 2^(e − 24), and e. ok is false when a product may reach 2^128 (e of 126
+// or more: the reference path decides).
+func fdpaSum(pe []int32, pv []float64, fp8Pair bool) (s int64, e int32, ok bool) {
 	n := len(pe)
 	pv = pv[:n]
-	emax := int32(-1 << 20)
-	for i := start; i < n; i += step {
-		emax = max(emax, pe[i])
-	}
-	scale := pow2(24 - emax)
-	var s int64
-	for i := start; i < n; i += step {
-		p := pv[i]
-		if p >= 0x1p128 || p <= -0x1p128 {
+	if !fp8Pair {
+		e = -1 << 20
+		for _, x := range pe {
+			e = max(e, x)
+		}
+		if e >= 126 {
 			return 0, 0, false
 		}
-		s += int64(p * scale)
+		scale := pow2(24 - e)
+		for _, p := range pv {
+			s += int64(p * scale)
+		}
+		return s, e, true
 	}
-	return s, emax, true
+	e0, e1 := int32(-1<<20), int32(-1<<20)
+	i := 0
+	for ; i+1 < n; i += 2 {
+		e0, e1 = max(e0, pe[i]), max(e1, pe[i+1])
+	}
+	if i < n {
+		e0 = max(e0, pe[i])
+	}
+	if max(e0, e1) >= 126 {
+		return 0, 0, false
+	}
+	sc0, sc1 := pow2(24-e0), pow2(24-max(e1, -900))
+	var s0, s1 int64
+	for i = 0; i+1 < n; i += 2 {
+		s0 += int64(pv[i] * sc0)
+		s1 += int64(pv[i+1] * sc1)
+	}
+	if i < n {
+		s0 += int64(pv[i] * sc0)
+	}
+	e = max(e0, e1)
+	return floorShift(s0, int(e0-e)) + floorShift(s1, int(e1-e)), e, true
+}
+
+// fdpaCombine is the end of fdpaGroup for a group sum s in units of
+// 2^(e − 24) and a finite c (float32 bits cb): s rounded down to 31 and c
+// to 24 fraction bits below max(e, e_c) (fp8: c only when within 25 bits
+// of it), added exactly and rounded to FP32 to nearest even; in integers
+// but for the one conversion.
+func fdpaCombine(s int64, e int32, cb uint32, fp8Pair bool) float32 {
+	ef := int32(cb >> 23 & 0xff)
+	ce := max(ef, 1) - 127 // a zero reads −126, as amdPart reads it
+	sc := int64(cb & 0x7fffff)
+	if ef != 0 {
+		sc |= 1 << 23
+	}
+	if cb>>31 != 0 {
+		sc = -sc
+	}
+	emax := max(e, ce)
+	s31 := floorShift(s, int(7-(emax-e))) // units of 2^(emax−31)
+	var c24 int64                         // units of 2^(emax−24)
+	if !fp8Pair || ce >= emax-25 {
+		c24 = floorShift(sc, int(1-(emax-ce))) // sc has 23 fraction bits
+	}
+	// |total| < 2^40: exact in float64, and so is the scaling.
+	return float32(float64(s31+c24<<7) * pow2(emax-31))
 }
 
 // chainAMD runs the K loop of an AMD instruction on codes of their natural
@@ -254,46 +311,137 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 		t := m.tables()
 		ta, tb = t[0], t[1]
 	}
+	fp8Pair := m.in.CodeBits() == 8
 	b = b[:len(a)]
-	for g := 0; g < len(a); g += G {
+	start := 0 // the whole fp8 groups through the assembly kernel first
+	if x, ok := any(a).([]uint8); ok && haveStepAsm && fp8Pair && G == 16 && ta.ent != nil && tb.ent != nil {
+		d, start = m.fdpaAsm8(ta, tb, x, any(b).([]uint8), d)
+	}
+	if x, ok := any(a).([]uint32); ok && m.xf32 && G == 4 {
+		d, start = m.xf32Groups(x, any(b).([]uint32), d)
+	}
+	for g := start; g < len(a); g += G {
 		h := min(g+G, len(a))
-		special := false
 		x, y := a[g:h], b[g:h]
 		y = y[:len(x)]
+		// The products and their exponents, and whether one is NaN or
+		// inf (a field of 0xff): none of it depends on c.
+		var special uint32
 		if m.xf32 {
 			for k := range x {
-				ea, va, s1 := f32Parts(uint32(x[k]) &^ 0x1fff)
-				eb, vb, s2 := f32Parts(uint32(y[k]) &^ 0x1fff)
-				if va == 0 {
-					ea = oldZeroExp
-				}
-				if vb == 0 {
-					eb = oldZeroExp
-				}
-				pe[k], pv[k] = ea+eb, va*vb
-				special = special || s1 || s2
+				xa, xb := uint32(x[k])&^0x1fff, uint32(y[k])&^0x1fff
+				fa, fb := int32(xa>>23&0xff), int32(xb>>23&0xff)
+				special |= uint32(fa+1) | uint32(fb+1)
+				// f32Parts: max(field, 1) − 127, a zero reading −126
+				pe[k] = max(fa, 1) + max(fb, 1) - 254
+				pv[k] = float64(math.Float32frombits(xa)) * float64(math.Float32frombits(xb))
+			}
+			special &= 0x100
+		} else if ea, eb := ta.ent, tb.ent; ea != nil && eb != nil {
+			// one load an operand; a NaN or inf makes the exponent sum
+			// 126 or more, which fdpaSum leaves to the reference
+			for k := range x {
+				u, v := ea[uint16(x[k])], eb[uint16(y[k])]
+				pe[k] = int32(uint32(u)) + int32(uint32(v))
+				pv[k] = math.Float64frombits(u&^0xffffffff) * math.Float64frombits(v&^0xffffffff)
 			}
 		} else {
 			for k := range x {
 				u, v := uint16(x[k]), uint16(y[k])
 				pe[k], pv[k] = ta.exp[u]+tb.exp[v], ta.val[u]*tb.val[v]
-				special = special || ta.special[u] || tb.special[v]
+				if ta.special[u] || tb.special[v] {
+					special = 1
+				}
 			}
 		}
-		r, ok := float32(0), false
-		if !special {
-			r, ok = m.fdpaGroupFast(pe[:h-g], pv[:h-g], d)
+		cb := math.Float32bits(d)
+		ok := special == 0 && cb&0x7f800000 != 0x7f800000
+		var s int64
+		var e int32
+		if ok {
+			s, e, ok = fdpaSum(pe[:h-g], pv[:h-g], fp8Pair)
 		}
-		if !ok {
-			var ref [2][16]uint64
-			for k := range x {
-				ref[0][k], ref[1][k] = uint64(x[k]), uint64(y[k])
-			}
-			r = m.fdpaGroup(ref[0][:h-g], ref[1][:h-g], d)
+		if ok {
+			d = fdpaCombine(s, e, cb, fp8Pair)
+			continue
 		}
-		d = r
+		var ref [2][16]uint64
+		for k := range x {
+			ref[0][k], ref[1][k] = uint64(x[k]), uint64(y[k])
+		}
+		d = m.fdpaGroup(ref[0][:h-g], ref[1][:h-g], d)
 	}
 	return uint64(math.Float32bits(d)), true
+}
+
+// fdpaAsm8 runs the whole CDNA3 fp8 groups of 16 of a and b from d: their
+// sums (fdpaSum) through the assembly kernel fdpaPairs8, the combine with
+// c in Go, a group with a NaN or inf operand or c or an exponent sum of
+// 126 or more through the reference fdpaGroup. It returns the result and
+// the number of elements consumed (the whole groups).
+func (m *amdInstr) fdpaAsm8(ta, tb *amdTable, a, b []uint8, d float32) (float32, int) {
+	const chunk = 64
+	var sums [2 * chunk]float64
+	var exps [2 * chunk]int32
+	groups := len(a) / 16
+	b = b[:len(a)]
+	done := 0
+	for groups > 0 {
+		n := min(groups, chunk)
+		fdpaPairs8(ta.ent, tb.ent, &a[done], &b[done], n, &sums[0], &exps[0])
+		for g := range n {
+			e0, e1 := exps[2*g], exps[2*g+1]
+			e := max(e0, e1)
+			cb := math.Float32bits(d)
+			if e < 126 && cb&0x7f800000 != 0x7f800000 {
+				s := floorShift(int64(sums[2*g]), int(e0-e)) + floorShift(int64(sums[2*g+1]), int(e1-e))
+				d = fdpaCombine(s, e, cb, true)
+				continue
+			}
+			i := done + 16*g
+			var ref [2][16]uint64
+			for k := range 16 {
+				ref[0][k], ref[1][k] = uint64(a[i+k]), uint64(b[i+k])
+			}
+			d = m.fdpaGroup(ref[0][:], ref[1][:], d)
+		}
+		done += 16 * n
+		groups -= n
+	}
+	return d, done
+}
+
+// xf32Groups runs the whole xf32 groups of 4 of a and b from d, as the
+// loop of chainAMD does, unrolled: the four products and exponent sums in
+// registers, the sum truncated at 24 bits below their maximum, the combine
+// with c (fdpaCombine); a group with a NaN or inf operand or c, or an
+// exponent sum of 126 or more, through the reference fdpaGroup. It returns
+// the result and the number of elements consumed.
+func (m *amdInstr) xf32Groups(a, b []uint32, d float32) (float32, int) {
+	n := len(a) &^ 3
+	b = b[:len(a)]
+	for g := 0; g < n; g += 4 {
+		x, y := a[g:g+4:g+4], b[g:g+4:g+4]
+		x0, x1, x2, x3 := x[0]&^0x1fff, x[1]&^0x1fff, x[2]&^0x1fff, x[3]&^0x1fff
+		y0, y1, y2, y3 := y[0]&^0x1fff, y[1]&^0x1fff, y[2]&^0x1fff, y[3]&^0x1fff
+		// exponent fields, and a field of 0xff (NaN/inf) anywhere
+		fa0, fa1, fa2, fa3 := int32(x0>>23&0xff), int32(x1>>23&0xff), int32(x2>>23&0xff), int32(x3>>23&0xff)
+		fb0, fb1, fb2, fb3 := int32(y0>>23&0xff), int32(y1>>23&0xff), int32(y2>>23&0xff), int32(y3>>23&0xff)
+		special := (fa0+1)|(fa1+1)|(fa2+1)|(fa3+1)|(fb0+1)|(fb1+1)|(fb2+1)|(fb3+1) >= 0x100
+		// f32Parts: max(field, 1) − 127 (a zero reads −126), biased by 254
+		e := max(max(fa0, 1)+max(fb0, 1), max(fa1, 1)+max(fb1, 1), max(fa2, 1)+max(fb2, 1), max(fa3, 1)+max(fb3, 1)) - 254
+		cb := math.Float32bits(d)
+		if special || e >= 126 || cb&0x7f800000 == 0x7f800000 {
+			d = m.fdpaGroup([]uint64{uint64(x[0]), uint64(x[1]), uint64(x[2]), uint64(x[3])},
+				[]uint64{uint64(y[0]), uint64(y[1]), uint64(y[2]), uint64(y[3])}, d)
+			continue
+		}
+		f := func(u uint32) float64 { return float64(math.Float32frombits(u)) }
+		sc := pow2(24 - e)
+		s := int64(f(x0)*f(y0)*sc) + int64(f(x1)*f(y1)*sc) + int64(f(x2)*f(y2)*sc) + int64(f(x3)*f(y3)*sc)
+		d = fdpaCombine(s, e, cb, false)
+	}
+	return d, n
 }
 
 // fma32 is FMA32 (a*b + c rounded once to float32, nearest even), fast:

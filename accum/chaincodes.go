@@ -58,7 +58,16 @@ func (m *nvInstr) chainFast8(a, b []uint8, sa, sb []uint8, c uint64, promote int
 	f := m.fast
 	d, _ := kLoop(len(a), promote, c, func(lo, hi int, c64 uint64) (uint64, bool) {
 		c := math.Float32frombits(uint32(c64))
-		for i := lo; i < hi; i += K {
+		for i := lo; i < hi; {
+			if f.entA != nil {
+				// whole steps through the assembly chain, up to a step
+				// with a special or the partial step at the end
+				var done int
+				c, done = f.chainAsm8(a[i:hi], b[i:hi], sa, sb, i, c)
+				if i += done; i >= hi {
+					break
+				}
+			}
 			j := min(i+K, hi)
 			var d float32
 			ok := false
@@ -74,6 +83,7 @@ func (m *nvInstr) chainFast8(a, b []uint8, sa, sb []uint8, c uint64, promote int
 				d = m.refChunk8(a[i:j], b[i:j], sa, sb, i, c)
 			}
 			c = d
+			i = j
 		}
 		return uint64(math.Float32bits(c)), true
 	}, addFor("f32"))
@@ -103,7 +113,14 @@ func (m *nvInstr) chainFast32(a, b []uint32, c uint64, promote int) (uint64, err
 	f := m.fast
 	d, _ := kLoop(len(a), promote, c, func(lo, hi int, c64 uint64) (uint64, bool) {
 		c := math.Float32frombits(uint32(c64))
-		for i := lo; i < hi; i += L {
+		for i := lo; i < hi; {
+			if f.asmTF32 {
+				var done int
+				c, done = f.chainAsm32(a[i:hi], b[i:hi], c)
+				if i += done; i >= hi {
+					break
+				}
+			}
 			j := min(i+L, hi)
 			d, ok := f.stTF32(a[i:j], b[i:j], c)
 			if !ok {
@@ -114,6 +131,7 @@ func (m *nvInstr) chainFast32(a, b []uint32, c uint64, promote int) (uint64, err
 				d = math.Float32frombits(uint32(m.Step(wa, wb, nil, nil, uint64(math.Float32bits(c)))))
 			}
 			c = d
+			i = j
 		}
 		return uint64(math.Float32bits(c)), true
 	}, addFor("f32"))

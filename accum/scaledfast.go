@@ -21,6 +21,13 @@ import (
 //
 // Any NaN or inf (operand, scale or c) leaves the fast path: the caller
 // takes the reference path, which also handles f16 outputs.
+//
+// Where the CPU has AVX2 (haveStepAsm), whole chains of ST steps (one
+// scale pair a step, or none) and of TF32 steps run in the assembly
+// kernels of scaled_amd64.s (chainAsm8, chainAsm32), which compute what
+// the steps above compute and stop before a step that holds a NaN, inf or
+// zero scale (TestScaledAsmEqualsGo, FuzzScaledAsm); the GST step and
+// partial steps stay in Go.
 type scaledFast struct {
 	F, ezero int32
 	kind     int // fastST, fastGST or fastTF32
@@ -39,6 +46,15 @@ type scaledFast struct {
 	prod4 [256]int32
 	nz    [256]uint8
 	block int
+	// The assembly chains (nil, false: the Go steps only; no AVX2 on this
+	// build or CPU, or a model they do not serve). entA and entB pack the
+	// ST tables as tableStep.ent does: float64bits(val[x]) | uint32(exp[x]).
+	// stExp is the scale exponent per code, expSpecial for a NaN or zero
+	// scale (the kernel stops there and the Go step reads it).
+	entA, entB *[256]uint64
+	stExp      [256]int32
+	asmTF32    bool
+	l          int // L, the length of the kernels' steps
 }
 
 const (
@@ -112,7 +128,98 @@ func newScaledFast(m *nvInstr) *scaledFast {
 	default:
 		return nil
 	}
+	if haveStepAsm {
+		s.enableAsm(m)
+	}
 	return s
+}
+
+// enableAsm sets up the assembly chains where they compute m's steps: ST
+// steps of L = K elements, a multiple of 4, with one scale pair a step (or
+// none); TF32 steps of a multiple of 4.
+func (s *scaledFast) enableAsm(m *nvInstr) {
+	in := m.info
+	s.l = in.L
+	if in.L%4 != 0 || in.L > 64 {
+		return
+	}
+	switch s.kind {
+	case fastTF32:
+		s.asmTF32 = true
+	case fastST:
+		if in.K != in.L || s.scaled && in.Block != in.L {
+			return
+		}
+		entA, entB := packEntries8(s.expA, s.valA), packEntries8(s.expB, s.valB)
+		if entA == nil || entB == nil {
+			return
+		}
+		for c := range 256 {
+			s.stExp[c] = s.sExp[c]
+			if s.sZero[c] {
+				s.stExp[c] = expSpecial
+			}
+		}
+		s.entA, s.entB = entA, entB
+	}
+}
+
+// packEntries8 is packEntries for a 256-code table: nil when a value has
+// a nonzero bit in the low 32 bits of its float64.
+func packEntries8(exp *[256]int32, val *[256]float64) *[256]uint64 {
+	ent := new([256]uint64)
+	for c := range ent {
+		v := math.Float64bits(val[c])
+		if v&0xffffffff != 0 {
+			return nil
+		}
+		ent[c] = v | uint64(uint32(exp[c]))
+	}
+	return ent
+}
+
+// chainAsm8 runs whole ST steps of s.l elements over a and b from c through
+// chainST8, as repeated stST calls would, and returns the result and how
+// far it got: the start of the first step that holds a NaN or inf operand,
+// a NaN or zero scale or follows a NaN or inf c (not run; the caller runs
+// it), or of the partial step at the end. a[0] is element at of the chain,
+// whose scales are sa[at/L], sb[at/L] (when scaled). s.entA must be set.
+func (s *scaledFast) chainAsm8(a, b, sa, sb []uint8, at int, c float32) (float32, int) {
+	L := s.l
+	steps := len(a) / L
+	b = b[:len(a)]
+	var es [256]int32 // the scale exponents of up to 256 steps at a time
+	done := 0
+	for steps > 0 {
+		n := min(steps, len(es))
+		if s.scaled {
+			blk := (at + done) / L
+			x, y := sa[blk:blk+n], sb[blk:blk+n]
+			y = y[:len(x)]
+			for k, cx := range x {
+				es[k] = s.stExp[cx] + s.stExp[y[k]]
+			}
+		}
+		d, got := chainST8(s.entA, s.entB, &a[done], &b[done], &es[0], n, L, s.F, 23, s.ezero, c)
+		c = d
+		done += got
+		if got < n*L {
+			break
+		}
+		steps -= n
+	}
+	return c, done
+}
+
+// chainAsm32 is chainAsm8 for TF32 steps through chainTF32 (s.asmTF32).
+func (s *scaledFast) chainAsm32(a, b []uint32, c float32) (float32, int) {
+	L := s.l
+	steps := len(a) / L
+	if steps == 0 {
+		return c, 0
+	}
+	b = b[:len(a)]
+	return chainTF32(&a[0], &b[0], steps, L, s.F, 23, s.ezero, c)
 }
 
 // cTerm returns c's exponent as a term (ok false for NaN/inf c); zero c

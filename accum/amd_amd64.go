@@ -1,0 +1,26 @@
+//go:build amd64 && !purego
+
+package accum
+
+// haveFMAAsm reports whether fmaChain32 can run here: the AVX2 step's
+// checks (detectAVX2: AVX and YMM state saved by the OS) and FMA
+// (CPUID leaf 1, ECX bit 12).
+var haveFMAAsm = haveStepAsm && func() bool {
+	_, _, ecx, _ := cpuid(1, 0)
+	return ecx&(1<<12) != 0
+}()
+
+// fmaChain32 returns c after c = fma(a[i], b[i], c) for i < n in float32
+// (IEEE, round to nearest even): chainFMA32 in hardware (amd_amd64.s).
+// NaN payloads are the hardware's; chainFMA32 redoes a chain that ends in
+// NaN with FMA32 for the reference's bits.
+//
+//go:noescape
+func fmaChain32(a, b *uint32, n int, c float32) float32
+
+// fdpaPairs8 computes the c-independent half of groups whole CDNA3 fp8
+// groups of 16 (fdpaSum's even and odd sums and exponents) into sums and
+// exps, two a group; see amd_amd64.s. It runs where haveStepAsm does.
+//
+//go:noescape
+func fdpaPairs8(entA, entB *[1 << 16]uint64, a, b *uint8, groups int, sums *float64, exps *int32)

@@ -1,0 +1,152 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func fmaChain32(a, b *uint32, n int, c float32) float32
+//
+// c = fma(a_i, b_i, c) for i = 0..n−1, each VFMADD231SS an IEEE fused
+// multiply-add rounded once to float32 (nearest even: Go leaves MXCSR at
+// its default, no flush to zero, no denormals-are-zero).
+TEXT ·fmaChain32(SB), NOSPLIT, $0-36
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), BX
+	MOVQ   n+16(FP), CX
+	VMOVSS c+24(FP), X0
+	MOVQ   CX, DX
+	SHRQ   $2, DX
+	JZ     fma_tail
+
+fma_loop4:
+	VMOVSS      (AX), X1
+	VFMADD231SS (BX), X1, X0
+	VMOVSS      4(AX), X2
+	VFMADD231SS 4(BX), X2, X0
+	VMOVSS      8(AX), X3
+	VFMADD231SS 8(BX), X3, X0
+	VMOVSS      12(AX), X4
+	VFMADD231SS 12(BX), X4, X0
+	ADDQ        $16, AX
+	ADDQ        $16, BX
+	DECQ        DX
+	JNZ         fma_loop4
+
+fma_tail:
+	ANDQ $3, CX
+	JZ   fma_done
+
+fma_loop1:
+	VMOVSS      (AX), X1
+	VFMADD231SS (BX), X1, X0
+	ADDQ        $4, AX
+	ADDQ        $4, BX
+	DECQ        CX
+	JNZ         fma_loop1
+
+fma_done:
+	VMOVSS X0, ret+32(FP)
+	RET
+
+// func fdpaPairs8(entA, entB *[1 << 16]uint64, a, b *uint8, groups int, sums *float64, exps *int32)
+//
+// The c-independent half of the CDNA3 fp8 group (fdpaSum with fp8Pair) for
+// groups of 16 8-bit codes: entA and entB hold float64bits(value) |
+// uint32(exponent) per code (a zero −126, NaN/inf expSpecial). For group
+// g, exps[2g] and exps[2g+1] get the largest exponent sums e0, e1 of its
+// even and odd elements, and sums[2g], sums[2g+1] the sums of their
+// products truncated toward zero at 24 fraction bits below e0 and e1 (as
+// float64: exact integers). When e0 or e1 is 126 or more, the sums are
+// meaningless and the caller takes the reference path.
+TEXT ·fdpaPairs8(SB), 0, $128-56
+	MOVQ         entA+0(FP), SI
+	MOVQ         entB+8(FP), CX
+	MOVQ         a+16(FP), AX
+	MOVQ         b+24(FP), BX
+	MOVQ         groups+32(FP), R10
+	MOVQ         sums+40(FP), R11
+	MOVQ         exps+48(FP), R12
+	VPCMPEQD     Y15, Y15, Y15
+	VPSLLQ       $32, Y15, Y14
+	TESTQ        R10, R10
+	JZ           fdpa_done
+
+fdpa_group:
+	MOVL         $-2000, R8
+	VMOVD        R8, X13
+	VPBROADCASTD X13, Y13
+	LEAQ         0(SP), DI
+	MOVQ         $4, DX
+
+fdpa_loop:
+	VPMOVZXBD  (AX), X0
+	VPMOVZXBD  (BX), X1
+	VMOVDQU    Y15, Y2
+	VMOVDQU    Y15, Y3
+	VPXOR      Y4, Y4, Y4
+	VPXOR      Y5, Y5, Y5
+	VPGATHERDQ Y2, (SI)(X0*8), Y4
+	VPGATHERDQ Y3, (CX)(X1*8), Y5
+	VPADDD     Y4, Y5, Y6
+	VPMAXSD    Y6, Y13, Y13
+	VANDPD     Y14, Y4, Y4
+	VANDPD     Y14, Y5, Y5
+	VMULPD     Y4, Y5, Y4
+	VMOVUPD    Y4, (DI)
+	ADDQ       $4, AX
+	ADDQ       $4, BX
+	ADDQ       $32, DI
+	DECQ       DX
+	JNZ        fdpa_loop
+
+	// even elements' sums in dword lanes 0 and 4, odd ones' in 2 and 6
+	VEXTRACTI128 $1, Y13, X0
+	VPMAXSD      X0, X13, X13
+	VMOVD        X13, R8
+	VPEXTRD      $2, X13, R9
+	MOVL         R8, (R12)
+	MOVL         R9, 4(R12)
+
+	// [2^(24−e0), 2^(24−e1)] in both halves of Y7 (clamped to the
+	// float64 range; out-of-range groups are the caller's)
+	MOVL         $(1023+24), DX
+	SUBL         R8, DX
+	MOVL         $(1023+24), R13
+	SUBL         R9, R13
+	MOVL         $1, R8
+	MOVL         $2046, R9
+	CMPL         DX, R8
+	CMOVLLT      R8, DX
+	CMPL         DX, R9
+	CMOVLGT      R9, DX
+	CMPL         R13, R8
+	CMOVLLT      R8, R13
+	CMPL         R13, R9
+	CMOVLGT      R9, R13
+	SHLQ         $52, DX
+	SHLQ         $52, R13
+	VMOVQ        DX, X7
+	VPINSRQ      $1, R13, X7, X7
+	VINSERTI128  $1, X7, Y7, Y7
+
+	VMULPD       0(SP), Y7, Y0
+	VMULPD       32(SP), Y7, Y1
+	VMULPD       64(SP), Y7, Y2
+	VMULPD       96(SP), Y7, Y3
+	VROUNDPD     $3, Y0, Y0
+	VROUNDPD     $3, Y1, Y1
+	VROUNDPD     $3, Y2, Y2
+	VROUNDPD     $3, Y3, Y3
+	VADDPD       Y1, Y0, Y0
+	VADDPD       Y3, Y2, Y2
+	VADDPD       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VMOVUPD      X0, (R11)
+
+	ADDQ         $16, R11
+	ADDQ         $8, R12
+	DECQ         R10
+	JNZ          fdpa_group
+
+fdpa_done:
+	VZEROUPPER
+	RET
