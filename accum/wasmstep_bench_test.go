@@ -27,12 +27,12 @@ func BenchmarkStepForms(b *testing.B) {
 		{"stepPrepared", func(i int, c float32) float32 { d, _ := s.stepPrepared(expA, valA, bs[i], c); return d }},
 		{"stepPreparedInt", func(i int, c float32) float32 { d, _ := s.stepPreparedInt(expA, valA, bs[i], c); return d }},
 		{"stepPreparedTrunc", func(i int, c float32) float32 { d, _ := s.stepPreparedTrunc(expA, valA, bs[i], c); return d }},
-		{"products+finish", func(i int, c float32) float32 {
+		{"productsFinish", func(i int, c float32) float32 {
 			e := s.products(expA, valA, bs[i], p[:32])
 			d, _ := s.finish(e, p[:32], c)
 			return d
 		}},
-		{"products+finishTrunc", func(i int, c float32) float32 {
+		{"productsFinishTrunc", func(i int, c float32) float32 {
 			e := s.products(expA, valA, bs[i], p[:32])
 			d, _ := s.finishTrunc(e, p[:32], c)
 			return d
@@ -139,13 +139,13 @@ func stepFormsAll(s *tableStep, a, b []uint16, c float32) (name string, d, want 
 		{"stepTrunc", func() (float32, bool) { return s.stepTrunc(a, b, c) }},
 		{"stepPrepared", func() (float32, bool) { return s.stepPrepared(expA[:n], valA[:n], b, c) }},
 		{"stepPreparedTrunc", func() (float32, bool) { return s.stepPreparedTrunc(expA[:n], valA[:n], b, c) }},
-		{"products+finish", func() (float32, bool) {
+		{"productsFinish", func() (float32, bool) {
 			if eP > 1000 {
 				return 0, false
 			}
 			return s.finish(eP, p[:n], c)
 		}},
-		{"products+finishTrunc", func() (float32, bool) {
+		{"productsFinishTrunc", func() (float32, bool) {
 			if eP > 1000 {
 				return 0, false
 			}
