@@ -139,39 +139,43 @@ func fastPathApplies(p Params) bool {
 // input or c is NaN or inf: the caller then takes the reference path. A
 // zero sum is +0, as in Params.Step.
 func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
-	if s.ent != nil {
-		return s.stepAsm(a, b, c)
-	}
 	if truncForms {
+		// WebAssembly, which has no assembly step: step is this one call
+		// (the constant condition leaves the else branch out of the
+		// inliner's cost, so callers call stepTrunc directly).
 		return s.stepTrunc(a, b, c)
+	} else {
+		if s.ent != nil {
+			return s.stepAsm(a, b, c)
+		}
+		b = b[:len(a)]
+		exp := s.exp
+		emax := int32(-2000)
+		for i, x := range a {
+			emax = max(emax, exp[x]+exp[b[i]])
+		}
+		if emax > 1000 {
+			return 0, false
+		}
+		ce, ok := cExponent(c, s.ezero)
+		if !ok {
+			return 0, false
+		}
+		emax = max(emax, ce)
+		// A zero product is read with exponent e_zero too; but e_zero (-131 or
+		// lower for every model) only matters when every term is below it, and
+		// a nonzero FP32 c reads at least -126: so whenever a product is zero
+		// and c is not, e_zero cannot be the maximum, and the zero-product
+		// sentinel (far below) stands for it exactly.
+		// 2^(F - e_max) as float64 bits: F - e_max lies in [-160, 300].
+		scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
+		val := s.val
+		sum := int64(float64(c) * scale)
+		for i, x := range a {
+			sum += int64(val[x] * val[b[i]] * scale)
+		}
+		return s.round(sum, emax), true
 	}
-	b = b[:len(a)]
-	exp := s.exp
-	emax := int32(-2000)
-	for i, x := range a {
-		emax = max(emax, exp[x]+exp[b[i]])
-	}
-	if emax > 1000 {
-		return 0, false
-	}
-	ce, ok := cExponent(c, s.ezero)
-	if !ok {
-		return 0, false
-	}
-	emax = max(emax, ce)
-	// A zero product is read with exponent e_zero too; but e_zero (-131 or
-	// lower for every model) only matters when every term is below it, and
-	// a nonzero FP32 c reads at least -126: so whenever a product is zero
-	// and c is not, e_zero cannot be the maximum, and the zero-product
-	// sentinel (far below) stands for it exactly.
-	// 2^(F - e_max) as float64 bits: F - e_max lies in [-160, 300].
-	scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
-	val := s.val
-	sum := int64(float64(c) * scale)
-	for i, x := range a {
-		sum += int64(val[x] * val[b[i]] * scale)
-	}
-	return s.round(sum, emax), true
 }
 
 // stepTrunc is step's pure-Go path in the form of stepPreparedTrunc (the

@@ -124,12 +124,9 @@ func (s *tableStep) products(expA []int32, valA []float64, b []uint16, p []float
 
 // finish is the rest of tableStep.step given the products' largest
 // exponent emaxP (no special among them) and the products p: the same
-// operations in the same order (in WebAssembly, finishTrunc: the same
-// result in the form of stepPreparedTrunc).
+// operations in the same order. (A math.Trunc form as stepPreparedTrunc's
+// was no faster in WebAssembly: BENCHMARKS.md.)
 func (s *tableStep) finish(emaxP int32, p []float64, c float32) (float32, bool) {
-	if truncForms {
-		return s.finishTrunc(emaxP, p, c)
-	}
 	emax := emaxP
 	ce, ok := cExponent(c, s.ezero)
 	if !ok {
@@ -163,29 +160,6 @@ func (s *tableStep) finish(emaxP int32, p []float64, c float32) (float32, bool) 
 		v |= 0x80000000
 	}
 	return math.Float32frombits(v), true
-}
-
-// finishTrunc is finish as stepPreparedTrunc sums: terms truncated by
-// math.Trunc and summed exactly in float64, chunks of four through array
-// pointers. The same result, bit for bit.
-func (s *tableStep) finishTrunc(emaxP int32, p []float64, c float32) (float32, bool) {
-	ce, ok := cExponent(c, s.ezero)
-	if !ok {
-		return 0, false
-	}
-	emax := max(emaxP, ce)
-	scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
-	var t0, t1 float64
-	i := 0
-	for ; i+4 <= len(p); i += 4 {
-		q := (*[4]float64)(p[i:])
-		t0 += math.Trunc(q[0]*scale) + math.Trunc(q[2]*scale)
-		t1 += math.Trunc(q[1]*scale) + math.Trunc(q[3]*scale)
-	}
-	for ; i < len(p); i++ {
-		t0 += math.Trunc(p[i] * scale)
-	}
-	return s.round(int64(float64(c)*scale)+int64(t0+t1), emax), true
 }
 
 // maxRowsA bounds the vectors dotRows prepares on the stack.
@@ -298,8 +272,8 @@ func (s *tableStep) stepPreparedInt(expA []int32, valA []float64, b []uint16, c 
 }
 
 // stepPreparedTrunc is stepPreparedInt in the form the WebAssembly build
-// runs fastest (BenchmarkStepForms: about 0.65 of stepPreparedInt's time
-// under node, 1.25 of it natively): chunks of eight elements through array
+// runs fastest (BenchmarkStepForms: about 0.7 of stepPreparedInt's time
+// under node, 1.3 of it natively): chunks of eight elements through array
 // pointers (one bounds check per chunk instead of one per element), one
 // running maximum (fewer live values for V8 to spill), and each term
 // truncated by math.Trunc (one f64.trunc) and summed in float64 instead of

@@ -32,11 +32,6 @@ func BenchmarkStepForms(b *testing.B) {
 			d, _ := s.finish(e, p[:32], c)
 			return d
 		}},
-		{"productsFinishTrunc", func(i int, c float32) float32 {
-			e := s.products(expA, valA, bs[i], p[:32])
-			d, _ := s.finishTrunc(e, p[:32], c)
-			return d
-		}},
 	}
 	for _, f := range forms {
 		b.Run(f.name, func(b *testing.B) {
@@ -144,12 +139,6 @@ func stepFormsAll(s *tableStep, a, b []uint16, c float32) (name string, d, want 
 				return 0, false
 			}
 			return s.finish(eP, p[:n], c)
-		}},
-		{"productsFinishTrunc", func() (float32, bool) {
-			if eP > 1000 {
-				return 0, false
-			}
-			return s.finishTrunc(eP, p[:n], c)
 		}},
 	}
 	for _, f := range forms {
