@@ -209,8 +209,9 @@ func (s *tableStep) stepPrepared(expA []int32, valA []float64, b []uint16, c flo
 
 // truncForms selects the pure-Go steps written for the WebAssembly build
 // (the *Trunc forms), where Go's code generation and V8 make a different
-// form fastest than on amd64 and arm64 (BENCHMARKS.md, "The pure-Go step in
-// WebAssembly"). Both forms compile everywhere and tests compare them.
+// form fastest than natively on amd64 (the native build measured;
+// BENCHMARKS.md, "The pure-Go step in WebAssembly"). Both forms compile
+// everywhere and tests compare them.
 const truncForms = runtime.GOARCH == "wasm"
 
 // stepPreparedInt is stepPrepared in the form fastest natively: the same
