@@ -139,14 +139,66 @@ func fastPathApplies(p Params) bool {
 // input or c is NaN or inf: the caller then takes the reference path. A
 // zero sum is +0, as in Params.Step.
 func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
-	if s.ent != nil {
-		return s.stepAsm(a, b, c)
+	if truncForms {
+		// WebAssembly, which has no assembly step: step is this one call
+		// (the constant condition leaves the else branch out of the
+		// inliner's cost, so callers call stepTrunc directly).
+		return s.stepTrunc(a, b, c)
+	} else {
+		if s.ent != nil {
+			return s.stepAsm(a, b, c)
+		}
+		b = b[:len(a)]
+		exp := s.exp
+		emax := int32(-2000)
+		for i, x := range a {
+			emax = max(emax, exp[x]+exp[b[i]])
+		}
+		if emax > 1000 {
+			return 0, false
+		}
+		ce, ok := cExponent(c, s.ezero)
+		if !ok {
+			return 0, false
+		}
+		emax = max(emax, ce)
+		// A zero product is read with exponent e_zero too; but e_zero (-131 or
+		// lower for every model) only matters when every term is below it, and
+		// a nonzero FP32 c reads at least -126: so whenever a product is zero
+		// and c is not, e_zero cannot be the maximum, and the zero-product
+		// sentinel (far below) stands for it exactly.
+		// 2^(F - e_max) as float64 bits: F - e_max lies in [-160, 300].
+		scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
+		val := s.val
+		sum := int64(float64(c) * scale)
+		for i, x := range a {
+			sum += int64(val[x] * val[b[i]] * scale)
+		}
+		return s.round(sum, emax), true
 	}
-	b = b[:len(a)]
-	exp := s.exp
-	emax := int32(-2000)
-	for i, x := range a {
-		emax = max(emax, exp[x]+exp[b[i]])
+}
+
+// stepTrunc is step's pure-Go path in the form of stepPreparedTrunc (the
+// WebAssembly build's): chunks of eight, one running maximum, terms
+// truncated by math.Trunc and summed exactly in float64. The same result,
+// bit for bit.
+func (s *tableStep) stepTrunc(a, b []uint16, c float32) (float32, bool) {
+	n := len(a)
+	b = b[:n]
+	exp, val := s.exp, s.val
+	_, _ = exp[0], val[0] // one nil check here, none in the loops
+	emax := -2000
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		aa, bb := (*[8]uint16)(a[i:]), (*[8]uint16)(b[i:])
+		emax = max(emax,
+			int(exp[aa[0]])+int(exp[bb[0]]), int(exp[aa[1]])+int(exp[bb[1]]),
+			int(exp[aa[2]])+int(exp[bb[2]]), int(exp[aa[3]])+int(exp[bb[3]]),
+			int(exp[aa[4]])+int(exp[bb[4]]), int(exp[aa[5]])+int(exp[bb[5]]),
+			int(exp[aa[6]])+int(exp[bb[6]]), int(exp[aa[7]])+int(exp[bb[7]]))
+	}
+	for ; i < n; i++ {
+		emax = max(emax, int(exp[a[i]])+int(exp[b[i]]))
 	}
 	if emax > 1000 {
 		return 0, false
@@ -155,20 +207,22 @@ func (s *tableStep) step(a, b []uint16, c float32) (float32, bool) {
 	if !ok {
 		return 0, false
 	}
-	emax = max(emax, ce)
-	// A zero product is read with exponent e_zero too; but e_zero (-131 or
-	// lower for every model) only matters when every term is below it, and
-	// a nonzero FP32 c reads at least -126: so whenever a product is zero
-	// and c is not, e_zero cannot be the maximum, and the zero-product
-	// sentinel (far below) stands for it exactly.
-	// 2^(F - e_max) as float64 bits: F - e_max lies in [-160, 300].
-	scale := math.Float64frombits(uint64(1023+int32(s.f)-emax) << 52)
-	val := s.val
-	sum := int64(float64(c) * scale)
-	for i, x := range a {
-		sum += int64(val[x] * val[b[i]] * scale)
+	emax = max(emax, int(ce))
+	scale := math.Float64frombits(uint64(1023+s.f-emax) << 52)
+	var s0, s1 float64
+	i = 0
+	for ; i+8 <= n; i += 8 {
+		aa, bb := (*[8]uint16)(a[i:]), (*[8]uint16)(b[i:])
+		s0 += math.Trunc(val[aa[0]]*val[bb[0]]*scale) + math.Trunc(val[aa[2]]*val[bb[2]]*scale) +
+			math.Trunc(val[aa[4]]*val[bb[4]]*scale) + math.Trunc(val[aa[6]]*val[bb[6]]*scale)
+		s1 += math.Trunc(val[aa[1]]*val[bb[1]]*scale) + math.Trunc(val[aa[3]]*val[bb[3]]*scale) +
+			math.Trunc(val[aa[5]]*val[bb[5]]*scale) + math.Trunc(val[aa[7]]*val[bb[7]]*scale)
 	}
-	return s.round(sum, emax), true
+	for ; i < n; i++ {
+		s0 += math.Trunc(val[a[i]] * val[b[i]] * scale)
+	}
+	sum := int64(float64(c)*scale) + int64(s0+s1)
+	return s.round(sum, int32(emax)), true
 }
 
 // round converts the integer sum in units of 2^(emax − F) with rho: +0 for

@@ -1,6 +1,9 @@
 package accum
 
-import "math"
+import (
+	"math"
+	"runtime"
+)
 
 // DotRows computes len(out) dot products of one vector a against rows of
 // b: out[r] = m.Dot(a, b[r·stride : r·stride+len(a)], c[r]) (c nil: every
@@ -121,7 +124,8 @@ func (s *tableStep) products(expA []int32, valA []float64, b []uint16, p []float
 
 // finish is the rest of tableStep.step given the products' largest
 // exponent emaxP (no special among them) and the products p: the same
-// operations in the same order.
+// operations in the same order. (A math.Trunc form as stepPreparedTrunc's
+// was no faster in WebAssembly: BENCHMARKS.md.)
 func (s *tableStep) finish(emaxP int32, p []float64, c float32) (float32, bool) {
 	emax := emaxP
 	ce, ok := cExponent(c, s.ezero)
@@ -193,8 +197,26 @@ func (m *tfdpa) dotRows(a, b []uint16, stride int, c, out []float32) {
 }
 
 // stepPrepared is tableStep.step with a's exponents and values looked up
-// beforehand: the same operations in the same order.
+// beforehand: the same result, bit for bit, in the form that is fastest on
+// the build's architecture (stepPreparedTrunc in WebAssembly,
+// stepPreparedInt elsewhere; BenchmarkStepForms times both).
 func (s *tableStep) stepPrepared(expA []int32, valA []float64, b []uint16, c float32) (float32, bool) {
+	if truncForms {
+		return s.stepPreparedTrunc(expA, valA, b, c)
+	}
+	return s.stepPreparedInt(expA, valA, b, c)
+}
+
+// truncForms selects the pure-Go steps written for the WebAssembly build
+// (the *Trunc forms), where Go's code generation and V8 make a different
+// form fastest than natively on amd64 (the native build measured;
+// BENCHMARKS.md, "The pure-Go step in WebAssembly"). Both forms compile
+// everywhere and tests compare them.
+const truncForms = runtime.GOARCH == "wasm"
+
+// stepPreparedInt is stepPrepared in the form fastest natively: the same
+// operations as tableStep.step in the same order.
+func (s *tableStep) stepPreparedInt(expA []int32, valA []float64, b []uint16, c float32) (float32, bool) {
 	n := len(expA)
 	b = b[:n]
 	valA = valA[:n]
@@ -248,6 +270,61 @@ func (s *tableStep) stepPrepared(expA []int32, valA []float64, b []uint16, c flo
 		v |= 0x80000000
 	}
 	return math.Float32frombits(v), true
+}
+
+// stepPreparedTrunc is stepPreparedInt in the form the WebAssembly build
+// runs fastest (BenchmarkStepForms: about 0.7 of stepPreparedInt's time
+// under node, 1.3 of it natively): chunks of eight elements through array
+// pointers (one bounds check per chunk instead of one per element), one
+// running maximum (fewer live values for V8 to spill), and each term
+// truncated by math.Trunc (one f64.trunc) and summed in float64 instead of
+// converted to int64 one by one (a saturating conversion, several
+// instructions in V8). The result is the same bit for bit: every term
+// trunc(p·2^(F−emax)) is an integer of magnitude below 2^(F+2) <= 2^32
+// (|p| < 4·2^emax), and at most 64 of them sum to below 2^38 in magnitude,
+// so every float64 partial sum is exact and equals the integer sum.
+func (s *tableStep) stepPreparedTrunc(expA []int32, valA []float64, b []uint16, c float32) (float32, bool) {
+	n := len(expA)
+	b = b[:n]
+	valA = valA[:n]
+	exp, val := s.exp, s.val
+	_, _ = exp[0], val[0] // one nil check here, none in the loops
+	emax := -2000
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		ea, bb := (*[8]int32)(expA[i:]), (*[8]uint16)(b[i:])
+		emax = max(emax,
+			int(ea[0])+int(exp[bb[0]]), int(ea[1])+int(exp[bb[1]]),
+			int(ea[2])+int(exp[bb[2]]), int(ea[3])+int(exp[bb[3]]),
+			int(ea[4])+int(exp[bb[4]]), int(ea[5])+int(exp[bb[5]]),
+			int(ea[6])+int(exp[bb[6]]), int(ea[7])+int(exp[bb[7]]))
+	}
+	for ; i < n; i++ {
+		emax = max(emax, int(expA[i])+int(exp[b[i]]))
+	}
+	if emax > 1000 {
+		return 0, false
+	}
+	ce, ok := cExponent(c, s.ezero)
+	if !ok {
+		return 0, false
+	}
+	emax = max(emax, int(ce))
+	scale := math.Float64frombits(uint64(1023+s.f-emax) << 52)
+	var s0, s1 float64
+	i = 0
+	for ; i+8 <= n; i += 8 {
+		va, bb := (*[8]float64)(valA[i:]), (*[8]uint16)(b[i:])
+		s0 += math.Trunc(va[0]*val[bb[0]]*scale) + math.Trunc(va[2]*val[bb[2]]*scale) +
+			math.Trunc(va[4]*val[bb[4]]*scale) + math.Trunc(va[6]*val[bb[6]]*scale)
+		s1 += math.Trunc(va[1]*val[bb[1]]*scale) + math.Trunc(va[3]*val[bb[3]]*scale) +
+			math.Trunc(va[5]*val[bb[5]]*scale) + math.Trunc(va[7]*val[bb[7]]*scale)
+	}
+	for ; i < n; i++ {
+		s0 += math.Trunc(valA[i] * val[b[i]] * scale)
+	}
+	sum := int64(float64(c)*scale) + int64(s0+s1)
+	return s.round(sum, int32(emax)), true
 }
 
 // dotRowsAsm is dotRows through the assembly chain kernel chainLG, with
