@@ -182,9 +182,8 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 
 // scalesTrial draws one cache and query and runs every series, the
 // series side by side on their own goroutines. With g set (device gpu)
-// the kernels run on the GPU (wgsl.SimDecode, bit for bit attention.Run),
-// bf16's too where wgsl.SimDecodeSupports its configuration; the
-// references, the quantizing and the counts stay on the CPU.
+// the fp8 kernels run on the GPU (wgsl.SimDecode, bit for bit
+// attention.Run); the references and bf16 stay on the CPU.
 func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int, g *wgsl.Runner) scalesResult {
 	const d = 128
 	kvh, group, n := v.Int("kv-heads"), v.Int("q-per-kv"), v.Int("tokens")
@@ -291,12 +290,7 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 		}
 		c := cfg
 		c.DType, c.Promotion = fp8.FormatBF16, 0
-		var o []float64
-		if g != nil && wgsl.SimDecodeSupports(c) == nil {
-			o, err = g.SimDecode(ctx, c, q, nil, kv) // bit for bit attention.Run
-		} else {
-			o, err = attention.Run(ctx, c, q, nil, kv)
-		}
+		o, err := attention.Run(ctx, c, q, nil, kv)
 		if err != nil {
 			p.e = err
 			return
