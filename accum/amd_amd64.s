@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "trunc_amd64.h"
 
 // func fmaChain32(a, b *uint32, n int, c float32) float32
 //
@@ -77,23 +78,7 @@ fdpa_group:
 	MOVQ         $4, DX
 
 fdpa_loop:
-	VPMOVZXBD  (AX), X0
-	VPMOVZXBD  (BX), X1
-	VMOVDQU    Y15, Y2
-	VMOVDQU    Y15, Y3
-	VPXOR      Y4, Y4, Y4
-	VPXOR      Y5, Y5, Y5
-	VPGATHERDQ Y2, (SI)(X0*8), Y4
-	VPGATHERDQ Y3, (CX)(X1*8), Y5
-	VPADDD     Y4, Y5, Y6
-	VPMAXSD    Y6, Y13, Y13
-	VANDPD     Y14, Y4, Y4
-	VANDPD     Y14, Y5, Y5
-	VMULPD     Y4, Y5, Y4
-	VMOVUPD    Y4, (DI)
-	ADDQ       $4, AX
-	ADDQ       $4, BX
-	ADDQ       $32, DI
+	GATHER4(VPMOVZXBD, SI, CX, 4)
 	DECQ       DX
 	JNZ        fdpa_loop
 

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "trunc_amd64.h"
 
 // The chain kernels of scaledFast (see scaled_amd64.go): whole steps of l
 // elements (l a multiple of 4, at most 64), each step's result feeding the
@@ -83,34 +84,7 @@
 	VROUNDSD     $3, X0, X0, X8 \
 	SHLQ         $52, DX \
 	VMOVQ        DX, X7 \
-	VBROADCASTSD X7, Y7 \
-	VXORPD       Y6, Y6, Y6 \
-	LEAQ         0(SP), DI \
-	MOVQ         R11, DX \
-	SHRQ         $3, DX \
-	JZ           chain_sumtail \
-chain_sumloop: \
-	VMULPD       (DI), Y7, Y0 \
-	VMULPD       32(DI), Y7, Y1 \
-	VROUNDPD     $3, Y0, Y0 \
-	VROUNDPD     $3, Y1, Y1 \
-	VADDPD       Y0, Y8, Y8 \
-	VADDPD       Y1, Y6, Y6 \
-	ADDQ         $64, DI \
-	DECQ         DX \
-	JNZ          chain_sumloop \
-chain_sumtail: \
-	TESTQ        $4, R11 \
-	JZ           chain_sumdone \
-	VMULPD       (DI), Y7, Y0 \
-	VROUNDPD     $3, Y0, Y0 \
-	VADDPD       Y0, Y8, Y8 \
-chain_sumdone: \
-	VADDPD       Y6, Y8, Y8 \
-	VEXTRACTF128 $1, Y8, X0 \
-	VADDPD       X0, X8, X8 \
-	VUNPCKHPD    X8, X8, X0 \
-	VADDSD       X0, X8, X8 \
+	TRUNC_SUM(Y6, R11) \
 	VXORPD       X10, X10, X10 \
 	VUCOMISD     X10, X8 \
 	JEQ          chain_next \
@@ -176,23 +150,7 @@ chain_step:
 	STEP_HEAD
 
 st_loop:
-	VPMOVZXBD  (AX), X0
-	VPMOVZXBD  (BX), X1
-	VMOVDQU    Y15, Y2
-	VMOVDQU    Y15, Y3
-	VPXOR      Y4, Y4, Y4
-	VPXOR      Y5, Y5, Y5
-	VPGATHERDQ Y2, (SI)(X0*8), Y4
-	VPGATHERDQ Y3, (CX)(X1*8), Y5
-	VPADDD     Y4, Y5, Y6
-	VPMAXSD    Y6, Y13, Y13
-	VANDPD     Y14, Y4, Y4
-	VANDPD     Y14, Y5, Y5
-	VMULPD     Y4, Y5, Y4
-	VMOVUPD    Y4, (DI)
-	ADDQ       $4, AX
-	ADDQ       $4, BX
-	ADDQ       $32, DI
+	GATHER4(VPMOVZXBD, SI, CX, 4)
 	DECQ       DX
 	JNZ        st_loop
 

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "trunc_amd64.h"
 
 // The T-FDPA step of tableStep in AVX2 (see step_amd64.go). Both kernels
 // take n, a multiple of 4 (the caller pads with the zero code), and an
@@ -41,34 +42,7 @@
 	VMOVSD       c+40(FP), X0 \
 	VMULSD       X7, X0, X0 \
 	VROUNDSD     $3, X0, X0, X8 \
-	VBROADCASTSD X7, Y7 \
-	VXORPD       Y9, Y9, Y9 \
-	LEAQ         0(SP), DI \
-	MOVQ         CX, DX \
-	SHRQ         $3, DX \
-	JZ           sumtail \
-sumloop: \
-	VMULPD       (DI), Y7, Y0 \
-	VMULPD       32(DI), Y7, Y1 \
-	VROUNDPD     $3, Y0, Y0 \
-	VROUNDPD     $3, Y1, Y1 \
-	VADDPD       Y0, Y8, Y8 \
-	VADDPD       Y1, Y9, Y9 \
-	ADDQ         $64, DI \
-	DECQ         DX \
-	JNZ          sumloop \
-sumtail: \
-	TESTQ        $4, CX \
-	JZ           sumdone \
-	VMULPD       (DI), Y7, Y0 \
-	VROUNDPD     $3, Y0, Y0 \
-	VADDPD       Y0, Y8, Y8 \
-sumdone: \
-	VADDPD       Y9, Y8, Y8 \
-	VEXTRACTF128 $1, Y8, X0 \
-	VADDPD       X0, X8, X8 \
-	VUNPCKHPD    X8, X8, X0 \
-	VADDSD       X0, X8, X8 \
+	TRUNC_SUM(Y9, CX) \
 	VMOVSD       X8, sum+48(FP) \
 	MOVL         R8, emax+56(FP) \
 	VZEROUPPER \

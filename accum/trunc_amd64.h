@@ -1,0 +1,65 @@
+// Macros shared by the AVX2 kernels (step_amd64.s, chain_amd64.s,
+// scaled_amd64.s, amd_amd64.s): the parts of a step that are the same
+// instructions in each, so that each is written once.
+
+// GATHER4(ext, ta, tb, stride) forms four products of a step: it widens
+// four codes of a at (AX) and of b at (BX) with ext (VPMOVZXBD for bytes,
+// VPMOVZXWD for 16-bit codes), gathers their packed 64-bit entries from the
+// tables at ta and tb (Y15 all ones: the gather mask), adds the entries'
+// exponent dwords (Y6) into the running maxima Y13, multiplies their value
+// fields (the mask Y14) into four float64 products stored at (DI), and
+// advances AX and BX by stride bytes and DI by 32. It clobbers Y0-Y6.
+#define GATHER4(ext, ta, tb, stride) \
+	ext        (AX), X0 \
+	ext        (BX), X1 \
+	VMOVDQU    Y15, Y2 \
+	VMOVDQU    Y15, Y3 \
+	VPXOR      Y4, Y4, Y4 \
+	VPXOR      Y5, Y5, Y5 \
+	VPGATHERDQ Y2, (ta)(X0*8), Y4 \
+	VPGATHERDQ Y3, (tb)(X1*8), Y5 \
+	VPADDD     Y4, Y5, Y6 \
+	VPMAXSD    Y6, Y13, Y13 \
+	VANDPD     Y14, Y4, Y4 \
+	VANDPD     Y14, Y5, Y5 \
+	VMULPD     Y4, Y5, Y4 \
+	VMOVUPD    Y4, (DI) \
+	ADDQ       $stride, AX \
+	ADDQ       $stride, BX \
+	ADDQ       $32, DI
+
+// TRUNC_SUM(acc, n) adds to X8 (c's truncated term) the n products stored
+// from 0(SP) (n a multiple of 4), each scaled by the power of two in X7
+// and truncated toward zero (VROUNDPD $3), in two running vector sums (Y8
+// and acc), and leaves the whole sum in X8. The terms are integers below
+// 2^53 and so is every partial sum: the order of the additions does not
+// change the result. It clobbers Y0, Y1, Y7, acc, DI and DX.
+#define TRUNC_SUM(acc, n) \
+	VBROADCASTSD X7, Y7 \
+	VXORPD       acc, acc, acc \
+	LEAQ         0(SP), DI \
+	MOVQ         n, DX \
+	SHRQ         $3, DX \
+	JZ           tsum_tail \
+tsum_loop: \
+	VMULPD       (DI), Y7, Y0 \
+	VMULPD       32(DI), Y7, Y1 \
+	VROUNDPD     $3, Y0, Y0 \
+	VROUNDPD     $3, Y1, Y1 \
+	VADDPD       Y0, Y8, Y8 \
+	VADDPD       Y1, acc, acc \
+	ADDQ         $64, DI \
+	DECQ         DX \
+	JNZ          tsum_loop \
+tsum_tail: \
+	TESTQ        $4, n \
+	JZ           tsum_done \
+	VMULPD       (DI), Y7, Y0 \
+	VROUNDPD     $3, Y0, Y0 \
+	VADDPD       Y0, Y8, Y8 \
+tsum_done: \
+	VADDPD       acc, Y8, Y8 \
+	VEXTRACTF128 $1, Y8, X0 \
+	VADDPD       X0, X8, X8 \
+	VUNPCKHPD    X8, X8, X0 \
+	VADDSD       X0, X8, X8
