@@ -119,14 +119,24 @@ func packEntries(exp *[1 << 16]int32, val *[1 << 16]float64) *[1 << 16]uint64 {
 		return nil
 	}
 	ent := new([1 << 16]uint64)
+	if !packTable(ent[:], exp[:], val[:]) {
+		return nil
+	}
+	return ent
+}
+
+// packTable fills ent[c] with val[c]'s float64 bits, the exponent exp[c]
+// in their low 32 bits, for every code c of ent; false when a value has a
+// nonzero bit there.
+func packTable(ent []uint64, exp []int32, val []float64) bool {
 	for c := range ent {
 		v := math.Float64bits(val[c])
 		if v&0xffffffff != 0 {
-			return nil
+			return false
 		}
 		ent[c] = v | uint64(uint32(exp[c]))
 	}
-	return ent
+	return true
 }
 
 // fastPathApplies reports whether tableStep computes p exactly.

@@ -168,12 +168,8 @@ func (s *scaledFast) enableAsm(m *nvInstr) {
 // a nonzero bit in the low 32 bits of its float64.
 func packEntries8(exp *[256]int32, val *[256]float64) *[256]uint64 {
 	ent := new([256]uint64)
-	for c := range ent {
-		v := math.Float64bits(val[c])
-		if v&0xffffffff != 0 {
-			return nil
-		}
-		ent[c] = v | uint64(uint32(exp[c]))
+	if !packTable(ent[:], exp[:], val[:]) {
+		return nil
 	}
 	return ent
 }
