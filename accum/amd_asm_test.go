@@ -147,27 +147,11 @@ func TestAMDFastTails(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var got uint64
-				switch codeBits[in.A] {
-				case 8:
-					got, err = ChainCodes(am, narrow[uint8](a), narrow[uint8](b), nil, nil, cc, promote)
-				case 16:
-					got, err = ChainCodes(am, narrow[uint16](a), narrow[uint16](b), nil, nil, cc, promote)
-				case 32:
-					got, err = ChainCodes(am, narrow[uint32](a), narrow[uint32](b), nil, nil, cc, promote)
-				default:
-					got, err = ChainCodes(am, a, b, nil, nil, cc, promote)
-				}
+				got, err := chainCodesOfWidth(am, codeBits[in.A], a, b, cc, promote)
 				if err != nil {
 					t.Fatal(err)
 				}
-				same := got == want
-				if in.C == "f64" {
-					same = same || math.IsNaN(math.Float64frombits(got)) && math.IsNaN(math.Float64frombits(want))
-				} else {
-					same = same || isNaN32(got) && isNaN32(want)
-				}
-				if !same {
+				if !sameResult(in.C, got, want) {
 					t.Fatalf("%s n=%d kind=%d: fast %x, reference %x\na=%x\nb=%x\nc=%x promote=%d", name, n, kind, got, want, a, b, cc, promote)
 				}
 			}

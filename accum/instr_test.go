@@ -128,6 +128,29 @@ func TestChainCodesFastEqualsReference(t *testing.T) {
 
 func isNaN32(x uint64) bool { return math.IsNaN(float64(math.Float32frombits(uint32(x)))) }
 
+// chainCodesOfWidth is ChainCodes on a and b narrowed to the code type of
+// bits-wide codes (8, 16 or 32; uint64 otherwise).
+func chainCodesOfWidth(m Instruction, bits int, a, b []uint64, c uint64, promote int) (uint64, error) {
+	switch bits {
+	case 8:
+		return ChainCodes(m, narrow[uint8](a), narrow[uint8](b), nil, nil, c, promote)
+	case 16:
+		return ChainCodes(m, narrow[uint16](a), narrow[uint16](b), nil, nil, c, promote)
+	case 32:
+		return ChainCodes(m, narrow[uint32](a), narrow[uint32](b), nil, nil, c, promote)
+	}
+	return ChainCodes(m, a, b, nil, nil, c, promote)
+}
+
+// sameResult reports whether two results in the accumulator format cf
+// (f64, else a 32-bit format) are equal bits or both NaN.
+func sameResult(cf string, got, want uint64) bool {
+	if cf == "f64" {
+		return got == want || math.IsNaN(math.Float64frombits(got)) && math.IsNaN(math.Float64frombits(want))
+	}
+	return got == want || isNaN32(got) && isNaN32(want)
+}
+
 // TestF8F6F4AgreesWithTFDPA: kind::f8f6f4 with e4m3 operands is the
 // existing T-FDPA model sm100.tcgen05.f8f6f4.f32, and kind::mxf8f6f4 with
 // unit scales (ue8m0 127) is kind::f8f6f4.
@@ -227,27 +250,11 @@ func TestAMDFastEqualsReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got uint64
-			switch codeBits[in.A] {
-			case 8:
-				got, err = ChainCodes(m, narrow[uint8](a), narrow[uint8](b), nil, nil, c, promote)
-			case 16:
-				got, err = ChainCodes(m, narrow[uint16](a), narrow[uint16](b), nil, nil, c, promote)
-			case 32:
-				got, err = ChainCodes(m, narrow[uint32](a), narrow[uint32](b), nil, nil, c, promote)
-			default:
-				got, err = ChainCodes(m, a, b, nil, nil, c, promote)
-			}
+			got, err := chainCodesOfWidth(m, codeBits[in.A], a, b, c, promote)
 			if err != nil {
 				t.Fatal(err)
 			}
-			same := got == want
-			if in.C == "f64" {
-				same = same || math.IsNaN(math.Float64frombits(got)) && math.IsNaN(math.Float64frombits(want))
-			} else {
-				same = same || isNaN32(got) && isNaN32(want)
-			}
-			if !same {
+			if !sameResult(in.C, got, want) {
 				t.Fatalf("%s (%v): fast %x, reference %x\na=%x\nb=%x\nc=%x promote=%d", in.Name, am.op, got, want, a, b, c, promote)
 			}
 		}
