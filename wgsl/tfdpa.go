@@ -32,9 +32,6 @@ type Emulation struct {
 	// sm100): two half steps (k mod 4 in {0,1}, then {2,3}) from +0 and an
 	// FP32 add of C.
 	MMASync bool
-	// Wide is true when a step's sum needs 32 unsigned bits per sign (F =
-	// 25 with 32 products) rather than one i32.
-	Wide bool
 
 	ezero int
 	eb    int
@@ -187,8 +184,7 @@ func newEmulation(info accum.Info, s *StepShape) (*Emulation, error) {
 		if sumMax >= 1<<32 {
 			return nil, fmt.Errorf("wgsl: model %s: a step's sum (< %d) does not fit 32 bits", name, sumMax)
 		}
-		e.Wide = true // the 16-bit step always sums each sign apart
-		return e, nil
+		return e, nil // the 16-bit step sums each sign apart
 	}
 	// The mma.sync emulation reads the FP8 codes as its FP16 step does:
 	// normalized where the input's subnormals are normal numbers of the
@@ -206,10 +202,11 @@ func newEmulation(info accum.Info, s *StepShape) (*Emulation, error) {
 	if sumMax >= 1<<32 {
 		return nil, fmt.Errorf("wgsl: model %s: a step's sum (< %d) does not fit 32 bits", name, sumMax)
 	}
-	e.Wide = sumMax >= 1<<31
 	// pack: each term, shifted left by 8 to hold its exponent sum in the
-	// low byte (and one's-complemented when negative), fits an i32.
-	e.pack = !e.Wide && (uint64(maxSig*maxSig)<<uint(psh)+1)<<8 < 1<<31
+	// low byte (and one's-complemented when negative), fits an i32, and so
+	// does the sum; otherwise each sign's part is summed apart in u32,
+	// which sumMax < 2^32 makes exact.
+	e.pack = sumMax < 1<<31 && (uint64(maxSig*maxSig)<<uint(psh)+1)<<8 < 1<<31
 	for c := 0; c < 256; c++ {
 		d := e.In.Decompose(uint32(c))
 		var t uint32
@@ -263,7 +260,7 @@ func (e *Emulation) consts() []constDecl {
 		cU32("WG", chainWG), cU32("L", e.L), cU32("WPS", wps), cU32("LPW", lpw), cU32("NX", wps*lpw),
 		cU32("F", e.F), cU32("FB", e.FB), cU32("PSH", e.F-2*mbits),
 		cU32("CL", max(e.F-23, 0)), cU32("CR", max(23-e.F, 0)),
-		cI32("EB2", 2*e.eb), cI32("EZERO", e.ezero), cBool("WIDE", e.Wide), cBool("PACK", e.pack), cBool("MMA_SYNC", e.MMASync),
+		cI32("EB2", 2*e.eb), cI32("EZERO", e.ezero), cBool("PACK", e.pack), cBool("MMA_SYNC", e.MMASync),
 		cU32("CB", e.Bits), cU32("CPW", 32/e.Bits),
 		cU32("IN_MBITS", mbits), cU32("IN_EMASK", 1<<spec.ExpBits-1), cI32("IN_BIAS", spec.Bias),
 	}

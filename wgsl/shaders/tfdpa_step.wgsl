@@ -19,10 +19,9 @@
 //   CL, CR: u32    left and right shifts of c's 24-bit significand
 //   EB2: i32       bias of a product exponent sum in the table's frame
 //   EZERO: i32     exponent of a zero term (never the largest: see step)
-//   WIDE: bool     the sum needs 32 unsigned bits (separate sums of the
-//                  positive and negative terms)
 //   PACK: bool     each term and its exponent sum fit one i32 (F = 13):
-//                  the one's-complement sum below; otherwise as WIDE says
+//                  the one's-complement sum below; otherwise the positive
+//                  and negative terms are summed apart in u32
 //   MMA_SYNC: bool the mma.sync emulation (two FP16 half steps + FADD)
 //   CB, CPW: u32   code bits (8, or 16 for tfdpa_step16) and codes a word
 //   IN_MBITS, IN_EMASK: u32, IN_BIAS: i32  fraction bits, exponent field
@@ -44,9 +43,9 @@
 // Widths (no i64 in WGSL): a term truncated to F bits below the largest
 // exponent is below 2^(F+2) in magnitude; with F = 25 the significand product
 // (< 2^8) shifted by PSH = 19 is below 2^27, c's term below 2^26, and 33
-// terms sum below 2^33 but each sign's part below 2^32: WIDE keeps the two
-// parts apart in u32 and subtracts at the end. With F = 13 every sum fits in
-// i32 (below 2^21).
+// terms sum below 2^33 but each sign's part below 2^32: the sum keeps the
+// two parts apart in u32 and subtracts at the end. With F = 13 every term
+// and its exponent sum fit one i32 (PACK), and every sum (below 2^21) too.
 
 
 const SIGN_BIT: u32 = 0x80000000u;
@@ -201,24 +200,7 @@ fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
     }
     var mag: u32;
     var neg: bool;
-    if (WIDE) {
-        // tot is the sum of every term's magnitude modulo 2^32, ngt the
-        // exact sum of the negative ones (below 2^32): the positive part is
-        // tot - ngt modulo 2^32, exact since it is below 2^32 too. One
-        // masked add a term instead of two selects.
-        let cneg = u32(i32(c) >> 31u);
-        var tot = qc;
-        var ngt = qc & cneg;
-        for (var i = 0u; i < NX; i = i + 1u) {
-            let x = xs[i];
-            let q = (((x >> 8u) & 0xffu) << PSH) >> min(u32(emax - i32(x & 0xffu)), 31u);
-            tot = tot + q;
-            ngt = ngt + (q & u32(i32(x) >> 31u));
-        }
-        let pos = tot - ngt;
-        neg = ngt > pos;
-        mag = select(pos - ngt, ngt - pos, neg);
-    } else if (PACK) {
+    if (PACK) {
         // Each term is held as x = t << 8 | s: t the product shifted by
         // PSH, one's-complemented (~m) when negative, s its exponent sum.
         // x >> (8 + d) is t >> d whatever s (s < 2^8), and ~m >> d is
@@ -240,15 +222,22 @@ fn tfdpa_step(ba: u32, bb: u32, k0: u32, k1: u32, lane0: u32, c: u32) -> u32 {
         neg = sum < 0;
         mag = u32(abs(sum));
     } else {
-        var sum = select(i32(qc), -i32(qc), (c >> 31u) != 0u);
+        // tot is the sum of every term's magnitude modulo 2^32, ngt the
+        // exact sum of the negative ones (below 2^32): the positive part is
+        // tot - ngt modulo 2^32, exact since it is below 2^32 too. One
+        // masked add a term instead of two selects.
+        let cneg = u32(i32(c) >> 31u);
+        var tot = qc;
+        var ngt = qc & cneg;
         for (var i = 0u; i < NX; i = i + 1u) {
             let x = xs[i];
-            let q = i32((((x >> 8u) & 0xffu) << PSH) >> min(u32(emax - i32(x & 0xffu)), 31u));
-            let sg = i32(x) >> 31u;
-            sum = sum + ((q ^ sg) - sg);
+            let q = (((x >> 8u) & 0xffu) << PSH) >> min(u32(emax - i32(x & 0xffu)), 31u);
+            tot = tot + q;
+            ngt = ngt + (q & u32(i32(x) >> 31u));
         }
-        neg = sum < 0;
-        mag = u32(abs(sum));
+        let pos = tot - ngt;
+        neg = ngt > pos;
+        mag = select(pos - ngt, ngt - pos, neg);
     }
     if (mag == 0u) {
         return 0u; // a zero sum is +0, whatever the terms' signs (H200)
