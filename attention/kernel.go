@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
@@ -47,24 +48,48 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 	for i := range out {
 		out[i] = make([]float64, k.mq*k.QHeads*k.VDim)
 	}
-	r := k.newRow()
-	for h := 0; h < k.KVHeads; h++ {
-		for g := 0; g < k.group; g++ {
-			hq := h*k.group + g
-			for i := 0; i < k.mq; i++ {
-				if err := ctx.Err(); err != nil {
-					return nil, err
+	// The query heads run side by side, each on its own copy of the
+	// kernel's scratch (the V block, a row): every row is computed as on
+	// one goroutine and stored in its own place, so the outputs are the
+	// same bits whatever the number of goroutines (TestRunHeadsParallel).
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	heads := func(lo, hi int) {
+		kw := *k
+		kw.vb = vBlock{}
+		r := kw.newRow()
+		for hq := lo; hq < hi; hq++ {
+			for i := 0; i < kw.mq; i++ {
+				err := ctx.Err()
+				if err == nil {
+					kw.setRow(r, i, hq, q)
+					err = kw.attendRow(ctx, r)
 				}
-				k.setRow(r, i, hq, q)
-				if err := k.attendRow(ctx, r); err != nil {
-					return nil, err
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
 				}
-				base := (i*k.QHeads + hq) * k.VDim
+				base := (i*kw.QHeads + hq) * kw.VDim
 				for a := range r.acc {
-					k.store(r, a, out[a][base:base+k.VDim])
+					kw.store(r, a, out[a][base:base+kw.VDim])
 				}
 			}
 		}
+	}
+	// Work: every row reads its visible keys; one goroutine below
+	// parallelMinElems of it.
+	work := k.mq * k.QHeads * k.n * k.HeadDim
+	if err := parallelRange(ctx, k.QHeads, 1, work, 0, heads); err != nil {
+		return nil, err
+	}
+	if first != nil {
+		return nil, first
 	}
 	return out, nil
 }
