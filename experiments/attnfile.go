@@ -264,15 +264,25 @@ func (e AttentionFile) inputs(vals sim.Values, l attnLayer) (*attnFileInputs, er
 	in := &attnFileInputs{names: map[string]string{}, sourceTypes: map[string]tensorfile.DType{}}
 	ts := map[string]*tensorfile.Tensor{}
 	shapes := map[string][]int{}
-	for _, role := range attnRoles {
-		ref, ok := l.refs[role]
-		if !ok {
+	// The roles' files are read side by side (parsing and the finiteness
+	// check are CPU work); the first error in role order is returned.
+	read := make([]*tensorfile.Tensor, len(attnRoles))
+	errs := make([]error, len(attnRoles))
+	var wg sync.WaitGroup
+	for i, role := range attnRoles {
+		if ref, ok := l.refs[role]; ok {
+			wg.Go(func() { read[i], errs[i] = e.read(role, ref, opt) })
+		}
+	}
+	wg.Wait()
+	for i, role := range attnRoles {
+		if _, ok := l.refs[role]; !ok {
 			continue
 		}
-		t, err := e.read(role, ref, opt)
-		if err != nil {
-			return nil, err
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
+		t := read[i]
 		ts[role], shapes[role] = t, t.Shape
 		in.names[role], in.sourceTypes[role] = t.File, t.DType
 		if t.Name != "" {
@@ -693,6 +703,22 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 		defer csv.Close()
 		fmt.Fprintln(csv, "layer,head,kv_head,promotion,splits,relerr_pct,alpha,residual_pct,cosine,vs_quantized_pct,alpha_vs_quantized,residual_vs_quantized_pct,cosine_vs_quantized")
 	}
+	// Each layer's files are read while the one before is computed (the
+	// first while the inputs are hashed): at most two layers' inputs are
+	// held at once. A read that is no longer wanted ends on its own.
+	type layerIn struct {
+		in  *attnFileInputs
+		err error
+	}
+	prefetch := func(l attnLayer) chan layerIn {
+		ch := make(chan layerIn, 1)
+		go func() {
+			in, err := e.inputs(vals, l)
+			ch <- layerIn{in, err}
+		}()
+		return ch
+	}
+	next := prefetch(layers[0])
 	if err := e.recordInputs(run, layers, dump); err != nil {
 		return err
 	}
@@ -709,8 +735,12 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 	var quantIn []attnCmp // the quantized-input reference against the exact, per head
 	var splitNotes []string
 	x0 := 0
-	for _, l := range layers {
-		in, err := e.inputs(vals, l)
+	for li, l := range layers {
+		got := <-next
+		if li+1 < len(layers) {
+			next = prefetch(layers[li+1])
+		}
+		in, err := got.in, got.err
 		var res *attnFileResult
 		if err == nil {
 			res, err = e.compute(ctx, run, vals, in, gpu)
@@ -807,16 +837,29 @@ func (e AttentionFile) recordInputs(run *sim.Run, layers []attnLayer, dump bool)
 			}
 		}
 	}
-	for _, p := range paths {
+	// The files are hashed side by side (a few at a time), then recorded
+	// in order; the first error in that order is returned.
+	sums := make([]string, len(paths))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			sums[i], errs[i] = fileSHA256(p)
+		})
+	}
+	wg.Wait()
+	for i, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return err
 		}
-		sum, err := fileSHA256(p)
-		if err != nil {
-			return err
+		if errs[i] != nil {
+			return errs[i]
 		}
-		if err := run.Input(sim.Input{Role: strings.Join(roles[p], ","), Path: abs, SHA256: sum}); err != nil {
+		if err := run.Input(sim.Input{Role: strings.Join(roles[p], ","), Path: abs, SHA256: sums[i]}); err != nil {
 			return err
 		}
 	}
