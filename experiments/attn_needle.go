@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"runtime"
+	"runtime/trace"
 	"sync"
 
 	"github.com/fp8lab/fp8lab/attention"
@@ -772,11 +773,13 @@ func attnNeedleCall(ctx context.Context, run *sim.Run, t attnNeedle, c attnCall,
 		g0, g1 := g[0], g[1]
 		var hays []*attnHaystack
 		var err error
+		wait := trace.StartRegion(ctx, "needle: wait for a group of haystacks")
 		if dr != nil {
 			hays, err = dr.next(ctx)
 		} else {
 			hays, err = t.haystacks(ctx, run, key, n, g0, g1, runs)
 		}
+		wait.End()
 		if err != nil {
 			return nil, err
 		}
@@ -857,7 +860,9 @@ func (t attnNeedle) haystacks(ctx context.Context, run *sim.Run, key string, n, 
 	var wg sync.WaitGroup
 	for i := range hays {
 		wg.Go(func() {
+			r := trace.StartRegion(ctx, "needle: draw and quantize a haystack")
 			hays[i], errs[i] = t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", g0+i), runs)
+			r.End()
 			if hays[i] != nil && !t.exactErr {
 				hays[i].k, hays[i].v = nil, nil // only the exact reference reads the unquantized haystack
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -59,6 +60,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	// Every trial's draw, and the tokens it writes into each GPU cache,
 	// before anything reads the caches concurrently (replaced patches and
 	// restores the haystack's own cache).
+	prep := trace.StartRegion(ctx, "needle: draw the trials, their tokens in each GPU cache")
 	tkeys := make([]string, len(hays))
 	draws := make([][]attnNeedleDraw, len(hays))
 	simTrials := make([]map[string][]wgsl.SimTrial, len(hays))
@@ -90,6 +92,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 			simTrials[i][name], patches[i][name] = st, ps
 		}
 	}
+	prep.End()
 	// The GPU part: per run on the GPU, one job per promotion interval and
 	// haystack (at most gpuTrialBatch trials a job), sent in calls of at
 	// most gpuTrialBatch trials, on its own goroutine.
@@ -138,7 +141,9 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 				trials += len(jobs[hi].Trials)
 				hi++
 			}
+			r := trace.StartRegion(gctx, "needle: a GPU batch")
 			out, err := t.gpu.SimDecodeBatch(gctx, jobs[lo:hi])
+			r.End()
 			if err != nil {
 				gpuErr = err
 				return
@@ -170,6 +175,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	}
 	var cpuErr error
 	_, err := sim.Trials(ctx, run, key+"/references", total, func(f int, _ *rand.Rand) struct{} {
+		defer trace.StartRegion(ctx, "needle: a trial's references on the CPU").End()
 		i := sort.Search(len(flat), func(i int) bool { return flat[i] > f }) - 1
 		j, h := f-flat[i], hays[i]
 		defer func() {
@@ -235,7 +241,9 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	if cpuErr != nil {
 		cancel()
 	}
+	wait := trace.StartRegion(ctx, "needle: wait for the GPU")
 	<-gpuDone
+	wait.End()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

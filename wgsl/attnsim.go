@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"runtime"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -867,15 +868,22 @@ type simPacked struct {
 // holds every distinct cache once, then the trials' meta words and
 // replacements; A, ST and the workgroups run the parts' trials in order.
 func (r *Runner) simDecode(ctx context.Context, parts []simPart) ([][][]float64, error) {
+	reg := trace.StartRegion(ctx, "wgsl: pack a batch")
 	pk, err := packSim(parts)
+	reg.End()
 	if err != nil {
 		return nil, err
 	}
-	if err := r.lock(); err != nil {
+	reg = trace.StartRegion(ctx, "wgsl: wait for the device")
+	err = r.lock()
+	reg.End()
+	if err != nil {
 		return nil, err
 	}
 	defer r.mu.Unlock()
+	reg = trace.StartRegion(ctx, "wgsl: upload a batch")
 	bufs, calls, err := r.uploadSim(pk)
+	reg.End()
 	defer func() {
 		for _, x := range bufs {
 			r.be.free(x)
@@ -884,10 +892,15 @@ func (r *Runner) simDecode(ctx context.Context, parts []simPart) ([][][]float64,
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.be.run(ctx, calls, false); err != nil {
+	reg = trace.StartRegion(ctx, "wgsl: run a batch's kernels (pipelines compiled on first use)")
+	_, err = r.be.run(ctx, calls, false)
+	reg.End()
+	if err != nil {
 		return nil, err
 	}
+	reg = trace.StartRegion(ctx, "wgsl: read back")
 	raw, err := r.be.read(ctx, bufs[3], uint64(4*len(pk.st)))
+	reg.End()
 	if err != nil {
 		return nil, err
 	}

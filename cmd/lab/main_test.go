@@ -115,6 +115,28 @@ func TestRunCPUProfile(t *testing.T) {
 	}
 }
 
+// -trace writes an execution trace (runtime/trace's header) and leaves the
+// run's output as without it; a file it cannot create is an error naming
+// the flag.
+func TestRunTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.trace")
+	out, _, err := lab(t, context.Background(), "run", "demo", "-trials", "5", "-contexts", "1,2", "-seed", "7", "-quiet", "-trace", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _, err := lab(t, context.Background(), "run", "demo", "-trials", "5", "-contexts", "1,2", "-seed", "7", "-quiet")
+	if err != nil || plain != out {
+		t.Errorf("output with -trace differs:\n%s\nwithout:\n%s (%v)", out, plain, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(b, []byte("go 1.")) {
+		t.Errorf("trace %s: %d bytes starting %q, err %v (want runtime/trace's header)", path, len(b), b[:min(len(b), 16)], err)
+	}
+	if _, _, err := lab(t, context.Background(), "run", "demo", "-quiet", "-trace", filepath.Join(t.TempDir(), "no", "dir", "run.trace")); err == nil || !strings.Contains(err.Error(), "-trace") {
+		t.Errorf("trace into a missing folder: %v, want an error naming -trace", err)
+	}
+}
+
 func TestRunJSON(t *testing.T) {
 	out, _, err := lab(t, context.Background(), "run", "demo", "-json", "-quiet", "-contexts", "8", "-model", "single-level", "-fused")
 	if err != nil {

@@ -8,16 +8,17 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL] [-cpuprofile F]"
+const runUsage = "usage: lab run NAME [-param value ...] [-seed N] [-json] [-quiet] [-lab URL] [-cpuprofile F] [-trace F]"
 
 // runOptions are the flags of `lab run` that are not experiment parameters.
-var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "cpuprofile", "h", "help"}
+var runOptions = []string{"seed", "json", "quiet", "lab", "sweep", "cpuprofile", "trace", "h", "help"}
 
 // paramFlag collects the text given for one experiment parameter; the text
 // is validated against the schema after parsing, so that errors read
@@ -91,6 +92,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	labURL := fs.String("lab", "", "also stream the run into the lab at this URL")
 	sweepRef := fs.String("sweep", "", "with -lab: record the run as run N of sweep ID (ID/N/KEY, as the lab writes it into a sweep's Slurm tasks)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (runtime/pprof, for go tool pprof) to this file")
+	traceOut := fs.String("trace", "", "write an execution trace of the run (runtime/trace, for go tool trace: goroutines, and the experiments' regions) to this file")
 
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -133,8 +135,38 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return finish(err)
 	}
+	stopTrace, err := startTrace(*traceOut)
+	if err != nil {
+		return finish(errors.Join(err, stopProfile()))
+	}
 	_, err = sim.Execute(runCtx, exp, values, *seed, sink)
-	return finish(errors.Join(err, stopProfile()))
+	return finish(errors.Join(err, stopTrace(), stopProfile()))
+}
+
+// startTrace starts an execution trace into path ("" traces nothing) and
+// returns what stops it and closes the file; like the CPU profile it covers
+// the run only. The experiments mark their phases as trace regions (the
+// needle's: drawing, quantizing, references, the GPU's packing, upload and
+// kernels), which go tool trace lists with their times.
+func startTrace(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-trace: %w", err)
+	}
+	return func() error {
+		trace.Stop()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("-trace: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // startCPUProfile starts a CPU profile into path ("" profiles nothing) and

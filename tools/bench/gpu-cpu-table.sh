@@ -4,7 +4,9 @@
 # cpu, one after the other on an otherwise idle machine; per run the wall
 # time, the CPU time (user + system) and the summary, and whether the two
 # summaries are equal; the GPU runs also write a CPU profile
-# (go tool pprof -top LAB OUT/NAME-gpu.pprof). Run it on the machine with
+# (go tool pprof -top LAB OUT/NAME-gpu.pprof) and an execution trace
+# (tools/bench/trace_regions.py OUT/NAME-gpu.trace: when each phase ran).
+# Run it on the machine with
 # the GPU, the binary built with cgo (make build, or go build ./cmd/lab):
 #   LAB=bin/lab OUT=dir tools/bench/gpu-cpu-table.sh
 # attention-file reads a dump: DUMP=dir (tools/dump_qkv.py's output) or,
@@ -40,7 +42,7 @@ row() { # name, device, args...
   local name=$1 dev=$2; shift 2
   clocks "$name-$dev before:"
   local prof=()
-  [ "$dev" = gpu ] && prof=(-cpuprofile "$OUT/$name-gpu.pprof")
+  [ "$dev" = gpu ] && prof=(-cpuprofile "$OUT/$name-gpu.pprof" -trace "$OUT/$name-gpu.trace")
   local TIMEFORMAT='%R %U %S' rc
   { time "$LAB" run "$@" -device "$dev" -json -quiet "${prof[@]}" >"$OUT/$name-$dev.jsonl" 2>"$OUT/$name-$dev.err"; rc=$?; } 2>"$OUT/$name-$dev.time"
   clocks "$name-$dev after:"
