@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -407,7 +408,9 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 	}
 	promotions := vals.Ints("promotions")
 	cfg.Promotion = promotions[0]
+	reg := trace.StartRegion(ctx, "attention-file: quantize a layer")
 	kv, err := attention.QuantizeKV(in.k, in.v, attention.KVShape{Tokens: in.n, Heads: in.kvh, KDim: in.d, VDim: in.dv}, spec)
+	reg.End()
 	if err != nil {
 		return nil, err
 	}
@@ -427,17 +430,38 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 		return nil, err
 	}
 	cfg.Splits = res.splits
-	if res.exact, err = attnFileExact(ctx, cfg, in); err != nil {
-		return nil, err
-	}
-	if res.quantRef, err = attention.ReferenceQuantized(ctx, cfg, in.q, nil, kv); err != nil {
-		return nil, err
-	}
-	if gpu != nil {
-		if res.out, err = attnFileGPU(ctx, gpu, cfg, promotions, in, kv); err != nil {
+	// The two references and the kernels read only the inputs and the
+	// cache: they run side by side (the references on every core, the
+	// kernels on the GPU or every core); errors in the order they were
+	// checked one after another.
+	var exactErr, quantErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer trace.StartRegion(ctx, "attention-file: the exact reference").End()
+		res.exact, exactErr = attnFileExact(ctx, cfg, in)
+	})
+	wg.Go(func() {
+		defer trace.StartRegion(ctx, "attention-file: the reference on the quantized inputs").End()
+		res.quantRef, quantErr = attention.ReferenceQuantized(ctx, cfg, in.q, nil, kv)
+	})
+	reg = trace.StartRegion(ctx, "attention-file: the kernels")
+	out, kernErr := e.kernels(ctx, run, cfg, promotions, in, kv, bm, gpu)
+	reg.End()
+	wg.Wait()
+	for _, err := range []error{exactErr, quantErr, kernErr} {
+		if err != nil {
 			return nil, err
 		}
-		return res, nil
+	}
+	res.out = out
+	return res, nil
+}
+
+// kernels runs the layer's kernels: on the GPU (a decode) or in blocks of
+// bm query rows on every core.
+func (e AttentionFile) kernels(ctx context.Context, run *sim.Run, cfg attention.Config, promotions []int, in *attnFileInputs, kv *attention.KV, bm int, gpu *wgsl.Runner) ([][]float64, error) {
+	if gpu != nil {
+		return attnFileGPU(ctx, gpu, cfg, promotions, in, kv)
 	}
 	blocks := (in.mq + bm - 1) / bm
 	row := in.qh * in.d
@@ -455,14 +479,14 @@ func (e AttentionFile) compute(ctx context.Context, run *sim.Run, vals sim.Value
 		return nil, err
 	}
 	orow := in.qh * in.dv
-	res.out = make([][]float64, len(promotions))
+	out := make([][]float64, len(promotions))
 	for a := range promotions {
-		res.out[a] = make([]float64, in.mq*orow)
+		out[a] = make([]float64, in.mq*orow)
 		for b, r := range rows {
-			copy(res.out[a][b*bm*orow:], r.o[a])
+			copy(out[a][b*bm*orow:], r.o[a])
 		}
 	}
-	return res, nil
+	return out, nil
 }
 
 // attnFileGPUCheck returns why device gpu cannot run a layer, or nil.
@@ -713,13 +737,17 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 	prefetch := func(l attnLayer) chan layerIn {
 		ch := make(chan layerIn, 1)
 		go func() {
+			defer trace.StartRegion(ctx, "attention-file: read a layer").End()
 			in, err := e.inputs(vals, l)
 			ch <- layerIn{in, err}
 		}()
 		return ch
 	}
 	next := prefetch(layers[0])
-	if err := e.recordInputs(run, layers, dump); err != nil {
+	reg := trace.StartRegion(ctx, "attention-file: hash the inputs")
+	err = e.recordInputs(run, layers, dump)
+	reg.End()
+	if err != nil {
 		return err
 	}
 	var gpu *wgsl.Runner
