@@ -40,6 +40,7 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 	}
 	out := make([]float64, mq*p.QHeads*dv)
 	s := make([]float64, n)
+	var eb expBuf
 	for i := 0; i < mq; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -71,12 +72,12 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 			if len(p.Sinks) > 0 {
 				l = pmath.Exp(p.Sinks[hq] - m)
 			}
+			l = expWeights(s[lo:hi], m, l, &eb)
 			for j := lo; j < hi; j++ {
-				if math.IsInf(s[j], -1) { // masked
+				w := s[j]
+				if math.IsInf(w, -1) { // masked
 					continue
 				}
-				w := pmath.Exp(s[j] - m)
-				l += w
 				vr := v[(j*p.KVHeads+h)*dv:][:dv]
 				for x := range o {
 					o[x] += w * vr[x]
@@ -147,6 +148,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 	kr := make([]float64, 4*d) // four keys, decoded
 	kt := make([]float64, len(val))
 	vt := make([]float64, len(val))
+	var eb expBuf
 	for h := 0; h < p.KVHeads; h++ {
 		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
 		for c, v := range val {
@@ -252,14 +254,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 				if len(p.Sinks) > 0 {
 					l[e] = pmath.Exp(p.Sinks[h*g+e] - m[e])
 				}
-				se := s[e*n:][:hi]
-				for j := lo; j < hi; j++ {
-					if math.IsInf(se[j], -1) { // masked: weight 0, skipped as Reference skips it
-						continue
-					}
-					se[j] = pmath.Exp(se[j] - m[e])
-					l[e] += se[j]
-				}
+				l[e] = expWeights(s[e*n:][lo:hi], m[e], l[e], &eb)
 			}
 			if !someLive {
 				continue
@@ -313,6 +308,34 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 		}
 	}
 	return out, nil
+}
+
+// expBuf is expWeights's scratch: the arguments of one chunk of keys,
+// small enough to stay in the L1 cache.
+type expBuf [512]float64
+
+// expWeights turns the scores w into weights, w_j = pmath.Exp(w_j − m)
+// (the same bits: pmath.Exps), leaving every −∞ (a masked key) as it is,
+// and returns l plus the weights, added in order (the −∞ skipped). buf is
+// scratch.
+func expWeights(w []float64, m, l float64, buf *expBuf) float64 {
+	for len(w) > 0 {
+		c := w[:min(len(w), len(buf))]
+		t := buf[:len(c)]
+		for j, v := range c {
+			t[j] = v - m
+		}
+		pmath.Exps(t, t)
+		for j, v := range c {
+			if math.IsInf(v, -1) {
+				continue
+			}
+			c[j] = t[j]
+			l += t[j]
+		}
+		w = w[len(c):]
+	}
+	return l
 }
 
 // sum4 adds w_j·vt[r_c[j]] to a_c for every weight w_j of w that is not
