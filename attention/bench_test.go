@@ -115,8 +115,9 @@ func BenchmarkQuantizeKV(b *testing.B) {
 
 // BenchmarkReference is Reference (float64 inputs: attention-file's
 // reference) of one decode query over 128k tokens, head_dim 128, for one
-// KV head with 1 and with 4 query heads, on one core (cpu-ms/op is the
-// thread's CPU time).
+// KV head with 1 and with 4 query heads, on one goroutine (w1; cpu-ms/op
+// is the thread's CPU time) and on GOMAXPROCS (wN, wall time only: the
+// heads run on other threads).
 func BenchmarkReference(b *testing.B) {
 	const n = 128 << 10
 	for _, g := range []int{1, 4} {
@@ -129,14 +130,23 @@ func BenchmarkReference(b *testing.B) {
 			k[i], v[i] = float64(p.k[i]), float64(p.v[i])
 		}
 		cfg := Config{HeadDim: 128, QHeads: g, KVHeads: 1}
-		b.Run(map[int]string{1: "group1", 4: "group4"}[g], func(b *testing.B) {
-			cpu := cputime.Start()
-			for b.Loop() {
-				if _, err := Reference(context.Background(), cfg, q, k, v, 1, n); err != nil {
-					b.Fatal(err)
+		for _, w := range []struct {
+			name string
+			n    int
+		}{{"w1", 1}, {"wN", 0}} {
+			b.Run(map[int]string{1: "group1", 4: "group4"}[g]+"/"+w.name, func(b *testing.B) {
+				cpu := cputime.Start()
+				for b.Loop() {
+					if _, err := reference(context.Background(), cfg, q, k, v, 1, n, w.n, referenceChunkKeys); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			cpu.Report(b, float64(2*n*128*g))
-		})
+				if w.n == 1 {
+					cpu.Report(b, float64(2*n*128*g))
+				} else {
+					runtime.UnlockOSThread()
+				}
+			})
+		}
 	}
 }

@@ -17,8 +17,16 @@ import (
 // cfg.Sinks is set. q is [mq][QHeads][HeadDim]; k is [n][KVHeads][HeadDim],
 // v [n][KVHeads][VDim]; the result is [mq][QHeads][VDim]. cfg's models,
 // dtype, tiles and promotion play no part. A row that sees no key gives 0.
-// It honours ctx between rows.
+// The rows and heads run on up to GOMAXPROCS goroutines (each output
+// element is computed by one, in the order above: the same bits however
+// many run). It honours ctx between chunks of rows and heads.
 func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([]float64, error) {
+	return reference(ctx, cfg, q, k, v, mq, n, 0, referenceChunkKeys)
+}
+
+// reference is Reference on up to workers goroutines (0: GOMAXPROCS),
+// each taking chunks of about chunkKeys keys at a time.
+func reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n, workers, chunkKeys int) ([]float64, error) {
 	if cfg.KVHeads == 0 {
 		cfg.KVHeads = 1
 	}
@@ -39,56 +47,71 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 			len(q), len(k), len(v), mq*p.QHeads*d, n*p.KVHeads*d, n*p.KVHeads*dv, mq, n, p.QHeads, p.KVHeads, d, dv)
 	}
 	out := make([]float64, mq*p.QHeads*dv)
-	s := make([]float64, n)
-	var eb expBuf
-	for i := 0; i < mq; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// Each (row, head) output is its own: the units go to workers in
+	// chunks of about chunkKeys keys, in any order, with the same
+	// bits.
+	units := mq * p.QHeads
+	chunk := max(1, chunkKeys/max(1, n))
+	if err := parallelRange(ctx, units, chunk, units*n*d, workers, func(u0, u1 int) {
+		s := make([]float64, n)
+		var eb expBuf
+		for u := u0; u < u1; u++ {
+			p.referenceRow(q, k, v, u/p.QHeads, u%p.QHeads, s, &eb, out)
 		}
-		pos := p.position(i)
-		lo, hi := p.keyRange(pos)
-		for hq := 0; hq < p.QHeads; hq++ {
-			h := hq / p.group
-			qr := q[(i*p.QHeads+hq)*d:][:d]
-			m := math.Inf(-1)
-			for j := lo; j < hi; j++ {
-				if p.Mask != nil && !p.Mask[i*n+j] {
-					s[j] = math.Inf(-1)
-					continue
-				}
-				kr := k[(j*p.KVHeads+h)*d:][:d]
-				var dot float64
-				for x := range qr {
-					dot += qr[x] * kr[x]
-				}
-				s[j] = p.SoftmaxScale * dot
-				m = max(m, s[j])
-			}
-			o := out[(i*p.QHeads+hq)*dv:][:dv]
-			if hi <= lo || math.IsInf(m, -1) {
-				continue
-			}
-			var l float64
-			if len(p.Sinks) > 0 {
-				l = pmath.Exp(p.Sinks[hq] - m)
-			}
-			l = expWeights(s[lo:hi], m, l, &eb)
-			for j := lo; j < hi; j++ {
-				w := s[j]
-				if math.IsInf(w, -1) { // masked
-					continue
-				}
-				vr := v[(j*p.KVHeads+h)*dv:][:dv]
-				for x := range o {
-					o[x] += w * vr[x]
-				}
-			}
-			for x := range o {
-				o[x] /= l
-			}
-		}
+	}); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// referenceChunkKeys is about the keys (rows × heads × visible keys) one
+// worker of Reference takes at a time.
+const referenceChunkKeys = 1 << 15
+
+// referenceRow writes Reference's output of query row i, head hq into
+// out, with s (n scores) and eb as scratch.
+func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBuf, out []float64) {
+	d, dv, n := p.HeadDim, p.VDim, p.n
+	pos := p.position(i)
+	lo, hi := p.keyRange(pos)
+	h := hq / p.group
+	qr := q[(i*p.QHeads+hq)*d:][:d]
+	m := math.Inf(-1)
+	for j := lo; j < hi; j++ {
+		if p.Mask != nil && !p.Mask[i*n+j] {
+			s[j] = math.Inf(-1)
+			continue
+		}
+		kr := k[(j*p.KVHeads+h)*d:][:d]
+		var dot float64
+		for x := range qr {
+			dot += qr[x] * kr[x]
+		}
+		s[j] = p.SoftmaxScale * dot
+		m = max(m, s[j])
+	}
+	o := out[(i*p.QHeads+hq)*dv:][:dv]
+	if hi <= lo || math.IsInf(m, -1) {
+		return
+	}
+	var l float64
+	if len(p.Sinks) > 0 {
+		l = pmath.Exp(p.Sinks[hq] - m)
+	}
+	l = expWeights(s[lo:hi], m, l, eb)
+	for j := lo; j < hi; j++ {
+		w := s[j]
+		if math.IsInf(w, -1) { // masked
+			continue
+		}
+		vr := v[(j*p.KVHeads+h)*dv:][:dv]
+		for x := range o {
+			o[x] += w * vr[x]
+		}
+	}
+	for x := range o {
+		o[x] /= l
+	}
 }
 
 // ReferenceQuantized is Reference on the values the kernel reads: the

@@ -86,7 +86,9 @@ func referenceOneByOne(ctx context.Context, cfg Config, q, k, v []float64, mq, n
 	return out, nil
 }
 
-// TestReferenceBits: Reference equals referenceOneByOne bit for bit: key
+// TestReferenceBits: Reference equals referenceOneByOne bit for bit, on
+// one goroutine and on several with chunks of one and of a few rows and
+// heads: key
 // counts that are not multiples of four, GQA, causal prefill, windows, a
 // mask (runs of four keys broken by masked ones), sinks, and scores
 // spread wide enough that weights underflow (the batch exp's slow path).
@@ -127,19 +129,33 @@ func TestReferenceBits(t *testing.T) {
 					cfg.Sinks[h] = 0.5 * float64(h)
 				}
 			}
-			got, err := Reference(ctx, cfg, q, k, v, tc.mq, tc.n)
-			if err != nil {
-				t.Fatal(err)
-			}
 			want, err := referenceOneByOne(ctx, cfg, q, k, v, tc.mq, tc.n)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for x := range want {
-				if math.Float64bits(got[x]) != math.Float64bits(want[x]) {
-					t.Fatalf("output %d: %v, want %v", x, got[x], want[x])
+			for _, w := range []struct{ workers, chunkKeys int }{{0, referenceChunkKeys}, {1, referenceChunkKeys}, {3, 1}, {2, 300}} {
+				got, err := reference(ctx, cfg, q, k, v, tc.mq, tc.n, w.workers, w.chunkKeys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for x := range want {
+					if math.Float64bits(got[x]) != math.Float64bits(want[x]) {
+						t.Fatalf("%d workers, chunks of %d keys: output %d: %v, want %v", w.workers, w.chunkKeys, x, got[x], want[x])
+					}
 				}
 			}
 		})
+	}
+}
+
+// TestReferenceCancelled: a cancelled context stops Reference with its
+// error.
+func TestReferenceCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := newProblem(3, 4, 64, 2, 1, 64, 0.5)
+	q, k, v := make([]float64, len(p.q)), make([]float64, len(p.k)), make([]float64, len(p.v))
+	if _, err := Reference(ctx, Config{HeadDim: 64, QHeads: 2, KVHeads: 1}, q, k, v, 4, 64); err != context.Canceled {
+		t.Fatalf("err %v, want context.Canceled", err)
 	}
 }
