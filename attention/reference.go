@@ -99,15 +99,24 @@ func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBu
 		l = pmath.Exp(p.Sinks[hq] - m)
 	}
 	l = expWeights(s[lo:hi], m, l, eb)
-	for j := lo; j < hi; j++ {
+	for j := lo; j < hi; {
+		if j+4 <= hi && !math.IsInf(s[j], -1) && !math.IsInf(s[j+1], -1) && !math.IsInf(s[j+2], -1) && !math.IsInf(s[j+3], -1) {
+			// Four keys' terms of each output element, added in order.
+			pmath.AxpyF64x4(o, (*[4]float64)(s[j:j+4]), v[(j*p.KVHeads+h)*dv:], v[((j+1)*p.KVHeads+h)*dv:],
+				v[((j+2)*p.KVHeads+h)*dv:], v[((j+3)*p.KVHeads+h)*dv:])
+			j += 4
+			continue
+		}
 		w := s[j]
 		if math.IsInf(w, -1) { // masked
+			j++
 			continue
 		}
 		vr := v[(j*p.KVHeads+h)*dv:][:dv]
 		for x := range o {
 			o[x] += w * vr[x]
 		}
+		j++
 	}
 	for x := range o {
 		o[x] /= l

@@ -112,8 +112,9 @@ var attnSMs = func() int { a, _ := attention.LookupArch("hopper"); return a.SMs 
 // pmath (the same bits on every platform). Each score's dot product runs in
 // order over head_dim and each output element's sum in order over the
 // keys; four keys go side by side (independent sums the processor
-// overlaps) and the exps through pmath.Exps: the same bits as one key at a
-// time with pmath.Exp (TestExactBits).
+// overlaps), the exps through pmath.Exps and the weighted sums through
+// pmath.AxpyF32x4: the same bits as one key at a time with pmath.Exp
+// (TestExactBits).
 func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needleV, sinkK, sinkV []float32) []float64 {
 	d := t.d
 	n := len(h.k) / d
@@ -174,12 +175,8 @@ func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needle
 		_, v1 := key(j + 1)
 		_, v2 := key(j + 2)
 		_, v3 := key(j + 3)
-		v0, v1, v2, v3 = v0[:d], v1[:d], v2[:d], v3[:d]
-		w0, w1, w2, w3 := s[j], s[j+1], s[j+2], s[j+3]
-		for i := range o {
-			// o[i]'s terms of keys j … j+3, added in order.
-			o[i] = o[i] + w0*float64(v0[i]) + w1*float64(v1[i]) + w2*float64(v2[i]) + w3*float64(v3[i])
-		}
+		// o[i]'s terms of keys j … j+3, added in order.
+		pmath.AxpyF32x4(o, (*[4]float64)(s[j:j+4]), v0, v1, v2, v3)
 	}
 	for ; j < n; j++ {
 		_, v := key(j)

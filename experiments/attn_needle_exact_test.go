@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fp8lab/fp8lab/internal/cputime"
 	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
@@ -95,17 +96,23 @@ func TestExactBits(t *testing.T) {
 }
 
 // BenchmarkExact is exact over a 128k-token haystack (head_dim 128), the
-// reference of one kv-formats trial, on one core.
+// reference of one kv-formats trial, and exactOneByOne, on one core
+// (cpu-ms/op is the thread's CPU time).
 func BenchmarkExact(b *testing.B) {
-	tk, h, q, kv := exactCase(1, 128<<10, 128, 4, 5000, 1)
+	const n = 128 << 10
+	tk, h, q, kv := exactCase(1, n, 128, 4, 5000, 1)
 	b.Run("exact", func(b *testing.B) {
+		cpu := cputime.Start()
 		for b.Loop() {
 			tk.exact(h, q, 5000, kv[0], kv[1], kv[2], kv[3])
 		}
+		cpu.Report(b, 2*n*128)
 	})
 	b.Run("one-by-one", func(b *testing.B) {
+		cpu := cputime.Start()
 		for b.Loop() {
 			exactOneByOne(tk, h, q, 5000, kv[0], kv[1], kv[2], kv[3])
 		}
+		cpu.Report(b, 2*n*128)
 	})
 }

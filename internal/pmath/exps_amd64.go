@@ -41,3 +41,13 @@ func detectAVX2() bool {
 	_, ebx7, _, _ := cpuid(7, 0)
 	return ebx7&(1<<5) != 0
 }
+
+// axpyF32x4 and axpyF64x4 are AxpyF32x4 and AxpyF64x4 on the first n
+// elements (n a positive multiple of 4) in AVX2, one lane an element; see
+// axpy_amd64.s.
+//
+//go:noescape
+func axpyF32x4(o *float64, w *[4]float64, v0, v1, v2, v3 *float32, n int)
+
+//go:noescape
+func axpyF64x4(o *float64, w *[4]float64, v0, v1, v2, v3 *float64, n int)

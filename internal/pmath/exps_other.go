@@ -9,3 +9,11 @@ const haveExpAsm = false
 func expBlocks(dst, x *float64, blocks int) int {
 	panic("pmath: no assembly exp on this build")
 }
+
+func axpyF32x4(o *float64, w *[4]float64, v0, v1, v2, v3 *float32, n int) {
+	panic("pmath: no assembly axpy on this build")
+}
+
+func axpyF64x4(o *float64, w *[4]float64, v0, v1, v2, v3 *float64, n int) {
+	panic("pmath: no assembly axpy on this build")
+}
