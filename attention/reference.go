@@ -77,7 +77,22 @@ func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBu
 	h := hq / p.group
 	qr := q[(i*p.QHeads+hq)*d:][:d]
 	m := math.Inf(-1)
+	var kb [8][]float64
+	var db [8]float64
 	for j := lo; j < hi; j++ {
+		if j+8 <= hi && p.Mask == nil {
+			// Eight keys side by side, each sum in order.
+			for c := range kb {
+				kb[c] = k[((j+c)*p.KVHeads+h)*d:]
+			}
+			pmath.DotsF64x8(&db, qr, &kb)
+			for c, dot := range db {
+				s[j+c] = p.SoftmaxScale * dot
+			}
+			m = max(m, s[j], s[j+1], s[j+2], s[j+3], s[j+4], s[j+5], s[j+6], s[j+7])
+			j += 7
+			continue
+		}
 		if p.Mask != nil && !p.Mask[i*n+j] {
 			s[j] = math.Inf(-1)
 			continue

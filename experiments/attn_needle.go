@@ -111,8 +111,8 @@ var attnSMs = func() int { a, _ := attention.LookupArch("hopper"); return a.SMs 
 // the trial's sinks and needle at pos: softmax(q·k/√d)·v, exp through
 // pmath (the same bits on every platform). Each score's dot product runs in
 // order over head_dim and each output element's sum in order over the
-// keys; four keys go side by side (independent sums the processor
-// overlaps), the exps through pmath.Exps and the weighted sums through
+// keys; eight keys' scores go side by side (pmath.DotsF32x8; four for
+// the last), the exps through pmath.Exps and the weighted sums through
 // pmath.AxpyF32x4: the same bits as one key at a time with pmath.Exp
 // (TestExactBits).
 func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needleV, sinkK, sinkV []float32) []float64 {
@@ -135,6 +135,18 @@ func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needle
 	m := math.Inf(-1)
 	scale := 1 / math.Sqrt(float64(d))
 	j := 0
+	var kb [8][]float32
+	var db [8]float64
+	for ; j+8 <= n; j += 8 {
+		for c := range kb {
+			kb[c], _ = key(j + c)
+		}
+		pmath.DotsF32x8(&db, qd, &kb)
+		for c, dot := range db {
+			s[j+c] = dot * scale
+		}
+		m = max(m, s[j], s[j+1], s[j+2], s[j+3], s[j+4], s[j+5], s[j+6], s[j+7])
+	}
 	for ; j+4 <= n; j += 4 {
 		k0, _ := key(j)
 		k1, _ := key(j + 1)

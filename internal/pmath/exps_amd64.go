@@ -51,3 +51,12 @@ func axpyF32x4(o *float64, w *[4]float64, v0, v1, v2, v3 *float32, n int)
 
 //go:noescape
 func axpyF64x4(o *float64, w *[4]float64, v0, v1, v2, v3 *float64, n int)
+
+// dotsF32x8 and dotsF64x8 are DotsF32x8 and DotsF64x8 for n a positive
+// multiple of 4, in AVX2, one lane a key; see dots_amd64.s.
+//
+//go:noescape
+func dotsF32x8(out *[8]float64, q *float64, n int, k *[8]*float32)
+
+//go:noescape
+func dotsF64x8(out *[8]float64, q *float64, n int, k *[8]*float64)
