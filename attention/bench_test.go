@@ -112,3 +112,41 @@ func BenchmarkQuantizeKV(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReference is Reference (float64 inputs: attention-file's
+// reference) of one decode query over 128k tokens, head_dim 128, for one
+// KV head with 1 and with 4 query heads, on one goroutine (w1; cpu-ms/op
+// is the thread's CPU time) and on GOMAXPROCS (wN, wall time only: the
+// heads run on other threads).
+func BenchmarkReference(b *testing.B) {
+	const n = 128 << 10
+	for _, g := range []int{1, 4} {
+		p := newProblem(1, 1, n, g, 1, 128, 0.5)
+		q, k, v := make([]float64, len(p.q)), make([]float64, len(p.k)), make([]float64, len(p.v))
+		for i := range q {
+			q[i] = float64(p.q[i])
+		}
+		for i := range k {
+			k[i], v[i] = float64(p.k[i]), float64(p.v[i])
+		}
+		cfg := Config{HeadDim: 128, QHeads: g, KVHeads: 1}
+		for _, w := range []struct {
+			name string
+			n    int
+		}{{"w1", 1}, {"wN", 0}} {
+			b.Run(map[int]string{1: "group1", 4: "group4"}[g]+"/"+w.name, func(b *testing.B) {
+				cpu := cputime.Start()
+				for b.Loop() {
+					if _, err := reference(context.Background(), cfg, q, k, v, 1, n, w.n, referenceChunkKeys); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if w.n == 1 {
+					cpu.Report(b, float64(2*n*128*g))
+				} else {
+					runtime.UnlockOSThread()
+				}
+			})
+		}
+	}
+}

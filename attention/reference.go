@@ -17,8 +17,16 @@ import (
 // cfg.Sinks is set. q is [mq][QHeads][HeadDim]; k is [n][KVHeads][HeadDim],
 // v [n][KVHeads][VDim]; the result is [mq][QHeads][VDim]. cfg's models,
 // dtype, tiles and promotion play no part. A row that sees no key gives 0.
-// It honours ctx between rows.
+// The rows and heads run on up to GOMAXPROCS goroutines (each output
+// element is computed by one, in the order above: the same bits however
+// many run). It honours ctx between chunks of rows and heads.
 func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([]float64, error) {
+	return reference(ctx, cfg, q, k, v, mq, n, 0, referenceChunkKeys)
+}
+
+// reference is Reference on up to workers goroutines (0: GOMAXPROCS),
+// each taking chunks of about chunkKeys keys at a time.
+func reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n, workers, chunkKeys int) ([]float64, error) {
 	if cfg.KVHeads == 0 {
 		cfg.KVHeads = 1
 	}
@@ -39,55 +47,95 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 			len(q), len(k), len(v), mq*p.QHeads*d, n*p.KVHeads*d, n*p.KVHeads*dv, mq, n, p.QHeads, p.KVHeads, d, dv)
 	}
 	out := make([]float64, mq*p.QHeads*dv)
-	s := make([]float64, n)
-	for i := 0; i < mq; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// Each (row, head) output is its own: the units go to workers in
+	// chunks of about chunkKeys keys, in any order, with the same
+	// bits.
+	units := mq * p.QHeads
+	chunk := max(1, chunkKeys/max(1, n))
+	if err := parallelRange(ctx, units, chunk, units*n*d, workers, func(u0, u1 int) {
+		s := make([]float64, n)
+		var eb expBuf
+		for u := u0; u < u1; u++ {
+			p.referenceRow(q, k, v, u/p.QHeads, u%p.QHeads, s, &eb, out)
 		}
-		pos := p.position(i)
-		lo, hi := p.keyRange(pos)
-		for hq := 0; hq < p.QHeads; hq++ {
-			h := hq / p.group
-			qr := q[(i*p.QHeads+hq)*d:][:d]
-			m := math.Inf(-1)
-			for j := lo; j < hi; j++ {
-				if p.Mask != nil && !p.Mask[i*n+j] {
-					s[j] = math.Inf(-1)
-					continue
-				}
-				kr := k[(j*p.KVHeads+h)*d:][:d]
-				var dot float64
-				for x := range qr {
-					dot += qr[x] * kr[x]
-				}
-				s[j] = p.SoftmaxScale * dot
-				m = max(m, s[j])
-			}
-			o := out[(i*p.QHeads+hq)*dv:][:dv]
-			if hi <= lo || math.IsInf(m, -1) {
-				continue
-			}
-			var l float64
-			if len(p.Sinks) > 0 {
-				l = pmath.Exp(p.Sinks[hq] - m)
-			}
-			for j := lo; j < hi; j++ {
-				if math.IsInf(s[j], -1) { // masked
-					continue
-				}
-				w := pmath.Exp(s[j] - m)
-				l += w
-				vr := v[(j*p.KVHeads+h)*dv:][:dv]
-				for x := range o {
-					o[x] += w * vr[x]
-				}
-			}
-			for x := range o {
-				o[x] /= l
-			}
-		}
+	}); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// referenceChunkKeys is about the keys (rows × heads × visible keys) one
+// worker of Reference takes at a time.
+const referenceChunkKeys = 1 << 15
+
+// referenceRow writes Reference's output of query row i, head hq into
+// out, with s (n scores) and eb as scratch.
+func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBuf, out []float64) {
+	d, dv, n := p.HeadDim, p.VDim, p.n
+	pos := p.position(i)
+	lo, hi := p.keyRange(pos)
+	h := hq / p.group
+	qr := q[(i*p.QHeads+hq)*d:][:d]
+	m := math.Inf(-1)
+	var kb [8][]float64
+	var db [8]float64
+	for j := lo; j < hi; j++ {
+		if j+8 <= hi && p.Mask == nil {
+			// Eight keys side by side, each sum in order.
+			for c := range kb {
+				kb[c] = k[((j+c)*p.KVHeads+h)*d:]
+			}
+			pmath.DotsF64x8(&db, qr, &kb)
+			for c, dot := range db {
+				s[j+c] = p.SoftmaxScale * dot
+			}
+			m = max(m, s[j], s[j+1], s[j+2], s[j+3], s[j+4], s[j+5], s[j+6], s[j+7])
+			j += 7
+			continue
+		}
+		if p.Mask != nil && !p.Mask[i*n+j] {
+			s[j] = math.Inf(-1)
+			continue
+		}
+		kr := k[(j*p.KVHeads+h)*d:][:d]
+		var dot float64
+		for x := range qr {
+			dot += qr[x] * kr[x]
+		}
+		s[j] = p.SoftmaxScale * dot
+		m = max(m, s[j])
+	}
+	o := out[(i*p.QHeads+hq)*dv:][:dv]
+	if hi <= lo || math.IsInf(m, -1) {
+		return
+	}
+	var l float64
+	if len(p.Sinks) > 0 {
+		l = pmath.Exp(p.Sinks[hq] - m)
+	}
+	l = expWeights(s[lo:hi], m, l, eb)
+	for j := lo; j < hi; {
+		if j+4 <= hi && !math.IsInf(s[j], -1) && !math.IsInf(s[j+1], -1) && !math.IsInf(s[j+2], -1) && !math.IsInf(s[j+3], -1) {
+			// Four keys' terms of each output element, added in order.
+			pmath.AxpyF64x4(o, (*[4]float64)(s[j:j+4]), v[(j*p.KVHeads+h)*dv:], v[((j+1)*p.KVHeads+h)*dv:],
+				v[((j+2)*p.KVHeads+h)*dv:], v[((j+3)*p.KVHeads+h)*dv:])
+			j += 4
+			continue
+		}
+		w := s[j]
+		if math.IsInf(w, -1) { // masked
+			j++
+			continue
+		}
+		vr := v[(j*p.KVHeads+h)*dv:][:dv]
+		for x := range o {
+			o[x] += w * vr[x]
+		}
+		j++
+	}
+	for x := range o {
+		o[x] /= l
+	}
 }
 
 // ReferenceQuantized is Reference on the values the kernel reads: the
@@ -147,6 +195,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 	kr := make([]float64, 4*d) // four keys, decoded
 	kt := make([]float64, len(val))
 	vt := make([]float64, len(val))
+	var eb expBuf
 	for h := 0; h < p.KVHeads; h++ {
 		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
 		for c, v := range val {
@@ -252,14 +301,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 				if len(p.Sinks) > 0 {
 					l[e] = pmath.Exp(p.Sinks[h*g+e] - m[e])
 				}
-				se := s[e*n:][:hi]
-				for j := lo; j < hi; j++ {
-					if math.IsInf(se[j], -1) { // masked: weight 0, skipped as Reference skips it
-						continue
-					}
-					se[j] = pmath.Exp(se[j] - m[e])
-					l[e] += se[j]
-				}
+				l[e] = expWeights(s[e*n:][lo:hi], m[e], l[e], &eb)
 			}
 			if !someLive {
 				continue
@@ -313,6 +355,34 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 		}
 	}
 	return out, nil
+}
+
+// expBuf is expWeights's scratch: the arguments of one chunk of keys,
+// small enough to stay in the L1 cache.
+type expBuf [512]float64
+
+// expWeights turns the scores w into weights, w_j = pmath.Exp(w_j − m)
+// (the same bits: pmath.Exps), leaving every −∞ (a masked key) as it is,
+// and returns l plus the weights, added in order (the −∞ skipped). buf is
+// scratch.
+func expWeights(w []float64, m, l float64, buf *expBuf) float64 {
+	for len(w) > 0 {
+		c := w[:min(len(w), len(buf))]
+		t := buf[:len(c)]
+		for j, v := range c {
+			t[j] = v - m
+		}
+		pmath.Exps(t, t)
+		for j, v := range c {
+			if math.IsInf(v, -1) {
+				continue
+			}
+			c[j] = t[j]
+			l += t[j]
+		}
+		w = w[len(c):]
+	}
+	return l
 }
 
 // sum4 adds w_j·vt[r_c[j]] to a_c for every weight w_j of w that is not

@@ -110,7 +110,12 @@ var attnSMs = func() int { a, _ := attention.LookupArch("hopper"); return a.SMs 
 
 // exact is float64 attention of the unquantized q over the haystack h with
 // the trial's sinks and needle at pos: softmax(q·k/√d)·v, exp through
-// pmath (the same bits on every platform).
+// pmath (the same bits on every platform). Each score's dot product runs in
+// order over head_dim and each output element's sum in order over the
+// keys; eight keys' scores go side by side (pmath.DotsF32x8; four for
+// the last), the exps through pmath.Exps and the weighted sums through
+// pmath.AxpyF32x4: the same bits as one key at a time with pmath.Exp
+// (TestExactBits).
 func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needleV, sinkK, sinkV []float32) []float64 {
 	d := t.d
 	n := len(h.k) / d
@@ -123,24 +128,72 @@ func (t attnNeedle) exact(h *attnHaystack, q []float32, pos int, needleK, needle
 		}
 		return h.k[j*d : (j+1)*d], h.v[j*d : (j+1)*d]
 	}
+	qd := make([]float64, d)
+	for i, x := range q {
+		qd[i] = float64(x)
+	}
 	s := make([]float64, n)
 	m := math.Inf(-1)
 	scale := 1 / math.Sqrt(float64(d))
-	for j := range s {
+	j := 0
+	var kb [8][]float32
+	var db [8]float64
+	for ; j+8 <= n; j += 8 {
+		for c := range kb {
+			kb[c], _ = key(j + c)
+		}
+		pmath.DotsF32x8(&db, qd, &kb)
+		for c, dot := range db {
+			s[j+c] = dot * scale
+		}
+		m = max(m, s[j], s[j+1], s[j+2], s[j+3], s[j+4], s[j+5], s[j+6], s[j+7])
+	}
+	for ; j+4 <= n; j += 4 {
+		k0, _ := key(j)
+		k1, _ := key(j + 1)
+		k2, _ := key(j + 2)
+		k3, _ := key(j + 3)
+		k0, k1, k2, k3 = k0[:d], k1[:d], k2[:d], k3[:d]
+		var d0, d1, d2, d3 float64
+		for i, x := range qd {
+			d0 += x * float64(k0[i])
+			d1 += x * float64(k1[i])
+			d2 += x * float64(k2[i])
+			d3 += x * float64(k3[i])
+		}
+		s[j], s[j+1], s[j+2], s[j+3] = d0*scale, d1*scale, d2*scale, d3*scale
+		m = max(m, s[j], s[j+1], s[j+2], s[j+3])
+	}
+	for ; j < n; j++ {
 		k, _ := key(j)
 		var dot float64
-		for i, x := range q {
-			dot += float64(x) * float64(k[i])
+		for i, x := range qd {
+			dot += x * float64(k[i])
 		}
 		s[j] = dot * scale
 		m = max(m, s[j])
 	}
+	for j := range s {
+		s[j] -= m
+	}
+	pmath.Exps(s, s)
 	o := make([]float64, d)
 	var l float64
-	for j := range s {
-		w := pmath.Exp(s[j] - m)
+	for _, w := range s {
 		l += w
+	}
+	j = 0
+	for ; j+4 <= n; j += 4 {
+		_, v0 := key(j)
+		_, v1 := key(j + 1)
+		_, v2 := key(j + 2)
+		_, v3 := key(j + 3)
+		// o[i]'s terms of keys j … j+3, added in order.
+		pmath.AxpyF32x4(o, (*[4]float64)(s[j:j+4]), v0, v1, v2, v3)
+	}
+	for ; j < n; j++ {
 		_, v := key(j)
+		w := s[j]
 		for i := range o {
 			o[i] += w * float64(v[i])
 		}

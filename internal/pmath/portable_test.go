@@ -70,7 +70,9 @@ func portableFuncs() []portableFunc {
 		return portableFunc{name, portable, func() []float64 { return portableApply(f, x) }}
 	}
 	return []portableFunc{
-		fn("Exp", true, Exp, expArgs), fn("Log", true, Log, logArgs), fn("Log2", true, Log2, logArgs),
+		fn("Exp", true, Exp, expArgs),
+		{"Exps", true, func() []float64 { y := make([]float64, len(expArgs)); Exps(y, expArgs); return y }},
+		fn("Log", true, Log, logArgs), fn("Log2", true, Log2, logArgs),
 		fn("Log2f", true, func(x float64) float64 { return float64(Log2f(float32(x))) }, logArgs),
 		fn("Erfc", true, Erfc, erfcArgs), fn("Erfinv", true, Erfinv, erfinvArgs),
 		{"NormFloat64", true, normals(NormFloat64)},
