@@ -181,8 +181,37 @@ func (r *Runner) SimDecodeBatch(ctx context.Context, jobs []SimJob) ([][][]float
 		out[j] = make([][]float64, 0, len(jobs[j].Trials))
 	}
 	limit := max(1, int(min(r.info.MaxStorageBinding/4, 1<<31)))
-	for _, chunk := range simChunks(parts, maxSimRows, limit) {
-		o, err := r.simDecode(ctx, chunk)
+	// Each submission's buffers are packed on the host while the one
+	// before is uploaded and run (at most two packed at once): packing is
+	// CPU work outside the device's lock. A pack no longer wanted (an
+	// error, a cancel) ends on its own and is dropped.
+	type packed struct {
+		pk  *simPacked
+		err error
+	}
+	pack := func(chunk []simPart) chan packed {
+		ch := make(chan packed, 1)
+		go func() {
+			defer trace.StartRegion(ctx, "wgsl: pack a batch").End()
+			pk, err := packSim(chunk)
+			ch <- packed{pk, err}
+		}()
+		return ch
+	}
+	chunks := simChunks(parts, maxSimRows, limit)
+	var next chan packed
+	if len(chunks) > 0 {
+		next = pack(chunks[0])
+	}
+	for i, chunk := range chunks {
+		p := <-next
+		if p.err != nil {
+			return nil, p.err
+		}
+		if i+1 < len(chunks) {
+			next = pack(chunks[i+1])
+		}
+		o, err := r.simSubmit(ctx, p.pk)
 		if err != nil {
 			return nil, err
 		}
@@ -864,18 +893,11 @@ type simPacked struct {
 	dispatches, gy    int
 }
 
-// simDecode runs one submission of a batch: parts of one batchKey. B
-// holds every distinct cache once, then the trials' meta words and
-// replacements; A, ST and the workgroups run the parts' trials in order.
-func (r *Runner) simDecode(ctx context.Context, parts []simPart) ([][][]float64, error) {
-	reg := trace.StartRegion(ctx, "wgsl: pack a batch")
-	pk, err := packSim(parts)
-	reg.End()
-	if err != nil {
-		return nil, err
-	}
-	reg = trace.StartRegion(ctx, "wgsl: wait for the device")
-	err = r.lock()
+// simSubmit uploads the packed submission pk, runs it and reads its
+// outputs back, per part.
+func (r *Runner) simSubmit(ctx context.Context, pk *simPacked) ([][][]float64, error) {
+	reg := trace.StartRegion(ctx, "wgsl: wait for the device")
+	err := r.lock()
 	reg.End()
 	if err != nil {
 		return nil, err
@@ -905,8 +927,8 @@ func (r *Runner) simDecode(ctx context.Context, parts []simPart) ([][][]float64,
 		return nil, err
 	}
 	all := pk.p.combine(bytesU32(raw), pk.total)
-	out := make([][][]float64, len(parts))
-	for k, pt := range parts {
+	out := make([][][]float64, len(pk.parts))
+	for k, pt := range pk.parts {
 		out[k], all = all[:len(pt.trials)], all[len(pt.trials):]
 	}
 	return out, nil

@@ -1,0 +1,116 @@
+//go:build !js
+
+package wgsl
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// BenchmarkUpload times getting size bytes from the host into a storage
+// buffer, up to the GPU holding them (each iteration ends with a 4-byte
+// read back of the buffer), three ways: upload's CreateBufferInit (a
+// buffer mapped at creation, one copy, unmap); the same buffer filled by
+// GOMAXPROCS goroutines; and one buffer made once and refilled with
+// Queue.WriteBuffer. GB/s is size over the time per iteration.
+func BenchmarkUpload(b *testing.B) {
+	r := testGPU(b)
+	g, ok := r.be.(*gpu)
+	if !ok {
+		b.Skip("not the native backend")
+	}
+	ctx := context.Background()
+	for _, mb := range []int{64, 256, 1024} {
+		size := mb << 20
+		if uint64(size) > r.info.MaxStorageBinding {
+			continue
+		}
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		check := func(b *testing.B, buf *wgpu.Buffer) {
+			out, err := g.mapRead(ctx, buf, 4)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if out[1] != data[1] {
+				b.Fatalf("read back %d, want %d", out[1], data[1])
+			}
+		}
+		report := func(b *testing.B) {
+			b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		}
+		b.Run(fmt.Sprintf("init/%dMB", mb), func(b *testing.B) {
+			defer func(old int) { uploadPiece = old }(uploadPiece)
+			uploadPiece = 0
+			for b.Loop() {
+				x, err := g.upload("bench", data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				check(b, x.(*gpuBuffer).b)
+				g.free(x)
+			}
+			report(b)
+		})
+		for _, piece := range []int{4, 16, 64} {
+			b.Run(fmt.Sprintf("upload-pieces-%dMB/%dMB", piece, mb), func(b *testing.B) {
+				defer func(old int) { uploadPiece = old }(uploadPiece)
+				uploadPiece = piece << 20
+				for b.Loop() {
+					x, err := g.upload("bench", data)
+					if err != nil {
+						b.Fatal(err)
+					}
+					check(b, x.(*gpuBuffer).b)
+					g.free(x)
+				}
+				report(b)
+			})
+		}
+		b.Run(fmt.Sprintf("mapped-parallel/%dMB", mb), func(b *testing.B) {
+			for b.Loop() {
+				buf, err := g.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "bench", Size: uint64(size), Usage: storageUsage, MappedAtCreation: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				m := buf.GetMappedRange(0, uint(size))
+				w := runtime.GOMAXPROCS(0)
+				chunk := (size + w - 1) / w
+				var wg sync.WaitGroup
+				for lo := 0; lo < size; lo += chunk {
+					wg.Go(func() { copy(m[lo:min(lo+chunk, size)], data[lo:min(lo+chunk, size)]) })
+				}
+				wg.Wait()
+				if err := buf.Unmap(); err != nil {
+					b.Fatal(err)
+				}
+				check(b, buf)
+				buf.Destroy()
+				buf.Release()
+			}
+			report(b)
+		})
+		b.Run(fmt.Sprintf("pooled-write/%dMB", mb), func(b *testing.B) {
+			x, err := g.alloc("bench", uint64(size))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.free(x)
+			buf := x.(*gpuBuffer).b
+			for b.Loop() {
+				if err := g.queue.WriteBuffer(buf, 0, data); err != nil {
+					b.Fatal(err)
+				}
+				check(b, buf)
+			}
+			report(b)
+		})
+	}
+}
