@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"reflect"
 )
 
 // NormFloat64 returns a standard normal variate drawn from r by the
@@ -29,8 +30,16 @@ func NormFloat64(r *rand.Rand) float64 {
 // FillNormal fills dst with standard normal variates from r: dst[j] is,
 // bit for bit, the j-th of len(dst) successive NormFloat64(r) calls, and r
 // is left where those calls leave it. It is the batch form of NormFloat64,
-// for haystacks of millions of variates.
+// for haystacks of millions of variates. When r's source is a *rand.PCG
+// (as sim.TrialRand's are) it draws as FillNormalPCG does, from the PCG
+// itself; rand.Rand does not export its source, so FillNormal finds it by
+// reflection, once a call, and takes the general path when r is made
+// differently (or a later Go lays rand.Rand out differently).
 func FillNormal(dst []float64, r *rand.Rand) {
+	if p := pcgSource(r); p != nil {
+		FillNormalPCG(dst, p)
+		return
+	}
 	for j := range dst {
 		u := r.Uint64()
 		x, ok := zigRect(u)
@@ -44,23 +53,55 @@ func FillNormal(dst []float64, r *rand.Rand) {
 // FillNormalPCG is FillNormal for a generator that is a PCG itself:
 // dst[j] is, bit for bit, the j-th of len(dst) successive
 // NormFloat64(rand.New(p)) calls, and p is left where those calls leave
-// it. It steps p's state in registers instead of calling p.Uint64 through
-// rand.Rand's Source interface.
+// it. It steps p's state in registers, two states at a time (pcgJump2),
+// instead of calling p.Uint64 through rand.Rand's Source interface.
 func FillNormalPCG(dst []float64, p *rand.PCG) {
-	s := pcgOf(p)
-	hi, lo := s.hi, s.lo
-	for j := range dst {
-		var u uint64
-		u, hi, lo = pcgStep(hi, lo)
+	cur := pcgOf(p)
+	hi, lo := cur.hi, cur.lo // the state of the last Uint64 drawn
+	j := 0
+	if len(dst) >= 2 {
+		// a and b are the next two states, advanced two steps at a time:
+		// two independent chains of multiplications instead of one.
+		ahi, alo := pcgNext(hi, lo)
+		bhi, blo := pcgNext(ahi, alo)
+		for j+1 < len(dst) {
+			ua, ub := pcgOut(ahi, alo), pcgOut(bhi, blo)
+			xa, oka := zigRect(ua)
+			xb, okb := zigRect(ub)
+			if oka && okb {
+				dst[j], dst[j+1] = xa, xb
+				j += 2
+				hi, lo = bhi, blo
+				ahi, alo = pcgJump2(ahi, alo)
+				bhi, blo = pcgJump2(bhi, blo)
+				continue
+			}
+			// A draw goes on past its rectangle: finish it one state at a
+			// time from where it started, then restart the pair.
+			u := ua
+			cur = pcgState{ahi, alo}
+			if oka {
+				dst[j] = xa
+				j++
+				u, cur = ub, pcgState{bhi, blo}
+			}
+			dst[j] = zigSlow(u, &cur)
+			j++
+			hi, lo = cur.hi, cur.lo
+			ahi, alo = pcgNext(hi, lo)
+			bhi, blo = pcgNext(ahi, alo)
+		}
+	}
+	cur = pcgState{hi, lo}
+	for ; j < len(dst); j++ {
+		u := cur.Uint64()
 		x, ok := zigRect(u)
 		if !ok {
-			s.hi, s.lo = hi, lo
-			x = zigSlow(u, &s)
-			hi, lo = s.hi, s.lo
+			x = zigSlow(u, &cur)
 		}
 		dst[j] = x
 	}
-	p.Seed(hi, lo)
+	p.Seed(cur.hi, cur.lo)
 }
 
 // zigRect returns the variate of the first Uint64 u of a draw and true if
@@ -151,14 +192,33 @@ func init() {
 }
 
 // pcgState is a copy of a rand.PCG's 128-bit state; its Uint64 is
-// rand.PCG's, step for step (pcgStep).
+// rand.PCG's, step for step.
 type pcgState struct{ hi, lo uint64 }
 
 func (s *pcgState) Uint64() uint64 {
-	var u uint64
-	u, s.hi, s.lo = pcgStep(s.hi, s.lo)
-	return u
+	s.hi, s.lo = pcgNext(s.hi, s.lo)
+	return pcgOut(s.hi, s.lo)
 }
+
+// pcgSource returns r's source if it is a *rand.PCG, else nil. It reads
+// rand.Rand's unexported field src by reflection: a read of the pointer,
+// checked by field name, kind and type, so that any other layout gives nil.
+func pcgSource(r *rand.Rand) *rand.PCG {
+	v := reflect.ValueOf(r).Elem()
+	if v.Kind() != reflect.Struct || v.NumField() != 1 {
+		return nil
+	}
+	f := v.Field(0)
+	if v.Type().Field(0).Name != "src" || f.Kind() != reflect.Interface || f.IsNil() {
+		return nil
+	}
+	if f = f.Elem(); f.Type() != pcgType || f.IsNil() {
+		return nil
+	}
+	return (*rand.PCG)(f.UnsafePointer())
+}
+
+var pcgType = reflect.TypeFor[*rand.PCG]()
 
 // pcgOf reads p's state (its MarshalBinary form: "pcg:", hi and lo big
 // endian).
@@ -175,25 +235,45 @@ func pcgOf(p *rand.PCG) pcgState {
 	return pcgState{be(b[4:12]), be(b[12:20])}
 }
 
-// pcgStep is math/rand/v2's PCG.Uint64 on the state (hi, lo): the 128-bit
-// LCG step state·mul + inc, then the DXSM output of the new state (Go
-// 1.22's pcg.go; TestFillNormalPCG checks it against rand.PCG).
-func pcgStep(hi, lo uint64) (u, hi2, lo2 uint64) {
-	const (
-		mulHi    = 2549297995355413924
-		mulLo    = 4865540595714422341
-		incHi    = 6364136223846793005
-		incLo    = 1442695040888963407
-		cheapMul = 0xda942042e4dd58b5
-	)
-	h, l := bits.Mul64(lo, mulLo)
-	h += hi*mulLo + lo*mulHi
-	l, c := bits.Add64(l, incLo, 0)
-	h, _ = bits.Add64(h, incHi, c)
-	u = h
-	u ^= u >> 32
-	u *= cheapMul
-	u ^= u >> 48
-	u *= l | 1
-	return u, h, l
+// math/rand/v2's PCG (Go 1.22's pcg.go; TestFillNormalPCG checks these
+// against rand.PCG): the state (hi, lo) steps as state·mul + inc mod
+// 2^128, and Uint64 returns the DXSM output of the new state.
+const (
+	pcgMulHi = 2549297995355413924
+	pcgMulLo = 4865540595714422341
+	pcgIncHi = 6364136223846793005
+	pcgIncLo = 1442695040888963407
+	// Two steps at once: state·mul² + (mul·inc + inc) mod 2^128.
+	pcgMul2Hi = 1710491942223705148
+	pcgMul2Lo = 5953435361322512025
+	pcgInc2Hi = 5220163216168088568
+	pcgInc2Lo = 12402783752613479834
+)
+
+// pcgAffine returns state·(mHi, mLo) + (cHi, cLo) mod 2^128.
+func pcgAffine(hi, lo, mHi, mLo, cHi, cLo uint64) (uint64, uint64) {
+	h, l := bits.Mul64(lo, mLo)
+	h += hi*mLo + lo*mHi
+	l, c := bits.Add64(l, cLo, 0)
+	h, _ = bits.Add64(h, cHi, c)
+	return h, l
+}
+
+// pcgNext is one PCG step, pcgJump2 two.
+func pcgNext(hi, lo uint64) (uint64, uint64) {
+	return pcgAffine(hi, lo, pcgMulHi, pcgMulLo, pcgIncHi, pcgIncLo)
+}
+
+func pcgJump2(hi, lo uint64) (uint64, uint64) {
+	return pcgAffine(hi, lo, pcgMul2Hi, pcgMul2Lo, pcgInc2Hi, pcgInc2Lo)
+}
+
+// pcgOut is PCG's DXSM output ("double xorshift multiply") of a state.
+func pcgOut(hi, lo uint64) uint64 {
+	const cheapMul = 0xda942042e4dd58b5
+	hi ^= hi >> 32
+	hi *= cheapMul
+	hi ^= hi >> 48
+	hi *= lo | 1
+	return hi
 }

@@ -38,8 +38,32 @@ func normFloat64Ref(r *rand.Rand) float64 {
 
 func unitRef(r *rand.Rand) float64 { return (float64(r.Uint64()>>11) + 0.5) * 0x1p-53 }
 
+// wrappedPCG is a PCG that FillNormal does not recognise as one: it takes
+// the general path, through the Source interface.
+type wrappedPCG struct{ p *rand.PCG }
+
+func (w wrappedPCG) Uint64() uint64 { return w.p.Uint64() }
+
+// TestPCGSource checks that FillNormal finds a rand.Rand's PCG, and only a
+// PCG.
+func TestPCGSource(t *testing.T) {
+	p := rand.NewPCG(1, 2)
+	if got := pcgSource(rand.New(p)); got != p {
+		t.Errorf("pcgSource(rand.New(p)) = %p, want p = %p", got, p)
+	}
+	var nilPCG *rand.PCG
+	for name, src := range map[string]rand.Source{
+		"ChaCha8": rand.NewChaCha8([32]byte{}), "wrapped PCG": wrappedPCG{p}, "nil *PCG": nilPCG,
+	} {
+		if got := pcgSource(rand.New(src)); got != nil {
+			t.Errorf("pcgSource(rand.New(%s)) = %p, want nil", name, got)
+		}
+	}
+}
+
 // checkDraws draws n variates from PCG(s1, s2) by the reference and by
-// NormFloat64, FillNormal and FillNormalPCG (in chunks of chunk), and
+// NormFloat64, FillNormal (from a PCG and from another source) and
+// FillNormalPCG (in chunks of chunk), and
 // reports the first difference in a variate's bits or in the generator's
 // state after the draws.
 func checkDraws(t testing.TB, s1, s2 uint64, n, chunk int) {
@@ -64,6 +88,13 @@ func checkDraws(t testing.TB, s1, s2 uint64, n, chunk int) {
 		}},
 		{"FillNormal", func(dst []float64) uint64 {
 			r := rand.New(rand.NewPCG(s1, s2))
+			for j := 0; j < len(dst); j += chunk {
+				FillNormal(dst[j:min(j+chunk, len(dst))], r)
+			}
+			return r.Uint64()
+		}},
+		{"FillNormal (general path)", func(dst []float64) uint64 {
+			r := rand.New(wrappedPCG{rand.NewPCG(s1, s2)})
 			for j := 0; j < len(dst); j += chunk {
 				FillNormal(dst[j:min(j+chunk, len(dst))], r)
 			}
@@ -235,7 +266,9 @@ func TestWedgeExact(t *testing.T) {
 
 // BenchmarkHaystackNormals draws the normals of one default needle
 // haystack (128k tokens × d = 128, k and v: 2^25 variates) by
-// NormFloat64, FillNormal and FillNormalPCG; ns/op is per variate.
+// the old NormFloat64 (ref), NormFloat64, FillNormal's general path and
+// FillNormalPCG; ns/op is per variate for ref and NormFloat64, per 8192 for
+// the rest.
 func BenchmarkHaystackNormals(b *testing.B) {
 	buf := make([]float64, 8192)
 	b.Run("ref", func(b *testing.B) {
@@ -251,7 +284,7 @@ func BenchmarkHaystackNormals(b *testing.B) {
 		}
 	})
 	b.Run("FillNormal", func(b *testing.B) {
-		r := rand.New(rand.NewPCG(1, 2))
+		r := rand.New(wrappedPCG{rand.NewPCG(1, 2)}) // the general path
 		b.SetBytes(8 * 8192)
 		for b.Loop() {
 			FillNormal(buf, r)
