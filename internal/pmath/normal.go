@@ -58,19 +58,18 @@ func FillNormal(dst []float64, r *rand.Rand) {
 func FillNormalPCG(dst []float64, p *rand.PCG) {
 	cur := pcgOf(p)
 	hi, lo := cur.hi, cur.lo // the state of the last Uint64 drawn
-	j := 0
 	if len(dst) >= 2 {
 		// a and b are the next two states, advanced two steps at a time:
 		// two independent chains of multiplications instead of one.
 		ahi, alo := pcgNext(hi, lo)
 		bhi, blo := pcgNext(ahi, alo)
-		for j+1 < len(dst) {
+		for len(dst) >= 2 {
 			ua, ub := pcgOut(ahi, alo), pcgOut(bhi, blo)
 			xa, oka := zigRect(ua)
 			xb, okb := zigRect(ub)
 			if oka && okb {
-				dst[j], dst[j+1] = xa, xb
-				j += 2
+				dst[0], dst[1] = xa, xb
+				dst = dst[2:]
 				hi, lo = bhi, blo
 				ahi, alo = pcgJump2(ahi, alo)
 				bhi, blo = pcgJump2(bhi, blo)
@@ -81,19 +80,19 @@ func FillNormalPCG(dst []float64, p *rand.PCG) {
 			u := ua
 			cur = pcgState{ahi, alo}
 			if oka {
-				dst[j] = xa
-				j++
+				dst[0] = xa
+				dst = dst[1:]
 				u, cur = ub, pcgState{bhi, blo}
 			}
-			dst[j] = zigSlow(u, &cur)
-			j++
+			dst[0] = zigSlow(u, &cur)
+			dst = dst[1:]
 			hi, lo = cur.hi, cur.lo
 			ahi, alo = pcgNext(hi, lo)
 			bhi, blo = pcgNext(ahi, alo)
 		}
 	}
 	cur = pcgState{hi, lo}
-	for ; j < len(dst); j++ {
+	for j := range dst {
 		u := cur.Uint64()
 		x, ok := zigRect(u)
 		if !ok {
