@@ -9,7 +9,7 @@ import (
 
 // NormFloat64 returns a standard normal variate drawn from r by the
 // ziggurat method of Marsaglia and Tsang (J. Stat. Softw. 5(8), 2000) with
-// 128 layers: one r.Uint64 per draw in about 97.3 % of the calls (bits
+// 128 layers: one r.Uint64 per draw in 97.2 % of the calls (bits
 // 0..6 pick the layer, bits 7..63 are a signed 57-bit abscissa), the wedge
 // and tail tests through Exp and Log. The tables are built at start-up
 // from Exp and Log, so that the same r gives the same variates on every
@@ -234,7 +234,7 @@ func pcgOf(p *rand.PCG) pcgState {
 	return pcgState{be(b[4:12]), be(b[12:20])}
 }
 
-// math/rand/v2's PCG (Go 1.22's pcg.go; TestFillNormalPCG checks these
+// math/rand/v2's PCG (Go 1.22's pcg.go; TestFillNormalMatches checks these
 // against rand.PCG): the state (hi, lo) steps as state·mul + inc mod
 // 2^128, and Uint64 returns the DXSM output of the new state.
 const (
