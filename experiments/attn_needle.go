@@ -517,14 +517,30 @@ func (h *attnHaystack) dropCopies() {
 func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []attnNeedleRun) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	band := t.bandOffset()
-	for i := range k {
-		if i%4096 == 0 && ctx.Err() != nil {
+	// The normals come in chunks of 4096 elements, k[i]'s and v[i]'s
+	// interleaved in z as NormFloat64 would draw them one by one: the same
+	// variates, in the same order (pmath.FillNormal).
+	const chunk = 4096
+	z := make([]float64, 2*chunk)
+	c := 0 // i mod t.d
+	for i0 := 0; i0 < len(k); i0 += chunk {
+		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		k[i] = float32(t.scoreStd * pmath.NormFloat64(rng))
-		v[i] = float32(t.valueMean + float64(t.valueStd*pmath.NormFloat64(rng))) // float64(): never an FMA
+		kc, vc := k[i0:min(i0+chunk, len(k))], v[i0:min(i0+chunk, len(v))]
+		zc := z[:2*len(kc)]
+		pmath.FillNormal(zc, rng)
+		for j := range kc {
+			kc[j] = float32(t.scoreStd * zc[2*j])
+			vc[j] = float32(t.valueMean + float64(t.valueStd*zc[2*j+1])) // float64(): never an FMA
+		}
 		if band != nil {
-			k[i] += band[i%t.d]
+			for j := range kc {
+				kc[j] += band[c]
+				if c++; c == t.d {
+					c = 0
+				}
+			}
 		}
 	}
 	h := &attnHaystack{k: k, v: v, base: map[string]*attention.KV{}, free: map[string]chan *attention.KV{}}

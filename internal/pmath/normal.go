@@ -2,22 +2,127 @@ package pmath
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"reflect"
 )
 
 // NormFloat64 returns a standard normal variate drawn from r by the
 // ziggurat method of Marsaglia and Tsang (J. Stat. Softw. 5(8), 2000) with
-// 128 layers: one r.Uint64 per draw in about 98.8 % of the calls (bits
+// 128 layers: one r.Uint64 per draw in 97.2 % of the calls (bits
 // 0..6 pick the layer, bits 7..63 are a signed 57-bit abscissa), the wedge
 // and tail tests through Exp and Log. The tables are built at start-up
 // from Exp and Log, so that the same r gives the same variates on every
 // platform (math/rand/v2's NormFloat64 calls math.Exp and math.Log, which
 // differ between amd64 and wasm).
+//
+// The wedge test y < Exp(−x²/2) is decided by a cheaper bound when it can
+// be (see wedgeBelow); its outcome, and so every variate, is the one the
+// exact comparison gives.
 func NormFloat64(r *rand.Rand) float64 {
-	for {
+	u := r.Uint64()
+	if x, ok := zigRect(u); ok {
+		return x
+	}
+	return zigSlow(u, r)
+}
+
+// FillNormal fills dst with standard normal variates from r: dst[j] is,
+// bit for bit, the j-th of len(dst) successive NormFloat64(r) calls, and r
+// is left where those calls leave it. It is the batch form of NormFloat64,
+// for haystacks of millions of variates. When r's source is a *rand.PCG
+// (as sim.TrialRand's are) it draws as FillNormalPCG does, from the PCG
+// itself; rand.Rand does not export its source, so FillNormal finds it by
+// reflection, once a call, and takes the general path when r is made
+// differently (or a later Go lays rand.Rand out differently).
+func FillNormal(dst []float64, r *rand.Rand) {
+	if p := pcgSource(r); p != nil {
+		FillNormalPCG(dst, p)
+		return
+	}
+	for j := range dst {
 		u := r.Uint64()
+		x, ok := zigRect(u)
+		if !ok {
+			x = zigSlow(u, r)
+		}
+		dst[j] = x
+	}
+}
+
+// FillNormalPCG is FillNormal for a generator that is a PCG itself:
+// dst[j] is, bit for bit, the j-th of len(dst) successive
+// NormFloat64(rand.New(p)) calls, and p is left where those calls leave
+// it. It steps p's state in registers, two states at a time (pcgJump2),
+// instead of calling p.Uint64 through rand.Rand's Source interface.
+func FillNormalPCG(dst []float64, p *rand.PCG) {
+	cur := pcgOf(p)
+	hi, lo := cur.hi, cur.lo // the state of the last Uint64 drawn
+	if len(dst) >= 2 {
+		// a and b are the next two states, advanced two steps at a time:
+		// two independent chains of multiplications instead of one.
+		ahi, alo := pcgNext(hi, lo)
+		bhi, blo := pcgNext(ahi, alo)
+		for len(dst) >= 2 {
+			ua, ub := pcgOut(ahi, alo), pcgOut(bhi, blo)
+			xa, oka := zigRect(ua)
+			xb, okb := zigRect(ub)
+			if oka && okb {
+				dst[0], dst[1] = xa, xb
+				dst = dst[2:]
+				hi, lo = bhi, blo
+				ahi, alo = pcgJump2(ahi, alo)
+				bhi, blo = pcgJump2(bhi, blo)
+				continue
+			}
+			// A draw goes on past its rectangle: finish it one state at a
+			// time from where it started, then restart the pair.
+			u := ua
+			cur = pcgState{ahi, alo}
+			if oka {
+				dst[0] = xa
+				dst = dst[1:]
+				u, cur = ub, pcgState{bhi, blo}
+			}
+			dst[0] = zigSlow(u, &cur)
+			dst = dst[1:]
+			hi, lo = cur.hi, cur.lo
+			ahi, alo = pcgNext(hi, lo)
+			bhi, blo = pcgNext(ahi, alo)
+		}
+	}
+	cur = pcgState{hi, lo}
+	for j := range dst {
+		u := cur.Uint64()
+		x, ok := zigRect(u)
+		if !ok {
+			x = zigSlow(u, &cur)
+		}
+		dst[j] = x
+	}
+	p.Seed(cur.hi, cur.lo)
+}
+
+// zigRect returns the variate of the first Uint64 u of a draw and true if
+// u falls inside its layer's rectangle; false if the draw goes on to the
+// wedge or the tail (zigSlow).
+func zigRect(u uint64) (float64, bool) {
+	i := u & 127
+	hz := int64(u) >> 7 // signed, |hz| < 2^56
+	return float64(hz) * zw[i], abs64(hz) < zk[i]
+}
+
+// uint64Source is what the ziggurat's rare branches draw from: a
+// *rand.Rand, or FillNormalPCG's copy of a PCG's state.
+type uint64Source interface{ Uint64() uint64 }
+
+// zigSlow finishes a draw whose first Uint64 u fell outside its layer's
+// rectangle: the tail beyond zr, or the wedge test and, when the wedge
+// rejects, further draws from r.
+func zigSlow(u uint64, r uint64Source) float64 {
+	for {
 		i := u & 127
-		hz := int64(u) >> 7 // signed, |hz| < 2^56
+		hz := int64(u) >> 7
 		x := float64(hz) * zw[i]
 		if abs64(hz) < zk[i] {
 			return x // inside the layer's rectangle
@@ -35,14 +140,15 @@ func NormFloat64(r *rand.Rand) float64 {
 			}
 		}
 		// The wedge between the layer's rectangle and the curve.
-		if float64(zf[i]+float64(unit(r)*float64(zf[i-1]-zf[i]))) < Exp(float64(-0.5*x)*x) {
+		if wedgeBelow(float64(zf[i]+float64(unit(r)*float64(zf[i-1]-zf[i]))), float64(-0.5*x)*x) {
 			return x
 		}
+		u = r.Uint64()
 	}
 }
 
 // unit returns a uniform variate in (0, 1): 53 random bits, never 0.
-func unit(r *rand.Rand) float64 {
+func unit(r uint64Source) float64 {
 	return (float64(r.Uint64()>>11) + 0.5) * 0x1p-53
 }
 
@@ -82,4 +188,91 @@ func init() {
 		zf[i] = Exp(float64(-0.5*dn) * dn)
 		zw[i] = dn / m
 	}
+}
+
+// pcgState is a copy of a rand.PCG's 128-bit state; its Uint64 is
+// rand.PCG's, step for step.
+type pcgState struct{ hi, lo uint64 }
+
+func (s *pcgState) Uint64() uint64 {
+	s.hi, s.lo = pcgNext(s.hi, s.lo)
+	return pcgOut(s.hi, s.lo)
+}
+
+// pcgSource returns r's source if it is a *rand.PCG, else nil. It reads
+// rand.Rand's unexported field src by reflection: a read of the pointer,
+// checked by field name, kind and type, so that any other layout gives nil.
+func pcgSource(r *rand.Rand) *rand.PCG {
+	v := reflect.ValueOf(r).Elem()
+	if v.Kind() != reflect.Struct || v.NumField() != 1 {
+		return nil
+	}
+	f := v.Field(0)
+	if v.Type().Field(0).Name != "src" || f.Kind() != reflect.Interface || f.IsNil() {
+		return nil
+	}
+	if f = f.Elem(); f.Type() != pcgType || f.IsNil() {
+		return nil
+	}
+	return (*rand.PCG)(f.UnsafePointer())
+}
+
+var pcgType = reflect.TypeFor[*rand.PCG]()
+
+// pcgOf reads p's state (its MarshalBinary form: "pcg:", hi and lo big
+// endian).
+func pcgOf(p *rand.PCG) pcgState {
+	var buf [20]byte
+	b, _ := p.AppendBinary(buf[:0]) // never fails
+	be := func(b []byte) uint64 {
+		var v uint64
+		for _, c := range b {
+			v = v<<8 | uint64(c)
+		}
+		return v
+	}
+	return pcgState{be(b[4:12]), be(b[12:20])}
+}
+
+// math/rand/v2's PCG (Go 1.22's pcg.go; TestFillNormalMatches checks these
+// against rand.PCG): the state (hi, lo) steps as state·mul + inc mod
+// 2^128, and Uint64 returns the DXSM output of the new state.
+const (
+	pcgMulHi = 2549297995355413924
+	pcgMulLo = 4865540595714422341
+	pcgIncHi = 6364136223846793005
+	pcgIncLo = 1442695040888963407
+	// Two steps at once: state·mul² + (mul·inc + inc) mod 2^128.
+	pcgMul2Hi = 1710491942223705148
+	pcgMul2Lo = 5953435361322512025
+	pcgInc2Hi = 5220163216168088568
+	pcgInc2Lo = 12402783752613479834
+)
+
+// pcgAffine returns state·(mHi, mLo) + (cHi, cLo) mod 2^128.
+func pcgAffine(hi, lo, mHi, mLo, cHi, cLo uint64) (uint64, uint64) {
+	h, l := bits.Mul64(lo, mLo)
+	h += hi*mLo + lo*mHi
+	l, c := bits.Add64(l, cLo, 0)
+	h, _ = bits.Add64(h, cHi, c)
+	return h, l
+}
+
+// pcgNext is one PCG step, pcgJump2 two.
+func pcgNext(hi, lo uint64) (uint64, uint64) {
+	return pcgAffine(hi, lo, pcgMulHi, pcgMulLo, pcgIncHi, pcgIncLo)
+}
+
+func pcgJump2(hi, lo uint64) (uint64, uint64) {
+	return pcgAffine(hi, lo, pcgMul2Hi, pcgMul2Lo, pcgInc2Hi, pcgInc2Lo)
+}
+
+// pcgOut is PCG's DXSM output ("double xorshift multiply") of a state.
+func pcgOut(hi, lo uint64) uint64 {
+	const cheapMul = 0xda942042e4dd58b5
+	hi ^= hi >> 32
+	hi *= cheapMul
+	hi ^= hi >> 48
+	hi *= lo | 1
+	return hi
 }
