@@ -47,13 +47,13 @@ func TestHaystackMatchesElementwise(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, src := range []string{"pcg", "chacha8"} {
-			mk := func() *rand.Rand {
+			mk := func() rand.Source {
 				if src == "chacha8" {
-					return rand.New(rand.NewChaCha8([32]byte{byte(c.n), 7}))
+					return rand.NewChaCha8([32]byte{byte(c.n), 7})
 				}
-				return sim.TrialRand(uint64(c.n), "test/haystack", 3)
+				return sim.TrialSource(uint64(c.n), "test/haystack", 3)
 			}
-			r0, r1 := mk(), mk()
+			r0, r1 := rand.New(mk()), mk()
 			wk, wv := haystackRef(c.t, c.n, r0)
 			h, err := c.t.haystack(context.Background(), c.n, r1, nil)
 			if err != nil {
@@ -82,7 +82,7 @@ func BenchmarkAttnHaystack(b *testing.B) {
 	tk := attnNeedleFromValues(v)
 	const n = 128 << 10
 	for i := 0; b.Loop(); i++ {
-		if _, err := tk.haystack(context.Background(), n, sim.TrialRand(1, "bench/haystack", i), nil); err != nil {
+		if _, err := tk.haystack(context.Background(), n, sim.TrialSource(1, "bench/haystack", i), nil); err != nil {
 			b.Fatal(err)
 		}
 	}

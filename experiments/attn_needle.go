@@ -511,10 +511,10 @@ func (h *attnHaystack) dropCopies() {
 	}
 }
 
-// haystack draws the haystack of n tokens for the caches of runs from rng
+// haystack draws the haystack of n tokens for the caches of runs from src
 // (normals from pmath, the same on every platform). It stops with
 // ctx.Err() once ctx is cancelled, looking every 4096 elements.
-func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []attnNeedleRun) (*attnHaystack, error) {
+func (t attnNeedle) haystack(ctx context.Context, n int, src rand.Source, runs []attnNeedleRun) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	band := t.bandOffset()
 	// The normals come in chunks of 4096 elements, k[i]'s and v[i]'s
@@ -529,7 +529,7 @@ func (t attnNeedle) haystack(ctx context.Context, n int, rng *rand.Rand, runs []
 		}
 		kc, vc := k[i0:min(i0+chunk, len(k))], v[i0:min(i0+chunk, len(v))]
 		zc := z[:2*len(kc)]
-		pmath.FillNormal(zc, rng)
+		pmath.FillNormal(zc, src)
 		for j := range kc {
 			kc[j] = float32(t.scoreStd * zc[2*j])
 			vc[j] = float32(t.valueMean + float64(t.valueStd*zc[2*j+1])) // float64(): never an FMA
@@ -930,7 +930,7 @@ func (t attnNeedle) haystacks(ctx context.Context, run *sim.Run, key string, n, 
 	for i := range hays {
 		wg.Go(func() {
 			r := trace.StartRegion(ctx, "needle: draw and quantize a haystack")
-			hays[i], errs[i] = t.haystack(ctx, n, sim.TrialRand(run.Seed, key+"/haystack", g0+i), runs)
+			hays[i], errs[i] = t.haystack(ctx, n, sim.TrialSource(run.Seed, key+"/haystack", g0+i), runs)
 			r.End()
 			if hays[i] != nil && !t.exactErr {
 				hays[i].k, hays[i].v = nil, nil // only the exact reference reads the unquantized haystack

@@ -87,6 +87,13 @@ func Trials[T any](ctx context.Context, run *Run, key string, n int, fn func(tri
 // neighbouring seeds, keys and trials get unrelated streams. [Trials] uses
 // it; call it directly to replay one trial.
 func TrialRand(seed uint64, key string, trial int) *rand.Rand {
+	return rand.New(TrialSource(seed, key, trial))
+}
+
+// TrialSource is TrialRand's PCG itself, for code that draws from the
+// source directly (pmath.FillNormal steps a PCG's state in registers):
+// rand.New(TrialSource(seed, key, trial)) is TrialRand(seed, key, trial).
+func TrialSource(seed uint64, key string, trial int) *rand.PCG {
 	h := uint64(14695981039346656037) // FNV-1a of key
 	for i := 0; i < len(key); i++ {
 		h ^= uint64(key[i])
@@ -94,7 +101,7 @@ func TrialRand(seed uint64, key string, trial int) *rand.Rand {
 	}
 	s1 := splitmix(seed ^ splitmix(h))
 	s2 := splitmix(s1 ^ splitmix(uint64(trial)+0x632be59bd9b4e019))
-	return rand.New(rand.NewPCG(s1, s2))
+	return rand.NewPCG(s1, s2)
 }
 
 // splitmix is the SplitMix64 finaliser.

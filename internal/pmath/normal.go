@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"reflect"
 )
 
 // NormFloat64 returns a standard normal variate drawn from r by the
@@ -27,18 +26,21 @@ func NormFloat64(r *rand.Rand) float64 {
 	return zigSlow(u, r)
 }
 
-// FillNormal fills dst with standard normal variates from r: dst[j] is,
-// bit for bit, the j-th of len(dst) successive NormFloat64(r) calls, and r
-// is left where those calls leave it. It is the batch form of NormFloat64,
-// for haystacks of millions of variates. When r's source is a *rand.PCG
-// (as sim.TrialRand's are) it draws as FillNormalPCG does, from the PCG
-// itself; rand.Rand does not export its source, so FillNormal finds it by
-// reflection, once a call, and takes the general path when r is made
-// differently (or a later Go lays rand.Rand out differently).
-func FillNormal(dst []float64, r *rand.Rand) {
-	if p := pcgSource(r); p != nil {
+// FillNormal fills dst with standard normal variates from src: dst[j] is,
+// bit for bit, the j-th of len(dst) successive NormFloat64(rand.New(src))
+// calls, and src is left where those calls leave it (a *rand.Rand is a
+// Source too: FillNormal(dst, r) draws what NormFloat64(r) would). It is
+// the batch form of NormFloat64, for haystacks of millions of variates;
+// when src is a *rand.PCG (sim.TrialSource's generators) it draws as
+// FillNormalPCG does, from the PCG's state itself.
+func FillNormal(dst []float64, src rand.Source) {
+	if p, ok := src.(*rand.PCG); ok && p != nil {
 		FillNormalPCG(dst, p)
 		return
+	}
+	r, ok := src.(*rand.Rand)
+	if !ok {
+		r = rand.New(src)
 	}
 	for j := range dst {
 		u := r.Uint64()
@@ -198,26 +200,6 @@ func (s *pcgState) Uint64() uint64 {
 	s.hi, s.lo = pcgNext(s.hi, s.lo)
 	return pcgOut(s.hi, s.lo)
 }
-
-// pcgSource returns r's source if it is a *rand.PCG, else nil. It reads
-// rand.Rand's unexported field src by reflection: a read of the pointer,
-// checked by field name, kind and type, so that any other layout gives nil.
-func pcgSource(r *rand.Rand) *rand.PCG {
-	v := reflect.ValueOf(r).Elem()
-	if v.Kind() != reflect.Struct || v.NumField() != 1 {
-		return nil
-	}
-	f := v.Field(0)
-	if v.Type().Field(0).Name != "src" || f.Kind() != reflect.Interface || f.IsNil() {
-		return nil
-	}
-	if f = f.Elem(); f.Type() != pcgType || f.IsNil() {
-		return nil
-	}
-	return (*rand.PCG)(f.UnsafePointer())
-}
-
-var pcgType = reflect.TypeFor[*rand.PCG]()
 
 // pcgOf reads p's state (its MarshalBinary form: "pcg:", hi and lo big
 // endian).

@@ -39,27 +39,10 @@ func normFloat64Ref(r *rand.Rand) float64 {
 func unitRef(r *rand.Rand) float64 { return (float64(r.Uint64()>>11) + 0.5) * 0x1p-53 }
 
 // wrappedPCG is a PCG that FillNormal does not recognise as one: it takes
-// the general path, through the Source interface.
+// the general path, through the Source interface (as a *rand.Rand does).
 type wrappedPCG struct{ p *rand.PCG }
 
 func (w wrappedPCG) Uint64() uint64 { return w.p.Uint64() }
-
-// TestPCGSource checks that FillNormal finds a rand.Rand's PCG, and only a
-// PCG.
-func TestPCGSource(t *testing.T) {
-	p := rand.NewPCG(1, 2)
-	if got := pcgSource(rand.New(p)); got != p {
-		t.Errorf("pcgSource(rand.New(p)) = %p, want p = %p", got, p)
-	}
-	var nilPCG *rand.PCG
-	for name, src := range map[string]rand.Source{
-		"ChaCha8": rand.NewChaCha8([32]byte{}), "wrapped PCG": wrappedPCG{p}, "nil *PCG": nilPCG,
-	} {
-		if got := pcgSource(rand.New(src)); got != nil {
-			t.Errorf("pcgSource(rand.New(%s)) = %p, want nil", name, got)
-		}
-	}
-}
 
 // checkDraws draws n variates from PCG(s1, s2) by the reference and by
 // NormFloat64, FillNormal (from a PCG and from another source) and
@@ -86,7 +69,14 @@ func checkDraws(t testing.TB, s1, s2 uint64, n, chunk int) {
 			}
 			return r.Uint64()
 		}},
-		{"FillNormal", func(dst []float64) uint64 {
+		{"FillNormal (a PCG)", func(dst []float64) uint64 {
+			p := rand.NewPCG(s1, s2)
+			for j := 0; j < len(dst); j += chunk {
+				FillNormal(dst[j:min(j+chunk, len(dst))], p)
+			}
+			return p.Uint64()
+		}},
+		{"FillNormal (a rand.Rand)", func(dst []float64) uint64 {
 			r := rand.New(rand.NewPCG(s1, s2))
 			for j := 0; j < len(dst); j += chunk {
 				FillNormal(dst[j:min(j+chunk, len(dst))], r)
