@@ -75,35 +75,12 @@ func (g *gpu) upload(label string, data []byte) (buffer, error) {
 	if uint64(len(data)) != n {
 		data = append(append([]byte(nil), data...), make([]byte, n-uint64(len(data)))...)
 	}
-	var b *wgpu.Buffer
-	err := g.plat.scope(func() (err error) {
-		if uploadPiece <= 0 {
-			b, err = g.dev.CreateBufferInit(&wgpu.BufferInitDescriptor{Label: label, Contents: data, Usage: storageUsage})
-			return err
-		}
-		if b, err = g.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: n, Usage: storageUsage}); err != nil {
-			return err
-		}
-		for lo := 0; lo < len(data); lo += uploadPiece {
-			if err := g.queue.WriteBuffer(b, uint64(lo), data[lo:min(lo+uploadPiece, len(data))]); err != nil {
-				b.Destroy()
-				b.Release()
-				return err
-			}
-		}
-		return nil
-	})
+	b, err := g.plat.upload(g, label, data)
 	if err != nil {
 		return nil, fmt.Errorf("wgsl: buffer %s: %w", label, err)
 	}
 	return &gpuBuffer{b: b, n: n}, nil
 }
-
-// uploadPiece is the most bytes upload writes with one Queue.WriteBuffer
-// into a buffer made unmapped; 0 makes upload create the buffer mapped
-// with its contents (CreateBufferInit) instead. BenchmarkUpload compares
-// the two on a device.
-var uploadPiece = 0
 
 func (g *gpu) alloc(label string, size uint64) (buffer, error) {
 	n := (size + 3) &^ 3

@@ -57,6 +57,16 @@ func (p *platform) wait(g *gpu) { g.queue.OnSubmittedWorkDone(func(wgpu.QueueWor
 
 func (p *platform) close(g *gpu) { p.dev.Call("destroy") }
 
+// upload makes a storage buffer holding data (a multiple of 4 bytes),
+// mapped at creation with its contents: the browser's own staging.
+func (p *platform) upload(g *gpu, label string, data []byte) (b *wgpu.Buffer, err error) {
+	err = p.scope(func() (err error) {
+		b, err = g.dev.CreateBufferInit(&wgpu.BufferInitDescriptor{Label: label, Contents: data, Usage: storageUsage})
+		return err
+	})
+	return b, err
+}
+
 func endPass(pass *wgpu.ComputePassEncoder) error {
 	pass.End()
 	return nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -22,6 +23,8 @@ type platform struct {
 	adapter  *wgpu.Adapter
 	qs       *wgpu.QuerySet
 	resolved *wgpu.Buffer
+	stage    [2]*wgpu.Buffer // upload's staging buffers (nil until the first upload)
+	mapped   [2]bool         // stage[i] is mapped for writing
 }
 
 func (p *platform) scope(f func() error) error { return f() }
@@ -79,6 +82,12 @@ func (p *platform) wait(g *gpu) {
 }
 
 func (p *platform) close(g *gpu) {
+	for _, b := range p.stage {
+		if b != nil {
+			b.Destroy()
+			b.Release()
+		}
+	}
 	if p.qs != nil {
 		p.qs.Release()
 		p.resolved.Destroy()
@@ -91,6 +100,98 @@ func (p *platform) close(g *gpu) {
 }
 
 func endPass(pass *wgpu.ComputePassEncoder) error { return pass.End() }
+
+// stageBytes is the size of each of upload's two staging buffers (a
+// variable for the test of pieces, TestUploadPieces; read when they are made).
+var stageBytes uint64 = 32 << 20
+
+// upload makes a storage buffer holding data (a multiple of 4 bytes)
+// through two staging buffers made once and reused: each piece of at most
+// stageBytes is copied into a mapped staging buffer (by several goroutines
+// when large), which is then copied into the buffer on the GPU, the other
+// staging buffer filled meanwhile. On the H200 a buffer mapped at creation
+// (CreateBufferInit) moved about 1 GB/s for a 256 MB cache, the cost of
+// fresh host-visible memory each time (BenchmarkUpload).
+func (p *platform) upload(g *gpu, label string, data []byte) (*wgpu.Buffer, error) {
+	n := uint64(len(data))
+	dst, err := g.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: n, Usage: storageUsage})
+	if err != nil {
+		return nil, err
+	}
+	size := min(stageBytes, g.limits.maxBuffer)
+	if p.stage[0] != nil {
+		size = p.stage[0].GetSize()
+	}
+	for i := range p.stage {
+		if p.stage[i] == nil {
+			if p.stage[i], err = g.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "upload staging", Size: size,
+				Usage: wgpu.BufferUsageMapWrite | wgpu.BufferUsageCopySrc, MappedAtCreation: true}); err != nil {
+				dst.Release()
+				return nil, err
+			}
+			p.mapped[i] = true
+		}
+	}
+	fail := func(err error) (*wgpu.Buffer, error) { dst.Destroy(); dst.Release(); return nil, err }
+	for k, off := 0, uint64(0); off < n; k, off = k+1, off+size {
+		piece := data[off:min(off+size, n)]
+		i := k % 2
+		st := p.stage[i]
+		if !p.mapped[i] { // waits for its last copy to end
+			status := wgpu.BufferMapAsyncStatus(0xffffffff)
+			if err := st.MapAsync(wgpu.MapModeWrite, 0, size, func(s wgpu.BufferMapAsyncStatus) { status = s }); err != nil {
+				return fail(err)
+			}
+			for status == wgpu.BufferMapAsyncStatus(0xffffffff) {
+				p.wait(g)
+				if err := g.checkLost(); err != nil {
+					return fail(err)
+				}
+			}
+			if status != wgpu.BufferMapAsyncStatusSuccess {
+				return fail(fmt.Errorf("mapping the staging buffer failed (%v)", status))
+			}
+			p.mapped[i] = true
+		}
+		parallelCopy(st.GetMappedRange(0, uint(len(piece))), piece)
+		if err := st.Unmap(); err != nil {
+			return fail(err)
+		}
+		p.mapped[i] = false
+		enc, err := g.dev.CreateCommandEncoder(nil)
+		if err != nil {
+			return fail(err)
+		}
+		err = enc.CopyBufferToBuffer(st, 0, dst, off, uint64(len(piece)))
+		var cb *wgpu.CommandBuffer
+		if err == nil {
+			cb, err = enc.Finish(nil)
+		}
+		enc.Release()
+		if err != nil {
+			return fail(err)
+		}
+		g.queue.Submit(cb)
+		cb.Release()
+	}
+	return dst, nil
+}
+
+// parallelCopy copies src into dst (len(dst) ≥ len(src)), in 4 MB parts
+// on several goroutines when src is larger than that.
+func parallelCopy(dst, src []byte) {
+	const part = 4 << 20
+	if len(src) <= part {
+		copy(dst, src)
+		return
+	}
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(src); lo += part {
+		hi := min(lo+part, len(src))
+		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+	}
+	wg.Wait()
+}
 
 var hexName = regexp.MustCompile(`^(0x)?[0-9a-fA-F]*$`)
 

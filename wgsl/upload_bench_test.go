@@ -14,10 +14,12 @@ import (
 
 // BenchmarkUpload times getting size bytes from the host into a storage
 // buffer, up to the GPU holding them (each iteration ends with a 4-byte
-// read back of the buffer), three ways: upload's CreateBufferInit (a
-// buffer mapped at creation, one copy, unmap); the same buffer filled by
-// GOMAXPROCS goroutines; and one buffer made once and refilled with
-// Queue.WriteBuffer. GB/s is size over the time per iteration.
+// read back of the buffer), four ways: CreateBufferInit (a buffer mapped
+// at creation, one copy, unmap: upload before); upload (two staging
+// buffers made once, pieces copied through them); a buffer mapped at
+// creation filled by GOMAXPROCS goroutines; one buffer made once and
+// refilled with Queue.WriteBuffer. GB/s is size over the time per
+// iteration.
 func BenchmarkUpload(b *testing.B) {
 	r := testGPU(b)
 	g, ok := r.be.(*gpu)
@@ -47,8 +49,18 @@ func BenchmarkUpload(b *testing.B) {
 			b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		}
 		b.Run(fmt.Sprintf("init/%dMB", mb), func(b *testing.B) {
-			defer func(old int) { uploadPiece = old }(uploadPiece)
-			uploadPiece = 0
+			for b.Loop() {
+				buf, err := g.dev.CreateBufferInit(&wgpu.BufferInitDescriptor{Label: "bench", Contents: data, Usage: storageUsage})
+				if err != nil {
+					b.Fatal(err)
+				}
+				check(b, buf)
+				buf.Destroy()
+				buf.Release()
+			}
+			report(b)
+		})
+		b.Run(fmt.Sprintf("upload/%dMB", mb), func(b *testing.B) {
 			for b.Loop() {
 				x, err := g.upload("bench", data)
 				if err != nil {
@@ -59,21 +71,6 @@ func BenchmarkUpload(b *testing.B) {
 			}
 			report(b)
 		})
-		for _, piece := range []int{4, 16, 64} {
-			b.Run(fmt.Sprintf("upload-pieces-%dMB/%dMB", piece, mb), func(b *testing.B) {
-				defer func(old int) { uploadPiece = old }(uploadPiece)
-				uploadPiece = piece << 20
-				for b.Loop() {
-					x, err := g.upload("bench", data)
-					if err != nil {
-						b.Fatal(err)
-					}
-					check(b, x.(*gpuBuffer).b)
-					g.free(x)
-				}
-				report(b)
-			})
-		}
 		b.Run(fmt.Sprintf("mapped-parallel/%dMB", mb), func(b *testing.B) {
 			for b.Loop() {
 				buf, err := g.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "bench", Size: uint64(size), Usage: storageUsage, MappedAtCreation: true})
