@@ -1,0 +1,145 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL eaxArg+0(FP), AX
+	MOVL ecxArg+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
+
+// func xgetbv() (eax, edx uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, eax+0(FP)
+	MOVL DX, edx+4(FP)
+	RET
+
+// func encodeVecAsm(dst *uint16, stride int, src *float32, n int, scale float32, div int, vp *vecParams) (done int)
+//
+// Eight lanes at a time, the operations of encodeLoop for a normal float32
+// quotient b (bits), with eb its biased exponent:
+//
+//	m     = b&0x7fffff | 0x800000
+//	teb   = max(eb, emin+127)
+//	shift = 23 − mbits + (teb − eb)          (VPSRLVD gives 0 for counts ≥ 32,
+//	q     = (m + 2^(shift−1) − 1 + (m>>shift)&1) >> shift      as shift < 32 guards)
+//	code  = (teb − (emin+127))<<mbits + q
+//	code  = over                     if eb > emax+127 or code > maxCode
+//	sign  = (b >> (32−CodeBits)) & signBit, cleared when code = 0 and the format has no −0
+//
+// A vector with any lane whose (b & mask) is not in [0x800000, 0x7f7fffff]
+// (signed compares: with mask all ones, a negative input of an unsigned
+// format is below) stops the loop before it. The offsets into vp are the
+// vp* indices of encvec.go times 32.
+//
+// The codes go to dst[i·stride]: 16 bytes at once for stride 1, a VPEXTRW
+// a lane otherwise.
+//
+// Registers: DI dst, R9 stride in bytes, R10 3×R9, SI src, CX elements
+// left, DX vp, AX done, R8 div;
+// Y15 mask, Y14 emin+127, Y11 ones, Y10 0x7fffff, Y5 scale, X12 mbits,
+// X13 32−CodeBits.
+TEXT ·encodeVecAsm(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ stride+8(FP), R9
+	SHLQ $1, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ div+40(FP), R8
+	MOVQ vp+48(FP), DX
+	XORQ AX, AX
+	VBROADCASTSS scale+32(FP), Y5
+	VMOVDQU 0(DX), Y15
+	VMOVDQU 32(DX), Y14
+	VMOVDQU 384(DX), Y11
+	VMOVDQU 352(DX), Y10
+	VMOVD   416(DX), X12
+	VMOVD   448(DX), X13
+
+loop:
+	CMPQ CX, $8
+	JLT  ret
+	VMOVDQU (SI), Y0
+	TESTQ   R8, R8
+	JZ      nodiv
+	VDIVPS  Y5, Y0, Y0
+
+nodiv:
+	// Normal lanes: frac < t ≤ top.
+	VPAND     Y15, Y0, Y1
+	VPCMPGTD  Y10, Y1, Y2
+	VPCMPGTD  320(DX), Y1, Y3
+	VPANDN    Y2, Y3, Y2
+	VMOVMSKPS Y2, BX
+	CMPL      BX, $0xff
+	JNE       ret
+
+	VPAND    256(DX), Y0, Y1 // abs
+	VPSRLD   $23, Y1, Y2     // eb
+	VPAND    Y10, Y1, Y3
+	VPOR     288(DX), Y3, Y3 // m
+	VPMAXSD  Y14, Y2, Y4     // teb
+	VPSUBD   Y2, Y4, Y6
+	VPADDD   224(DX), Y6, Y6 // shift
+	VPSRLVD  Y6, Y3, Y7
+	VPAND    Y11, Y7, Y7     // (m >> shift) & 1
+	VPADDD   Y7, Y3, Y7
+	VPSUBD   Y11, Y6, Y8
+	VPSLLVD  Y8, Y11, Y8     // 2^(shift−1)
+	VPADDD   Y8, Y7, Y7
+	VPSUBD   Y11, Y7, Y7
+	VPSRLVD  Y6, Y7, Y7      // q
+	VPSUBD   Y14, Y4, Y4
+	VPSLLD   X12, Y4, Y4
+	VPADDD   Y7, Y4, Y4      // code
+	VPCMPGTD 64(DX), Y2, Y2  // eb > emax+127
+	VPCMPGTD 96(DX), Y4, Y6  // code > maxCode
+	VPOR     Y6, Y2, Y2
+	VPBLENDVB Y2, 128(DX), Y4, Y4 // over where either
+
+	VPSRLD   X13, Y0, Y6
+	VPAND    160(DX), Y6, Y6 // sign
+	VPXOR    Y7, Y7, Y7
+	VPCMPEQD Y7, Y4, Y7
+	VPAND    192(DX), Y7, Y7 // code 0 of a format without −0
+	VPANDN   Y6, Y7, Y6
+	VPOR     Y6, Y4, Y4
+
+	VEXTRACTI128 $1, Y4, X6
+	VPACKUSDW    X6, X4, X4
+	CMPQ         R9, $2
+	JNE          strided
+	VMOVDQU      X4, (DI)
+	ADDQ         $16, DI
+	JMP          next
+
+strided:
+	VPEXTRW $0, X4, (DI)
+	VPEXTRW $1, X4, (DI)(R9*1)
+	VPEXTRW $2, X4, (DI)(R9*2)
+	VPEXTRW $3, X4, (DI)(R10*1)
+	LEAQ    (DI)(R9*4), DI
+	VPEXTRW $4, X4, (DI)
+	VPEXTRW $5, X4, (DI)(R9*1)
+	VPEXTRW $6, X4, (DI)(R9*2)
+	VPEXTRW $7, X4, (DI)(R10*1)
+	LEAQ    (DI)(R9*4), DI
+
+next:
+	ADDQ $32, SI
+	SUBQ $8, CX
+	ADDQ $8, AX
+	JMP  loop
+
+ret:
+	VZEROUPPER
+	MOVQ AX, done+56(FP)
+	RET
