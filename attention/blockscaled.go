@@ -97,8 +97,13 @@ func (q *tokenQuant) quantBlock(x []float32, out []uint8, stride int) uint8 {
 	}
 	s, code := q.blockScale(a)
 	div := s * q.tensor
-	for i, y := range x {
-		out[i*stride] = uint8(q.elemCode(y, div))
+	var codes [codeChunk]uint16
+	for lo := 0; lo < len(x); lo += codeChunk {
+		blk := x[lo:min(lo+codeChunk, len(x))]
+		q.elemCodes(codes[:len(blk)], blk, div)
+		for i, c := range codes[:len(blk)] {
+			out[(lo+i)*stride] = uint8(c)
+		}
 	}
 	return code
 }

@@ -568,50 +568,51 @@ func (q *tokenQuant) group(h, d int) int {
 }
 
 // quantize stores x (dim values of head h) and writes the MMA's codes to
-// out (out[i·stride]).
+// out (out[i·stride]). The element codes are converted a slice at a time
+// (fp8.Format.EncodeScaled, elemCodes: the codes of the element-wise rule
+// below, bit for bit), then finish turns them into the MMA's.
 func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 	elem := q.f.Elem()
-	put := func(i int, code uint32, scale float32) {
-		switch {
-		case q.path == PathDirect:
-			out[i*stride] = uint16(code)
-		case scale == 0:
-			out[i*stride] = uint16(q.dt.Encode(0, fp8.SatFinite))
-		default:
-			v := q.elemVal[code] * scale
-			if q.tensor != 1 {
-				v *= q.tensor
-			}
-			out[i*stride] = uint16(q.dt.Encode(v, fp8.SatFinite))
-		}
-	}
 	switch {
 	case !q.f.Scaled() && q.f.Block() == 0: // bf16, f16
+		if q.dt == elem {
+			elem.EncodeSlice(out, stride, x, fp8.SatFinite)
+			return
+		}
 		for i, y := range x {
 			c := elem.Encode(y, fp8.SatFinite)
-			if q.dt != elem {
-				c = q.dt.Encode(float32(elem.Value(c)), fp8.SatFinite)
-			}
+			c = q.dt.Encode(float32(elem.Value(c)), fp8.SatFinite)
 			out[i*stride] = uint16(c)
 		}
-	case q.f.Scaled():
-		tokenScale := float32(0)
+	case q.f.Scaled() && q.g == PerChannel:
+		for i, y := range x {
+			s := q.static[q.group(h, i)]
+			q.put(out, i*stride, elem.Encode(y/s, q.sat), s)
+		}
+	case q.f.Scaled(): // one scale for the token's head
+		var s float32
 		if q.g == PerTokenHead {
 			var a float32
 			for _, y := range x {
 				a = max(a, abs32(y))
 			}
-			tokenScale = fp8.AmaxScale(a, elem)
+			s = fp8.AmaxScale(a, elem)
+		} else {
+			s = q.static[q.group(h, 0)]
 		}
-		for i, y := range x {
-			s := tokenScale
-			if q.g != PerTokenHead {
-				s = q.static[q.group(h, i)]
-			}
-			put(i, elem.Encode(y/s, q.sat), s)
+		if q.path == PathDirect {
+			elem.EncodeScaled(out, stride, x, s, q.sat)
+			return
+		}
+		var codes [codeChunk]uint16
+		for lo := 0; lo < len(x); lo += codeChunk {
+			blk := x[lo:min(lo+codeChunk, len(x))]
+			elem.EncodeScaled(codes[:], 1, blk, s, q.sat)
+			q.finish(codes[:len(blk)], s, out[lo*stride:], stride)
 		}
 	default: // block formats
 		b := q.f.Block()
+		var codes [codeChunk]uint16
 		for lo := 0; lo < len(x); lo += b {
 			blk := x[lo : lo+b]
 			var a float32
@@ -619,10 +620,85 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 				a = max(a, abs32(y))
 			}
 			s, _ := q.blockScale(a)
-			div := s * q.tensor
-			for j, y := range blk {
-				put(lo+j, q.elemCode(y, div), s)
+			for c := 0; c < b; c += codeChunk {
+				sub := blk[c:min(c+codeChunk, b)]
+				q.elemCodes(codes[:len(sub)], sub, s*q.tensor)
+				q.finish(codes[:len(sub)], s, out[(lo+c)*stride:], stride)
 			}
+		}
+	}
+}
+
+// codeChunk is the number of element codes quantize converts at a time.
+const codeChunk = 128
+
+// put writes the MMA's code of an element whose element code is code and
+// whose scale is scale at out[i]: the code itself (PathDirect), or code ×
+// scale (× the tensor scale) in FP32 rounded to the MMA's format (RNE,
+// satfinite), the code of 0 for a zero scale.
+func (q *tokenQuant) put(out []uint16, i int, code uint32, scale float32) {
+	switch {
+	case q.path == PathDirect:
+		out[i] = uint16(code)
+	case scale == 0:
+		out[i] = uint16(q.dt.Encode(0, fp8.SatFinite))
+	default:
+		v := q.elemVal[code] * scale
+		if q.tensor != 1 {
+			v *= q.tensor
+		}
+		out[i] = uint16(q.dt.Encode(v, fp8.SatFinite))
+	}
+}
+
+// finish is put of each of codes (one scale), to out[i·stride]: the same
+// FP32 operations in the same order, the rounding to the MMA's format a
+// slice at a time (fp8.Format.EncodeSlice: Encode's codes).
+func (q *tokenQuant) finish(codes []uint16, scale float32, out []uint16, stride int) {
+	switch {
+	case q.path == PathDirect:
+		for i, c := range codes {
+			out[i*stride] = c
+		}
+		return
+	case scale == 0:
+		z := uint16(q.dt.Encode(0, fp8.SatFinite))
+		for i := range codes {
+			out[i*stride] = z
+		}
+		return
+	}
+	var v [codeChunk]float32
+	for i, c := range codes {
+		y := q.elemVal[c] * scale
+		if q.tensor != 1 {
+			y *= q.tensor
+		}
+		v[i] = y
+	}
+	q.dt.EncodeSlice(out, stride, v[:len(codes)], fp8.SatFinite)
+}
+
+// elemCodes writes elemCode(x[i], div) to dst[i] for every i, the element
+// codes of a block a slice at a time: e4m3 through fp8.Format.EncodeScaled
+// (EncodeE4M3's codes), e2m1 too for a finite div (its NaN quotients, which
+// are then exactly the NaN elements, set to +0 after, as encodeE2M1 does).
+func (q *tokenQuant) elemCodes(dst []uint16, x []float32, div float32) {
+	switch elem := q.f.Elem(); {
+	case div == 0:
+		clear(dst[:len(x)])
+	case elem == fp8.FormatE4M3:
+		elem.EncodeScaled(dst, 1, x, div, fp8.SatFinite)
+	case elem == fp8.FormatE2M1 && !math.IsNaN(float64(div)) && !math.IsInf(float64(div), 0):
+		elem.EncodeScaled(dst, 1, x, div, fp8.SatFinite)
+		for i, y := range x {
+			if y != y {
+				dst[i] = 0
+			}
+		}
+	default:
+		for i, y := range x {
+			dst[i] = uint16(q.elemCode(y, div))
 		}
 	}
 }
