@@ -15,8 +15,35 @@ import "math"
 // vecLanes is the number of float32 the vector kernel converts at a time.
 const vecLanes = 8
 
-// encodeBF16 is the bf16 loop: BF16FromFloat32 of each quotient, inlined.
+// encodeBF16 is the bf16 loop: BF16FromFloat32 of each quotient, 8 at a
+// time with AVX2 where the build has it (a vector holding a NaN quotient,
+// and the last len(src) mod 8, take encodeBF16Loop).
 func encodeBF16(dst []uint16, stride int, src []float32, scale float32, divide bool) {
+	if !haveEncodeAsm || len(src) < vecLanes {
+		encodeBF16Loop(dst, stride, src, scale, divide)
+		return
+	}
+	div := 0
+	if divide && scale != 1 {
+		div = 1
+	}
+	for i := 0; i < len(src); {
+		n := len(src) - i
+		if n < vecLanes {
+			encodeBF16Loop(dst[i*stride:], stride, src[i:], scale, divide)
+			return
+		}
+		done := encodeBF16Asm(&dst[i*stride], stride, &src[i], n, scale, div)
+		i += done
+		if done < n&^(vecLanes-1) {
+			encodeBF16Loop(dst[i*stride:], stride, src[i:i+vecLanes], scale, divide)
+			i += vecLanes
+		}
+	}
+}
+
+// encodeBF16Loop is BF16FromFloat32 of each quotient, inlined.
+func encodeBF16Loop(dst []uint16, stride int, src []float32, scale float32, divide bool) {
 	skip := !divide || scale == 1
 	k := 0
 	for _, x := range src {

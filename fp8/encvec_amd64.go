@@ -41,3 +41,10 @@ func detectAVX2() bool {
 //
 //go:noescape
 func encodeVecAsm(dst *uint16, stride int, src *float32, n int, scale float32, div int, vp *vecParams) (done int)
+
+// encodeBF16Asm is encodeVecAsm for bf16 (BF16FromFloat32 of each
+// quotient), stopping before the first vector that holds a NaN quotient;
+// see encvec_amd64.s.
+//
+//go:noescape
+func encodeBF16Asm(dst *uint16, stride int, src *float32, n int, scale float32, div int) (done int)

@@ -143,3 +143,82 @@ ret:
 	VZEROUPPER
 	MOVQ AX, done+56(FP)
 	RET
+
+// func encodeBF16Asm(dst *uint16, stride int, src *float32, n int, scale float32, div int) (done int)
+//
+// BF16FromFloat32 of src[i]/scale (div 1) or src[i] (div 0), eight lanes at
+// a time, to dst[i·stride]: (b + 0x7fff + (b>>16)&1) >> 16, stopping before
+// the first vector holding a NaN quotient (whose code keeps its payload:
+// encodeBF16 converts it). The stores are encodeVecAsm's.
+TEXT ·encodeBF16Asm(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ stride+8(FP), R9
+	SHLQ $1, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ div+40(FP), R8
+	XORQ AX, AX
+	VBROADCASTSS scale+32(FP), Y5
+	MOVL $0x7fffffff, BX
+	VMOVD BX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x7f800000, BX
+	VMOVD BX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $1, BX
+	VMOVD BX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x7fff, BX
+	VMOVD BX, X12
+	VPBROADCASTD X12, Y12
+
+bloop:
+	CMPQ CX, $8
+	JLT  bret
+	VMOVDQU (SI), Y0
+	TESTQ   R8, R8
+	JZ      bnodiv
+	VDIVPS  Y5, Y0, Y0
+
+bnodiv:
+	VPAND    Y15, Y0, Y1
+	VPCMPGTD Y14, Y1, Y2 // NaN lanes: |b| > 0x7f800000
+	VPTEST   Y2, Y2
+	JNZ      bret
+	VPSRLD   $16, Y0, Y3
+	VPAND    Y13, Y3, Y3
+	VPADDD   Y12, Y0, Y4
+	VPADDD   Y3, Y4, Y4
+	VPSRLD   $16, Y4, Y4
+
+	VEXTRACTI128 $1, Y4, X6
+	VPACKUSDW    X6, X4, X4
+	CMPQ         R9, $2
+	JNE          bstrided
+	VMOVDQU      X4, (DI)
+	ADDQ         $16, DI
+	JMP          bnext
+
+bstrided:
+	VPEXTRW $0, X4, (DI)
+	VPEXTRW $1, X4, (DI)(R9*1)
+	VPEXTRW $2, X4, (DI)(R9*2)
+	VPEXTRW $3, X4, (DI)(R10*1)
+	LEAQ    (DI)(R9*4), DI
+	VPEXTRW $4, X4, (DI)
+	VPEXTRW $5, X4, (DI)(R9*1)
+	VPEXTRW $6, X4, (DI)(R9*2)
+	VPEXTRW $7, X4, (DI)(R10*1)
+	LEAQ    (DI)(R9*4), DI
+
+bnext:
+	ADDQ $32, SI
+	SUBQ $8, CX
+	ADDQ $8, AX
+	JMP  bloop
+
+bret:
+	VZEROUPPER
+	MOVQ AX, done+48(FP)
+	RET

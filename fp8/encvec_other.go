@@ -9,3 +9,7 @@ const haveEncodeAsm = false
 func encodeVecAsm(dst *uint16, stride int, src *float32, n int, scale float32, div int, vp *vecParams) (done int) {
 	panic("fp8: no vector kernel on this build")
 }
+
+func encodeBF16Asm(dst *uint16, stride int, src *float32, n int, scale float32, div int) (done int) {
+	panic("fp8: no vector kernel on this build")
+}

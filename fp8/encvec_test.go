@@ -59,9 +59,6 @@ func TestEncodeVecEqualsScalar(t *testing.T) {
 	shuffled := append([]float32(nil), xs...)
 	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	for _, f := range Formats() {
-		if encTable[f] == nil {
-			continue
-		}
 		for _, sat := range []Saturation{SatFinite, NoSat} {
 			for _, scale := range []float32{1, 0.37, 3e-3, 1e4, 0.25, -2, 1.0 / 448} {
 				for _, in := range [][]float32{xs, shuffled} {
@@ -107,6 +104,34 @@ func TestEncodeVecEqualsScalar(t *testing.T) {
 				}
 			}
 		}
+	}
+	// bf16: every non-NaN quotient is converted by the kernel (zeros,
+	// subnormals and infs included), a NaN stops it.
+	finite := make([]float32, 0, len(xs))
+	for _, x := range xs {
+		if x == x {
+			finite = append(finite, x)
+		}
+	}
+	finite = finite[:len(finite)&^7]
+	for _, div := range []int{0, 1} {
+		bdst := make([]uint16, len(finite))
+		if done := encodeBF16Asm(&bdst[0], 1, &finite[0], len(finite), 0.37, div); done != len(finite) {
+			t.Fatalf("bf16 div %d: the kernel converted %d of %d non-NaN inputs", div, done, len(finite))
+		}
+		for i, x := range finite {
+			if div == 1 {
+				x /= 0.37
+			}
+			if want := uint16(BF16FromFloat32(x)); bdst[i] != want {
+				t.Fatalf("bf16 div %d: kernel gives %#x for %g, BF16FromFloat32 %#x", div, bdst[i], x, want)
+			}
+		}
+	}
+	nan := append([]float32(nil), finite[:24]...)
+	nan[17] = float32(math.NaN())
+	if done := encodeBF16Asm(&dst[0], 1, &nan[0], len(nan), 1, 0); done != 16 {
+		t.Errorf("bf16: a NaN in the third vector: the kernel converted %d, want 16", done)
 	}
 	// A special lane stops the kernel before its vector.
 	in := append([]float32(nil), normal[:32]...)
