@@ -128,9 +128,9 @@ const (
 	vpSignBit           // sign bit of a code, 0 for unsigned formats
 	vpNotNegZero        // all ones when the format has no −0 (a code 0 loses its sign)
 	vpShift0            // 23 − mbits
-	vpAbs               // 0x7fffffff
+	vpSpecial           // 0xfeffffff: (b&mask) + vpBias above it (signed) is a special lane
 	vpHidden            // 0x800000
-	vpTop               // 0x7f7fffff, the largest finite float32
+	vpBias              // 0x7f800000
 	vpFrac              // 0x7fffff
 	vpOne               // 1
 	vpMbits             // mbits (lane 0: a shift count)
@@ -169,9 +169,9 @@ func (p *encParams) initVec(codeBits int) {
 			set(vpNotNegZero, 0xffffffff)
 		}
 		set(vpShift0, 23-uint32(p.mbits))
-		set(vpAbs, 0x7fffffff)
+		set(vpSpecial, 0xfeffffff)
 		set(vpHidden, 0x800000)
-		set(vpTop, 0x7f7fffff)
+		set(vpBias, 0x7f800000)
 		set(vpFrac, 0x7fffff)
 		set(vpOne, 1)
 		v[vpMbits][0] = uint32(p.mbits)

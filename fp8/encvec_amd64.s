@@ -43,7 +43,7 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 // a lane otherwise.
 //
 // Registers: DI dst, R9 stride in bytes, R10 3×R9, SI src, CX elements
-// left, DX vp, AX done, R8 div;
+// left, DX vp, AX done, R8 div, R11 not −0;
 // Y15 mask, Y14 emin+127, Y11 ones, Y10 0x7fffff, Y5 scale, X12 mbits,
 // X13 32−CodeBits.
 TEXT ·encodeVecAsm(SB), NOSPLIT, $0-64
@@ -63,6 +63,7 @@ TEXT ·encodeVecAsm(SB), NOSPLIT, $0-64
 	VMOVDQU 352(DX), Y10
 	VMOVD   416(DX), X12
 	VMOVD   448(DX), X13
+	MOVL    192(DX), R11 // all ones: the format has no −0
 
 loop:
 	CMPQ CX, $8
@@ -73,18 +74,18 @@ loop:
 	VDIVPS  Y5, Y0, Y0
 
 nodiv:
-	// Normal lanes: frac < t ≤ top.
-	VPAND     Y15, Y0, Y1
-	VPCMPGTD  Y10, Y1, Y2
-	VPCMPGTD  320(DX), Y1, Y3
-	VPANDN    Y2, Y3, Y2
-	VMOVMSKPS Y2, BX
-	CMPL      BX, $0xff
-	JNE       ret
+	// Special lanes: t = b & mask outside [0x800000, 0x7f7fffff], that is
+	// t − 0x800000 ≥ 0x7f000000 unsigned, or t + 0x7f800000 (the same
+	// difference with its top bit flipped) > 0xfeffffff signed.
+	VPAND    Y15, Y0, Y1
+	VPADDD   320(DX), Y1, Y1
+	VPCMPGTD 256(DX), Y1, Y1
+	VPTEST   Y1, Y1
+	JNZ      ret
 
-	VPAND    256(DX), Y0, Y1 // abs
-	VPSRLD   $23, Y1, Y2     // eb
-	VPAND    Y10, Y1, Y3
+	VPSLLD   $1, Y0, Y2
+	VPSRLD   $24, Y2, Y2     // eb
+	VPAND    Y10, Y0, Y3
 	VPOR     288(DX), Y3, Y3 // m
 	VPMAXSD  Y14, Y2, Y4     // teb
 	VPSUBD   Y2, Y4, Y6
@@ -107,10 +108,13 @@ nodiv:
 
 	VPSRLD   X13, Y0, Y6
 	VPAND    160(DX), Y6, Y6 // sign
+	TESTQ    R11, R11
+	JZ       signed0
 	VPXOR    Y7, Y7, Y7
 	VPCMPEQD Y7, Y4, Y7
-	VPAND    192(DX), Y7, Y7 // code 0 of a format without −0
-	VPANDN   Y6, Y7, Y6
+	VPANDN   Y6, Y7, Y6      // code 0 of a format without −0: no sign
+
+signed0:
 	VPOR     Y6, Y4, Y4
 
 	VEXTRACTI128 $1, Y4, X6
