@@ -83,10 +83,7 @@ func newBlockQuant(f KVFormat) *tokenQuant {
 // returns its scale code, by QuantizeKV's rule (blockScale, elemCode); a
 // block holding NaN or ±inf gets the NaN scale code and zero elements.
 func (q *tokenQuant) quantBlock(x []float32, out []uint8, stride int) uint8 {
-	var a float32
-	for _, y := range x {
-		a = max(a, abs32(y)) // NaN if any y is NaN
-	}
+	a := amax32(x) // NaN if any y is NaN
 	if a != a || math.IsInf(float64(a), 0) {
 		for i := range x {
 			out[i*stride] = 0

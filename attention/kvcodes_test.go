@@ -187,3 +187,72 @@ func TestQuantizeKVCodesElementwise(t *testing.T) {
 		}
 	}
 }
+
+// TestAmax32 checks amax32 against the float loop it replaces: the same
+// bits, or NaN both, on slices with zeros of both signs, subnormals, infs
+// and NaNs; and the static scales newTokenQuant computes with it against
+// the float loop's, for every granularity.
+func TestAmax32(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 55))
+	specials := []float32{0, float32(math.Copysign(0, -1)), math.Float32frombits(1), math.Float32frombits(0x807fffff),
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0xffc00001), math.MaxFloat32, -math.MaxFloat32}
+	for n := 0; n < 300; n++ {
+		x := make([]float32, n%40)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * math.Ldexp(1, r.IntN(60)-30))
+			if r.IntN(6) == 0 {
+				x[i] = specials[r.IntN(len(specials))]
+			}
+		}
+		var want float32
+		for _, y := range x {
+			want = max(want, abs32(y))
+		}
+		got := amax32(x)
+		if !(got == want && math.Float32bits(got) == math.Float32bits(want) || got != got && want != want) {
+			t.Fatalf("%v: amax32 %g, the float loop %g", x, got, want)
+		}
+	}
+	const tokens, heads, dim = 9, 3, 16
+	for _, withNaN := range []bool{false, true} {
+		x := make([]float32, tokens*heads*dim)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * math.Ldexp(1, r.IntN(20)-10))
+		}
+		if withNaN {
+			x[dim+3] = float32(math.NaN())
+		}
+		for _, g := range []Granularity{PerTensor, PerHead, PerChannel} {
+			for _, f := range []KVFormat{KVE4M3, KVE5M2} {
+				spec := KVSpec{Format: f, KScales: g, Scale: ScaleAmax}
+				q := newTokenQuant(x, tokens, heads, dim, spec, g)
+				amax := make([]float32, len(q.static))
+				for tok := 0; tok < tokens; tok++ {
+					for h := 0; h < heads; h++ {
+						for d := 0; d < dim; d++ {
+							i := q.group(h, d)
+							amax[i] = max(amax[i], abs32(x[(tok*heads+h)*dim+d]))
+						}
+					}
+				}
+				for i, a := range amax {
+					if want := fp8.AmaxScale(a, f.Elem()); q.static[i] != want {
+						t.Fatalf("%s %s NaN %v: scale %d is %g, want %g", f, g, withNaN, i, q.static[i], want)
+					}
+				}
+			}
+		}
+		q := newTokenQuant(x, tokens, heads, dim, KVSpec{Format: KVNVFP4, Scale: ScaleAmax}, PerTensor)
+		var a float32
+		for _, y := range x {
+			a = max(a, abs32(y))
+		}
+		want := float32(1)
+		if a > 0 && !math.IsInf(float64(a), 0) {
+			want = a / (448 * 6)
+		}
+		if q.tensor != want {
+			t.Fatalf("nvfp4 NaN %v: tensor scale %g, want %g", withNaN, q.tensor, want)
+		}
+	}
+}

@@ -533,9 +533,15 @@ func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granulari
 		if spec.Scale != ScaleOne {
 			for t := 0; t < calib; t++ {
 				for h := 0; h < heads; h++ {
-					for d := 0; d < dim; d++ {
+					row := x[(t*heads+h)*dim:][:dim]
+					if g != PerChannel { // one group for the row
+						i := q.group(h, 0)
+						amax[i] = max(amax[i], amax32(row))
+						continue
+					}
+					for d, y := range row {
 						i := q.group(h, d)
-						amax[i] = max(amax[i], abs32(x[(t*heads+h)*dim+d]))
+						amax[i] = max(amax[i], abs32(y))
 					}
 				}
 			}
@@ -545,11 +551,7 @@ func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granulari
 			q.static[i] = fp8.AmaxScale(a, elem) // 1.0 for ScaleOne (amax 0)
 		}
 	case q.f.TensorScale() && spec.Scale != ScaleOne:
-		var a float32
-		for _, y := range x[:calib*heads*dim] {
-			a = max(a, abs32(y))
-		}
-		if a > 0 && !math.IsInf(float64(a), 0) {
+		if a := amax32(x[:calib*heads*dim]); a > 0 && !math.IsInf(float64(a), 0) {
 			q.tensor = a / (fp8.MaxFinite(q.f.BlockScale()) * fp8.MaxFinite(elem)) // NVFP4: 448·6
 		}
 	}
@@ -592,11 +594,7 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 	case q.f.Scaled(): // one scale for the token's head
 		var s float32
 		if q.g == PerTokenHead {
-			var a float32
-			for _, y := range x {
-				a = max(a, abs32(y))
-			}
-			s = fp8.AmaxScale(a, elem)
+			s = fp8.AmaxScale(amax32(x), elem)
 		} else {
 			s = q.static[q.group(h, 0)]
 		}
@@ -615,11 +613,7 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 		var codes [codeChunk]uint16
 		for lo := 0; lo < len(x); lo += b {
 			blk := x[lo : lo+b]
-			var a float32
-			for _, y := range blk {
-				a = max(a, abs32(y))
-			}
-			s, _ := q.blockScale(a)
+			s, _ := q.blockScale(amax32(blk))
 			for c := 0; c < b; c += codeChunk {
 				sub := blk[c:min(c+codeChunk, b)]
 				q.elemCodes(codes[:len(sub)], sub, s*q.tensor)
@@ -747,6 +741,19 @@ func encodeE2M1(x float32) uint32 {
 }
 
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
+
+// amax32 is the largest magnitude in x, what a = max(a, abs32(y)) over x
+// from a = 0 gives, NaN (of some payload) when any y is NaN, computed on
+// the bit patterns: for magnitudes that are not NaN, the order of the
+// floats is the order of their bits, and a NaN's bits are above every
+// other's. The callers only test the result for NaN (a != a, !(a > 0)).
+func amax32(x []float32) float32 {
+	var m uint32
+	for _, y := range x {
+		m = max(m, math.Float32bits(y)&0x7fffffff)
+	}
+	return math.Float32frombits(m)
+}
 
 // mxScale is the OCP MX shared scale of a block with largest magnitude a:
 // 2^(floor(log2 a) − emax), emax the element format's largest exponent,
