@@ -226,8 +226,8 @@ func EncodeFloat32(f Format, x float32, sat Saturation) uint32 {
 // NaN (x/1 == x for those; a NaN still takes x/scale, so its payload is
 // what the division gives); the formats of at most 8 bits convert 8
 // elements at a time with AVX2 where the CPU has it (amd64 without the
-// purego tag), any vector holding a zero, subnormal, inf, NaN or, for an
-// unsigned format, negative quotient taking the scalar loop.
+// purego tag), any vector holding an inf, NaN or, for an unsigned format,
+// negative quotient taking the scalar loop.
 func (f Format) EncodeScaled(dst []uint16, stride int, src []float32, scale float32, sat Saturation) {
 	f.encodeScaled(dst, stride, src, scale, true, sat)
 }

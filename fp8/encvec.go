@@ -128,9 +128,9 @@ const (
 	vpSignBit           // sign bit of a code, 0 for unsigned formats
 	vpNotNegZero        // all ones when the format has no −0 (a code 0 loses its sign)
 	vpShift0            // 23 − mbits
-	vpSpecial           // 0xfeffffff: (b&mask) + vpBias above it (signed) is a special lane
+	vpSpecial           // 0xff7fffff: (b&mask) + vpBias above it (signed) is a special lane
 	vpHidden            // 0x800000
-	vpBias              // 0x7f800000
+	vpBias              // 0x80000000
 	vpFrac              // 0x7fffff
 	vpOne               // 1
 	vpMbits             // mbits (lane 0: a shift count)
@@ -169,9 +169,9 @@ func (p *encParams) initVec(codeBits int) {
 			set(vpNotNegZero, 0xffffffff)
 		}
 		set(vpShift0, 23-uint32(p.mbits))
-		set(vpSpecial, 0xfeffffff)
+		set(vpSpecial, 0xff7fffff)
 		set(vpHidden, 0x800000)
-		set(vpBias, 0x7f800000)
+		set(vpBias, 0x80000000)
 		set(vpFrac, 0x7fffff)
 		set(vpOne, 1)
 		v[vpMbits][0] = uint32(p.mbits)
@@ -180,8 +180,9 @@ func (p *encParams) initVec(codeBits int) {
 }
 
 // encodeVec converts src with the vector kernel, 8 elements at a time; a
-// vector the kernel stops at (one holding a special lane) and the last
-// len(src) mod 8 take encodeLoop.
+// vector the kernel stops at (one holding an inf or NaN quotient, or a
+// negative one of an unsigned format) and the last len(src) mod 8 take
+// encodeLoop.
 func (p *encParams) encodeVec(dst []uint16, stride int, src []float32, scale float32, divide bool, sat Saturation) {
 	vp := p.vec(sat)
 	div := 0

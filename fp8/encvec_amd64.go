@@ -34,10 +34,10 @@ func detectAVX2() bool {
 // encodeVecAsm converts whole vectors of 8 float32 from src (n elements,
 // the last n mod 8 left alone) to codes at dst[i·stride], src[i]/scale
 // when div is 1 (src[i] when 0), stopping before the first vector that
-// holds a lane whose quotient is zero, subnormal, inf, NaN or, for an
-// unsigned format (vp's mask all ones), negative. It returns the number of
-// elements converted, a multiple of 8. Each lane's code is encodeLoop's
-// for a normal quotient; see encvec_amd64.s.
+// holds a lane whose quotient is inf, NaN or, for an unsigned format (vp's
+// mask all ones), negative. It returns the number of elements converted, a
+// multiple of 8. Each lane's code is encodeLoop's (zeros and subnormals
+// included); see encvec_amd64.s.
 //
 //go:noescape
 func encodeVecAsm(dst *uint16, stride int, src *float32, n int, scale float32, div int, vp *vecParams) (done int)

@@ -26,7 +26,7 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 // Eight lanes at a time, the operations of encodeLoop for a normal float32
 // quotient b (bits), with eb its biased exponent:
 //
-//	m     = b&0x7fffff | 0x800000
+//	m     = b&0x7fffff | 0x800000, eb = b>>23 & 0xff
 //	teb   = max(eb, emin+127)
 //	shift = 23 − mbits + (teb − eb)          (VPSRLVD gives 0 for counts ≥ 32,
 //	q     = (m + 2^(shift−1) − 1 + (m>>shift)&1) >> shift      as shift < 32 guards)
@@ -34,10 +34,15 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 //	code  = over                     if eb > emax+127 or code > maxCode
 //	sign  = (b >> (32−CodeBits)) & signBit, cleared when code = 0 and the format has no −0
 //
-// A vector with any lane whose (b & mask) is not in [0x800000, 0x7f7fffff]
-// (signed compares: with mask all ones, a negative input of an unsigned
-// format is below) stops the loop before it. The offsets into vp are the
-// vp* indices of encvec.go times 32.
+// A zero or a float32 subnormal b (eb = 0) takes the same operations,
+// read as (0x800000 | fraction) × 2^−150: shift is then at least 32 for
+// every format of the table (emin + 127 ≥ 100), so q = 0 and the code is
+// a zero, with the sign the format gives its zeros, which is what encode
+// gives both (for a subnormal it rounds a value below 2^−126, far under
+// half the smallest subnormal code, to zero). A vector with any lane
+// whose b & mask is above 0x7f7fffff unsigned (inf or NaN; with mask all
+// ones, any negative input of an unsigned format) stops the loop before
+// it. The offsets into vp are the vp* indices of encvec.go times 32.
 //
 // The codes go to dst[i·stride]: 16 bytes at once for stride 1, a VPEXTRW
 // a lane otherwise.
@@ -74,9 +79,8 @@ loop:
 	VDIVPS  Y5, Y0, Y0
 
 nodiv:
-	// Special lanes: t = b & mask outside [0x800000, 0x7f7fffff], that is
-	// t − 0x800000 ≥ 0x7f000000 unsigned, or t + 0x7f800000 (the same
-	// difference with its top bit flipped) > 0xfeffffff signed.
+	// Special lanes: t = b & mask above 0x7f7fffff unsigned, that is
+	// t + 0x80000000 (its top bit flipped) > 0xff7fffff signed.
 	VPAND    Y15, Y0, Y1
 	VPADDD   320(DX), Y1, Y1
 	VPCMPGTD 256(DX), Y1, Y1

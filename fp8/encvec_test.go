@@ -46,7 +46,7 @@ func boundaryInputs() []float32 {
 // other scales and strides 1 and 32, on the boundary inputs and on random
 // bit patterns, shuffled and in runs of normal-only vectors so that the
 // kernel converts most of them itself; and that the kernel does: a slice of
-// normal quotients is converted whole by it.
+// finite quotients is converted whole by it.
 func TestEncodeVecEqualsScalar(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 4))
 	xs := boundaryInputs()
@@ -82,9 +82,11 @@ func TestEncodeVecEqualsScalar(t *testing.T) {
 		t.Log("no vector kernel on this build: the Go loops alone were checked")
 		return
 	}
+	// Every finite quotient (zeros and subnormals included) is the
+	// kernel's, but the negative ones of ue4m3.
 	normal := make([]float32, 0, len(xs))
 	for _, x := range xs {
-		if b := math.Float32bits(x) & 0x7fffffff; b >= 0x800000 && b < 0x7f800000 {
+		if b := math.Float32bits(x) & 0x7fffffff; b < 0x7f800000 {
 			normal = append(normal, x)
 		}
 	}
@@ -94,7 +96,7 @@ func TestEncodeVecEqualsScalar(t *testing.T) {
 		for _, sat := range []Saturation{SatFinite, NoSat} {
 			p := encTable[f]
 			if done := encodeVecAsm(&dst[0], 1, &normal[0], len(normal), 1, 0, p.vec(sat)); done != len(normal) {
-				t.Fatalf("%v: the kernel converted %d of %d normal inputs", f, done, len(normal))
+				t.Fatalf("%v: the kernel converted %d of %d finite inputs", f, done, len(normal))
 			}
 			want := make([]uint16, len(normal))
 			p.encodeLoop(want, 1, normal, 1, false, sat)
@@ -102,6 +104,26 @@ func TestEncodeVecEqualsScalar(t *testing.T) {
 				if dst[i] != want[i] {
 					t.Fatalf("%v %v: kernel gives %#x for %g, the Go loop %#x", f, sat, dst[i], normal[i], want[i])
 				}
+			}
+		}
+	}
+	pos := make([]float32, 0, len(normal))
+	for _, x := range normal {
+		if math.Float32bits(x)>>31 == 0 {
+			pos = append(pos, x)
+		}
+	}
+	pos = pos[:len(pos)&^7]
+	for _, sat := range []Saturation{SatFinite, NoSat} {
+		p := encTable[FormatUE4M3]
+		if done := encodeVecAsm(&dst[0], 1, &pos[0], len(pos), 1, 0, p.vec(sat)); done != len(pos) {
+			t.Fatalf("ue4m3: the kernel converted %d of %d finite non-negative inputs", done, len(pos))
+		}
+		want := make([]uint16, len(pos))
+		p.encodeLoop(want, 1, pos, 1, false, sat)
+		for i := range want {
+			if dst[i] != want[i] {
+				t.Fatalf("ue4m3 %v: kernel gives %#x for %g, the Go loop %#x", sat, dst[i], pos[i], want[i])
 			}
 		}
 	}
@@ -134,15 +156,20 @@ func TestEncodeVecEqualsScalar(t *testing.T) {
 		t.Errorf("bf16: a NaN in the third vector: the kernel converted %d, want 16", done)
 	}
 	// A special lane stops the kernel before its vector.
-	in := append([]float32(nil), normal[:32]...)
-	in[13] = 0
-	if done := encodeVecAsm(&dst[0], 1, &in[0], len(in), 1, 0, encTable[FormatE4M3].vec(SatFinite)); done != 8 {
-		t.Errorf("a zero in the second vector: the kernel converted %d, want 8", done)
+	in := make([]float32, 32)
+	for i := range in {
+		in[i] = float32(i) + 0.5
+	}
+	for _, x := range []float32{float32(math.Inf(-1)), float32(math.NaN())} {
+		in[13] = x
+		if done := encodeVecAsm(&dst[0], 1, &in[0], len(in), 1, 0, encTable[FormatE4M3].vec(SatFinite)); done != 8 {
+			t.Errorf("%g in the second vector: the kernel converted %d, want 8", x, done)
+		}
 	}
 	in[13] = 1
-	in[27] = -1
-	if done := encodeVecAsm(&dst[0], 1, &in[0], len(in), 1, 0, encTable[FormatUE4M3].vec(SatFinite)); done > 24 {
-		t.Errorf("a negative ue4m3 input in the fourth vector: the kernel converted %d, want at most 24", done)
+	in[27] = float32(math.Copysign(0, -1))
+	if done := encodeVecAsm(&dst[0], 1, &in[0], len(in), 1, 0, encTable[FormatUE4M3].vec(SatFinite)); done != 24 {
+		t.Errorf("−0 for ue4m3 in the fourth vector: the kernel converted %d, want 24", done)
 	}
 }
 
