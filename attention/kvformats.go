@@ -744,16 +744,11 @@ func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
 
 // amax32 is the largest magnitude in x, what a = max(a, abs32(y)) over x
 // from a = 0 gives, NaN (of some payload) when any y is NaN, computed on
-// the bit patterns: for magnitudes that are not NaN, the order of the
-// floats is the order of their bits, and a NaN's bits are above every
-// other's. The callers only test the result for NaN (a != a, !(a > 0)).
-func amax32(x []float32) float32 {
-	var m uint32
-	for _, y := range x {
-		m = max(m, math.Float32bits(y)&0x7fffffff)
-	}
-	return math.Float32frombits(m)
-}
+// the bit patterns (fp8.MaxAbs): for magnitudes that are not NaN, the
+// order of the floats is the order of their bits, and a NaN's bits are
+// above every other's. The callers only test a NaN result for being NaN
+// (a != a, !(a > 0)), never its payload.
+func amax32(x []float32) float32 { return fp8.MaxAbs(x) }
 
 // mxScale is the OCP MX shared scale of a block with largest magnitude a:
 // 2^(floor(log2 a) − emax), emax the element format's largest exponent,

@@ -205,3 +205,22 @@ func (p *encParams) encodeVec(dst []uint16, stride int, src []float32, scale flo
 		}
 	}
 }
+
+// MaxAbs returns the largest magnitude in x: the float32 whose bits are the
+// largest of x[i]'s with the sign bit cleared, +0 for an empty x. For x
+// without NaN it is max |x[i]| (+0 for zeros of either sign); when x holds
+// a NaN it is a NaN, the one of largest payload, with the sign bit clear.
+// Magnitudes are ordered as their bit patterns are, so no float compare is
+// made; on amd64 with AVX2 (without the purego tag) 16 elements at a time.
+func MaxAbs(x []float32) float32 {
+	var m uint32
+	i := 0
+	if haveEncodeAsm && len(x) >= vecLanes {
+		m = maxAbsAsm(&x[0], len(x))
+		i = len(x) &^ (vecLanes - 1)
+	}
+	for _, y := range x[i:] {
+		m = max(m, math.Float32bits(y)&0x7fffffff)
+	}
+	return math.Float32frombits(m)
+}

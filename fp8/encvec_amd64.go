@@ -48,3 +48,9 @@ func encodeVecAsm(dst *uint16, stride int, src *float32, n int, scale float32, d
 //
 //go:noescape
 func encodeBF16Asm(dst *uint16, stride int, src *float32, n int, scale float32, div int) (done int)
+
+// maxAbsAsm is the largest of x[i]'s bits with the sign bit cleared, over
+// the first n&^7 elements of x (0 for none); see encvec_amd64.s.
+//
+//go:noescape
+func maxAbsAsm(x *float32, n int) uint32

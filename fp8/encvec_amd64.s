@@ -230,3 +230,46 @@ bret:
 	VZEROUPPER
 	MOVQ AX, done+48(FP)
 	RET
+
+// func maxAbsAsm(x *float32, n int) uint32
+//
+// The largest of x[i]'s bits with the sign cleared over the first n&^7
+// elements (0 for none): VPMAXUD, 16 then 8 at a time.
+TEXT ·maxAbsAsm(SB), NOSPLIT, $0-20
+	MOVQ  x+0(FP), SI
+	MOVQ  n+8(FP), CX
+	MOVL  $0x7fffffff, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+
+mloop16:
+	CMPQ    CX, $16
+	JLT     mloop8
+	VPAND   (SI), Y15, Y2
+	VPAND   32(SI), Y15, Y3
+	VPMAXUD Y2, Y0, Y0
+	VPMAXUD Y3, Y1, Y1
+	ADDQ    $64, SI
+	SUBQ    $16, CX
+	JMP     mloop16
+
+mloop8:
+	CMPQ    CX, $8
+	JLT     mreduce
+	VPAND   (SI), Y15, Y2
+	VPMAXUD Y2, Y0, Y0
+
+mreduce:
+	VPMAXUD      Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPMAXUD      X1, X0, X0
+	VMOVD        X0, AX
+	VZEROUPPER
+	MOVL         AX, ret+16(FP)
+	RET

@@ -13,3 +13,7 @@ func encodeVecAsm(dst *uint16, stride int, src *float32, n int, scale float32, d
 func encodeBF16Asm(dst *uint16, stride int, src *float32, n int, scale float32, div int) (done int) {
 	panic("fp8: no vector kernel on this build")
 }
+
+func maxAbsAsm(x *float32, n int) uint32 {
+	panic("fp8: no vector kernel on this build")
+}

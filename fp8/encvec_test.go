@@ -234,3 +234,61 @@ func FuzzEncodeScaledSlice(f *testing.F) {
 		}
 	})
 }
+
+// maxAbsRef is MaxAbs one element at a time, and the float loop it stands
+// for when x holds no NaN.
+func maxAbsRef(x []float32) (bitsMax uint32, floatMax float32) {
+	for _, y := range x {
+		bitsMax = max(bitsMax, math.Float32bits(y)&0x7fffffff)
+		floatMax = max(floatMax, float32(math.Abs(float64(y))))
+	}
+	return bitsMax, floatMax
+}
+
+// TestMaxAbs checks MaxAbs (the vector kernel where the build has one)
+// against the element-wise bit maximum for every length up to 70 and every
+// position of the largest element, with zeros, subnormals, infs and NaNs,
+// and against the float maximum when there is no NaN.
+func TestMaxAbs(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 99))
+	specials := []float32{0, float32(math.Copysign(0, -1)), math.Float32frombits(1), math.Float32frombits(0x807fffff),
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0xffc00001), math.MaxFloat32, -math.MaxFloat32}
+	if got := MaxAbs(nil); math.Float32bits(got) != 0 {
+		t.Errorf("MaxAbs(nil) = %g", got)
+	}
+	for n := 1; n <= 70; n++ {
+		for top := 0; top < n; top++ {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			x[top] = -1000 // the largest, at each position
+			if r.IntN(3) == 0 {
+				x[r.IntN(n)] = specials[r.IntN(len(specials))]
+			}
+			wantBits, wantFloat := maxAbsRef(x)
+			got := MaxAbs(x)
+			if math.Float32bits(got) != wantBits {
+				t.Fatalf("%v: MaxAbs %#x, want %#x", x, math.Float32bits(got), wantBits)
+			}
+			if wantFloat == wantFloat && got != wantFloat {
+				t.Fatalf("%v: MaxAbs %g, the float maximum %g", x, got, wantFloat)
+			}
+		}
+	}
+}
+
+// FuzzMaxAbs checks MaxAbs against the element-wise bit maximum.
+func FuzzMaxAbs(f *testing.F) {
+	f.Add([]byte{0, 0, 0xc0, 0x7f, 1, 2, 3, 4, 0, 0, 0x80, 0x3f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		x := make([]float32, len(data)/4)
+		for i := range x {
+			x[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+		want, _ := maxAbsRef(x)
+		if got := MaxAbs(x); math.Float32bits(got) != want {
+			t.Fatalf("MaxAbs %#x, want %#x", math.Float32bits(got), want)
+		}
+	})
+}
