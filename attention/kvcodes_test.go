@@ -256,3 +256,82 @@ func TestAmax32(t *testing.T) {
 		}
 	}
 }
+
+// TestMXScaleBits checks mxScale, mxScaleExp and blockScale's ue8m0 code,
+// read from the bits, against the float64 Frexp/Ldexp rule they replace,
+// on every binade's edges (subnormals included), random bit patterns and
+// the specials, for e4m3 and e2m1 elements.
+func TestMXScaleBits(t *testing.T) {
+	ref := func(a float32, elem fp8.Format) float32 {
+		if !(a > 0) || math.IsInf(float64(a), 0) {
+			return 1
+		}
+		_, e := math.Frexp(float64(a))
+		x := max(-127, min(127, (e-1)-elem.Emax()))
+		return float32(math.Ldexp(1, x))
+	}
+	var as []float32
+	for b := uint32(0); b < 1<<9; b++ { // every exponent, both signs: 0 and the all-ones fraction
+		as = append(as, math.Float32frombits(b<<23), math.Float32frombits(b<<23|0x7fffff))
+	}
+	for s := uint32(0); s < 23; s++ {
+		as = append(as, math.Float32frombits(1<<s), math.Float32frombits(1<<s|1<<s-1))
+	}
+	r := rand.New(rand.NewPCG(3, 33))
+	for range 1 << 14 {
+		as = append(as, math.Float32frombits(r.Uint32()))
+	}
+	as = append(as, float32(math.NaN()), float32(math.Inf(1)))
+	for _, f := range []KVFormat{KVMXFP8, KVMXFP4} {
+		q := newBlockQuant(f)
+		for _, a := range as {
+			want := ref(a, f.Elem())
+			if got := mxScale(a, f.Elem()); got != want {
+				t.Fatalf("%v: mxScale(%g) = %g, want %g", f, a, got, want)
+			}
+			if a >= 0 && a == a {
+				s, code := q.blockScale(a)
+				_, e := math.Frexp(float64(want))
+				if s != want || code != uint8(e-1+127) {
+					t.Fatalf("%v: blockScale(%g) = %g %#x, want %g %#x", f, a, s, code, want, uint8(e-1+127))
+				}
+			}
+		}
+	}
+}
+
+// TestEncodeUE4M3Nearest checks encodeUE4M3 (fp8's conversion) against
+// the table search encodeNearest it replaces in blockScale: on a sweep of
+// the float32 from 2^−12 to 1024, within two ulps of every code's value
+// and of every midpoint, both signs, and on the specials.
+func TestEncodeUE4M3Nearest(t *testing.T) {
+	tab := nearestTable(fp8.FormatUE4M3)
+	check := func(x float32) {
+		if a, b := encodeUE4M3(x), tab.encode(fp8.FormatUE4M3, x); a != b {
+			t.Fatalf("ue4m3 %g (%#x): fp8's conversion %#x, search %#x", x, math.Float32bits(x), a, b)
+		}
+	}
+	lo, hi := math.Float32bits(1.0/4096), math.Float32bits(1024)
+	for b := lo; b < hi; b += 97 {
+		check(math.Float32frombits(b))
+		check(-math.Float32frombits(b))
+	}
+	var pts []float64
+	for k, m := range tab.mag {
+		pts = append(pts, m)
+		if k+1 < len(tab.mag) {
+			pts = append(pts, (m+tab.mag[k+1])/2)
+		}
+	}
+	for _, v := range pts {
+		b := math.Float32bits(float32(v))
+		for d := -2; d <= 2; d++ {
+			x := math.Float32frombits(uint32(int64(b) + int64(d)))
+			check(x)
+			check(-x)
+		}
+	}
+	for _, x := range []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e30, -1e30, 1e-40, 464, 465} {
+		check(x)
+	}
+}

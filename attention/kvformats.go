@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -704,12 +705,11 @@ func (q *tokenQuant) elemCodes(dst []uint16, x []float32, div float32) {
 // exponent + 127).
 func (q *tokenQuant) blockScale(a float32) (float32, uint8) {
 	if q.f.BlockScale() == fp8.FormatUE4M3 {
-		c := q.ue4m3.encode(fp8.FormatUE4M3, a/fp8.MaxFinite(q.f.Elem())/q.tensor)
-		return float32(fp8.FormatUE4M3.Value(c)), uint8(c)
+		c := encodeUE4M3(a / fp8.MaxFinite(q.f.Elem()) / q.tensor)
+		return fp8.FormatUE4M3.Float32(c), uint8(c) // c is finite: Float32 is its exact value
 	}
-	s := mxScale(a, q.f.Elem())
-	_, e := math.Frexp(float64(s)) // s = 0.5 × 2^e
-	return s, uint8(e - 1 + 127)
+	x := mxScaleExp(a, q.f.Elem())
+	return pow2(x), uint8(x + 127)
 }
 
 // elemCode is the element code of y in a block whose divisor (block scale
@@ -740,6 +740,18 @@ func encodeE2M1(x float32) uint32 {
 	return uint32(fp8.EncodeE2M1(x))
 }
 
+// encodeUE4M3 is encodeNearest(fp8.FormatUE4M3, x) through fp8's ue4m3
+// conversion, which rounds alike (to nearest, ties to even, saturating at
+// 448, every negative input to 0) but gives the NaN code 0x7f for NaN,
+// where encodeNearest gives 0 (TestEncodeUE4M3Nearest checks the two
+// agree).
+func encodeUE4M3(x float32) uint32 {
+	if x != x {
+		return 0
+	}
+	return uint32(fp8.EncodeUE4M3(x, fp8.SatFinite))
+}
+
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
 
 // amax32 is the largest magnitude in x, what a = max(a, abs32(y)) over x
@@ -753,14 +765,29 @@ func amax32(x []float32) float32 { return fp8.MaxAbs(x) }
 // mxScale is the OCP MX shared scale of a block with largest magnitude a:
 // 2^(floor(log2 a) − emax), emax the element format's largest exponent,
 // clamped to ue8m0's range; 1 for a zero (or non-finite) amax.
-func mxScale(a float32, elem fp8.Format) float32 {
+func mxScale(a float32, elem fp8.Format) float32 { return pow2(mxScaleExp(a, elem)) }
+
+// mxScaleExp is the exponent of mxScale(a, elem), −127 … 127, read from
+// a's bits: floor(log2 a) is the unbiased exponent of a normal a and
+// bits.Len32 − 150 of a subnormal one (a = bits × 2^−149).
+func mxScaleExp(a float32, elem fp8.Format) int {
 	if !(a > 0) || math.IsInf(float64(a), 0) {
-		return 1
+		return 0
 	}
-	_, e := math.Frexp(float64(a)) // a = m·2^e, m in [0.5, 1)
-	x := (e - 1) - elem.Emax()
-	x = max(-127, min(127, x))
-	return float32(math.Ldexp(1, x))
+	b := math.Float32bits(a)
+	e := int(b>>23) - 127
+	if b>>23 == 0 {
+		e = bits.Len32(b) - 150
+	}
+	return max(-127, min(127, e-elem.Emax()))
+}
+
+// pow2 is 2^x as a float32, for −149 ≤ x ≤ 127 (exact).
+func pow2(x int) float32 {
+	if x >= -126 {
+		return math.Float32frombits(uint32(x+127) << 23)
+	}
+	return math.Float32frombits(1 << uint(x+149))
 }
 
 // encodeNearest returns the code of format f (at most 8 code bits) nearest
