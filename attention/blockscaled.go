@@ -125,9 +125,22 @@ func quantizeBlockScaled(ctx context.Context, k, v []float32, shape KVShape, spe
 		for t := lo; t < hi; t++ {
 			for h := 0; h < c.heads; h++ {
 				bs.putK(c, t, h, k[(t*c.heads+h)*c.dim:][:c.dim])
-				vr := v[(t*c.heads+h)*c.vdim:][:c.vdim]
-				for d, y := range vr {
-					bs.vraw[(h*c.vdim+d)*c.stride+t] = y
+			}
+		}
+		// V's column of vraw padTokens tokens at a time: each channel's
+		// row takes a cache line of consecutive tokens, read from the
+		// block's few KiB of V, instead of one value into each of
+		// heads·vdim rows per token.
+		for t0 := lo; t0 < hi; t0 += padTokens {
+			t1 := min(t0+padTokens, hi)
+			for h := 0; h < c.heads; h++ {
+				for d := 0; d < c.vdim; d++ {
+					row := bs.vraw[(h*c.vdim+d)*c.stride+t0 : (h*c.vdim+d)*c.stride+t1]
+					src := v[(t0*c.heads+h)*c.vdim+d:]
+					step := c.heads * c.vdim
+					for j := range row {
+						row[j] = src[j*step]
+					}
 				}
 			}
 		}
