@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 )
 
@@ -291,4 +292,37 @@ func FuzzMaxAbs(f *testing.F) {
 			t.Fatalf("MaxAbs %#x, want %#x", math.Float32bits(got), want)
 		}
 	})
+}
+
+// TestEncodeScaledExhaustive compares EncodeScaled (scale 1 and 0.37, the
+// vector kernels where the build has them) with Encode on all 2^32 float32
+// inputs, for e4m3 and e5m2 in both saturations, e2m1, ue4m3 and bf16. It
+// takes minutes, so it runs only with FP8_EXHAUSTIVE=1 in the environment.
+func TestEncodeScaledExhaustive(t *testing.T) {
+	if os.Getenv("FP8_EXHAUSTIVE") != "1" {
+		t.Skip("set FP8_EXHAUSTIVE=1 to compare all 2^32 inputs (minutes)")
+	}
+	cases := []struct {
+		f   Format
+		sat Saturation
+	}{{FormatE4M3, SatFinite}, {FormatE4M3, NoSat}, {FormatE5M2, SatFinite}, {FormatE5M2, NoSat},
+		{FormatE2M1, SatFinite}, {FormatUE4M3, SatFinite}, {FormatBF16, SatFinite}}
+	const chunk = 1 << 20
+	src := make([]float32, chunk)
+	dst := make([]uint16, chunk)
+	for _, c := range cases {
+		for _, scale := range []float32{1, 0.37} {
+			for hi := uint64(0); hi < 1<<32; hi += chunk {
+				for i := range src {
+					src[i] = math.Float32frombits(uint32(hi) + uint32(i))
+				}
+				c.f.EncodeScaled(dst, 1, src, scale, c.sat)
+				for i, x := range src {
+					if want := uint16(c.f.Encode(x/scale, c.sat)); dst[i] != want {
+						t.Fatalf("%v %v scale %g: %#x gives %#x, Encode %#x", c.f, c.sat, scale, math.Float32bits(x), dst[i], want)
+					}
+				}
+			}
+		}
+	}
 }
