@@ -83,10 +83,7 @@ func newBlockQuant(f KVFormat) *tokenQuant {
 // returns its scale code, by QuantizeKV's rule (blockScale, elemCode); a
 // block holding NaN or ±inf gets the NaN scale code and zero elements.
 func (q *tokenQuant) quantBlock(x []float32, out []uint8, stride int) uint8 {
-	var a float32
-	for _, y := range x {
-		a = max(a, abs32(y)) // NaN if any y is NaN
-	}
+	a := amax32(x) // NaN if any y is NaN
 	if a != a || math.IsInf(float64(a), 0) {
 		for i := range x {
 			out[i*stride] = 0
@@ -97,8 +94,13 @@ func (q *tokenQuant) quantBlock(x []float32, out []uint8, stride int) uint8 {
 	}
 	s, code := q.blockScale(a)
 	div := s * q.tensor
-	for i, y := range x {
-		out[i*stride] = uint8(q.elemCode(y, div))
+	var codes [codeChunk]uint16
+	for lo := 0; lo < len(x); lo += codeChunk {
+		blk := x[lo:min(lo+codeChunk, len(x))]
+		q.elemCodes(codes[:len(blk)], blk, div)
+		for i, c := range codes[:len(blk)] {
+			out[(lo+i)*stride] = uint8(c)
+		}
 	}
 	return code
 }
@@ -123,9 +125,22 @@ func quantizeBlockScaled(ctx context.Context, k, v []float32, shape KVShape, spe
 		for t := lo; t < hi; t++ {
 			for h := 0; h < c.heads; h++ {
 				bs.putK(c, t, h, k[(t*c.heads+h)*c.dim:][:c.dim])
-				vr := v[(t*c.heads+h)*c.vdim:][:c.vdim]
-				for d, y := range vr {
-					bs.vraw[(h*c.vdim+d)*c.stride+t] = y
+			}
+		}
+		// V's column of vraw padTokens tokens at a time: each channel's
+		// row takes a cache line of consecutive tokens, read from the
+		// block's few KiB of V, instead of one value into each of
+		// heads·vdim rows per token.
+		for t0 := lo; t0 < hi; t0 += padTokens {
+			t1 := min(t0+padTokens, hi)
+			for h := 0; h < c.heads; h++ {
+				for d := 0; d < c.vdim; d++ {
+					row := bs.vraw[(h*c.vdim+d)*c.stride+t0 : (h*c.vdim+d)*c.stride+t1]
+					src := v[(t0*c.heads+h)*c.vdim+d:]
+					step := c.heads * c.vdim
+					for j := range row {
+						row[j] = src[j*step]
+					}
 				}
 			}
 		}

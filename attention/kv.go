@@ -112,6 +112,14 @@ func (c *KV) setTokens(ctx context.Context, k, v []float32, workers int) error {
 					c.putToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim], buf[h*c.vdim*B+t-t0:], B)
 				}
 			}
+			if t1-t0 == B {
+				// A whole block: an array assignment, moved inline (a
+				// copy call a row was a third of a bf16 cache's write).
+				for r := 0; r < c.heads*c.vdim; r++ {
+					*(*[B]uint16)(c.vt[r*c.stride+t0:]) = *(*[B]uint16)(buf[r*B:])
+				}
+				continue
+			}
 			for r := 0; r < c.heads*c.vdim; r++ {
 				copy(c.vt[r*c.stride+t0:r*c.stride+t1], buf[r*B:r*B+t1-t0])
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -533,9 +534,15 @@ func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granulari
 		if spec.Scale != ScaleOne {
 			for t := 0; t < calib; t++ {
 				for h := 0; h < heads; h++ {
-					for d := 0; d < dim; d++ {
+					row := x[(t*heads+h)*dim:][:dim]
+					if g != PerChannel { // one group for the row
+						i := q.group(h, 0)
+						amax[i] = max(amax[i], amax32(row))
+						continue
+					}
+					for d, y := range row {
 						i := q.group(h, d)
-						amax[i] = max(amax[i], abs32(x[(t*heads+h)*dim+d]))
+						amax[i] = max(amax[i], abs32(y))
 					}
 				}
 			}
@@ -545,11 +552,7 @@ func newTokenQuant(x []float32, tokens, heads, dim int, spec KVSpec, g Granulari
 			q.static[i] = fp8.AmaxScale(a, elem) // 1.0 for ScaleOne (amax 0)
 		}
 	case q.f.TensorScale() && spec.Scale != ScaleOne:
-		var a float32
-		for _, y := range x[:calib*heads*dim] {
-			a = max(a, abs32(y))
-		}
-		if a > 0 && !math.IsInf(float64(a), 0) {
+		if a := amax32(x[:calib*heads*dim]); a > 0 && !math.IsInf(float64(a), 0) {
 			q.tensor = a / (fp8.MaxFinite(q.f.BlockScale()) * fp8.MaxFinite(elem)) // NVFP4: 448·6
 		}
 	}
@@ -568,61 +571,129 @@ func (q *tokenQuant) group(h, d int) int {
 }
 
 // quantize stores x (dim values of head h) and writes the MMA's codes to
-// out (out[i·stride]).
+// out (out[i·stride]). The element codes are converted a slice at a time
+// (fp8.Format.EncodeScaled, elemCodes: the codes of the element-wise rule
+// below, bit for bit), then finish turns them into the MMA's.
 func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 	elem := q.f.Elem()
-	put := func(i int, code uint32, scale float32) {
-		switch {
-		case q.path == PathDirect:
-			out[i*stride] = uint16(code)
-		case scale == 0:
-			out[i*stride] = uint16(q.dt.Encode(0, fp8.SatFinite))
-		default:
-			v := q.elemVal[code] * scale
-			if q.tensor != 1 {
-				v *= q.tensor
-			}
-			out[i*stride] = uint16(q.dt.Encode(v, fp8.SatFinite))
-		}
-	}
 	switch {
 	case !q.f.Scaled() && q.f.Block() == 0: // bf16, f16
+		if q.dt == elem {
+			elem.EncodeSlice(out, stride, x, fp8.SatFinite)
+			return
+		}
 		for i, y := range x {
 			c := elem.Encode(y, fp8.SatFinite)
-			if q.dt != elem {
-				c = q.dt.Encode(float32(elem.Value(c)), fp8.SatFinite)
-			}
+			c = q.dt.Encode(float32(elem.Value(c)), fp8.SatFinite)
 			out[i*stride] = uint16(c)
 		}
-	case q.f.Scaled():
-		tokenScale := float32(0)
-		if q.g == PerTokenHead {
-			var a float32
-			for _, y := range x {
-				a = max(a, abs32(y))
-			}
-			tokenScale = fp8.AmaxScale(a, elem)
-		}
+	case q.f.Scaled() && q.g == PerChannel:
 		for i, y := range x {
-			s := tokenScale
-			if q.g != PerTokenHead {
-				s = q.static[q.group(h, i)]
-			}
-			put(i, elem.Encode(y/s, q.sat), s)
+			s := q.static[q.group(h, i)]
+			q.put(out, i*stride, elem.Encode(y/s, q.sat), s)
+		}
+	case q.f.Scaled(): // one scale for the token's head
+		var s float32
+		if q.g == PerTokenHead {
+			s = fp8.AmaxScale(amax32(x), elem)
+		} else {
+			s = q.static[q.group(h, 0)]
+		}
+		if q.path == PathDirect {
+			elem.EncodeScaled(out, stride, x, s, q.sat)
+			return
+		}
+		var codes [codeChunk]uint16
+		for lo := 0; lo < len(x); lo += codeChunk {
+			blk := x[lo:min(lo+codeChunk, len(x))]
+			elem.EncodeScaled(codes[:], 1, blk, s, q.sat)
+			q.finish(codes[:len(blk)], s, out[lo*stride:], stride)
 		}
 	default: // block formats
 		b := q.f.Block()
+		var codes [codeChunk]uint16
 		for lo := 0; lo < len(x); lo += b {
 			blk := x[lo : lo+b]
-			var a float32
-			for _, y := range blk {
-				a = max(a, abs32(y))
+			s, _ := q.blockScale(amax32(blk))
+			for c := 0; c < b; c += codeChunk {
+				sub := blk[c:min(c+codeChunk, b)]
+				q.elemCodes(codes[:len(sub)], sub, s*q.tensor)
+				q.finish(codes[:len(sub)], s, out[(lo+c)*stride:], stride)
 			}
-			s, _ := q.blockScale(a)
-			div := s * q.tensor
-			for j, y := range blk {
-				put(lo+j, q.elemCode(y, div), s)
+		}
+	}
+}
+
+// codeChunk is the number of element codes quantize converts at a time.
+const codeChunk = 128
+
+// put writes the MMA's code of an element whose element code is code and
+// whose scale is scale at out[i]: the code itself (PathDirect), or code ×
+// scale (× the tensor scale) in FP32 rounded to the MMA's format (RNE,
+// satfinite), the code of 0 for a zero scale.
+func (q *tokenQuant) put(out []uint16, i int, code uint32, scale float32) {
+	switch {
+	case q.path == PathDirect:
+		out[i] = uint16(code)
+	case scale == 0:
+		out[i] = uint16(q.dt.Encode(0, fp8.SatFinite))
+	default:
+		v := q.elemVal[code] * scale
+		if q.tensor != 1 {
+			v *= q.tensor
+		}
+		out[i] = uint16(q.dt.Encode(v, fp8.SatFinite))
+	}
+}
+
+// finish is put of each of codes (one scale), to out[i·stride]: the same
+// FP32 operations in the same order, the rounding to the MMA's format a
+// slice at a time (fp8.Format.EncodeSlice: Encode's codes).
+func (q *tokenQuant) finish(codes []uint16, scale float32, out []uint16, stride int) {
+	switch {
+	case q.path == PathDirect:
+		for i, c := range codes {
+			out[i*stride] = c
+		}
+		return
+	case scale == 0:
+		z := uint16(q.dt.Encode(0, fp8.SatFinite))
+		for i := range codes {
+			out[i*stride] = z
+		}
+		return
+	}
+	var v [codeChunk]float32
+	for i, c := range codes {
+		y := q.elemVal[c] * scale
+		if q.tensor != 1 {
+			y *= q.tensor
+		}
+		v[i] = y
+	}
+	q.dt.EncodeSlice(out, stride, v[:len(codes)], fp8.SatFinite)
+}
+
+// elemCodes writes elemCode(x[i], div) to dst[i] for every i, the element
+// codes of a block a slice at a time: e4m3 through fp8.Format.EncodeScaled
+// (EncodeE4M3's codes), e2m1 too for a finite div (its NaN quotients, which
+// are then exactly the NaN elements, set to +0 after, as encodeE2M1 does).
+func (q *tokenQuant) elemCodes(dst []uint16, x []float32, div float32) {
+	switch elem := q.f.Elem(); {
+	case div == 0:
+		clear(dst[:len(x)])
+	case elem == fp8.FormatE4M3:
+		elem.EncodeScaled(dst, 1, x, div, fp8.SatFinite)
+	case elem == fp8.FormatE2M1 && !math.IsNaN(float64(div)) && !math.IsInf(float64(div), 0):
+		elem.EncodeScaled(dst, 1, x, div, fp8.SatFinite)
+		for i, y := range x {
+			if y != y {
+				dst[i] = 0
 			}
+		}
+	default:
+		for i, y := range x {
+			dst[i] = uint16(q.elemCode(y, div))
 		}
 	}
 }
@@ -634,12 +705,11 @@ func (q *tokenQuant) quantize(x []float32, h int, out []uint16, stride int) {
 // exponent + 127).
 func (q *tokenQuant) blockScale(a float32) (float32, uint8) {
 	if q.f.BlockScale() == fp8.FormatUE4M3 {
-		c := q.ue4m3.encode(fp8.FormatUE4M3, a/fp8.MaxFinite(q.f.Elem())/q.tensor)
-		return float32(fp8.FormatUE4M3.Value(c)), uint8(c)
+		c := encodeUE4M3(a / fp8.MaxFinite(q.f.Elem()) / q.tensor)
+		return fp8.FormatUE4M3.Float32(c), uint8(c) // c is finite: Float32 is its exact value
 	}
-	s := mxScale(a, q.f.Elem())
-	_, e := math.Frexp(float64(s)) // s = 0.5 × 2^e
-	return s, uint8(e - 1 + 127)
+	x := mxScaleExp(a, q.f.Elem())
+	return pow2(x), uint8(x + 127)
 }
 
 // elemCode is the element code of y in a block whose divisor (block scale
@@ -670,19 +740,54 @@ func encodeE2M1(x float32) uint32 {
 	return uint32(fp8.EncodeE2M1(x))
 }
 
+// encodeUE4M3 is encodeNearest(fp8.FormatUE4M3, x) through fp8's ue4m3
+// conversion, which rounds alike (to nearest, ties to even, saturating at
+// 448, every negative input to 0) but gives the NaN code 0x7f for NaN,
+// where encodeNearest gives 0 (TestEncodeUE4M3Nearest checks the two
+// agree).
+func encodeUE4M3(x float32) uint32 {
+	if x != x {
+		return 0
+	}
+	return uint32(fp8.EncodeUE4M3(x, fp8.SatFinite))
+}
+
 func abs32(x float32) float32 { return float32(math.Abs(float64(x))) }
+
+// amax32 is the largest magnitude in x, what a = max(a, abs32(y)) over x
+// from a = 0 gives, NaN (of some payload) when any y is NaN, computed on
+// the bit patterns (fp8.MaxAbs): for magnitudes that are not NaN, the
+// order of the floats is the order of their bits, and a NaN's bits are
+// above every other's. The callers only test a NaN result for being NaN
+// (a != a, !(a > 0)), never its payload.
+func amax32(x []float32) float32 { return fp8.MaxAbs(x) }
 
 // mxScale is the OCP MX shared scale of a block with largest magnitude a:
 // 2^(floor(log2 a) − emax), emax the element format's largest exponent,
 // clamped to ue8m0's range; 1 for a zero (or non-finite) amax.
-func mxScale(a float32, elem fp8.Format) float32 {
+func mxScale(a float32, elem fp8.Format) float32 { return pow2(mxScaleExp(a, elem)) }
+
+// mxScaleExp is the exponent of mxScale(a, elem), −127 … 127, read from
+// a's bits: floor(log2 a) is the unbiased exponent of a normal a and
+// bits.Len32 − 150 of a subnormal one (a = bits × 2^−149).
+func mxScaleExp(a float32, elem fp8.Format) int {
 	if !(a > 0) || math.IsInf(float64(a), 0) {
-		return 1
+		return 0
 	}
-	_, e := math.Frexp(float64(a)) // a = m·2^e, m in [0.5, 1)
-	x := (e - 1) - elem.Emax()
-	x = max(-127, min(127, x))
-	return float32(math.Ldexp(1, x))
+	b := math.Float32bits(a)
+	e := int(b>>23) - 127
+	if b>>23 == 0 {
+		e = bits.Len32(b) - 150
+	}
+	return max(-127, min(127, e-elem.Emax()))
+}
+
+// pow2 is 2^x as a float32, for −149 ≤ x ≤ 127 (exact).
+func pow2(x int) float32 {
+	if x >= -126 {
+		return math.Float32frombits(uint32(x+127) << 23)
+	}
+	return math.Float32frombits(1 << uint(x+149))
 }
 
 // encodeNearest returns the code of format f (at most 8 code bits) nearest

@@ -1,6 +1,7 @@
 package fp8
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -90,4 +91,26 @@ func BenchmarkEncodeE4M3Legacy(b *testing.B) {
 	}
 	benchElems(b, len(x))
 	_ = s
+}
+
+// BenchmarkEncodeScaled is EncodeScaled of 64 Ki N(0,1)-ish elements (the
+// vector kernel where the build has one, the Go loops otherwise: run with
+// -tags purego for those), for a scale of 1 (no division) and 0.37, into
+// contiguous codes and at stride 32 (the V block buffer of attention's
+// cache write).
+func BenchmarkEncodeScaled(b *testing.B) {
+	x := benchInput()
+	for _, f := range []Format{FormatE4M3, FormatE5M2, FormatE2M1, FormatBF16, FormatFP16} {
+		for _, scale := range []float32{1, 0.37} {
+			for _, stride := range []int{1, 32} {
+				b.Run(fmt.Sprintf("%v/scale=%g/stride=%d", f, scale, stride), func(b *testing.B) {
+					dst := make([]uint16, (len(x)-1)*stride+1)
+					for b.Loop() {
+						f.EncodeScaled(dst, stride, x, scale, SatFinite)
+					}
+					benchElems(b, len(x))
+				})
+			}
+		}
+	}
 }

@@ -62,6 +62,9 @@ type encParams struct {
 	negZero   bool   // −0 exists
 	unsigned  bool
 	infNaN    bool // ±inf gives the NaN code in both modes (fnuz)
+	// vp is the row as the vector kernel reads it, for SatFinite and
+	// NoSat (encvec.go).
+	vp [2]vecParams
 }
 
 var encTable [numFormats]*encParams
@@ -100,6 +103,7 @@ func init() {
 			p.overNoSat = p.maxCode
 			p.nanCode = p.maxCode
 		}
+		p.initVec(s.CodeBits)
 		encTable[f] = p
 	}
 }
@@ -216,7 +220,28 @@ func EncodeFloat32(f Format, x float32, sat Saturation) uint32 {
 // natively, and a quantizing loop of Encode calls was a third of a run).
 // stride must be at least 1 and dst must hold (len(src)−1)·stride+1 codes;
 // otherwise it panics, as an index out of range does.
+//
+// How it gets there (encvec.go): bf16 rounds the float32 bits in the loop;
+// a scale of exactly 1 skips the division for every quotient that is not
+// NaN (x/1 == x for those; a NaN still takes x/scale, so its payload is
+// what the division gives); the formats of at most 8 bits convert 8
+// elements at a time with AVX2 where the CPU has it (amd64 without the
+// purego tag), any vector holding an inf, NaN or, for an unsigned format,
+// negative quotient taking the scalar loop.
 func (f Format) EncodeScaled(dst []uint16, stride int, src []float32, scale float32, sat Saturation) {
+	f.encodeScaled(dst, stride, src, scale, true, sat)
+}
+
+// EncodeSlice stores the code of each src[i] at dst[i*stride]: exactly
+// dst[i*stride] = uint16(f.Encode(src[i], sat)) for every i, NaN payloads
+// included (no division happens at all). It is EncodeScaled's loop without
+// a scale, with the same stride rules and panics.
+func (f Format) EncodeSlice(dst []uint16, stride int, src []float32, sat Saturation) {
+	f.encodeScaled(dst, stride, src, 1, false, sat)
+}
+
+// encodeScaled is EncodeScaled (divide) or EncodeSlice (!divide, scale 1).
+func (f Format) encodeScaled(dst []uint16, stride int, src []float32, scale float32, divide bool, sat Saturation) {
 	if len(src) == 0 {
 		return
 	}
@@ -226,53 +251,30 @@ func (f Format) EncodeScaled(dst []uint16, stride int, src []float32, scale floa
 	_ = dst[(len(src)-1)*stride]
 	var p *encParams // nil: the formats Encode converts otherwise
 	switch {
-	case f == FormatFP16, f == FormatBF16, f == FormatTF32, f == FormatUE8M0:
+	case f == FormatBF16:
+		encodeBF16(dst, stride, src, scale, divide)
+		return
+	case f == FormatFP16, f == FormatTF32, f == FormatUE8M0:
 	case f < numFormats:
 		p = encTable[f]
 	}
 	if p == nil {
+		if !divide {
+			for i, x := range src {
+				dst[i*stride] = uint16(f.Encode(x, sat))
+			}
+			return
+		}
 		for i, x := range src {
 			dst[i*stride] = uint16(f.Encode(x/scale, sat))
 		}
 		return
 	}
-	// encode and round for a normal float32 quotient, written out so that
-	// the loop makes no call (two calls an element were most of its time
-	// in WebAssembly): the same operations as round, in the same order;
-	// every other quotient (zero, subnormal, inf, NaN, negative for an
-	// unsigned format) takes encode. TestEncodeScaled and FuzzEncodeScaled
-	// check the codes against Encode's.
-	mbits, emin, emax, maxCode := p.mbits, p.emin, p.emax, p.maxCode
-	over, signBit, negZero, unsigned := p.over(sat), p.sign, p.negZero, p.unsigned
-	k := 0
-	for _, x := range src {
-		b := math.Float32bits(x / scale)
-		abs := b & 0x7fffffff
-		if abs-0x800000 >= 0x7f800000-0x800000 || (unsigned && b>>31 != 0) {
-			dst[k] = uint16(p.encode(b, 0, sat))
-			k += stride
-			continue
-		}
-		sign := b >> 31 * signBit
-		m, e := abs&0x7fffff|0x800000, int32(abs>>23)-127
-		code := over
-		if e <= emax {
-			te := max(e, emin)
-			shift := uint32(23 - int32(mbits) + (te - e))
-			var q uint32
-			if shift < 32 {
-				q = (m + (uint32(1)<<(shift-1) - 1) + (m>>shift)&1) >> shift
-			}
-			if c := uint32(te-emin)<<mbits + q; c <= maxCode {
-				code = c
-				if c == 0 && !negZero {
-					sign = 0
-				}
-			}
-		}
-		dst[k] = uint16(sign | code)
-		k += stride
+	if haveEncodeAsm && len(src) >= vecLanes {
+		p.encodeVec(dst, stride, src, scale, divide, sat)
+		return
 	}
+	p.encodeLoop(dst, stride, src, scale, divide, sat)
 }
 
 // EncodeE2M1 converts x to FP4 e2m1 (cvt.rn.satfinite.e2m1x2.f32): round to
