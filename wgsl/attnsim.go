@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/attention"
@@ -773,6 +774,12 @@ func (p *simPlan) packCache(b []uint32, kv *attention.KV) ([]uint32, simCache) {
 	// (token-major) as in the cache, V's rows (one per head and channel)
 	// as the cache's transposed rows, each padded to vStride words.
 	pack := func(dst []uint32, src []uint16) {
+		if cpw == 2 && mask == 0xffff && littleEndian && len(src) > 0 {
+			// 16-bit codes two to a word, the first in the low half: on a
+			// little-endian host the words' memory is the codes' own.
+			copy(unsafe.Slice((*uint16)(unsafe.Pointer(&dst[0])), 2*len(dst)), src)
+			return
+		}
 		if cpw == 4 {
 			for w := range len(src) / 4 {
 				s := src[4*w : 4*w+4]
