@@ -5,7 +5,8 @@
 # time, the CPU time (user + system) and the summary, and whether the two
 # summaries are equal; the GPU runs also write a CPU profile
 # (go tool pprof -top LAB OUT/NAME-gpu.pprof) and an execution trace
-# (tools/bench/trace_regions.py OUT/NAME-gpu.trace: when each phase ran).
+# (tools/bench/trace_regions.py OUT/NAME-gpu.trace: when each phase ran;
+# TRACE=0 leaves it out, for a binary older than lab run -trace).
 # Run it on the machine with
 # the GPU, the binary built with cgo (make build, or go build ./cmd/lab):
 #   LAB=bin/lab OUT=dir tools/bench/gpu-cpu-table.sh
@@ -42,7 +43,8 @@ row() { # name, device, args...
   local name=$1 dev=$2; shift 2
   clocks "$name-$dev before:"
   local prof=()
-  [ "$dev" = gpu ] && prof=(-cpuprofile "$OUT/$name-gpu.pprof" -trace "$OUT/$name-gpu.trace")
+  [ "$dev" = gpu ] && prof=(-cpuprofile "$OUT/$name-gpu.pprof")
+  [ "$dev" = gpu ] && [ "${TRACE:-1}" = 1 ] && prof+=(-trace "$OUT/$name-gpu.trace")
   local TIMEFORMAT='%R %U %S' rc
   { time "$LAB" run "$@" -device "$dev" -json -quiet "${prof[@]}" >"$OUT/$name-$dev.jsonl" 2>"$OUT/$name-$dev.err"; rc=$?; } 2>"$OUT/$name-$dev.time"
   clocks "$name-$dev after:"
