@@ -362,3 +362,38 @@ func TestWriteSafetensors(t *testing.T) {
 		}
 	}
 }
+
+// A little-endian float32 file read in place gives every value's bits
+// (NaN payloads, −0, subnormals) across the 16384-element chunks, and a
+// file cut inside its data names the chunk where it ended, as the
+// converting path does.
+func TestReadF32InPlace(t *testing.T) {
+	const n = 40000
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = math.Float32frombits(uint32(i)*2654435761 ^ 0x5bd1e995)
+	}
+	x[7], x[16384], x[n-1] = float32(math.Copysign(0, -1)), math.Float32frombits(0x7fc00123), math.Float32frombits(1)
+	path := filepath.Join(t.TempDir(), "big.npy")
+	if err := WriteNPY(path, []int{n}, x); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path, "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range x {
+		if math.Float32bits(got.Data[i]) != math.Float32bits(x[i]) {
+			t.Fatalf("element %d: %#x, want %#x", i, math.Float32bits(got.Data[i]), math.Float32bits(x[i]))
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stream that ends early (the size checks cannot see it coming).
+	cut := bytes.NewReader(raw[:len(raw)-4*(n-20000)])
+	if _, err := ReadNPY("cut.npy", cut, int64(len(raw)), Options{}); err == nil || !strings.Contains(err.Error(), "truncated data after 16384 of 40000 elements") {
+		t.Fatalf("cut file: %v, want truncated data after 16384 of 40000 elements", err)
+	}
+}
