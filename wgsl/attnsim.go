@@ -146,6 +146,53 @@ type SimJob struct {
 	QScale []float32
 	KV     *attention.KV
 	Trials []SimTrial
+	// Packed, when set, is KV packed ahead by PackSimCache (for example
+	// while the GPU runs the jobs before): used instead of packing KV in
+	// the call when it was packed from this KV for a plan of the same
+	// layout, else ignored (the outputs are the same either way).
+	Packed *SimPackedCache
+}
+
+// SimPackedCache is a cache packed on the host as SimDecodeBatch packs it
+// for the GPU (codes to 32-bit words, V's rows padded to the plan's
+// tiles), made ahead by PackSimCache. It holds a copy of the codes: it
+// describes the cache as it was when packed.
+type SimPackedCache struct {
+	kv     *attention.KV
+	layout string
+	words  []uint32
+}
+
+// PackSimCache packs kv for the jobs of configuration cfg (a SimJob's Cfg
+// and QScale) ahead of a SimDecodeBatch call, on every core: the host work
+// of the call that depends only on the cache. A configuration the
+// simulator refuses is refused here too; a block-scaled cache is not
+// packed ahead (nil, nil: the call packs it).
+func PackSimCache(cfg attention.Config, qScale []float32, kv *attention.KV) (*SimPackedCache, error) {
+	if kv == nil {
+		return nil, fmt.Errorf("wgsl: PackSimCache: no KV cache")
+	}
+	pl, err := cfg.Plan(1, qScale, kv)
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: PackSimCache: %w", err)
+	}
+	// The plan of a trial with no replaced tokens: the cache's layout does
+	// not depend on the trials.
+	c := pl.Config
+	p, err := planSim(cfg, qScale, kv, []SimTrial{{Q: make([]float32, c.QHeads*c.HeadDim)}})
+	if err != nil {
+		return nil, err
+	}
+	if p.blk != nil {
+		return nil, nil
+	}
+	words, _ := p.packCache(make([]uint32, 0, p.cacheWords()), kv)
+	return &SimPackedCache{kv: kv, layout: p.cacheLayout(), words: words}, nil
+}
+
+// cacheLayout names what packCache's words depend on besides the codes.
+func (p *simPlan) cacheLayout() string {
+	return fmt.Sprintf("d%d n%d h%d bits%d vs%d", p.d, p.tokens, p.kvHeads, p.e.Bits, p.vStride())
 }
 
 // SimDecodeBatch runs several SimDecodeTrials calls at once: out[j][i] is,
@@ -175,7 +222,7 @@ func (r *Runner) SimDecodeBatch(ctx context.Context, jobs []SimJob) ([][][]float
 			}
 			return nil, err
 		}
-		parts[j] = simPart{p: p, kv: job.KV, trials: job.Trials, job: j}
+		parts[j] = simPart{p: p, kv: job.KV, trials: job.Trials, job: j, packed: job.Packed}
 	}
 	out := make([][][]float64, len(jobs))
 	for j := range out {
@@ -230,6 +277,7 @@ type simPart struct {
 	kv     *attention.KV
 	trials []SimTrial
 	job    int
+	packed *SimPackedCache // the job's cache packed ahead, or nil
 }
 
 // simChunks cuts the parts into the submissions of a batch: the parts of
@@ -262,7 +310,9 @@ func simChunks(parts []simPart, rows, words int) [][]simPart {
 				}
 				if curRows > 0 && (curRows+per > rows || curWords+w > words) {
 					if i > lo {
-						cur = append(cur, simPart{p: pt.p, kv: pt.kv, trials: pt.trials[lo:i], job: pt.job})
+						cut := pt
+						cut.trials = pt.trials[lo:i]
+						cur = append(cur, cut)
 					}
 					chunks = append(chunks, cur)
 					cur, curRows, curWords, seen, lo = nil, 0, 0, map[*attention.KV]bool{}, i
@@ -273,7 +323,9 @@ func simChunks(parts []simPart, rows, words int) [][]simPart {
 				curWords += w
 			}
 			if lo < len(pt.trials) {
-				cur = append(cur, simPart{p: pt.p, kv: pt.kv, trials: pt.trials[lo:], job: pt.job})
+				cut := pt
+				cut.trials = pt.trials[lo:]
+				cur = append(cur, cut)
 			}
 		}
 		if len(cur) > 0 {
@@ -971,12 +1023,17 @@ func packSim(parts []simPart) (*simPacked, error) {
 			continue
 		}
 		var c simCache
-		if p.blk != nil {
+		switch pk := pt.packed; {
+		case p.blk != nil:
 			b, c, err = p.packBlockCache(b, pt.kv)
 			if err != nil {
 				return nil, err
 			}
-		} else {
+		case pk != nil && pk.kv == pt.kv && pk.layout == p.cacheLayout():
+			// Packed ahead: the same words packCache appends.
+			c = simCache{k: len(b), v: len(b) + p.kvHeads*p.tokens*p.d/p.cpw()}
+			b = append(b, pk.words...)
+		default:
 			b, c = p.packCache(b, pt.kv)
 		}
 		caches[pt.kv] = c

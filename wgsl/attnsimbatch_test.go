@@ -3,11 +3,14 @@ package wgsl
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/attention"
+	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/internal/simcase"
 )
 
@@ -209,4 +212,94 @@ func chunkShape(chunks [][]simPart) string {
 		s = append(s, "["+strings.Join(p, " ")+"]")
 	}
 	return strings.Join(s, " ")
+}
+
+// Jobs with their caches packed ahead (PackSimCache) give the outputs of
+// the same jobs packed in the call, bit for bit; a cache packed for
+// another KV or another tile layout is ignored (the call packs its own),
+// and the packed words are those the call packs.
+func TestSimPackedCache(t *testing.T) {
+	r := testGPU(t)
+	ctx := context.Background()
+	e4 := simcase.Case{Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 2, QHeads: 4, KBlockN: 64}, PerHead: true}
+	bf := simcase.Case{Tokens: 900, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 2, DType: fp8.FormatBF16, KBlockN: 128}}
+	type input struct {
+		c      simcase.Case
+		q0, qs []float32
+		kv     *attention.KV
+	}
+	var ins []input
+	for seed, c := range []simcase.Case{e4, e4, bf} {
+		q0, qs, kv, err := simcase.Inputs(c, uint64(40+seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, input{c, q0, qs, kv})
+	}
+	wide := e4.Cfg
+	wide.KBlockN = 96 // V padded to 11 tiles of 96 (1056 tokens), not 16 of 64 (1024): another layout
+	packs := make([]*SimPackedCache, len(ins))
+	for i, in := range ins {
+		p, err := PackSimCache(in.c.Cfg, in.qs, in.kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packs[i] = p
+		trials, _ := batchTrials(t, in.kv, in.q0, 1, 9)
+		pl, err := planSim(in.c.Cfg, in.qs, in.kv, trials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := pl.packCache(nil, in.kv)
+		if !slices.Equal(p.words, want) {
+			t.Fatalf("cache %d: the words packed ahead differ from packCache's", i)
+		}
+	}
+	// jobs returns the inputs' jobs with Cfg cfgs[i] (nil: the case's) and
+	// Packed packed(i).
+	jobs := func(cfgs map[int]attention.Config, packed func(i int) *SimPackedCache) []SimJob {
+		var js []SimJob
+		for i, in := range ins {
+			trials, _ := batchTrials(t, in.kv, in.q0, 3, uint64(i))
+			cfg, ok := cfgs[i]
+			if !ok {
+				cfg = in.c.Cfg
+			}
+			js = append(js, SimJob{Cfg: cfg, QScale: in.qs, KV: in.kv, Trials: trials, Packed: packed(i)})
+		}
+		return js
+	}
+	none := func(int) *SimPackedCache { return nil }
+	for _, tc := range []struct {
+		name   string
+		cfgs   map[int]attention.Config
+		packed func(i int) *SimPackedCache
+	}{
+		{"packed ahead", nil, func(i int) *SimPackedCache { return packs[i] }},
+		{"packed from another cache", nil, func(i int) *SimPackedCache { return packs[(i+1)%len(packs)] }},
+		{"packed for other tiles", map[int]attention.Config{0: wide}, func(i int) *SimPackedCache { return packs[i] }},
+	} {
+		want, err := r.SimDecodeBatch(ctx, jobs(tc.cfgs, none))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.SimDecodeBatch(ctx, jobs(tc.cfgs, tc.packed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range want {
+			for i := range want[j] {
+				for x := range want[j][i] {
+					if math.Float64bits(got[j][i][x]) != math.Float64bits(want[j][i][x]) {
+						t.Fatalf("%s: job %d trial %d element %d: %v, packed in the call %v", tc.name, j, i, x, got[j][i][x], want[j][i][x])
+					}
+				}
+			}
+		}
+	}
+	if bq, bkv := blockInputs(t, blockCase{format: attention.KVMXFP8, tokens: 500, cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 2}}, 3); bq != nil {
+		if p, err := PackSimCache(attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 2}, nil, bkv); p != nil || err != nil {
+			t.Errorf("a block-scaled cache packed ahead: %v, %v; want nil, nil", p, err)
+		}
+	}
 }
