@@ -480,6 +480,9 @@ type attnHaystack struct {
 	k, v []float32
 	base map[string]*attention.KV
 	free map[string]chan *attention.KV
+	// packed holds, with a GPU, each GPU run's cache packed for its tiles
+	// (attnNeedle.packKey) while the runs before use the GPU.
+	packed map[string]*wgsl.SimPackedCache
 }
 
 func (h *attnHaystack) borrow(f string) *attention.KV {
@@ -896,7 +899,8 @@ const attnGroupBytes = 1 << 30
 
 // attnGroup is the number of haystacks drawn at once: as many as hold
 // attnGroupBytes together (their unquantized values, 8 bytes a
-// token-channel, and every cache of runs), at least 1, at most haystacks;
+// token-channel, every cache of runs and, with a GPU, each GPU run's cache
+// packed ahead), at least 1, at most haystacks;
 // 1 on one core without a GPU (drawing several gains nothing there).
 func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 	if t.gpu == nil && runtime.GOMAXPROCS(0) == 1 {
@@ -913,6 +917,13 @@ func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 		per += 4 * nd // 16-bit K and V codes
 		if r.spec != nil && r.spec.Path == attention.PathBlockScaled {
 			per += 6 * nd // the block codes and V's raw values
+		}
+	}
+	if t.gpu != nil {
+		for _, r := range runs {
+			if t.onGPU(r) {
+				per += 4 * nd // its cache packed for the GPU (at most 16 bits a code)
+			}
 		}
 	}
 	return int(max(1, min(int64(haystacks), attnGroupBytes/per)))
@@ -932,6 +943,11 @@ func (t attnNeedle) haystacks(ctx context.Context, run *sim.Run, key string, n, 
 			r := trace.StartRegion(ctx, "needle: draw and quantize a haystack")
 			hays[i], errs[i] = t.haystack(ctx, n, sim.TrialSource(run.Seed, key+"/haystack", g0+i), runs)
 			r.End()
+			if errs[i] == nil && t.gpu != nil {
+				r := trace.StartRegion(ctx, "needle: pack a haystack's caches for the GPU")
+				errs[i] = t.packAhead(hays[i], runs)
+				r.End()
+			}
 			if hays[i] != nil && !t.exactErr {
 				hays[i].k, hays[i].v = nil, nil // only the exact reference reads the unquantized haystack
 			}

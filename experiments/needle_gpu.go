@@ -120,8 +120,9 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 			cfg.Promotion = promote
 			for i, h := range hays {
 				st := simTrials[i][name]
+				packed := h.packed[packKey(name, cfg.KBlockN)] // nil: SimDecodeBatch packs it
 				for lo := 0; lo < len(st); lo += gpuTrialBatch {
-					jobs = append(jobs, wgsl.SimJob{Cfg: cfg, KV: h.base[name], Trials: st[lo:min(lo+gpuTrialBatch, len(st))]})
+					jobs = append(jobs, wgsl.SimJob{Cfg: cfg, KV: h.base[name], Trials: st[lo:min(lo+gpuTrialBatch, len(st))], Packed: packed})
 					at = append(at, jobAt{i, s + pi, lo})
 				}
 			}
@@ -294,6 +295,47 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	}
 	return res, nil
 }
+
+// packAhead packs, for each run of runs on the GPU, h's cache for the
+// run's tiles (wgsl.PackSimCache) into h.packed: done as a haystack is
+// drawn, ahead of the group's GPU batch, so that the batch uploads what is
+// packed instead of packing on its critical path. Block-scaled caches are
+// left to the batch.
+func (t attnNeedle) packAhead(h *attnHaystack, runs []attnNeedleRun) error {
+	for _, r := range runs {
+		if !t.onGPU(r) {
+			continue
+		}
+		name := r.cache()
+		kv := h.base[name]
+		cfg := t.gpuConfig(r)
+		if cfg.KBlockN == 0 {
+			p, err := cfg.Plan(1, nil, kv)
+			if err != nil {
+				return err
+			}
+			cfg.KBlockN = p.KBlockN
+		}
+		key := packKey(name, cfg.KBlockN)
+		if h.packed[key] != nil {
+			continue
+		}
+		pc, err := wgsl.PackSimCache(cfg, nil, kv)
+		if err != nil {
+			return err
+		}
+		if pc != nil {
+			if h.packed == nil {
+				h.packed = map[string]*wgsl.SimPackedCache{}
+			}
+			h.packed[key] = pc
+		}
+	}
+	return nil
+}
+
+// packKey names a cache packed for tiles of kBlockN tokens.
+func packKey(cache string, kBlockN int) string { return fmt.Sprintf("%s/%d", cache, kBlockN) }
 
 // onGPU reports whether run r goes to the GPU: the WGSL simulator runs its
 // configuration (wgsl.SimDecodeSupports, split-KV included).
