@@ -230,19 +230,59 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 		return scalesResult{e: err}
 	}
 	qShape := fp8.Shape{Tokens: group, Heads: kvh, Dim: d} // q heads of a KV head are consecutive
-	// The schemes and bf16 run side by side, each on its own goroutine
-	// (with g, the GPU runs one decode at a time while the others
-	// quantize and count), each result kept at its index.
+	// The schemes and bf16 run side by side, each on its own goroutine,
+	// each result kept at its index. With g, the schemes' decodes go to
+	// the GPU in one batch (one submission for the three caches, which
+	// differ only in their descales), sent by the first scheme whose
+	// cache is ready once every scheme's is (a scheme that failed sends
+	// nothing).
 	type part struct {
 		err        []attention.Errors
 		sat, under float64
 		e          error
 	}
 	parts := make([]part, len(scalesSchemes)+1)
+	var (
+		ready    sync.WaitGroup // every scheme's cache quantized (or failed)
+		batch    sync.Once
+		jobs     = make([]*wgsl.SimJob, len(scalesSchemes))
+		outs     = make([][]float64, len(scalesSchemes))
+		batchErr error
+	)
+	ready.Add(len(scalesSchemes))
+	onGPU := func(si int, job wgsl.SimJob) ([]float64, error) {
+		jobs[si] = &job
+		ready.Done()
+		ready.Wait()
+		batch.Do(func() {
+			var js []wgsl.SimJob
+			var at []int
+			for i, j := range jobs {
+				if j != nil {
+					js, at = append(js, *j), append(at, i)
+				}
+			}
+			o, err := g.SimDecodeBatch(ctx, js)
+			if err != nil {
+				batchErr = err
+				return
+			}
+			for k, i := range at {
+				outs[i] = o[k][0]
+			}
+		})
+		return outs[si], batchErr
+	}
 	var wg sync.WaitGroup
 	for si, scheme := range scalesSchemes {
 		wg.Go(func() {
 			p := &parts[si]
+			sent := false // with g: whether this scheme has joined the batch
+			defer func() {
+				if g != nil && !sent {
+					ready.Done()
+				}
+			}()
 			var ks, vs, qs []float32
 			switch scheme {
 			case "scale 1.0":
@@ -265,7 +305,8 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 			c.DType = dtype
 			var o []float64
 			if g != nil {
-				o, err = g.SimDecode(ctx, c, q, qs, kv)
+				sent = true
+				o, err = onGPU(si, wgsl.SimJob{Cfg: c, QScale: qs, KV: kv, Trials: []wgsl.SimTrial{{Q: q}}})
 			} else {
 				o, err = attention.Run(ctx, c, q, qs, kv)
 			}
