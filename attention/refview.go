@@ -1,0 +1,276 @@
+package attention
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
+)
+
+// The quantized reference's second layout of a cache (see referenceViews):
+// the codes of K and V rearranged so that the sixteen lanes of one step of
+// the vector kernels are contiguous, 32 bytes one load.
+//
+//   - K is dim-major within blocks of refLanes tokens: for block b of
+//     refLanes tokens and dimension x, the codes of tokens
+//     b·refLanes … b·refLanes+15 lie side by side, [head][stride/16][dim][16]
+//     (the padding tokens of the stride +0 codes): one load gives sixteen
+//     keys' codes at x, the lanes of sixteen independent dot products.
+//   - V is token-major within blocks of refLanes channels: for channel
+//     block cb and token j, the codes of channels cb·16 … cb·16+15 of key
+//     j lie side by side, [head][⌈vdim/16⌉][stride][16] (the padding
+//     channels +0 codes): one load gives one key's codes of sixteen output
+//     elements, the lanes of sixteen independent weighted sums.
+//
+// A view is built once per cache, on the first reference that wants one
+// (KV.refView), and read by every reference after, from any number of
+// goroutines. It is one more copy of the cache's codes. Every write of codes
+// keeps it equal to the cache: SetToken and SetTokenCodes (and so
+// RestoreToken) write the token into the view too, a bulk quantization
+// (setTokens) drops it, and a Clone starts without one. A block-scaled
+// cache never builds one (its reference reads Dequantize).
+const refLanes = 16
+
+// refView is a cache's K and V codes in the reference's vector layout.
+type refView struct {
+	vblocks int      // ⌈vdim / refLanes⌉
+	k       []uint16 // [head][stride/refLanes][dim][refLanes]
+	v       []uint16 // [head][vblocks][stride][refLanes]
+}
+
+// kvViews holds a cache's view, built on demand; mu orders the build with
+// the writes that keep it current.
+type kvViews struct {
+	mu sync.Mutex
+	v  *refView
+}
+
+// refView returns the cache's view, building it on the first call, or nil
+// when the vector kernels cannot run here (another architecture, the
+// purego tag, a CPU without AVX2) or for a block-scaled cache. Safe for
+// concurrent use by readers of the cache.
+func (c *KV) refView() *refView {
+	if !haveRefAsm || c.bs != nil || c.views == nil {
+		return nil
+	}
+	c.views.mu.Lock()
+	defer c.views.mu.Unlock()
+	if c.views.v == nil {
+		c.views.v = newRefView(c)
+	}
+	return c.views.v
+}
+
+// dropViews forgets the view (a bulk write of the cache follows).
+func (c *KV) dropViews() {
+	if c.views == nil {
+		return
+	}
+	c.views.mu.Lock()
+	c.views.v = nil
+	c.views.mu.Unlock()
+}
+
+// viewToken copies token t of KV head h from the cache into its view, if
+// it has one.
+func (c *KV) viewToken(t, h int) {
+	if c.views == nil {
+		return
+	}
+	c.views.mu.Lock()
+	if v := c.views.v; v != nil {
+		v.setToken(c, t, h)
+	}
+	c.views.mu.Unlock()
+}
+
+// newRefView builds the view of c's codes.
+func newRefView(c *KV) *refView {
+	const L = refLanes
+	st, d, dv := c.stride, c.dim, c.vdim
+	v := &refView{vblocks: (dv + L - 1) / L}
+	v.k = make([]uint16, c.heads*st*d)
+	v.v = make([]uint16, c.heads*v.vblocks*st*L)
+	for h := 0; h < c.heads; h++ {
+		for t := 0; t < c.tokens; t++ {
+			src := c.k[(h*c.tokens+t)*d:][:d]
+			dst := v.k[(h*st/L+t/L)*d*L+t%L:]
+			for x, code := range src {
+				dst[x*L] = code
+			}
+		}
+		for x := 0; x < dv; x++ {
+			src := c.vt[(h*dv+x)*st:][:c.tokens]
+			dst := v.v[((h*v.vblocks+x/L)*st)*L+x%L:]
+			for t, code := range src {
+				dst[t*L] = code
+			}
+		}
+	}
+	return v
+}
+
+// setToken copies token t of KV head h from c into the view.
+func (v *refView) setToken(c *KV, t, h int) {
+	const L = refLanes
+	st, d, dv := c.stride, c.dim, c.vdim
+	dst := v.k[(h*st/L+t/L)*d*L+t%L:]
+	for x, code := range c.k[(h*c.tokens+t)*d:][:d] {
+		dst[x*L] = code
+	}
+	for x := 0; x < dv; x++ {
+		v.v[((h*v.vblocks+x/L)*st+t)*L+x%L] = c.vt[(h*dv+x)*st+t]
+	}
+}
+
+// refDecoder says how a kernel turns a code into its value × descale: the
+// product valueTable(format)[code] × scale, rounded once in float64, as
+// referenceCodes's tables hold it.
+type refDecoder struct {
+	mode  int      // refTable, refBF16 or refF16
+	scale float64  // the descale (refBF16, refF16)
+	table *float64 // refTable: value × descale of every code
+}
+
+const (
+	refTable = iota // a gather from a table of value × descale (8-bit formats: 2 KiB)
+	refBF16         // bf16: code << 16 is the float32 bits, then × descale
+	refF16          // f16: vcvtph2ps, then × descale
+)
+
+// referenceViews is referenceCodes on the cache's view (the same
+// arguments, the same bits): each score's dot product over head_dim in
+// order, sixteen keys a step in the vector kernel (refDots); each output
+// element's sum over the keys in order, sixteen channels a step
+// (refSums). A score depends on its key alone, so every score of the
+// visible keys' blocks is computed from the cache, and then a patched
+// key's score is computed again from its patch, and a masked key's set to
+// −∞; the sums stop at each patched key, add its term from the patch (in
+// its place in the order), and go on.
+func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]TokenPatch, vw *refView) ([]float64, error) {
+	const L = refLanes
+	kv, p := k.kv, k.Plan
+	d, dv, n, g, st := p.HeadDim, p.VDim, p.n, p.group, kv.stride
+	val := valueTable(kv.format)
+	out := make([]float64, p.mq*p.QHeads*dv)
+	s := make([]float64, g*st) // the group's scores, then weights: [head in group][key]
+	m := make([]float64, g)
+	l := make([]float64, g)
+	live := make([]bool, g)
+	var kt, vt []float64 // refTable's tables
+	kd, vd := refDecoder{mode: refTable}, refDecoder{mode: refTable}
+	switch kv.format.CodeBits() {
+	case 8:
+		kt, vt = make([]float64, len(val)), make([]float64, len(val))
+		kd.table, vd.table = &kt[0], &vt[0]
+	default:
+		kd.mode, vd.mode = refF16, refF16
+		if kv.format == fp8.FormatBF16 {
+			kd.mode, vd.mode = refBF16, refBF16
+		}
+	}
+	var eb expBuf
+	for h := 0; h < p.KVHeads; h++ {
+		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
+		kd.scale, vd.scale = ks, vs
+		for c := range kt {
+			kt[c], vt[c] = val[c]*ks, val[c]*vs
+		}
+		var pt []TokenPatch // this head's patched tokens, in order
+		if patch != nil {
+			pt = patch[h]
+		}
+		kh := vw.k[h*st*d:][:st*d]
+		vh := vw.v[h*vw.vblocks*st*L:][:vw.vblocks*st*L]
+		for i := 0; i < p.mq; i++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			pos := p.position(i)
+			lo, hi := p.keyRange(pos)
+			if hi <= lo {
+				continue
+			}
+			pa := 0
+			for pa < len(pt) && pt[pa].Pos < lo {
+				pa++
+			}
+			pb := pa
+			for pb < len(pt) && pt[pb].Pos < hi {
+				pb++
+			}
+			pr := pt[pa:pb]
+			b0, b1 := lo/L, (hi+L-1)/L
+			someLive := false
+			for e := 0; e < g; e++ {
+				se := s[e*st:][:st]
+				qr := qv[(i*p.QHeads+h*g+e)*d:][:d]
+				refDots(se[b0*L:b1*L], qr, kh[b0*L*d:b1*L*d], &kd)
+				for j := lo; j < hi; j++ {
+					se[j] = p.SoftmaxScale * se[j]
+				}
+				for _, tp := range pr {
+					var dot float64
+					for x, c := range tp.K {
+						dot += qr[x] * (val[c] * ks)
+					}
+					se[tp.Pos] = p.SoftmaxScale * dot
+				}
+				if p.Mask != nil {
+					for j, ok := range p.Mask[i*n+lo : i*n+hi] {
+						if !ok {
+							se[lo+j] = math.Inf(-1)
+						}
+					}
+				}
+				me := math.Inf(-1)
+				for _, sc := range se[lo:hi] {
+					me = max(me, sc)
+				}
+				m[e] = me
+				live[e] = !math.IsInf(me, -1)
+				if !live[e] {
+					continue
+				}
+				someLive = true
+				l[e] = 0
+				if len(p.Sinks) > 0 {
+					l[e] = pmath.Exp(p.Sinks[h*g+e] - me)
+				}
+				l[e] = expWeights(se[lo:hi], me, l[e], &eb)
+			}
+			if !someLive {
+				continue
+			}
+			for cb := 0; cb < vw.vblocks; cb++ {
+				vb := vh[cb*st*L:][:st*L]
+				nc := min(L, dv-cb*L) // the block's channels
+				for e := 0; e < g; e++ {
+					if !live[e] {
+						continue
+					}
+					se := s[e*st:][:st]
+					var acc [L]float64
+					j := lo
+					for _, tp := range pr {
+						refSums(&acc, se[j:tp.Pos], vb[j*L:], &vd)
+						if w := se[tp.Pos]; !math.IsInf(w, -1) {
+							for c, code := range tp.V[cb*L:][:nc] {
+								acc[c] += w * (val[code] * vs)
+							}
+						}
+						j = tp.Pos + 1
+					}
+					refSums(&acc, se[j:hi], vb[j*L:], &vd)
+					o := out[(i*p.QHeads+h*g+e)*dv+cb*L:][:nc]
+					for c := range o {
+						o[c] = acc[c] / l[e]
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,89 @@
+//go:build amd64 && !purego
+
+package attention
+
+// The quantized reference's vector kernels (refview_amd64.s), used when
+// the CPU has AVX2 and F16C and the OS saves the YMM registers; otherwise
+// the reference reads the cache's own layout (referenceCodes, the same
+// bits). They use no FMA: every product and every sum is rounded on its
+// own, as the scalar loops round them.
+var haveRefAsm = detectRefAsm()
+
+func refCPUID(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+func refXgetbv() (eax, edx uint32)
+
+// detectRefAsm reports AVX2 (CPUID leaf 7), F16C and AVX (leaf 1) and YMM
+// state enabled by the OS (OSXSAVE, then XCR0 bits 1 and 2).
+func detectRefAsm() bool {
+	maxLeaf, _, _, _ := refCPUID(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, ecx1, _ := refCPUID(1, 0)
+	const f16c, osxsave, avx = 1 << 29, 1 << 27, 1 << 28
+	if ecx1&osxsave == 0 || ecx1&avx == 0 || ecx1&f16c == 0 {
+		return false
+	}
+	if xcr0, _ := refXgetbv(); xcr0&6 != 6 {
+		return false
+	}
+	_, ebx7, _, _ := refCPUID(7, 0)
+	return ebx7&(1<<5) != 0
+}
+
+//go:noescape
+func refDotsTable(out, q *float64, d int, codes *uint16, blocks int, table *float64)
+
+//go:noescape
+func refDotsBF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
+
+//go:noescape
+func refDotsF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
+
+//go:noescape
+func refSumsTable(acc *[refLanes]float64, w *float64, n int, codes *uint16, table *float64)
+
+//go:noescape
+func refSumsBF16(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64)
+
+//go:noescape
+func refSumsF16(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64)
+
+// refDots writes to out the dot products Σ_x q[x]·value(code) of
+// len(out) keys (a multiple of refLanes: whole blocks of the K view, codes
+// from the first block's), each in order over x from +0, each product and
+// sum rounded on its own. value(code) is dec's value × descale.
+func refDots(out, q []float64, codes []uint16, dec *refDecoder) {
+	blocks := len(out) / refLanes
+	if blocks == 0 || len(q) == 0 {
+		clear(out)
+		return
+	}
+	_ = codes[blocks*refLanes*len(q)-1] // the kernel reads this far
+	switch dec.mode {
+	case refTable:
+		refDotsTable(&out[0], &q[0], len(q), &codes[0], blocks, dec.table)
+	case refBF16:
+		refDotsBF16(&out[0], &q[0], len(q), &codes[0], blocks, dec.scale)
+	default:
+		refDotsF16(&out[0], &q[0], len(q), &codes[0], blocks, dec.scale)
+	}
+}
+
+// refSums adds w[j]·value(code of key j, channel c) to acc[c] for every
+// key j of w whose weight is not −∞ (masked), in order over j: one block
+// of the V view's refLanes channels, codes from the first key's.
+func refSums(acc *[refLanes]float64, w []float64, codes []uint16, dec *refDecoder) {
+	if len(w) == 0 {
+		return
+	}
+	_ = codes[len(w)*refLanes-1] // the kernel reads this far
+	switch dec.mode {
+	case refTable:
+		refSumsTable(acc, &w[0], len(w), &codes[0], dec.table)
+	case refBF16:
+		refSumsBF16(acc, &w[0], len(w), &codes[0], dec.scale)
+	default:
+		refSumsF16(acc, &w[0], len(w), &codes[0], dec.scale)
+	}
+}

@@ -1,0 +1,16 @@
+//go:build !amd64 || purego
+
+package attention
+
+// Without the AVX2 kernels (another architecture, the purego tag) the
+// quantized reference reads the cache's own layout (referenceCodes) and
+// builds no view.
+const haveRefAsm = false
+
+func refDots(out, q []float64, codes []uint16, dec *refDecoder) {
+	panic("attention: refDots without the vector kernels")
+}
+
+func refSums(acc *[refLanes]float64, w []float64, codes []uint16, dec *refDecoder) {
+	panic("attention: refSums without the vector kernels")
+}
