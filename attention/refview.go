@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/internal/pmath"
@@ -49,10 +50,11 @@ type kvViews struct {
 
 // refView returns the cache's view, building it on the first call, or nil
 // when the vector kernels cannot run here (another architecture, the
-// purego tag, a CPU without AVX2) or for a block-scaled cache. Safe for
+// purego tag, a CPU without AVX2 or F16C), for a block-scaled cache, or
+// for a format refDecodes has no row for. Safe for
 // concurrent use by readers of the cache.
 func (c *KV) refView() *refView {
-	if !haveRefAsm || c.bs != nil || c.views == nil {
+	if _, ok := refDecodes[c.format]; !ok || !haveRefAsm || c.bs != nil || c.views == nil {
 		return nil
 	}
 	c.views.mu.Lock()
@@ -91,8 +93,8 @@ func newRefView(c *KV) *refView {
 	const L = refLanes
 	st, d, dv := c.stride, c.dim, c.vdim
 	v := &refView{vblocks: (dv + L - 1) / L}
-	v.k = make([]uint16, c.heads*st*d)
-	v.v = make([]uint16, c.heads*v.vblocks*st*L)
+	v.k = alignedCodes(c.heads * st * d)
+	v.v = alignedCodes(c.heads * v.vblocks * st * L)
 	for h := 0; h < c.heads; h++ {
 		for t := 0; t < c.tokens; t++ {
 			src := c.k[(h*c.tokens+t)*d:][:d]
@@ -112,6 +114,14 @@ func newRefView(c *KV) *refView {
 	return v
 }
 
+// alignedCodes returns n +0 codes starting on a 64-byte boundary, so that
+// no 32-byte load of a kernel's step splits a cache line.
+func alignedCodes(n int) []uint16 {
+	b := make([]uint16, n+32)
+	off := int(uintptr(unsafe.Pointer(&b[0])) % 64 / 2)
+	return b[(32-off)%32:][:n:n]
+}
+
 // setToken copies token t of KV head h from c into the view.
 func (v *refView) setToken(c *KV, t, h int) {
 	const L = refLanes
@@ -125,20 +135,35 @@ func (v *refView) setToken(c *KV, t, h int) {
 	}
 }
 
-// refDecoder says how a kernel turns a code into its value × descale: the
-// product valueTable(format)[code] × scale, rounded once in float64, as
-// referenceCodes's tables hold it.
+// refDecoder says how a kernel turns a code into its value × descale (the
+// exact value times the descale, rounded once in float64, as
+// referenceCodes's tables hold it): mode, a row of refDecodes, and scale,
+// the descale times the row's unit.
 type refDecoder struct {
-	mode  int      // refTable, refBF16 or refF16
-	scale float64  // the descale (refBF16, refF16)
-	table *float64 // refTable: value × descale of every code
+	mode  int
+	scale float64
 }
 
+// The kernels' decodes: every cache format (fp8.Format) the view serves
+// is a row of refDecodes; a cache of any other format builds no view.
 const (
-	refTable = iota // a gather from a table of value × descale (8-bit formats: 2 KiB)
-	refBF16         // bf16: code << 16 is the float32 bits, then × descale
-	refF16          // f16: vcvtph2ps, then × descale
+	refE4M3 = iota // the magnitude bits << 7 are the f16 of value / 256, the sign to bit 15, 0x7f to NaN
+	refE5M2        // code << 8 is the f16 bits
+	refBF16        // code << 16 is the float32 bits
+	refF16         // the f16 bits
 )
+
+// refDecodes maps a cache format to its decode and its unit: the value of
+// a code is unit × what the decode gives (exact: a power of two).
+var refDecodes = map[fp8.Format]struct {
+	mode int
+	unit float64
+}{
+	fp8.FormatE4M3: {refE4M3, 256},
+	fp8.FormatE5M2: {refE5M2, 1},
+	fp8.FormatBF16: {refBF16, 1},
+	fp8.FormatFP16: {refF16, 1},
+}
 
 // referenceViews is referenceCodes on the cache's view (the same
 // arguments, the same bits): each score's dot product over head_dim in
@@ -159,25 +184,14 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 	m := make([]float64, g)
 	l := make([]float64, g)
 	live := make([]bool, g)
-	var kt, vt []float64 // refTable's tables
-	kd, vd := refDecoder{mode: refTable}, refDecoder{mode: refTable}
-	switch kv.format.CodeBits() {
-	case 8:
-		kt, vt = make([]float64, len(val)), make([]float64, len(val))
-		kd.table, vd.table = &kt[0], &vt[0]
-	default:
-		kd.mode, vd.mode = refF16, refF16
-		if kv.format == fp8.FormatBF16 {
-			kd.mode, vd.mode = refBF16, refBF16
-		}
-	}
+	dec := refDecodes[kv.format] // refView built a view: the format is a row
+	kd, vd := refDecoder{mode: dec.mode}, refDecoder{mode: dec.mode}
 	var eb expBuf
 	for h := 0; h < p.KVHeads; h++ {
 		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
-		kd.scale, vd.scale = ks, vs
-		for c := range kt {
-			kt[c], vt[c] = val[c]*ks, val[c]*vs
-		}
+		// The unit times the descale is exact (a power of two times a
+		// float32), so value × descale is still one rounding.
+		kd.scale, vd.scale = dec.unit*ks, dec.unit*vs
 		var pt []TokenPatch // this head's patched tokens, in order
 		if patch != nil {
 			pt = patch[h]

@@ -32,27 +32,42 @@ func detectRefAsm() bool {
 }
 
 //go:noescape
-func refDotsTable(out, q *float64, d int, codes *uint16, blocks int, table *float64)
+func refDotsE4M3(out, q *float64, d int, codes *uint16, blocks int, scale float64)
+
+//go:noescape
+func refSumsE4M3(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64)
+
+//go:noescape
+func refDotsE5M2(out, q *float64, d int, codes *uint16, blocks int, scale float64)
+
+//go:noescape
+func refSumsE5M2(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64)
 
 //go:noescape
 func refDotsBF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 
 //go:noescape
-func refDotsF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
-
-//go:noescape
-func refSumsTable(acc *[refLanes]float64, w *float64, n int, codes *uint16, table *float64)
-
-//go:noescape
 func refSumsBF16(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64)
+
+//go:noescape
+func refDotsF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 
 //go:noescape
 func refSumsF16(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64)
 
+// The kernels of each decode (refDecoder.mode).
+var (
+	refDotsOf = [...]func(out, q *float64, d int, codes *uint16, blocks int, scale float64){
+		refE4M3: refDotsE4M3, refE5M2: refDotsE5M2, refBF16: refDotsBF16, refF16: refDotsF16}
+	refSumsOf = [...]func(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64){
+		refE4M3: refSumsE4M3, refE5M2: refSumsE5M2, refBF16: refSumsBF16, refF16: refSumsF16}
+)
+
 // refDots writes to out the dot products Σ_x q[x]·value(code) of
 // len(out) keys (a multiple of refLanes: whole blocks of the K view, codes
 // from the first block's), each in order over x from +0, each product and
-// sum rounded on its own. value(code) is dec's value × descale.
+// sum rounded on its own. value(code) is the code's exact value times the
+// descale, rounded once (dec.scale is the descale times the decode's unit).
 func refDots(out, q []float64, codes []uint16, dec *refDecoder) {
 	blocks := len(out) / refLanes
 	if blocks == 0 || len(q) == 0 {
@@ -60,14 +75,7 @@ func refDots(out, q []float64, codes []uint16, dec *refDecoder) {
 		return
 	}
 	_ = codes[blocks*refLanes*len(q)-1] // the kernel reads this far
-	switch dec.mode {
-	case refTable:
-		refDotsTable(&out[0], &q[0], len(q), &codes[0], blocks, dec.table)
-	case refBF16:
-		refDotsBF16(&out[0], &q[0], len(q), &codes[0], blocks, dec.scale)
-	default:
-		refDotsF16(&out[0], &q[0], len(q), &codes[0], blocks, dec.scale)
-	}
+	refDotsOf[dec.mode](&out[0], &q[0], len(q), &codes[0], blocks, dec.scale)
 }
 
 // refSums adds w[j]·value(code of key j, channel c) to acc[c] for every
@@ -78,12 +86,5 @@ func refSums(acc *[refLanes]float64, w []float64, codes []uint16, dec *refDecode
 		return
 	}
 	_ = codes[len(w)*refLanes-1] // the kernel reads this far
-	switch dec.mode {
-	case refTable:
-		refSumsTable(acc, &w[0], len(w), &codes[0], dec.table)
-	case refBF16:
-		refSumsBF16(acc, &w[0], len(w), &codes[0], dec.scale)
-	default:
-		refSumsF16(acc, &w[0], len(w), &codes[0], dec.scale)
-	}
+	refSumsOf[dec.mode](acc, &w[0], len(w), &codes[0], dec.scale)
 }

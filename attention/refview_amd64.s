@@ -4,32 +4,22 @@
 
 // The quantized reference's kernels (refview_amd64.go): sixteen lanes a
 // step, the codes of a step 32 contiguous bytes at DX (refview.go's
-// layout), decoded into Y0 … Y3 (lanes 0-3, 4-7, 8-11, 12-15) as the
-// float64 value × descale, each product and each sum then rounded on its
-// own (no FMA), lanes in Y10 … Y13.
+// layout), decoded without a table (no gathers: they are slow where the
+// microcode mitigates Gather Data Sampling) into Y0 … Y3 (lanes 0-3, 4-7,
+// 8-11, 12-15) as the float64 value × descale, the exact value times the
+// descale rounded once, as referenceCodes's tables hold it; each product
+// and each sum then rounded on its own (no FMA), lanes in Y10 … Y13.
 
-// DECODE_TABLE: the values from the table at R9 (value × descale), by
-// gathers. Clobbers Y4-Y8.
-#define DECODE_TABLE \
-	VPMOVZXWD    0(DX), X4 \
-	VPMOVZXWD    8(DX), X5 \
-	VPMOVZXWD    16(DX), X6 \
-	VPMOVZXWD    24(DX), X7 \
-	VPXOR        Y0, Y0, Y0 \
-	VPCMPEQD     Y8, Y8, Y8 \
-	VGATHERDPD   Y8, (R9)(X4*8), Y0 \
-	VPXOR        Y1, Y1, Y1 \
-	VPCMPEQD     Y8, Y8, Y8 \
-	VGATHERDPD   Y8, (R9)(X5*8), Y1 \
-	VPXOR        Y2, Y2, Y2 \
-	VPCMPEQD     Y8, Y8, Y8 \
-	VGATHERDPD   Y8, (R9)(X6*8), Y2 \
-	VPXOR        Y3, Y3, Y3 \
-	VPCMPEQD     Y8, Y8, Y8 \
-	VGATHERDPD   Y8, (R9)(X7*8), Y3
+// HALVES: the sixteen f16 of Y4 to float32, eight in Y4 and eight in Y5
+// (exact, subnormals included: vcvtph2ps), then WIDEN_SCALE.
+#define HALVES \
+	VEXTRACTI128 $1, Y4, X5 \
+	VCVTPH2PS    X5, Y5 \
+	VCVTPH2PS    X4, Y4 \
+	WIDEN_SCALE
 
 // WIDEN_SCALE: the eight float32 of Y4 and of Y5 to float64 (exact), then
-// times the descale in Y14 (rounded). Clobbers Y4, Y5.
+// times the descale in Y14 (rounded once). Clobbers Y4, Y5.
 #define WIDEN_SCALE \
 	VCVTPS2PD    X4, Y0 \
 	VEXTRACTI128 $1, Y4, X4 \
@@ -50,12 +40,53 @@
 	VPSLLD       $16, Y5, Y5 \
 	WIDEN_SCALE
 
-// DECODE_F16: vcvtph2ps gives the float32 of an f16 value (exact,
-// subnormals included).
+// DECODE_F16: the codes are f16.
 #define DECODE_F16 \
 	VCVTPH2PS    0(DX), Y4 \
 	VCVTPH2PS    16(DX), Y5 \
 	WIDEN_SCALE
+
+// DECODE_E5M2: an e5m2 code shifted left 8 is the f16 of its value
+// (the same exponent bias, infinities and NaNs).
+#define DECODE_E5M2 \
+	VMOVDQU      0(DX), Y4 \
+	VPSLLW       $8, Y4, Y4 \
+	HALVES
+
+// DECODE_E4M3: an e4m3 code's magnitude bits shifted left 7 are the f16
+// of its value / 256 (exponent bias 15 for 7: e4m3's subnormals are f16's
+// subnormals times 2⁸), its sign bit to f16's, and the magnitude 0x7f
+// (NaN) an f16 NaN; the descale in Y14 carries the factor 256 (an exact
+// product: value × descale is still rounded once).
+#define DECODE_E4M3 \
+	VMOVDQU      0(DX), Y4 \
+	VPAND        refMag<>(SB), Y4, Y5 \
+	VPCMPEQW     refMag<>(SB), Y5, Y6 \
+	VPAND        refExp<>(SB), Y6, Y6 \
+	VPSLLW       $7, Y5, Y5 \
+	VPOR         Y6, Y5, Y5 \
+	VPSLLW       $8, Y4, Y4 \
+	VPAND        refSign<>(SB), Y4, Y4 \
+	VPOR         Y5, Y4, Y4 \
+	HALVES
+
+DATA refMag<>+0(SB)/8, $0x007f007f007f007f
+DATA refMag<>+8(SB)/8, $0x007f007f007f007f
+DATA refMag<>+16(SB)/8, $0x007f007f007f007f
+DATA refMag<>+24(SB)/8, $0x007f007f007f007f
+GLOBL refMag<>(SB), RODATA|NOPTR, $32
+
+DATA refExp<>+0(SB)/8, $0x7c007c007c007c00
+DATA refExp<>+8(SB)/8, $0x7c007c007c007c00
+DATA refExp<>+16(SB)/8, $0x7c007c007c007c00
+DATA refExp<>+24(SB)/8, $0x7c007c007c007c00
+GLOBL refExp<>(SB), RODATA|NOPTR, $32
+
+DATA refSign<>+0(SB)/8, $0x8000800080008000
+DATA refSign<>+8(SB)/8, $0x8000800080008000
+DATA refSign<>+16(SB)/8, $0x8000800080008000
+DATA refSign<>+24(SB)/8, $0x8000800080008000
+GLOBL refSign<>(SB), RODATA|NOPTR, $32
 
 // MULADD: Y10 … Y13 += Y9 · (Y0 … Y3), each product rounded, then each sum.
 #define MULADD \
@@ -84,6 +115,7 @@ block: \
 	MOVQ   SI, R10 \
 	MOVQ   CX, R11 \
 step: \
+	PREFETCHT0 1024(DX) \
 	decode \
 	VBROADCASTSD (R10), Y9 \
 	MULADD \
@@ -117,6 +149,7 @@ key: \
 	MOVQ    (SI), BX \
 	CMPQ    BX, AX \
 	JEQ     skip \
+	PREFETCHT0 1024(DX) \
 	decode \
 	VBROADCASTSD (SI), Y9 \
 	MULADD \
@@ -132,30 +165,40 @@ skip: \
 	VZEROUPPER \
 	RET
 
-// func refDotsTable(out, q *float64, d int, codes *uint16, blocks int, table *float64)
-TEXT ·refDotsTable(SB), NOSPLIT, $0-48
-	MOVQ table+40(FP), R9
-	DOTS(DECODE_TABLE)
+// func refDotsE4M3(out, q *float64, d int, codes *uint16, blocks int, scale float64)
+TEXT ·refDotsE4M3(SB), NOSPLIT, $0-48
+	VBROADCASTSD scale+40(FP), Y14
+	DOTS(DECODE_E4M3)
+
+// func refSumsE4M3(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
+TEXT ·refSumsE4M3(SB), NOSPLIT, $0-40
+	VBROADCASTSD scale+32(FP), Y14
+	SUMS(DECODE_E4M3)
+
+// func refDotsE5M2(out, q *float64, d int, codes *uint16, blocks int, scale float64)
+TEXT ·refDotsE5M2(SB), NOSPLIT, $0-48
+	VBROADCASTSD scale+40(FP), Y14
+	DOTS(DECODE_E5M2)
+
+// func refSumsE5M2(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
+TEXT ·refSumsE5M2(SB), NOSPLIT, $0-40
+	VBROADCASTSD scale+32(FP), Y14
+	SUMS(DECODE_E5M2)
 
 // func refDotsBF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 TEXT ·refDotsBF16(SB), NOSPLIT, $0-48
 	VBROADCASTSD scale+40(FP), Y14
 	DOTS(DECODE_BF16)
 
-// func refDotsF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
-TEXT ·refDotsF16(SB), NOSPLIT, $0-48
-	VBROADCASTSD scale+40(FP), Y14
-	DOTS(DECODE_F16)
-
-// func refSumsTable(acc *[16]float64, w *float64, n int, codes *uint16, table *float64)
-TEXT ·refSumsTable(SB), NOSPLIT, $0-40
-	MOVQ table+32(FP), R9
-	SUMS(DECODE_TABLE)
-
 // func refSumsBF16(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsBF16(SB), NOSPLIT, $0-40
 	VBROADCASTSD scale+32(FP), Y14
 	SUMS(DECODE_BF16)
+
+// func refDotsF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
+TEXT ·refDotsF16(SB), NOSPLIT, $0-48
+	VBROADCASTSD scale+40(FP), Y14
+	DOTS(DECODE_F16)
 
 // func refSumsF16(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsF16(SB), NOSPLIT, $0-40
