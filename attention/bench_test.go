@@ -172,7 +172,10 @@ func BenchmarkReferenceQuantizedFormats(b *testing.B) {
 			b.Fatal(err)
 		}
 		qv := k.dequantizedQuery(p.q)
-		vw := kv.refView()
+		var vw *refView
+		for range refViewAfter { // the refViewAfter-th read builds it
+			vw = kv.refView()
+		}
 		for _, path := range []string{"codes", "views"} {
 			b.Run(f.String()+"/"+path, func(b *testing.B) {
 				if path == "views" && vw == nil {
@@ -193,5 +196,21 @@ func BenchmarkReferenceQuantizedFormats(b *testing.B) {
 				cpu.Report(b, float64(2*n*128))
 			})
 		}
+	}
+}
+
+// BenchmarkRefViewBuild is the cost of a cache's view (refview.go): the
+// copy of a 128k-token, head_dim-128 cache's codes into the reference's
+// vector layout, which one of its references pays once (ns/op: wall time,
+// on GOMAXPROCS goroutines).
+func BenchmarkRefViewBuild(b *testing.B) {
+	const n = 128 << 10
+	p := newProblem(1, 1, n, 1, 1, 128, 0.5)
+	kv, err := QuantizeKV(p.k, p.v, KVShape{Tokens: n, Heads: 1, KDim: 128}, KVSpec{Format: KVE4M3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		newRefView(kv)
 	}
 }

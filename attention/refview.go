@@ -25,14 +25,23 @@ import (
 //     channels +0 codes): one load gives one key's codes of sixteen output
 //     elements, the lanes of sixteen independent weighted sums.
 //
-// A view is built once per cache, on the first reference that wants one
-// (KV.refView), and read by every reference after, from any number of
+// A view is built once per cache, by the refViewAfter-th reference that
+// reads it (KV.refView: a cache read fewer times keeps the scalar path),
+// and read by every reference after, from any number of
 // goroutines. It is one more copy of the cache's codes. Every write of codes
 // keeps it equal to the cache: SetToken and SetTokenCodes (and so
 // RestoreToken) write the token into the view too, a bulk quantization
 // (setTokens) drops it, and a Clone starts without one. A block-scaled
 // cache never builds one (its reference reads Dequantize).
 const refLanes = 16
+
+// refViewAfter is the reference of a cache that builds its view. On the
+// 2-core VM it was measured on (BenchmarkRefViewBuild,
+// BenchmarkReferenceQuantizedFormats: 128k tokens, head_dim 128), a
+// build cost about 30 ms of wall time (63 cpu-ms), and a reference read
+// from the view saved 2.5 (e4m3) to 7 (f16) cpu-ms: a cache read a few
+// times would lose. The needle's shared caches are read by 96 trials.
+const refViewAfter = 8
 
 // refView is a cache's K and V codes in the reference's vector layout.
 type refView struct {
@@ -44,12 +53,15 @@ type refView struct {
 // kvViews holds a cache's view, built on demand; mu orders the build with
 // the writes that keep it current.
 type kvViews struct {
-	mu sync.Mutex
-	v  *refView
+	mu    sync.Mutex
+	reads int // the references that asked for a view
+	v     *refView
 }
 
-// refView returns the cache's view, building it on the first call, or nil
-// when the vector kernels cannot run here (another architecture, the
+// refView returns the cache's view, building it on the refViewAfter-th
+// call (a cache read only a few times does not pay for the copy: its
+// references read the cache's own layout, the same bits), or nil before
+// and when the vector kernels cannot run here (another architecture, the
 // purego tag, a CPU without AVX2 or F16C), for a block-scaled cache, or
 // for a format refDecodes has no row for. Safe for
 // concurrent use by readers of the cache.
@@ -60,6 +72,9 @@ func (c *KV) refView() *refView {
 	c.views.mu.Lock()
 	defer c.views.mu.Unlock()
 	if c.views.v == nil {
+		if c.views.reads++; c.views.reads < refViewAfter {
+			return nil
+		}
 		c.views.v = newRefView(c)
 	}
 	return c.views.v
@@ -71,7 +86,7 @@ func (c *KV) dropViews() {
 		return
 	}
 	c.views.mu.Lock()
-	c.views.v = nil
+	c.views.v, c.views.reads = nil, 0
 	c.views.mu.Unlock()
 }
 
@@ -95,22 +110,52 @@ func newRefView(c *KV) *refView {
 	v := &refView{vblocks: (dv + L - 1) / L}
 	v.k = alignedCodes(c.heads * st * d)
 	v.v = alignedCodes(c.heads * v.vblocks * st * L)
-	for h := 0; h < c.heads; h++ {
-		for t := 0; t < c.tokens; t++ {
-			src := c.k[(h*c.tokens+t)*d:][:d]
-			dst := v.k[(h*st/L+t/L)*d*L+t%L:]
-			for x, code := range src {
-				dst[x*L] = code
+	// Each 32-byte row of the view written whole, in order (the fresh
+	// memory's lines filled one after the other), from sixteen sources; on
+	// GOMAXPROCS goroutines for a large cache, each writing its own blocks.
+	zero := make([]uint16, max(d, c.tokens)) // the padding's source
+	kblocks := st / L
+	_ = parallelRange(context.Background(), c.heads*kblocks, 64, len(v.k), 0, func(u0, u1 int) {
+		var src [L][]uint16
+		for u := u0; u < u1; u++ {
+			h, b := u/kblocks, u%kblocks
+			for l := range src {
+				src[l] = zero[:d]
+				if t := b*L + l; t < c.tokens {
+					src[l] = c.k[(h*c.tokens+t)*d:][:d]
+				}
+			}
+			dst := v.k[(h*kblocks+b)*d*L:][:d*L]
+			for x := 0; x < d; x++ {
+				row := (*[L]uint16)(dst[x*L:])
+				for l := range row {
+					row[l] = src[l][x]
+				}
 			}
 		}
-		for x := 0; x < dv; x++ {
-			src := c.vt[(h*dv+x)*st:][:c.tokens]
-			dst := v.v[((h*v.vblocks+x/L)*st)*L+x%L:]
-			for t, code := range src {
-				dst[t*L] = code
+	})
+	const chunk = 1024 // tokens of V a unit
+	chunks := (c.tokens + chunk - 1) / chunk
+	_ = parallelRange(context.Background(), c.heads*v.vblocks*chunks, 4, len(v.v), 0, func(u0, u1 int) {
+		var src [L][]uint16
+		for u := u0; u < u1; u++ {
+			h, cb, t0 := u/(v.vblocks*chunks), u/chunks%v.vblocks, u%chunks*chunk
+			t1 := min(t0+chunk, c.tokens)
+			for l := range src {
+				src[l] = zero[:c.tokens]
+				if x := cb*L + l; x < dv {
+					src[l] = c.vt[(h*dv+x)*st:][:c.tokens]
+				}
+			}
+			dst := v.v[(h*v.vblocks+cb)*st*L:][:st*L]
+			for t := t0; t < t1; t++ {
+				row := (*[L]uint16)(dst[t*L:])
+				for l := range row {
+					row[l] = src[l][t]
+				}
 			}
 		}
-	}
+	})
 	return v
 }
 

@@ -21,7 +21,10 @@ func refViewsAgainstCodes(t *testing.T, what string, cfg Config, q []float32, kv
 	if err != nil {
 		t.Fatal(err)
 	}
-	vw := kv.refView()
+	var vw *refView
+	for range refViewAfter { // the refViewAfter-th read builds it
+		vw = kv.refView()
+	}
 	if vw == nil {
 		t.Fatalf("%s: no view of a %s cache", what, kv.format)
 	}
@@ -125,6 +128,11 @@ func TestReferenceViewsFollowWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{HeadDim: 64, QHeads: 2, KVHeads: 2, DType: fp8.FormatE4M3}
+	for r := 1; r < refViewAfter; r++ {
+		if kv.refView() != nil {
+			t.Fatalf("a view after %d reads, want it on read %d", r, refViewAfter)
+		}
+	}
 	refViewsAgainstCodes(t, "fresh", cfg, p.q, kv, nil) // builds the view
 	c := kv.Clone()
 	kc, vc := kv.TokenCodes(5, 1)
