@@ -229,6 +229,7 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 	m := make([]float64, g)
 	l := make([]float64, g)
 	live := make([]bool, g)
+	kbuf := make([]float64, L*d) // a block of keys, decoded (groups of query heads)
 	dec := refDecodes[kv.format] // refView built a view: the format is a row
 	kd, vd := refDecoder{mode: dec.mode}, refDecoder{mode: dec.mode}
 	var eb expBuf
@@ -262,11 +263,22 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 			}
 			pr := pt[pa:pb]
 			b0, b1 := lo/L, (hi+L-1)/L
+			if g == 1 {
+				refDots(s[b0*L:b1*L], qv[(i*p.QHeads+h)*d:][:d], kh[b0*L*d:b1*L*d], &kd)
+			} else {
+				// A group: each block of keys decoded once, for every
+				// query head of the group (the same values).
+				for b := b0; b < b1; b++ {
+					refDecode(kbuf, kh[b*L*d:][:L*d], &kd)
+					for e := 0; e < g; e++ {
+						refDotsDecoded(s[e*st+b*L:][:L], qv[(i*p.QHeads+h*g+e)*d:][:d], kbuf)
+					}
+				}
+			}
 			someLive := false
 			for e := 0; e < g; e++ {
 				se := s[e*st:][:st]
 				qr := qv[(i*p.QHeads+h*g+e)*d:][:d]
-				refDots(se[b0*L:b1*L], qr, kh[b0*L*d:b1*L*d], &kd)
 				for j := lo; j < hi; j++ {
 					se[j] = p.SoftmaxScale * se[j]
 				}

@@ -55,13 +55,54 @@ func refDotsF16(out, q *float64, d int, codes *uint16, blocks int, scale float64
 //go:noescape
 func refSumsF16(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64)
 
+//go:noescape
+func refDecodeE4M3(dst *float64, codes *uint16, steps int, scale float64)
+
+//go:noescape
+func refDecodeE5M2(dst *float64, codes *uint16, steps int, scale float64)
+
+//go:noescape
+func refDecodeBF16(dst *float64, codes *uint16, steps int, scale float64)
+
+//go:noescape
+func refDecodeF16(dst *float64, codes *uint16, steps int, scale float64)
+
+//go:noescape
+func refDotsF64(out, q *float64, d int, vals *float64, blocks int)
+
 // The kernels of each decode (refDecoder.mode).
 var (
 	refDotsOf = [...]func(out, q *float64, d int, codes *uint16, blocks int, scale float64){
 		refE4M3: refDotsE4M3, refE5M2: refDotsE5M2, refBF16: refDotsBF16, refF16: refDotsF16}
 	refSumsOf = [...]func(acc *[refLanes]float64, w *float64, n int, codes *uint16, scale float64){
 		refE4M3: refSumsE4M3, refE5M2: refSumsE5M2, refBF16: refSumsBF16, refF16: refSumsF16}
+	refDecodeOf = [...]func(dst *float64, codes *uint16, steps int, scale float64){
+		refE4M3: refDecodeE4M3, refE5M2: refDecodeE5M2, refBF16: refDecodeBF16, refF16: refDecodeF16}
 )
+
+// refDecode writes to dst the values × descale of codes (len(dst) of
+// them, a multiple of refLanes): one block of the K view decoded once
+// for the query heads of a GQA group.
+func refDecode(dst []float64, codes []uint16, dec *refDecoder) {
+	steps := len(dst) / refLanes
+	if steps == 0 {
+		return
+	}
+	_ = codes[steps*refLanes-1]
+	refDecodeOf[dec.mode](&dst[0], &codes[0], steps, dec.scale)
+}
+
+// refDotsDecoded is refDots on values refDecode wrote (vals, len(out)
+// keys by len(q) dimensions, the K view's order): the same sums.
+func refDotsDecoded(out, q, vals []float64) {
+	blocks := len(out) / refLanes
+	if blocks == 0 || len(q) == 0 {
+		clear(out)
+		return
+	}
+	_ = vals[blocks*refLanes*len(q)-1]
+	refDotsF64(&out[0], &q[0], len(q), &vals[0], blocks)
+}
 
 // refDots writes to out the dot products Σ_x q[x]·value(code) of
 // len(out) keys (a multiple of refLanes: whole blocks of the K view, codes

@@ -99,9 +99,17 @@ GLOBL refSign<>(SB), RODATA|NOPTR, $32
 	VADDPD Y2, Y12, Y12 \
 	VADDPD Y3, Y13, Y13
 
-// DOTS(decode): blocks blocks of sixteen dot products over d dimensions
-// (d ≥ 1, blocks ≥ 1), each from +0, q[x] broadcast in Y9; out ← the sums.
-#define DOTS(decode) \
+// DECODE_F64: values decoded before (refDecode*), sixteen float64.
+#define DECODE_F64 \
+	VMOVUPD      0(DX), Y0 \
+	VMOVUPD      32(DX), Y1 \
+	VMOVUPD      64(DX), Y2 \
+	VMOVUPD      96(DX), Y3
+
+// DOTS(decode, width): blocks blocks of sixteen dot products over d
+// dimensions (d ≥ 1, blocks ≥ 1), each from +0, q[x] broadcast in Y9;
+// out ← the sums. A step's codes are width bytes.
+#define DOTS(decode, width) \
 	MOVQ   out+0(FP), R8 \
 	MOVQ   q+8(FP), SI \
 	MOVQ   d+16(FP), CX \
@@ -119,7 +127,7 @@ step: \
 	decode \
 	VBROADCASTSD (R10), Y9 \
 	MULADD \
-	ADDQ   $32, DX \
+	ADDQ   $width, DX \
 	ADDQ   $8, R10 \
 	DECQ   R11 \
 	JNZ    step \
@@ -130,6 +138,25 @@ step: \
 	ADDQ   $128, R8 \
 	DECQ   BX \
 	JNZ    block \
+	VZEROUPPER \
+	RET
+
+// DECODES(decode): steps ≥ 1 steps of sixteen codes decoded to dst.
+#define DECODES(decode) \
+	MOVQ    dst+0(FP), DI \
+	MOVQ    codes+8(FP), DX \
+	MOVQ    steps+16(FP), CX \
+dec: \
+	PREFETCHT0 1024(DX) \
+	decode \
+	VMOVUPD Y0, 0(DI) \
+	VMOVUPD Y1, 32(DI) \
+	VMOVUPD Y2, 64(DI) \
+	VMOVUPD Y3, 96(DI) \
+	ADDQ    $32, DX \
+	ADDQ    $128, DI \
+	DECQ    CX \
+	JNZ     dec \
 	VZEROUPPER \
 	RET
 
@@ -168,7 +195,12 @@ skip: \
 // func refDotsE4M3(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 TEXT ·refDotsE4M3(SB), NOSPLIT, $0-48
 	VBROADCASTSD scale+40(FP), Y14
-	DOTS(DECODE_E4M3)
+	DOTS(DECODE_E4M3, 32)
+
+// func refDecodeE4M3(dst *float64, codes *uint16, steps int, scale float64)
+TEXT ·refDecodeE4M3(SB), NOSPLIT, $0-32
+	VBROADCASTSD scale+24(FP), Y14
+	DECODES(DECODE_E4M3)
 
 // func refSumsE4M3(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsE4M3(SB), NOSPLIT, $0-40
@@ -178,7 +210,12 @@ TEXT ·refSumsE4M3(SB), NOSPLIT, $0-40
 // func refDotsE5M2(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 TEXT ·refDotsE5M2(SB), NOSPLIT, $0-48
 	VBROADCASTSD scale+40(FP), Y14
-	DOTS(DECODE_E5M2)
+	DOTS(DECODE_E5M2, 32)
+
+// func refDecodeE5M2(dst *float64, codes *uint16, steps int, scale float64)
+TEXT ·refDecodeE5M2(SB), NOSPLIT, $0-32
+	VBROADCASTSD scale+24(FP), Y14
+	DECODES(DECODE_E5M2)
 
 // func refSumsE5M2(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsE5M2(SB), NOSPLIT, $0-40
@@ -188,7 +225,12 @@ TEXT ·refSumsE5M2(SB), NOSPLIT, $0-40
 // func refDotsBF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 TEXT ·refDotsBF16(SB), NOSPLIT, $0-48
 	VBROADCASTSD scale+40(FP), Y14
-	DOTS(DECODE_BF16)
+	DOTS(DECODE_BF16, 32)
+
+// func refDecodeBF16(dst *float64, codes *uint16, steps int, scale float64)
+TEXT ·refDecodeBF16(SB), NOSPLIT, $0-32
+	VBROADCASTSD scale+24(FP), Y14
+	DECODES(DECODE_BF16)
 
 // func refSumsBF16(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsBF16(SB), NOSPLIT, $0-40
@@ -198,7 +240,12 @@ TEXT ·refSumsBF16(SB), NOSPLIT, $0-40
 // func refDotsF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 TEXT ·refDotsF16(SB), NOSPLIT, $0-48
 	VBROADCASTSD scale+40(FP), Y14
-	DOTS(DECODE_F16)
+	DOTS(DECODE_F16, 32)
+
+// func refDecodeF16(dst *float64, codes *uint16, steps int, scale float64)
+TEXT ·refDecodeF16(SB), NOSPLIT, $0-32
+	VBROADCASTSD scale+24(FP), Y14
+	DECODES(DECODE_F16)
 
 // func refSumsF16(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsF16(SB), NOSPLIT, $0-40
@@ -223,3 +270,7 @@ TEXT ·refXgetbv(SB), NOSPLIT, $0-8
 	MOVL AX, eax+0(FP)
 	MOVL DX, edx+4(FP)
 	RET
+
+// func refDotsF64(out, q *float64, d int, vals *float64, blocks int)
+TEXT ·refDotsF64(SB), NOSPLIT, $0-40
+	DOTS(DECODE_F64, 128)

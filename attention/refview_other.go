@@ -14,3 +14,11 @@ func refDots(out, q []float64, codes []uint16, dec *refDecoder) {
 func refSums(acc *[refLanes]float64, w []float64, codes []uint16, dec *refDecoder) {
 	panic("attention: refSums without the vector kernels")
 }
+
+func refDecode(dst []float64, codes []uint16, dec *refDecoder) {
+	panic("attention: refDecode without the vector kernels")
+}
+
+func refDotsDecoded(out, q, vals []float64) {
+	panic("attention: refDotsDecoded without the vector kernels")
+}
