@@ -43,6 +43,10 @@ const refLanes = 16
 // times would lose. The needle's shared caches are read by 96 trials.
 const refViewAfter = 8
 
+// refViewChunk is the keys of V the weighted sums take at a time (for a
+// GQA group, decoded once: 32 KiB of float64, in the L1 or L2 cache).
+const refViewChunk = 256
+
 // refView is a cache's K and V codes in the reference's vector layout.
 type refView struct {
 	vblocks int      // ⌈vdim / refLanes⌉
@@ -230,7 +234,12 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 	l := make([]float64, g)
 	live := make([]bool, g)
 	kbuf := make([]float64, L*d) // a block of keys, decoded (groups of query heads)
-	dec := refDecodes[kv.format] // refView built a view: the format is a row
+	var vbuf []float64           // a chunk of keys' values, decoded (groups)
+	if g > 1 {
+		vbuf = make([]float64, refViewChunk*L)
+	}
+	accs := make([][L]float64, g) // each head's sums of one block of channels
+	dec := refDecodes[kv.format]  // refView built a view: the format is a row
 	kd, vd := refDecoder{mode: dec.mode}, refDecoder{mode: dec.mode}
 	var eb expBuf
 	for h := 0; h < p.KVHeads; h++ {
@@ -318,26 +327,55 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 			for cb := 0; cb < vw.vblocks; cb++ {
 				vb := vh[cb*st*L:][:st*L]
 				nc := min(L, dv-cb*L) // the block's channels
+				for e := range accs {
+					accs[e] = [L]float64{}
+				}
+				// refViewChunk keys at a time (g > 1: decoded once for
+				// the group), each run of keys between patches summed by
+				// the kernel, each patched key's term added in its place.
+				np := 0 // the first patch of pr at or after the chunk
+				for c0 := lo; c0 < hi; c0 += refViewChunk {
+					c1 := min(c0+refViewChunk, hi)
+					pc := np // the chunk's patches: pr[np:pc]
+					for pc < len(pr) && pr[pc].Pos < c1 {
+						pc++
+					}
+					if g > 1 {
+						refDecode(vbuf[:(c1-c0)*L], vb[c0*L:c1*L], &vd)
+					}
+					for e := 0; e < g; e++ {
+						if !live[e] {
+							continue
+						}
+						se, acc := s[e*st:][:st], &accs[e]
+						run := func(j0, j1 int) {
+							if g > 1 {
+								refSumsDecoded(acc, se[j0:j1], vbuf[(j0-c0)*L:])
+							} else {
+								refSums(acc, se[j0:j1], vb[j0*L:], &vd)
+							}
+						}
+						j := c0
+						for _, tp := range pr[np:pc] {
+							run(j, tp.Pos)
+							if w := se[tp.Pos]; !math.IsInf(w, -1) {
+								for c, code := range tp.V[cb*L:][:nc] {
+									acc[c] += w * (val[code] * vs)
+								}
+							}
+							j = tp.Pos + 1
+						}
+						run(j, c1)
+					}
+					np = pc
+				}
 				for e := 0; e < g; e++ {
 					if !live[e] {
 						continue
 					}
-					se := s[e*st:][:st]
-					var acc [L]float64
-					j := lo
-					for _, tp := range pr {
-						refSums(&acc, se[j:tp.Pos], vb[j*L:], &vd)
-						if w := se[tp.Pos]; !math.IsInf(w, -1) {
-							for c, code := range tp.V[cb*L:][:nc] {
-								acc[c] += w * (val[code] * vs)
-							}
-						}
-						j = tp.Pos + 1
-					}
-					refSums(&acc, se[j:hi], vb[j*L:], &vd)
 					o := out[(i*p.QHeads+h*g+e)*dv+cb*L:][:nc]
 					for c := range o {
-						o[c] = acc[c] / l[e]
+						o[c] = accs[e][c] / l[e]
 					}
 				}
 			}

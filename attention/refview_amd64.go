@@ -68,6 +68,9 @@ func refDecodeBF16(dst *float64, codes *uint16, steps int, scale float64)
 func refDecodeF16(dst *float64, codes *uint16, steps int, scale float64)
 
 //go:noescape
+func refSumsF64(acc *[refLanes]float64, w *float64, n int, vals *float64)
+
+//go:noescape
 func refDotsF64(out, q *float64, d int, vals *float64, blocks int)
 
 // The kernels of each decode (refDecoder.mode).
@@ -128,4 +131,14 @@ func refSums(acc *[refLanes]float64, w []float64, codes []uint16, dec *refDecode
 	}
 	_ = codes[len(w)*refLanes-1] // the kernel reads this far
 	refSumsOf[dec.mode](acc, &w[0], len(w), &codes[0], dec.scale)
+}
+
+// refSumsDecoded is refSums on values refDecode wrote (vals, len(w) keys
+// by refLanes channels): the same sums.
+func refSumsDecoded(acc *[refLanes]float64, w, vals []float64) {
+	if len(w) == 0 {
+		return
+	}
+	_ = vals[len(w)*refLanes-1]
+	refSumsF64(acc, &w[0], len(w), &vals[0])
 }

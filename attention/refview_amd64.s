@@ -160,9 +160,9 @@ dec: \
 	VZEROUPPER \
 	RET
 
-// SUMS(decode): acc[c] += w[j]·value of key j's code of channel c for the
+// SUMS(decode, width): acc[c] += w[j]·value of key j's code of channel c for the
 // n ≥ 1 keys j in order, skipping a weight of −∞ (bits 0xfff0…).
-#define SUMS(decode) \
+#define SUMS(decode, width) \
 	MOVQ    acc+0(FP), DI \
 	MOVQ    w+8(FP), SI \
 	MOVQ    n+16(FP), CX \
@@ -182,7 +182,7 @@ key: \
 	MULADD \
 skip: \
 	ADDQ    $8, SI \
-	ADDQ    $32, DX \
+	ADDQ    $width, DX \
 	DECQ    CX \
 	JNZ     key \
 	VMOVUPD Y10, 0(DI) \
@@ -205,7 +205,7 @@ TEXT ·refDecodeE4M3(SB), NOSPLIT, $0-32
 // func refSumsE4M3(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsE4M3(SB), NOSPLIT, $0-40
 	VBROADCASTSD scale+32(FP), Y14
-	SUMS(DECODE_E4M3)
+	SUMS(DECODE_E4M3, 32)
 
 // func refDotsE5M2(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 TEXT ·refDotsE5M2(SB), NOSPLIT, $0-48
@@ -220,7 +220,7 @@ TEXT ·refDecodeE5M2(SB), NOSPLIT, $0-32
 // func refSumsE5M2(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsE5M2(SB), NOSPLIT, $0-40
 	VBROADCASTSD scale+32(FP), Y14
-	SUMS(DECODE_E5M2)
+	SUMS(DECODE_E5M2, 32)
 
 // func refDotsBF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 TEXT ·refDotsBF16(SB), NOSPLIT, $0-48
@@ -235,7 +235,7 @@ TEXT ·refDecodeBF16(SB), NOSPLIT, $0-32
 // func refSumsBF16(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsBF16(SB), NOSPLIT, $0-40
 	VBROADCASTSD scale+32(FP), Y14
-	SUMS(DECODE_BF16)
+	SUMS(DECODE_BF16, 32)
 
 // func refDotsF16(out, q *float64, d int, codes *uint16, blocks int, scale float64)
 TEXT ·refDotsF16(SB), NOSPLIT, $0-48
@@ -250,7 +250,7 @@ TEXT ·refDecodeF16(SB), NOSPLIT, $0-32
 // func refSumsF16(acc *[16]float64, w *float64, n int, codes *uint16, scale float64)
 TEXT ·refSumsF16(SB), NOSPLIT, $0-40
 	VBROADCASTSD scale+32(FP), Y14
-	SUMS(DECODE_F16)
+	SUMS(DECODE_F16, 32)
 
 // func refCPUID(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·refCPUID(SB), NOSPLIT, $0-24
@@ -274,3 +274,7 @@ TEXT ·refXgetbv(SB), NOSPLIT, $0-8
 // func refDotsF64(out, q *float64, d int, vals *float64, blocks int)
 TEXT ·refDotsF64(SB), NOSPLIT, $0-40
 	DOTS(DECODE_F64, 128)
+
+// func refSumsF64(acc *[16]float64, w *float64, n int, vals *float64)
+TEXT ·refSumsF64(SB), NOSPLIT, $0-32
+	SUMS(DECODE_F64, 128)

@@ -22,3 +22,7 @@ func refDecode(dst []float64, codes []uint16, dec *refDecoder) {
 func refDotsDecoded(out, q, vals []float64) {
 	panic("attention: refDotsDecoded without the vector kernels")
 }
+
+func refSumsDecoded(acc *[refLanes]float64, w, vals []float64) {
+	panic("attention: refSumsDecoded without the vector kernels")
+}
