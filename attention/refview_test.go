@@ -45,8 +45,9 @@ func refViewsAgainstCodes(t *testing.T, what string, cfg Config, q []float32, kv
 // with NaN codes; e5m2; bf16; f16; tiny values, so subnormal codes),
 // per-head descales != 1, GQA groups of 1 and 3, token counts that are
 // not multiples of 16 (a partial block of keys), head dims 64 to 576, patches at the edges of the
-// sixteen-key blocks, adjacent patches and patches outside a window, a
-// mask, causal prefill and a window.
+// sixteen-key blocks and of the sums' chunks of keys (refViewChunk),
+// adjacent patches and patches outside a window, a mask, causal prefill
+// and a window.
 func TestReferenceViewsBits(t *testing.T) {
 	if !haveRefAsm {
 		t.Skip("the vector kernels need amd64 with AVX2 and F16C, without the purego tag: not this build or CPU")
@@ -68,6 +69,8 @@ func TestReferenceViewsBits(t *testing.T) {
 		{"f16 g1 hd 576", 2, 61, 1, 1, 576, fp8.FormatFP16, fp8.SatFinite, 1, Config{}, true, true},
 		{"f16 tiny (subnormals)", 1, 77, 2, 1, 64, fp8.FormatFP16, fp8.SatFinite, 1.0 / 8192, Config{}, false, false},
 		{"bf16 sinks g3", 1, 45, 3, 1, 256, fp8.FormatBF16, fp8.SatFinite, 1, Config{}, false, true},
+		{"e4m3 g3 long (chunks of V)", 2, 777, 6, 2, 128, fp8.FormatE4M3, fp8.SatFinite, 1, Config{}, true, true},
+		{"bf16 g1 long", 1, 600, 1, 1, 64, fp8.FormatBF16, fp8.SatFinite, 1, Config{Window: 450}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProblem(uint64(90+i), tc.mq, tc.n, tc.qh, tc.kvh, tc.d, 0.5)
@@ -99,7 +102,10 @@ func TestReferenceViewsBits(t *testing.T) {
 			}
 			var patch []TokenPatch
 			if tc.patches {
-				for _, pos := range []int{0, 15, 16, 17, 31, 32, 40, 41, tc.n - 2, tc.n - 1} {
+				for _, pos := range []int{0, 15, 16, 17, 31, 32, 40, 41, 255, 256, 257, 511, 512, tc.n - 2, tc.n - 1} {
+					if pos >= tc.n {
+						continue
+					}
 					for h := 0; h < tc.kvh; h++ {
 						src := (pos*7 + 3 + h) % tc.n
 						kc, vc := kv.TokenCodes(src, h)
@@ -166,7 +172,7 @@ func FuzzReferenceViews(f *testing.F) {
 	f.Add(uint64(3), uint8(1), uint8(1), uint8(2), uint8(2), float32(0.001), uint64(5), uint8(1))
 	f.Fuzz(func(t *testing.T, seed uint64, n8, d8, fmt8, g8 uint8, scale float32, maskBits uint64, patchAt uint8) {
 		formats := []fp8.Format{fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatBF16, fp8.FormatFP16}
-		n, d, g := 1+int(n8)%96, []int{64, 128, 192, 576}[int(d8)%4], 1+int(g8)%3
+		n, d, g := 1+3*int(n8), []int{64, 128, 192, 576}[int(d8)%4], 1+int(g8)%3
 		f := formats[int(fmt8)%len(formats)]
 		if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale == 0 || math.Abs(float64(scale)) > 1e4 || math.Abs(float64(scale)) < 1e-6 {
 			scale = 1
@@ -193,7 +199,7 @@ func FuzzReferenceViews(f *testing.F) {
 		}
 		var patch []TokenPatch
 		if patchAt != 0 {
-			pos := int(patchAt) % n
+			pos := 3 * int(patchAt) % n
 			kc, vc := kv.TokenCodes((pos+1)%n, 0)
 			patch = append(patch, TokenPatch{Pos: pos, K: kc, V: vc})
 		}
