@@ -222,7 +222,10 @@ var refDecodes = map[fp8.Format]struct {
 // visible keys' blocks is computed from the cache, and then a patched
 // key's score is computed again from its patch, and a masked key's set to
 // −∞; the sums stop at each patched key, add its term from the patch (in
-// its place in the order), and go on.
+// its place in the order), and go on. For a GQA group (g > 1) each block
+// of K, and each refViewChunk keys of V, is decoded once (refDecode) and
+// summed from for every query head of the group (refDotsDecoded,
+// refSumsDecoded): the same values, the same products.
 func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]TokenPatch, vw *refView) ([]float64, error) {
 	const L = refLanes
 	kv, p := k.kv, k.Plan
