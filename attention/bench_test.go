@@ -2,6 +2,7 @@ package attention
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -148,5 +149,74 @@ func BenchmarkReference(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkReferenceQuantizedFormats is BenchmarkReferenceQuantized's
+// cases (one decode query, 128k tokens, head_dim 128, GQA groups 1 and 4)
+// for the cache formats the reference's vector kernels decode, on one core
+// (cpu-ms/op is the thread's CPU time): "codes" reads the cache's own
+// layout (referenceCodes, the path without the kernels), "views" the
+// cache's view (referenceViews; the view built before the timing, once
+// per cache, as the needle's trials share it).
+func BenchmarkReferenceQuantizedFormats(b *testing.B) {
+	const n = 128 << 10
+	for _, g := range []int{1, 4} {
+		p := newProblem(1, 1, n, g, 1, 128, 0.5)
+		for _, f := range []KVFormat{KVE4M3, KVE5M2, KVBF16, KVFP16} {
+			if g > 1 && f != KVE4M3 && f != KVBF16 {
+				continue
+			}
+			kv, err := QuantizeKV(p.k, p.v, KVShape{Tokens: n, Heads: 1, KDim: 128}, KVSpec{Format: f})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := Config{HeadDim: 128, QHeads: g, KVHeads: 1, DType: kv.Format()}
+			k, err := newKernel(cfg, []int{0}, p.q, nil, kv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			qv := k.dequantizedQuery(p.q)
+			var vw *refView
+			for range refViewAfter { // the refViewAfter-th read builds it
+				vw = kv.refView()
+			}
+			for _, path := range []string{"codes", "views"} {
+				b.Run(fmt.Sprintf("%s/group%d/%s", f, g, path), func(b *testing.B) {
+					if path == "views" && vw == nil {
+						b.Skip("no vector kernels here")
+					}
+					cpu := cputime.Start()
+					for b.Loop() {
+						var err error
+						if path == "views" {
+							_, err = k.referenceViews(context.Background(), qv, nil, vw)
+						} else {
+							_, err = k.referenceCodes(context.Background(), qv, nil)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+					cpu.Report(b, float64(2*n*128*g))
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkRefViewBuild is the cost of a cache's view (refview.go): the
+// copy of a 128k-token, head_dim-128 cache's codes into the reference's
+// vector layout, which one of its references pays once (ns/op: wall time,
+// on GOMAXPROCS goroutines).
+func BenchmarkRefViewBuild(b *testing.B) {
+	const n = 128 << 10
+	p := newProblem(1, 1, n, 1, 1, 128, 0.5)
+	kv, err := QuantizeKV(p.k, p.v, KVShape{Tokens: n, Heads: 1, KDim: 128}, KVSpec{Format: KVE4M3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		newRefView(kv)
 	}
 }

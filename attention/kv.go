@@ -29,6 +29,7 @@ type KV struct {
 	vt                 []uint16    // [head][vdim][stride]
 	kq, vq             *tokenQuant // how QuantizeKV stores a token (nil: NewKV's cast with the descales)
 	bs                 *blockCache // PathBlockScaled: the codes and scales the block-scaled MMA reads
+	views              *kvViews    // the quantized reference's layout of the codes (refview.go), kept equal to them
 }
 
 // padTokens is the granularity of the padded token axis of V: the largest
@@ -90,6 +91,7 @@ func NewKVContext(ctx context.Context, k, v []float32, shape fp8.Shape, f fp8.Fo
 // cancelled (looking every quantChunk tokens), the cache then partly
 // written.
 func (c *KV) setTokens(ctx context.Context, k, v []float32, workers int) error {
+	c.dropViews()
 	return parallelTokens(ctx, c.tokens, c.tokens*c.heads*(c.dim+c.vdim), workers, func(lo, hi int) {
 		if c.bs != nil {
 			for t := lo; t < hi; t++ {
@@ -130,7 +132,7 @@ func (c *KV) setTokens(ctx context.Context, k, v []float32, workers int) error {
 // newKV allocates a cache of +0 codes.
 func newKV(tokens, heads, dim, vdim int, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) *KV {
 	c := &KV{tokens: tokens, heads: heads, dim: dim, vdim: vdim, format: f, sat: sat,
-		kScale: slices.Clone(kScale), vScale: slices.Clone(vScale)}
+		kScale: slices.Clone(kScale), vScale: slices.Clone(vScale), views: new(kvViews)}
 	c.stride = (c.tokens + padTokens - 1) / padTokens * padTokens
 	c.k = make([]uint16, c.heads*c.tokens*c.dim)
 	c.vt = make([]uint16, c.heads*c.vdim*c.stride)
@@ -150,6 +152,7 @@ func (c *KV) setToken(t, h int, k, v []float32) {
 		return
 	}
 	c.putToken(t, h, k, v, c.vt[h*c.vdim*c.stride+t:], c.stride)
+	c.viewToken(t, h)
 }
 
 // putToken stores token t of KV head h of a cache that is not
@@ -213,6 +216,7 @@ func (c *KV) SetTokenCodes(t, h int, k, v []uint16) error {
 	for d, x := range v {
 		c.vt[(h*c.vdim+d)*c.stride+t] = x
 	}
+	c.viewToken(t, h)
 	return nil
 }
 
@@ -221,6 +225,7 @@ func (c *KV) Clone() *KV {
 	d := *c
 	d.kScale, d.vScale = slices.Clone(c.kScale), slices.Clone(c.vScale)
 	d.k, d.vt = slices.Clone(c.k), slices.Clone(c.vt)
+	d.views = new(kvViews) // built again when read: the clone is written
 	if c.bs != nil {
 		d.bs = c.bs.clone()
 	}

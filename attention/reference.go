@@ -163,6 +163,9 @@ func ReferenceQuantizedPatched(ctx context.Context, cfg Config, q, qScale []floa
 	}
 	qv := k.dequantizedQuery(q)
 	if kv.bs == nil {
+		if vw := kv.refView(); vw != nil {
+			return k.referenceViews(ctx, qv, by, vw)
+		}
 		return k.referenceCodes(ctx, qv, by)
 	}
 	kd, vd := kv.Dequantize()

@@ -1,0 +1,388 @@
+package attention
+
+import (
+	"context"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/pmath"
+)
+
+// The quantized reference's second layout of a cache (see referenceViews):
+// the codes of K and V rearranged so that the sixteen lanes of one step of
+// the vector kernels are contiguous, 32 bytes one load.
+//
+//   - K is dim-major within blocks of refLanes tokens: for block b of
+//     refLanes tokens and dimension x, the codes of tokens
+//     b·refLanes … b·refLanes+15 lie side by side, [head][stride/16][dim][16]
+//     (the padding tokens of the stride +0 codes): one load gives sixteen
+//     keys' codes at x, the lanes of sixteen independent dot products.
+//   - V is token-major within blocks of refLanes channels: for channel
+//     block cb and token j, the codes of channels cb·16 … cb·16+15 of key
+//     j lie side by side, [head][⌈vdim/16⌉][stride][16] (the padding
+//     channels +0 codes): one load gives one key's codes of sixteen output
+//     elements, the lanes of sixteen independent weighted sums.
+//
+// A view is built once per cache, by the refViewAfter-th reference that
+// reads it (KV.refView: a cache read fewer times keeps the scalar path),
+// and read by every reference after, from any number of
+// goroutines. It is one more copy of the cache's codes. Every write of codes
+// keeps it equal to the cache: SetToken and SetTokenCodes (and so
+// RestoreToken) write the token into the view too, a bulk quantization
+// (setTokens) drops it, and a Clone starts without one. A block-scaled
+// cache never builds one (its reference reads Dequantize).
+const refLanes = 16
+
+// refViewAfter is the reference of a cache that builds its view. On the
+// 2-core VM it was measured on (BenchmarkRefViewBuild,
+// BenchmarkReferenceQuantizedFormats: 128k tokens, head_dim 128), a
+// build cost about 30 ms of wall time (63 cpu-ms), and a reference read
+// from the view saved 2.5 (e4m3) to 7 (f16) cpu-ms: a cache read a few
+// times would lose. The needle's shared caches are read by 96 trials.
+const refViewAfter = 8
+
+// refViewChunk is the keys of V the weighted sums take at a time (for a
+// GQA group, decoded once: 32 KiB of float64, in the L1 or L2 cache).
+const refViewChunk = 256
+
+// refView is a cache's K and V codes in the reference's vector layout.
+type refView struct {
+	vblocks int      // ⌈vdim / refLanes⌉
+	k       []uint16 // [head][stride/refLanes][dim][refLanes]
+	v       []uint16 // [head][vblocks][stride][refLanes]
+}
+
+// kvViews holds a cache's view, built on demand; mu orders the build with
+// the writes that keep it current.
+type kvViews struct {
+	mu    sync.Mutex
+	reads int // the references that asked for a view
+	v     *refView
+}
+
+// refView returns the cache's view, building it on the refViewAfter-th
+// call (a cache read only a few times does not pay for the copy: its
+// references read the cache's own layout, the same bits), or nil before
+// and when the vector kernels cannot run here (another architecture, the
+// purego tag, a CPU without AVX2 or F16C), for a block-scaled cache, or
+// for a format refDecodes has no row for. Safe for
+// concurrent use by readers of the cache.
+func (c *KV) refView() *refView {
+	if _, ok := refDecodes[c.format]; !ok || !haveRefAsm || c.bs != nil || c.views == nil {
+		return nil
+	}
+	c.views.mu.Lock()
+	defer c.views.mu.Unlock()
+	if c.views.v == nil {
+		if c.views.reads++; c.views.reads < refViewAfter {
+			return nil
+		}
+		c.views.v = newRefView(c)
+	}
+	return c.views.v
+}
+
+// dropViews forgets the view (a bulk write of the cache follows).
+func (c *KV) dropViews() {
+	if c.views == nil {
+		return
+	}
+	c.views.mu.Lock()
+	c.views.v, c.views.reads = nil, 0
+	c.views.mu.Unlock()
+}
+
+// viewToken copies token t of KV head h from the cache into its view, if
+// it has one.
+func (c *KV) viewToken(t, h int) {
+	if c.views == nil {
+		return
+	}
+	c.views.mu.Lock()
+	if v := c.views.v; v != nil {
+		v.setToken(c, t, h)
+	}
+	c.views.mu.Unlock()
+}
+
+// newRefView builds the view of c's codes.
+func newRefView(c *KV) *refView {
+	const L = refLanes
+	st, d, dv := c.stride, c.dim, c.vdim
+	v := &refView{vblocks: (dv + L - 1) / L}
+	v.k = alignedCodes(c.heads * st * d)
+	v.v = alignedCodes(c.heads * v.vblocks * st * L)
+	// Each 32-byte row of the view written whole, in order (the fresh
+	// memory's lines filled one after the other), from sixteen sources; on
+	// GOMAXPROCS goroutines for a large cache, each writing its own blocks.
+	zero := make([]uint16, max(d, c.tokens)) // the padding's source
+	kblocks := st / L
+	_ = parallelRange(context.Background(), c.heads*kblocks, 64, len(v.k), 0, func(u0, u1 int) {
+		var src [L][]uint16
+		for u := u0; u < u1; u++ {
+			h, b := u/kblocks, u%kblocks
+			for l := range src {
+				src[l] = zero[:d]
+				if t := b*L + l; t < c.tokens {
+					src[l] = c.k[(h*c.tokens+t)*d:][:d]
+				}
+			}
+			dst := v.k[(h*kblocks+b)*d*L:][:d*L]
+			for x := 0; x < d; x++ {
+				row := (*[L]uint16)(dst[x*L:])
+				for l := range row {
+					row[l] = src[l][x]
+				}
+			}
+		}
+	})
+	const chunk = 1024 // tokens of V a unit
+	chunks := (c.tokens + chunk - 1) / chunk
+	_ = parallelRange(context.Background(), c.heads*v.vblocks*chunks, 4, len(v.v), 0, func(u0, u1 int) {
+		var src [L][]uint16
+		for u := u0; u < u1; u++ {
+			h, cb, t0 := u/(v.vblocks*chunks), u/chunks%v.vblocks, u%chunks*chunk
+			t1 := min(t0+chunk, c.tokens)
+			for l := range src {
+				src[l] = zero[:c.tokens]
+				if x := cb*L + l; x < dv {
+					src[l] = c.vt[(h*dv+x)*st:][:c.tokens]
+				}
+			}
+			dst := v.v[(h*v.vblocks+cb)*st*L:][:st*L]
+			for t := t0; t < t1; t++ {
+				row := (*[L]uint16)(dst[t*L:])
+				for l := range row {
+					row[l] = src[l][t]
+				}
+			}
+		}
+	})
+	return v
+}
+
+// alignedCodes returns n +0 codes starting on a 64-byte boundary, so that
+// no 32-byte load of a kernel's step splits a cache line.
+func alignedCodes(n int) []uint16 {
+	b := make([]uint16, n+32)
+	off := int(uintptr(unsafe.Pointer(&b[0])) % 64 / 2)
+	return b[(32-off)%32:][:n:n]
+}
+
+// setToken copies token t of KV head h from c into the view.
+func (v *refView) setToken(c *KV, t, h int) {
+	const L = refLanes
+	st, d, dv := c.stride, c.dim, c.vdim
+	dst := v.k[(h*st/L+t/L)*d*L+t%L:]
+	for x, code := range c.k[(h*c.tokens+t)*d:][:d] {
+		dst[x*L] = code
+	}
+	for x := 0; x < dv; x++ {
+		v.v[((h*v.vblocks+x/L)*st+t)*L+x%L] = c.vt[(h*dv+x)*st+t]
+	}
+}
+
+// refDecoder says how a kernel turns a code into its value × descale (the
+// exact value times the descale, rounded once in float64, as
+// referenceCodes's tables hold it): mode, a row of refDecodes, and scale,
+// the descale times the row's unit.
+type refDecoder struct {
+	mode  int
+	scale float64
+}
+
+// The kernels' decodes: every cache format (fp8.Format) the view serves
+// is a row of refDecodes; a cache of any other format builds no view.
+const (
+	refE4M3 = iota // the magnitude bits << 7 are the f16 of value / 256, the sign to bit 15, 0x7f to NaN
+	refE5M2        // code << 8 is the f16 bits
+	refBF16        // code << 16 is the float32 bits
+	refF16         // the f16 bits
+)
+
+// refDecodes maps a cache format to its decode and its unit: the value of
+// a code is unit × what the decode gives (exact: a power of two).
+var refDecodes = map[fp8.Format]struct {
+	mode int
+	unit float64
+}{
+	fp8.FormatE4M3: {refE4M3, 256},
+	fp8.FormatE5M2: {refE5M2, 1},
+	fp8.FormatBF16: {refBF16, 1},
+	fp8.FormatFP16: {refF16, 1},
+}
+
+// referenceViews is referenceCodes on the cache's view (the same
+// arguments, the same bits): each score's dot product over head_dim in
+// order, sixteen keys a step in the vector kernel (refDots); each output
+// element's sum over the keys in order, sixteen channels a step
+// (refSums). A score depends on its key alone, so every score of the
+// visible keys' blocks is computed from the cache, and then a patched
+// key's score is computed again from its patch, and a masked key's set to
+// −∞; the sums stop at each patched key, add its term from the patch (in
+// its place in the order), and go on. For a GQA group (g > 1) each block
+// of K, and each refViewChunk keys of V, is decoded once (refDecode) and
+// summed from for every query head of the group (refDotsDecoded,
+// refSumsDecoded): the same values, the same products.
+func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]TokenPatch, vw *refView) ([]float64, error) {
+	const L = refLanes
+	kv, p := k.kv, k.Plan
+	d, dv, n, g, st := p.HeadDim, p.VDim, p.n, p.group, kv.stride
+	val := valueTable(kv.format)
+	out := make([]float64, p.mq*p.QHeads*dv)
+	s := make([]float64, g*st) // the group's scores, then weights: [head in group][key]
+	m := make([]float64, g)
+	l := make([]float64, g)
+	live := make([]bool, g)
+	kbuf := make([]float64, L*d) // a block of keys, decoded (groups of query heads)
+	var vbuf []float64           // a chunk of keys' values, decoded (groups)
+	if g > 1 {
+		vbuf = make([]float64, refViewChunk*L)
+	}
+	accs := make([][L]float64, g) // each head's sums of one block of channels
+	dec := refDecodes[kv.format]  // refView built a view: the format is a row
+	kd, vd := refDecoder{mode: dec.mode}, refDecoder{mode: dec.mode}
+	var eb expBuf
+	for h := 0; h < p.KVHeads; h++ {
+		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
+		// The unit times the descale is exact (a power of two times a
+		// float32), so value × descale is still one rounding.
+		kd.scale, vd.scale = dec.unit*ks, dec.unit*vs
+		var pt []TokenPatch // this head's patched tokens, in order
+		if patch != nil {
+			pt = patch[h]
+		}
+		kh := vw.k[h*st*d:][:st*d]
+		vh := vw.v[h*vw.vblocks*st*L:][:vw.vblocks*st*L]
+		for i := 0; i < p.mq; i++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			pos := p.position(i)
+			lo, hi := p.keyRange(pos)
+			if hi <= lo {
+				continue
+			}
+			pa := 0
+			for pa < len(pt) && pt[pa].Pos < lo {
+				pa++
+			}
+			pb := pa
+			for pb < len(pt) && pt[pb].Pos < hi {
+				pb++
+			}
+			pr := pt[pa:pb]
+			b0, b1 := lo/L, (hi+L-1)/L
+			if g == 1 {
+				refDots(s[b0*L:b1*L], qv[(i*p.QHeads+h)*d:][:d], kh[b0*L*d:b1*L*d], &kd)
+			} else {
+				// A group: each block of keys decoded once, for every
+				// query head of the group (the same values).
+				for b := b0; b < b1; b++ {
+					refDecode(kbuf, kh[b*L*d:][:L*d], &kd)
+					for e := 0; e < g; e++ {
+						refDotsDecoded(s[e*st+b*L:][:L], qv[(i*p.QHeads+h*g+e)*d:][:d], kbuf)
+					}
+				}
+			}
+			someLive := false
+			for e := 0; e < g; e++ {
+				se := s[e*st:][:st]
+				qr := qv[(i*p.QHeads+h*g+e)*d:][:d]
+				for j := lo; j < hi; j++ {
+					se[j] = p.SoftmaxScale * se[j]
+				}
+				for _, tp := range pr {
+					var dot float64
+					for x, c := range tp.K {
+						dot += qr[x] * (val[c] * ks)
+					}
+					se[tp.Pos] = p.SoftmaxScale * dot
+				}
+				if p.Mask != nil {
+					for j, ok := range p.Mask[i*n+lo : i*n+hi] {
+						if !ok {
+							se[lo+j] = math.Inf(-1)
+						}
+					}
+				}
+				me := math.Inf(-1)
+				for _, sc := range se[lo:hi] {
+					me = max(me, sc)
+				}
+				m[e] = me
+				live[e] = !math.IsInf(me, -1)
+				if !live[e] {
+					continue
+				}
+				someLive = true
+				l[e] = 0
+				if len(p.Sinks) > 0 {
+					l[e] = pmath.Exp(p.Sinks[h*g+e] - me)
+				}
+				l[e] = expWeights(se[lo:hi], me, l[e], &eb)
+			}
+			if !someLive {
+				continue
+			}
+			for cb := 0; cb < vw.vblocks; cb++ {
+				vb := vh[cb*st*L:][:st*L]
+				nc := min(L, dv-cb*L) // the block's channels
+				for e := range accs {
+					accs[e] = [L]float64{}
+				}
+				// refViewChunk keys at a time (g > 1: decoded once for
+				// the group), each run of keys between patches summed by
+				// the kernel, each patched key's term added in its place.
+				np := 0 // the first patch of pr at or after the chunk
+				for c0 := lo; c0 < hi; c0 += refViewChunk {
+					c1 := min(c0+refViewChunk, hi)
+					pc := np // the chunk's patches: pr[np:pc]
+					for pc < len(pr) && pr[pc].Pos < c1 {
+						pc++
+					}
+					if g > 1 {
+						refDecode(vbuf[:(c1-c0)*L], vb[c0*L:c1*L], &vd)
+					}
+					for e := 0; e < g; e++ {
+						if !live[e] {
+							continue
+						}
+						se, acc := s[e*st:][:st], &accs[e]
+						run := func(j0, j1 int) {
+							if g > 1 {
+								refSumsDecoded(acc, se[j0:j1], vbuf[(j0-c0)*L:])
+							} else {
+								refSums(acc, se[j0:j1], vb[j0*L:], &vd)
+							}
+						}
+						j := c0
+						for _, tp := range pr[np:pc] {
+							run(j, tp.Pos)
+							if w := se[tp.Pos]; !math.IsInf(w, -1) {
+								for c, code := range tp.V[cb*L:][:nc] {
+									acc[c] += w * (val[code] * vs)
+								}
+							}
+							j = tp.Pos + 1
+						}
+						run(j, c1)
+					}
+					np = pc
+				}
+				for e := 0; e < g; e++ {
+					if !live[e] {
+						continue
+					}
+					o := out[(i*p.QHeads+h*g+e)*dv+cb*L:][:nc]
+					for c := range o {
+						o[c] = accs[e][c] / l[e]
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
