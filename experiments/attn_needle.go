@@ -899,8 +899,9 @@ const attnGroupBytes = 1 << 30
 
 // attnGroup is the number of haystacks drawn at once: as many as hold
 // attnGroupBytes together (their unquantized values, 8 bytes a
-// token-channel, every cache of runs and, with a GPU, each GPU run's cache
-// packed ahead), at least 1, at most haystacks;
+// token-channel, and every cache of runs; with a GPU each GPU run's cache
+// packed ahead is held beside them, at most as much again, as
+// attnNeedleCost counts it), at least 1, at most haystacks;
 // 1 on one core without a GPU (drawing several gains nothing there).
 func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 	if t.gpu == nil && runtime.GOMAXPROCS(0) == 1 {
@@ -919,13 +920,7 @@ func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 			per += 6 * nd // the block codes and V's raw values
 		}
 	}
-	if t.gpu != nil {
-		for _, r := range runs {
-			if t.onGPU(r) {
-				per += 4 * nd // its cache packed for the GPU (at most 16 bits a code)
-			}
-		}
-	}
+
 	return int(max(1, min(int64(haystacks), attnGroupBytes/per)))
 }
 

@@ -42,7 +42,7 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 		per := sim.AddSat(sim.MulSat(nd, 8), sim.MulSat(dtypes, nd, 4)) // one haystack: values and caches
 		group := min(haystacks, max(1, attnGroupBytes/max(per, 1)))
 		if wantsGPU(v) {
-			per = sim.AddSat(per, sim.MulSat(nd, 4)) // its caches packed for the GPU, one format at a time
+			per = sim.AddSat(per, sim.MulSat(dtypes, nd, 4)) // its caches packed for the GPU as it is drawn (at most 16 bits a code)
 		}
 		hay := sim.AddSat(sim.MulSat(group, per), sim.MulSat(dtypes, min(workers, 64), nd, 4))
 		perWorker := sim.AddSat(sim.MulSat(n, 16), sim.MulSat(m, d, 4))
