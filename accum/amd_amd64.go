@@ -2,13 +2,12 @@
 
 package accum
 
+import "github.com/fp8lab/fp8lab/internal/cpufeat"
+
 // haveFMAAsm reports whether fmaChain32 can run here: the AVX2 step's
-// checks (detectAVX2: AVX and YMM state saved by the OS) and FMA
-// (CPUID leaf 1, ECX bit 12).
-var haveFMAAsm = haveStepAsm && func() bool {
-	_, _, ecx, _ := cpuid(1, 0)
-	return ecx&(1<<12) != 0
-}()
+// checks (cpufeat.AVX2: AVX and YMM state saved by the OS) and FMA
+// (cpufeat.FMA).
+var haveFMAAsm = haveStepAsm && cpufeat.FMA
 
 // fmaChain32 returns c after c = fma(a[i], b[i], c) for i < n in float32
 // (IEEE, round to nearest even): chainFMA32 in hardware (amd_amd64.s).

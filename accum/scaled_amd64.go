@@ -3,7 +3,7 @@
 package accum
 
 // The AVX2 chain kernels of scaledFast (scaled_amd64.s), used when
-// haveStepAsm says the CPU has AVX2 (detectAVX2, step_amd64.go); otherwise,
+// haveStepAsm says the CPU has AVX2 (cpufeat.AVX2, step_amd64.go); otherwise,
 // on other architectures and with the purego build tag, scaledFast's Go
 // steps run. TestScaledAsmEqualsGo and FuzzScaledAsm check that the two
 // agree bit for bit.

@@ -2,6 +2,8 @@
 
 package accum
 
+import "github.com/fp8lab/fp8lab/internal/cpufeat"
+
 // The AVX2 kernels of tableStep (step_amd64.s), chosen at run time: they
 // are used when the CPU has AVX2 and the OS saves the YMM registers;
 // otherwise, on other architectures and with the purego build tag, the
@@ -9,29 +11,7 @@ package accum
 // the two agree bit for bit.
 
 // haveStepAsm reports whether the AVX2 step kernels can run here.
-var haveStepAsm = detectAVX2()
-
-func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-func xgetbv() (eax, edx uint32)
-
-// detectAVX2 reports AVX2 in CPUID leaf 7 and YMM state enabled by the OS
-// (OSXSAVE, then XCR0 bits 1 and 2), as internal/cpu does.
-func detectAVX2() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 {
-		return false
-	}
-	if xcr0, _ := xgetbv(); xcr0&6 != 6 {
-		return false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	return ebx7&(1<<5) != 0
-}
+var haveStepAsm = cpufeat.AVX2
 
 // stepGG is one step over codes a and b (n a multiple of 4), both looked up
 // in ent; see step_amd64.s for the contract.

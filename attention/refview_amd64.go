@@ -2,34 +2,14 @@
 
 package attention
 
+import "github.com/fp8lab/fp8lab/internal/cpufeat"
+
 // The quantized reference's vector kernels (refview_amd64.s), used when
 // the CPU has AVX2 and F16C and the OS saves the YMM registers; otherwise
 // the reference reads the cache's own layout (referenceCodes, the same
 // bits). They use no FMA: every product and every sum is rounded on its
 // own, as the scalar loops round them.
-var haveRefAsm = detectRefAsm()
-
-func refCPUID(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-func refXgetbv() (eax, edx uint32)
-
-// detectRefAsm reports AVX2 (CPUID leaf 7), F16C and AVX (leaf 1) and YMM
-// state enabled by the OS (OSXSAVE, then XCR0 bits 1 and 2).
-func detectRefAsm() bool {
-	maxLeaf, _, _, _ := refCPUID(0, 0)
-	if maxLeaf < 7 {
-		return false
-	}
-	_, _, ecx1, _ := refCPUID(1, 0)
-	const f16c, osxsave, avx = 1 << 29, 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 || ecx1&f16c == 0 {
-		return false
-	}
-	if xcr0, _ := refXgetbv(); xcr0&6 != 6 {
-		return false
-	}
-	_, ebx7, _, _ := refCPUID(7, 0)
-	return ebx7&(1<<5) != 0
-}
+var haveRefAsm = cpufeat.AVX2 && cpufeat.F16C
 
 //go:noescape
 func refDotsE4M3(out, q *float64, d int, codes *uint16, blocks int, scale float64)

@@ -252,25 +252,6 @@ TEXT ·refSumsF16(SB), NOSPLIT, $0-40
 	VBROADCASTSD scale+32(FP), Y14
 	SUMS(DECODE_F16, 32)
 
-// func refCPUID(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-TEXT ·refCPUID(SB), NOSPLIT, $0-24
-	MOVL eaxArg+0(FP), AX
-	MOVL ecxArg+4(FP), CX
-	CPUID
-	MOVL AX, eax+8(FP)
-	MOVL BX, ebx+12(FP)
-	MOVL CX, ecx+16(FP)
-	MOVL DX, edx+20(FP)
-	RET
-
-// func refXgetbv() (eax, edx uint32)
-TEXT ·refXgetbv(SB), NOSPLIT, $0-8
-	MOVL $0, CX
-	XGETBV
-	MOVL AX, eax+0(FP)
-	MOVL DX, edx+4(FP)
-	RET
-
 // func refDotsF64(out, q *float64, d int, vals *float64, blocks int)
 TEXT ·refDotsF64(SB), NOSPLIT, $0-40
 	DOTS(DECODE_F64, 128)

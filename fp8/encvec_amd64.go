@@ -2,34 +2,14 @@
 
 package fp8
 
+import "github.com/fp8lab/fp8lab/internal/cpufeat"
+
 // The AVX2 kernel of EncodeScaled for the formats of at most 8 bits
 // (encvec_amd64.s), used when the CPU has AVX2 and the OS saves the YMM
 // state; otherwise, on other architectures and with the purego build tag,
 // encodeLoop runs. TestEncodeVecEqualsScalar and FuzzEncodeScaledSlice
 // check that the two agree bit for bit.
-var haveEncodeAsm = detectAVX2()
-
-func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-func xgetbv() (eax, edx uint32)
-
-// detectAVX2 reports AVX2 in CPUID leaf 7 and YMM state enabled by the OS
-// (OSXSAVE, then XCR0 bits 1 and 2), as internal/cpu does.
-func detectAVX2() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 {
-		return false
-	}
-	if xcr0, _ := xgetbv(); xcr0&6 != 6 {
-		return false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	return ebx7&(1<<5) != 0
-}
+var haveEncodeAsm = cpufeat.AVX2
 
 // encodeVecAsm converts whole vectors of 8 float32 from src (n elements,
 // the last n mod 8 left alone) to codes at dst[i·stride], src[i]/scale

@@ -2,6 +2,8 @@
 
 package pmath
 
+import "github.com/fp8lab/fp8lab/internal/cpufeat"
+
 // The AVX2 batch exp (exps_amd64.s), chosen at run time: used when the CPU
 // has AVX2 and the OS saves the YMM registers; otherwise, on other
 // architectures and with the purego build tag, Exps runs its pure-Go
@@ -9,7 +11,7 @@ package pmath
 // bit.
 
 // haveExpAsm reports whether the AVX2 exp can run here.
-var haveExpAsm = detectAVX2()
+var haveExpAsm = cpufeat.AVX2
 
 // expBlocks computes Exp of up to blocks blocks of expBlock elements from
 // x into dst, in order, and returns the number of blocks done: it stops
@@ -19,28 +21,6 @@ var haveExpAsm = detectAVX2()
 //
 //go:noescape
 func expBlocks(dst, x *float64, blocks int) int
-
-func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-func xgetbv() (eax, edx uint32)
-
-// detectAVX2 reports AVX2 in CPUID leaf 7 and YMM state enabled by the OS
-// (OSXSAVE, then XCR0 bits 1 and 2), as internal/cpu does.
-func detectAVX2() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 {
-		return false
-	}
-	if xcr0, _ := xgetbv(); xcr0&6 != 6 {
-		return false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	return ebx7&(1<<5) != 0
-}
 
 // axpyF32x4 and axpyF64x4 are AxpyF32x4 and AxpyF64x4 on the first n
 // elements (n a positive multiple of 4) in AVX2, one lane an element; see
