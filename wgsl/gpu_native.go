@@ -111,7 +111,9 @@ var stageBytes uint64 = 32 << 20
 // when large), which is then copied into the buffer on the GPU, the other
 // staging buffer filled meanwhile. On the H200 a buffer mapped at creation
 // (CreateBufferInit) moved about 1 GB/s for a 256 MB cache, the cost of
-// fresh host-visible memory each time (BenchmarkUpload).
+// fresh host-visible memory each time (BenchmarkUpload). The staging
+// buffers are the device's: upload runs under the Runner's lock, as every
+// backend call does.
 func (p *platform) upload(g *gpu, label string, data []byte) (*wgpu.Buffer, error) {
 	n := uint64(len(data))
 	dst, err := g.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: n, Usage: storageUsage})
