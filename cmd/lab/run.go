@@ -149,24 +149,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // needle's: drawing, quantizing, references, the GPU's packing, upload and
 // kernels), which go tool trace lists with their times.
 func startTrace(path string) (stop func() error, err error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("-trace: %w", err)
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("-trace: %w", err)
-	}
-	return func() error {
-		trace.Stop()
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("-trace: %w", err)
-		}
-		return nil
-	}, nil
+	return startRecording("-trace", path, trace.Start, trace.Stop)
 }
 
 // startCPUProfile starts a CPU profile into path ("" profiles nothing) and
@@ -174,21 +157,28 @@ func startTrace(path string) (stop func() error, err error) {
 // only (not the flag parsing, not the lab's set-up); time spent in C (a
 // WebGPU driver's threads, such as lavapipe's) appears as cgo frames.
 func startCPUProfile(path string) (stop func() error, err error) {
+	return startRecording("-cpuprofile", path, pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// startRecording creates path and starts a recorder writing to it (start,
+// then stop when the returned function is called, which closes the file);
+// "" records nothing. Errors name the flag.
+func startRecording(flag, path string, start func(io.Writer) error, stop func()) (func() error, error) {
 	if path == "" {
 		return func() error { return nil }, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("-cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("-cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return func() error {
-		pprof.StopCPUProfile()
+		stop()
 		if err := f.Close(); err != nil {
-			return fmt.Errorf("-cpuprofile: %w", err)
+			return fmt.Errorf("%s: %w", flag, err)
 		}
 		return nil
 	}, nil
