@@ -106,15 +106,9 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 			continue
 		}
 		name := r.cache()
-		cfg := t.gpuConfig(r)
-		if cfg.KBlockN == 0 {
-			// The tiles attention.RunPromotions picks from the run's
-			// own promotion, the same for every interval it runs.
-			p, err := cfg.Plan(1, nil, hays[0].base[name])
-			if err != nil {
-				return nil, err
-			}
-			cfg.KBlockN = p.KBlockN
+		cfg, err := t.gpuTiled(r, hays[0].base[name])
+		if err != nil {
+			return nil, err
 		}
 		for pi, promote := range r.promotions {
 			cfg.Promotion = promote
@@ -308,13 +302,9 @@ func (t attnNeedle) packAhead(h *attnHaystack, runs []attnNeedleRun) error {
 		}
 		name := r.cache()
 		kv := h.base[name]
-		cfg := t.gpuConfig(r)
-		if cfg.KBlockN == 0 {
-			p, err := cfg.Plan(1, nil, kv)
-			if err != nil {
-				return err
-			}
-			cfg.KBlockN = p.KBlockN
+		cfg, err := t.gpuTiled(r, kv)
+		if err != nil {
+			return err
 		}
 		key := packKey(name, cfg.KBlockN)
 		if h.packed[key] != nil {
@@ -341,6 +331,22 @@ func packKey(cache string, kBlockN int) string { return fmt.Sprintf("%s/%d", cac
 // configuration (wgsl.SimDecodeSupports, split-KV included).
 func (t attnNeedle) onGPU(r attnNeedleRun) bool {
 	return wgsl.SimDecodeSupports(t.gpuConfig(r)) == nil
+}
+
+// gpuTiled is gpuConfig with its kBlockN resolved on kv: the tiles
+// attention.RunPromotions picks from the run's own promotion, the same for
+// every interval it runs (the GPU batch's jobs and the caches packed ahead
+// for them use these tiles).
+func (t attnNeedle) gpuTiled(r attnNeedleRun, kv *attention.KV) (attention.Config, error) {
+	cfg := t.gpuConfig(r)
+	if cfg.KBlockN == 0 {
+		p, err := cfg.Plan(1, nil, kv)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.KBlockN = p.KBlockN
+	}
+	return cfg, nil
 }
 
 // gpuConfig is run r's configuration as the GPU reads it: one KV head and
