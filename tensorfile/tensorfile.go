@@ -395,7 +395,4 @@ func toInts(s []int64) []int {
 }
 
 // hostLittleEndian is true on a little-endian host (amd64, arm64, wasm).
-var hostLittleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
+var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
