@@ -733,6 +733,12 @@ const simMetaWords = 10
 // V codes and (block-scaled) K and V scales.
 type simCache struct{ k, v, ks, vs int }
 
+// cacheAt is where packCache puts a cache that starts at word off of B:
+// K's rows, then V's (the FP8 and 16-bit paths).
+func (p *simPlan) cacheAt(off int) simCache {
+	return simCache{k: off, v: off + p.kvHeads*p.tokens*p.d/p.cpw()}
+}
+
 // vStride is the words of a V row in B: the tiles' padded token axis.
 func (p *simPlan) vStride() int { return p.nMax * p.kbn / p.cpw() }
 
@@ -818,9 +824,8 @@ func (p *simPlan) packCache(b []uint32, kv *attention.KV) ([]uint32, simCache) {
 	d, n, cpw, cb := p.d, p.tokens, p.cpw(), uint(p.e.Bits)
 	mask := uint32(1)<<cb - 1
 	vStride := p.vStride()
-	c := simCache{k: len(b)}
-	c.v = c.k + p.kvHeads*n*d/cpw
-	b = append(b, make([]uint32, p.kvHeads*n*d/cpw+p.kvHeads*d*vStride)...)
+	c := p.cacheAt(len(b))
+	b = append(b, make([]uint32, p.cacheWords())...)
 	kw, vw := b[c.k:c.v], b[c.v:]
 	// Codes cpw to a word, in order: K's rows of a head are contiguous
 	// (token-major) as in the cache, V's rows (one per head and channel)
@@ -1031,7 +1036,7 @@ func packSim(parts []simPart) (*simPacked, error) {
 			}
 		case pk != nil && pk.kv == pt.kv && pk.layout == p.cacheLayout():
 			// Packed ahead: the same words packCache appends.
-			c = simCache{k: len(b), v: len(b) + p.kvHeads*p.tokens*p.d/p.cpw()}
+			c = p.cacheAt(len(b))
 			b = append(b, pk.words...)
 		default:
 			b, c = p.packCache(b, pt.kv)

@@ -61,10 +61,7 @@ func u32View(v []uint32) []byte {
 }
 
 // littleEndian is true on a little-endian host (amd64, arm64, wasm).
-var littleEndian = func() bool {
-	x := uint32(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
+var littleEndian = binary.NativeEndian.Uint32([]byte{1, 0, 0, 0}) == 1
 
 func bytesU32(b []byte) []uint32 {
 	v := make([]uint32, len(b)/4)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -179,20 +178,13 @@ func (p *platform) upload(g *gpu, label string, data []byte) (*wgpu.Buffer, erro
 	return dst, nil
 }
 
-// parallelCopy copies src into dst (len(dst) ≥ len(src)), in 4 MB parts
-// on several goroutines when src is larger than that.
+// parallelCopy copies src into dst (len(dst) ≥ len(src)) on every core
+// when src is large (parallelRows over 64 KiB rows).
 func parallelCopy(dst, src []byte) {
-	const part = 4 << 20
-	if len(src) <= part {
-		copy(dst, src)
-		return
-	}
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(src); lo += part {
-		hi := min(lo+part, len(src))
-		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
-	}
-	wg.Wait()
+	const row = 64 << 10
+	parallelRows((len(src)+row-1)/row, row, func(lo, hi int) {
+		copy(dst[lo*row:], src[lo*row:min(hi*row, len(src))])
+	})
 }
 
 var hexName = regexp.MustCompile(`^(0x)?[0-9a-fA-F]*$`)

@@ -5,8 +5,6 @@ package wgsl
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -17,7 +15,7 @@ import (
 // read back of the buffer), four ways: CreateBufferInit (a buffer mapped
 // at creation, one copy, unmap: upload before); upload (two staging
 // buffers made once, pieces copied through them); a buffer mapped at
-// creation filled by GOMAXPROCS goroutines; one buffer made once and
+// creation filled on every core (parallelCopy); one buffer made once and
 // refilled with Queue.WriteBuffer. GB/s is size over the time per
 // iteration.
 func BenchmarkUpload(b *testing.B) {
@@ -77,14 +75,7 @@ func BenchmarkUpload(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m := buf.GetMappedRange(0, uint(size))
-				w := runtime.GOMAXPROCS(0)
-				chunk := (size + w - 1) / w
-				var wg sync.WaitGroup
-				for lo := 0; lo < size; lo += chunk {
-					wg.Go(func() { copy(m[lo:min(lo+chunk, size)], data[lo:min(lo+chunk, size)]) })
-				}
-				wg.Wait()
+				parallelCopy(buf.GetMappedRange(0, uint(size)), data)
 				if err := buf.Unmap(); err != nil {
 					b.Fatal(err)
 				}
