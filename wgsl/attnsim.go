@@ -730,8 +730,24 @@ func (p *simPlan) perSplit(a []uint32) []uint32 {
 const simMetaWords = 10
 
 // simCache is where one cache lies in B: the word offsets of its K codes,
-// V codes and (block-scaled) K and V scales.
-type simCache struct{ k, v, ks, vs int }
+// V codes and (block-scaled) K and V scales. A cache packed ahead is not
+// copied into the slice of B's other words: src holds its words, which
+// start at word at of B.
+type simCache struct {
+	k, v, ks, vs int
+	src          []uint32
+	at           int
+}
+
+// words returns B's words from word off on, b being the slice of B that
+// holds the words other than the caches packed ahead (c.src); off lies in
+// c when c was packed ahead.
+func (c simCache) words(b []uint32, off int) []uint32 {
+	if c.src != nil {
+		return c.src[off-c.at:]
+	}
+	return b[off:]
+}
 
 // cacheAt is where packCache puts a cache that starts at word off of B:
 // K's rows, then V's (the FP8 and 16-bit paths).
@@ -891,7 +907,7 @@ func (p *simPlan) packTrial(b []uint32, c simCache, tr SimTrial) ([]uint32, tria
 			off := len(b)
 			b = append(b, make([]uint32, d*tw)...)
 			for i := 0; i < d; i++ {
-				copy(b[off+i*tw:off+(i+1)*tw], b[c.v+(tk.Head*d+i)*vStride+start/cpw:])
+				copy(b[off+i*tw:off+(i+1)*tw], c.words(b, c.v+(tk.Head*d+i)*vStride+start/cpw))
 			}
 			return off
 		})
@@ -952,6 +968,7 @@ type simPacked struct {
 	total, rows       int
 	cs                []constDecl
 	tab, a, b, st, xt []uint32
+	pieces            [][]uint32 // B's words after b: the caches packed ahead
 	ranges, meta      int
 	vsStride, per, gx int
 	dispatches, gy    int
@@ -1009,36 +1026,48 @@ func packSim(parts []simPart) (*simPacked, error) {
 	for _, pt := range parts {
 		pk.total += len(pt.trials)
 	}
-	// B's size known in advance, so that appending never copies the caches.
-	words := simMetaWords * pk.total
+	// B is the caches packed now, the meta words and the trials' words,
+	// padded to their bound (tail words), then the caches packed ahead,
+	// uploaded from where they lie (pieces): their offsets are known
+	// before the trials are packed, and appending never copies.
+	tail := simMetaWords * pk.total
 	counted := map[*attention.KV]bool{}
+	var ahead []*SimPackedCache
 	for _, pt := range parts {
 		if !counted[pt.kv] {
 			counted[pt.kv] = true
-			words += p.cacheWords()
+			if pk := pt.packed; p.blk == nil && pk != nil && pk.kv == pt.kv && pk.layout == p.cacheLayout() {
+				ahead = append(ahead, pk)
+			} else {
+				tail += p.cacheWords()
+			}
 		}
 		for _, tr := range pt.trials {
-			words += p.trialWords(tr)
+			tail += p.trialWords(tr)
 		}
 	}
-	b := make([]uint32, 0, words)
+	b := make([]uint32, 0, tail)
 	caches := map[*attention.KV]simCache{}
+	at := tail
+	for _, a := range ahead {
+		// The same words packCache appends, at their place after the tail.
+		c := p.cacheAt(at)
+		c.src, c.at = a.words, at
+		caches[a.kv] = c
+		pk.pieces = append(pk.pieces, a.words)
+		at += len(a.words)
+	}
 	for _, pt := range parts {
 		if _, ok := caches[pt.kv]; ok {
 			continue
 		}
 		var c simCache
-		switch pk := pt.packed; {
-		case p.blk != nil:
+		if p.blk != nil {
 			b, c, err = p.packBlockCache(b, pt.kv)
 			if err != nil {
 				return nil, err
 			}
-		case pk != nil && pk.kv == pt.kv && pk.layout == p.cacheLayout():
-			// Packed ahead: the same words packCache appends.
-			c = p.cacheAt(len(b))
-			b = append(b, pk.words...)
-		default:
+		} else {
 			b, c = p.packCache(b, pt.kv)
 		}
 		caches[pt.kv] = c
@@ -1068,6 +1097,10 @@ func packSim(parts []simPart) (*simPacked, error) {
 			g++
 		}
 	}
+	if len(b) > tail {
+		return nil, fmt.Errorf("wgsl: internal error: a submission's B holds %d words before its caches packed ahead, more than the %d counted", len(b), tail)
+	}
+	b = b[:tail] // zeros up to the bound: the caches packed ahead start there
 	pk.a, pk.b, pk.xt, pk.ranges, pk.meta = p.perSplit(a), b, xt, ranges, meta
 	// Workgroups: trial × query head × split, in that order.
 	pk.rows = pk.total * p.qHeads * p.splits
@@ -1100,11 +1133,16 @@ func packSim(parts []simPart) (*simPacked, error) {
 // and its dispatches.
 func (r *Runner) uploadSim(pk *simPacked) ([]buffer, []call, error) {
 	var bufs []buffer
+	bp := [][]byte{u32View(pk.b)}
+	for _, w := range pk.pieces {
+		bp = append(bp, u32View(w))
+	}
 	for _, u := range []struct {
-		label string
-		data  []uint32
-	}{{"attnsim.table", pk.tab}, {"attnsim.A", pk.a}, {"attnsim.B", pk.b}, {"attnsim.state", pk.st}, {"attnsim.exp2", pk.xt}} {
-		x, err := r.be.upload(u.label, u32View(u.data))
+		label  string
+		pieces [][]byte
+	}{{"attnsim.table", [][]byte{u32View(pk.tab)}}, {"attnsim.A", [][]byte{u32View(pk.a)}}, {"attnsim.B", bp},
+		{"attnsim.state", [][]byte{u32View(pk.st)}}, {"attnsim.exp2", [][]byte{u32View(pk.xt)}}} {
+		x, err := r.be.upload(u.label, u.pieces...)
 		if err != nil {
 			return bufs, nil, err
 		}

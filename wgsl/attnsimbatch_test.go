@@ -276,6 +276,8 @@ func TestSimPackedCache(t *testing.T) {
 		packed func(i int) *SimPackedCache
 	}{
 		{"packed ahead", nil, func(i int) *SimPackedCache { return packs[i] }},
+		{"one of a submission's two caches packed ahead", nil, func(i int) *SimPackedCache { return []*SimPackedCache{nil, packs[1], nil}[i] }},
+		{"the other one", nil, func(i int) *SimPackedCache { return []*SimPackedCache{packs[0], nil, packs[2]}[i] }},
 		{"packed from another cache", nil, func(i int) *SimPackedCache { return packs[(i+1)%len(packs)] }},
 		{"packed for other tiles", map[int]attention.Config{0: wide}, func(i int) *SimPackedCache { return packs[i] }},
 	} {

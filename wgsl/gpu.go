@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -64,18 +65,22 @@ func (g *gpu) checkSize(label string, n uint64) error {
 	return nil
 }
 
-func (g *gpu) upload(label string, data []byte) (buffer, error) {
-	n := uint64(len(data)+3) &^ 3
+func (g *gpu) upload(label string, pieces ...[]byte) (buffer, error) {
+	var size uint64
+	for _, p := range pieces {
+		size += uint64(len(p))
+	}
+	n := (size + 3) &^ 3
 	if n == 0 {
 		n = 4
 	}
 	if err := g.checkSize(label, n); err != nil {
 		return nil, err
 	}
-	if uint64(len(data)) != n {
-		data = append(append([]byte(nil), data...), make([]byte, n-uint64(len(data)))...)
+	if size != n {
+		pieces = append(slices.Clip(pieces), make([]byte, n-size))
 	}
-	b, err := g.plat.upload(g, label, data)
+	b, err := g.plat.upload(g, label, pieces)
 	if err != nil {
 		return nil, fmt.Errorf("wgsl: buffer %s: %w", label, err)
 	}

@@ -5,6 +5,7 @@ package wgsl
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall/js"
 	"time"
 
@@ -57,9 +58,14 @@ func (p *platform) wait(g *gpu) { g.queue.OnSubmittedWorkDone(func(wgpu.QueueWor
 
 func (p *platform) close(g *gpu) { p.dev.Call("destroy") }
 
-// upload makes a storage buffer holding data (a multiple of 4 bytes),
-// mapped at creation with its contents: the browser's own staging.
-func (p *platform) upload(g *gpu, label string, data []byte) (b *wgpu.Buffer, err error) {
+// upload makes a storage buffer holding the pieces one after another (a
+// multiple of 4 bytes in all), mapped at creation with its contents: the
+// browser's own staging (several pieces joined into one slice first).
+func (p *platform) upload(g *gpu, label string, pieces [][]byte) (b *wgpu.Buffer, err error) {
+	data := pieces[0]
+	if len(pieces) > 1 {
+		data = slices.Concat(pieces...)
+	}
 	err = p.scope(func() (err error) {
 		b, err = g.dev.CreateBufferInit(&wgpu.BufferInitDescriptor{Label: label, Contents: data, Usage: storageUsage})
 		return err

@@ -104,17 +104,21 @@ func endPass(pass *wgpu.ComputePassEncoder) error { return pass.End() }
 // variable for the test of pieces, TestUploadPieces; read when they are made).
 var stageBytes uint64 = 32 << 20
 
-// upload makes a storage buffer holding data (a multiple of 4 bytes)
-// through two staging buffers made once and reused: each piece of at most
-// stageBytes is copied into a mapped staging buffer (by several goroutines
-// when large), which is then copied into the buffer on the GPU, the other
-// staging buffer filled meanwhile. On the H200 a buffer mapped at creation
+// upload makes a storage buffer holding the pieces one after another (a
+// multiple of 4 bytes in all) through two staging buffers made once and
+// reused: each stretch of at most stageBytes is gathered from the pieces
+// into a mapped staging buffer (by several goroutines when large), which
+// is then copied into the buffer on the GPU, the other staging buffer
+// filled meanwhile. On the H200 a buffer mapped at creation
 // (CreateBufferInit) moved about 1 GB/s for a 256 MB cache, the cost of
 // fresh host-visible memory each time (BenchmarkUpload). The staging
 // buffers are the device's: upload runs under the Runner's lock, as every
 // backend call does.
-func (p *platform) upload(g *gpu, label string, data []byte) (*wgpu.Buffer, error) {
-	n := uint64(len(data))
+func (p *platform) upload(g *gpu, label string, pieces [][]byte) (*wgpu.Buffer, error) {
+	var n uint64
+	for _, pc := range pieces {
+		n += uint64(len(pc))
+	}
 	dst, err := g.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Size: n, Usage: storageUsage})
 	if err != nil {
 		return nil, err
@@ -134,8 +138,9 @@ func (p *platform) upload(g *gpu, label string, data []byte) (*wgpu.Buffer, erro
 		}
 	}
 	fail := func(err error) (*wgpu.Buffer, error) { dst.Destroy(); dst.Release(); return nil, err }
+	src := gather{pieces: pieces}
 	for k, off := 0, uint64(0); off < n; k, off = k+1, off+size {
-		piece := data[off:min(off+size, n)]
+		m := min(size, n-off)
 		i := k % 2
 		st := p.stage[i]
 		if !p.mapped[i] { // waits for its last copy to end
@@ -154,7 +159,15 @@ func (p *platform) upload(g *gpu, label string, data []byte) (*wgpu.Buffer, erro
 			}
 			p.mapped[i] = true
 		}
-		parallelCopy(st.GetMappedRange(0, uint(len(piece))), piece)
+		dm := st.GetMappedRange(0, uint(m))
+		for len(dm) > 0 {
+			c := src.next(len(dm))
+			if len(c) == 0 {
+				break // not reached: the pieces hold n bytes
+			}
+			parallelCopy(dm, c)
+			dm = dm[len(c):]
+		}
 		if err := st.Unmap(); err != nil {
 			return fail(err)
 		}
@@ -163,7 +176,7 @@ func (p *platform) upload(g *gpu, label string, data []byte) (*wgpu.Buffer, erro
 		if err != nil {
 			return fail(err)
 		}
-		err = enc.CopyBufferToBuffer(st, 0, dst, off, uint64(len(piece)))
+		err = enc.CopyBufferToBuffer(st, 0, dst, off, m)
 		var cb *wgpu.CommandBuffer
 		if err == nil {
 			cb, err = enc.Finish(nil)
@@ -176,6 +189,27 @@ func (p *platform) upload(g *gpu, label string, data []byte) (*wgpu.Buffer, erro
 		cb.Release()
 	}
 	return dst, nil
+}
+
+// gather reads pieces one after another as one stream.
+type gather struct {
+	pieces [][]byte
+	at     int // bytes of pieces[0] read
+}
+
+// next returns the next at most max bytes of the stream, from one piece
+// (fewer where that piece ends; empty at the end).
+func (s *gather) next(max int) []byte {
+	for len(s.pieces) > 0 && s.at == len(s.pieces[0]) {
+		s.pieces, s.at = s.pieces[1:], 0
+	}
+	if len(s.pieces) == 0 {
+		return nil
+	}
+	c := s.pieces[0][s.at:]
+	c = c[:min(len(c), max)]
+	s.at += len(c)
+	return c
 }
 
 // parallelCopy copies src into dst (len(dst) ≥ len(src)) on every core

@@ -51,7 +51,10 @@ type buffer interface {
 // backend is what a build of this package (native through cgo, js in the
 // browser) provides.
 type backend interface {
-	upload(label string, data []byte) (buffer, error)
+	// upload makes a buffer holding the pieces one after another (B of a
+	// simulator submission references caches packed ahead instead of
+	// copying them into one slice first).
+	upload(label string, pieces ...[]byte) (buffer, error)
 	alloc(label string, size uint64) (buffer, error)
 	read(ctx context.Context, b buffer, size uint64) ([]byte, error)
 	free(b buffer)

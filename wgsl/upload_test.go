@@ -32,21 +32,34 @@ func TestUploadPieces(t *testing.T) {
 			for i := range data {
 				data[i] = byte(i*31 + k*7 + i>>16)
 			}
-			x, err := g.upload("test", data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.free(x)
-			got, err := g.mapRead(context.Background(), x.(*gpuBuffer).b, uint64(n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got[:n], data) {
-				i := 0
-				for i < n && got[i] == data[i] {
-					i++
+			// One piece, and the same bytes in pieces cut across the
+			// staging buffers' boundaries (empty pieces among them).
+			cuts := [][]int{nil, {0, n / 3, n / 3, n - 4}, {sb / 2, sb + 8}, {4, 8, 12, sb - 4, sb + 4, 3 * sb}}
+			for _, cut := range cuts {
+				var pieces [][]byte
+				at := 0
+				for _, c := range cut {
+					if c = min(max(c, at), n); c >= at {
+						pieces, at = append(pieces, data[at:c]), c
+					}
 				}
-				t.Fatalf("byte %d of %d: %#x, want %#x", i, n, got[i], data[i])
+				pieces = append(pieces, data[at:])
+				x, err := g.upload("test", pieces...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := g.mapRead(context.Background(), x.(*gpuBuffer).b, uint64(n))
+				g.free(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got[:n], data) {
+					i := 0
+					for i < n && got[i] == data[i] {
+						i++
+					}
+					t.Fatalf("%d pieces %v: byte %d of %d: %#x, want %#x", len(pieces), cut, i, n, got[i], data[i])
+				}
 			}
 		})
 	}
