@@ -106,16 +106,19 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	summary := map[string]float64{}
 	series := append(append([]string{}, scalesSchemes...), "bf16")
 	table := []string{fmt.Sprintf("%9s  %-16s %9s %9s %9s %9s %10s %10s", "outlier", "series", "mean %", "ordinary", "outlier", "worst %", "saturated", "underflow")}
-	for _, factor := range v.Ints("outlier") {
-		res, err := sim.Trials(ctx, run, fmt.Sprintf("scales/%d", factor), trials, func(_ int, rng *rand.Rand) scalesResult {
-			return scalesTrial(ctx, rng, v, dtype, float64(factor), nOut, g)
-		})
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			return err
-		}
+	// Every factor's trials in one pool (a factor's few trials alone left
+	// most cores idle), each factor's points emitted once it and those
+	// before it are done.
+	factors := v.Ints("outlier")
+	sets := make([]sim.TrialSet, len(factors))
+	for i, factor := range factors {
+		sets[i] = sim.TrialSet{Key: fmt.Sprintf("scales/%d", factor), N: trials}
+	}
+	err = sim.TrialSets(ctx, run, sets, func(set, trial int, _ *rand.Rand) scalesResult {
+		// The trial's generator itself (TrialRand wraps it), for FillNormal.
+		return scalesTrial(ctx, sim.TrialSource(run.Seed, sets[set].Key, trial), v, dtype, float64(factors[set]), nOut, g)
+	}, func(set int, res []scalesResult) error {
+		factor := factors[set]
 		for s, name := range series {
 			var mean, worst, normal, outl, sat, under float64
 			var nn, no int
@@ -174,6 +177,13 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 			table = append(table, fmt.Sprintf("%9d  %-16s %9.4f %9.4f %9.4f %9.4f %10.2e %10.2e", factor, name, 100*mean,
 				extra["normal"], extra["outlier"], 100*worst, extra["saturated"], extra["underflow"]))
 		}
+		return nil
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return err
 	}
 	run.Note("relative L2 error of O (%): mean over query heads, ordinary and outlier heads, worst head; fraction of K/V/Q elements clamped or flushed:\n" + strings.Join(table, "\n"))
 	run.Summary(summary)
@@ -184,8 +194,9 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 // series side by side on their own goroutines. With g set (device gpu)
 // the fp8 kernels run on the GPU (wgsl.SimDecode, bit for bit
 // attention.Run); the references and bf16 stay on the CPU.
-func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Format, factor float64, nOut int, g *wgsl.Runner) scalesResult {
+func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.Format, factor float64, nOut int, g *wgsl.Runner) scalesResult {
 	const d = 128
+	rng := rand.New(src) // draws from src: what rng draws, src has drawn
 	kvh, group, n := v.Int("kv-heads"), v.Int("q-per-kv"), v.Int("tokens")
 	qh := kvh * group
 	mag := make([]float64, kvh)
@@ -198,15 +209,19 @@ func scalesTrial(ctx context.Context, rng *rand.Rand, v sim.Values, dtype fp8.Fo
 	shape := fp8.Shape{Tokens: n, Heads: kvh, Dim: d}
 	k, vv := make([]float32, shape.Len()), make([]float32, shape.Len())
 	valueMean := v.Float("value-mean") // read once: a map lookup per element was 5 % of a run in wasm
+	// k[i] and vv[i] from the normals 2i and 2i+1 of src, i = (t·kvh+h)·d+x
+	// (one NormFloat64 call each, in that order), a token at a time.
+	z := make([]float64, 2*kvh*d)
 	for t := 0; t < n; t++ {
 		if t%1024 == 0 && ctx.Err() != nil {
 			return scalesResult{e: ctx.Err()}
 		}
+		pmath.FillNormal(z, src)
 		for h := 0; h < kvh; h++ {
 			for x := 0; x < d; x++ {
-				i := (t*kvh+h)*d + x
-				k[i] = float32(mag[h] * pmath.NormFloat64(rng))
-				vv[i] = float32(mag[h] * (valueMean + pmath.NormFloat64(rng)))
+				i, j := (t*kvh+h)*d+x, 2*(h*d+x)
+				k[i] = float32(mag[h] * z[j])
+				vv[i] = float32(mag[h] * (valueMean + z[j+1]))
 			}
 		}
 	}

@@ -47,7 +47,9 @@ func (Scales) Cost(v sim.Values) sim.Cost {
 	// A trial holds K and V as float32 and float64 and four caches (its
 	// series run side by side), K and V 16-bit codes each.
 	perTrial := sim.AddSat(sim.MulSat(nhd, 2*4+2*8), sim.MulSat(nhd, 4*4))
-	mem := sim.AddSat(costBase, sim.MulSat(int64(sim.Workers(trials)), perTrial))
+	// Every factor's trials share one pool (sim.TrialSets): as many at once
+	// as there are cores.
+	mem := sim.AddSat(costBase, sim.MulSat(int64(sim.Workers(int(min(sim.MulSat(factors, int64(trials)), 1<<30)))), perTrial))
 	// Per trial: drawing, the reference for every query head, two caches
 	// and three kernel runs (per-head scales, per-tensor scale, bf16).
 	// The parts add up to a fifth of what TestCostCalibration measures (one

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -32,11 +33,51 @@ func Trials[T any](ctx context.Context, run *Run, key string, n int, fn func(tri
 	if n < 0 {
 		return nil, fmt.Errorf("sim: Trials %q: negative count %d", key, n)
 	}
-	if err := ctx.Err(); err != nil {
+	var out []T
+	err := TrialSets(ctx, run, []TrialSet{{Key: key, N: n}}, func(_, trial int, rng *rand.Rand) T { return fn(trial, rng) },
+		func(_ int, res []T) error { out = res; return nil })
+	if err != nil {
 		return nil, err
 	}
-	run.reserve(int64(n))
-	out := make([]T, n)
+	return out, nil
+}
+
+// TrialSet is one set of trials of [TrialSets]: N trials of key Key.
+type TrialSet struct {
+	Key string
+	N   int
+}
+
+// TrialSets runs the trials of every set as [Trials] runs one set's (the
+// generator of trial i of set s is TrialRand(run.Seed, sets[s].Key, i), so
+// each result is what Trials(ctx, run, sets[s].Key, sets[s].N, …) gives),
+// but in one pool of runtime.GOMAXPROCS(0) goroutines, set after set: the
+// trials of a later set start while an earlier one's last trials run, so
+// the cores stay busy across sets of few trials. done(s, results) is
+// called on the caller's goroutine for each set in order, as soon as that
+// set and every set before it have finished (results in trial order);
+// the trials go on meanwhile. An error from done stops the trials and is
+// returned. Progress, cancellation and panics are as in Trials; a
+// negative N is an error before any trial runs.
+func TrialSets[T any](ctx context.Context, run *Run, sets []TrialSet, fn func(set, trial int, rng *rand.Rand) T, done func(set int, results []T) error) error {
+	var total int64
+	at := make([]int, len(sets)+1) // at[s]: the first flat index of set s
+	for s, set := range sets {
+		if set.N < 0 {
+			return fmt.Errorf("sim: Trials %q: negative count %d", set.Key, set.N)
+		}
+		total += int64(set.N)
+		at[s+1] = at[s] + set.N
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	run.reserve(total)
+	out := make([][]T, len(sets))
+	for s, set := range sets {
+		out[s] = make([]T, set.N)
+	}
+	n := at[len(sets)]
 	workers := min(runtime.GOMAXPROCS(0), n)
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -47,39 +88,85 @@ func Trials[T any](ctx context.Context, run *Run, key string, n int, fn func(tri
 		errOnce  sync.Once
 		trialErr error
 		wg       sync.WaitGroup
+		left     = make([]atomic.Int64, len(sets)) // trials of each set not yet finished
+		finished = make(chan int, len(sets))       // sets whose trials have all finished
+		ended    = make(chan struct{})             // every worker returned
 	)
-	runOne := func(i int) (ok bool) {
+	for s, set := range sets {
+		left[s].Store(int64(set.N))
+		if set.N == 0 {
+			finished <- s
+		}
+	}
+	runOne := func(s, i int) (ok bool) {
 		defer func() {
 			if v := recover(); v != nil {
 				errOnce.Do(func() {
-					trialErr = fmt.Errorf("trials %q, trial %d: %w", key, i, &PanicError{Value: v, Stack: debug.Stack()})
+					trialErr = fmt.Errorf("trials %q, trial %d: %w", sets[s].Key, i, &PanicError{Value: v, Stack: debug.Stack()})
 				})
 				cancel()
 				ok = false
 			}
 		}()
-		out[i] = fn(i, TrialRand(run.Seed, key, i))
+		out[s][i] = fn(s, i, TrialRand(run.Seed, sets[s].Key, i))
 		return true
 	}
 	for range workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n || !runOne(i) {
+				k := int(next.Add(1) - 1)
+				if k >= n {
+					return
+				}
+				s, _ := slices.BinarySearch(at, k+1)
+				s-- // the set holding flat index k
+				if !runOne(s, k-at[s]) {
 					return
 				}
 				run.Advance(1)
+				if left[s].Add(-1) == 0 {
+					finished <- s
+				}
 			}
 		})
 	}
-	wg.Wait()
+	go func() { wg.Wait(); close(ended) }()
+	stop := func(err error) error { cancel(); <-ended; return err }
+	complete := make([]bool, len(sets))
+	for s := range sets {
+		for !complete[s] {
+			select {
+			case f := <-finished:
+				complete[f] = true
+			case <-ended:
+				// Every worker returned: the sets they finished are in
+				// finished; any other was stopped.
+				for len(finished) > 0 {
+					complete[<-finished] = true
+				}
+				if !complete[s] {
+					if trialErr != nil {
+						return trialErr
+					}
+					if err := parent.Err(); err != nil {
+						return err
+					}
+					return context.Canceled
+				}
+			}
+		}
+		if err := parent.Err(); err != nil {
+			return stop(err)
+		}
+		if err := done(s, out[s]); err != nil {
+			return stop(err)
+		}
+	}
+	<-ended
 	if trialErr != nil {
-		return nil, trialErr
+		return trialErr
 	}
-	if err := parent.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return parent.Err()
 }
 
 // TrialRand returns the generator of one trial: a PCG seeded from the run
