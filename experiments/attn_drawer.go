@@ -64,10 +64,14 @@ type attnDrawn struct {
 // only hold one more group in memory).
 func (t attnNeedle) drawAhead() int {
 	if t.gpu != nil {
-		return 1
+		return gpuDrawAhead
 	}
 	return 0
 }
+
+// gpuDrawAhead is drawAhead on the GPU (attnNeedleCost counts the groups
+// it holds).
+const gpuDrawAhead = 1
 
 // newDrawer starts drawing the groups of calls (see attnDrawer).
 func (t attnNeedle) newDrawer(ctx context.Context, run *sim.Run, calls []attnCall, ahead int) *attnDrawer {

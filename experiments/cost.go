@@ -25,7 +25,7 @@ const (
 // attnNeedleCost is the cost of attnNeedleContext over contexts with the
 // given runs: per context, a group of haystacks at a time (attnGroup: as
 // many as hold 1 GiB, each K and V as float32 and a cache per dtype; with
-// device gpu the group's packed caches too) and a borrowed copy of each
+// device gpu the group's packed caches too, and the groups drawn ahead) and a borrowed copy of each
 // cache per worker, and per trial every series' kernel over the context, a
 // baseline and (withErr) the quantized reference.
 // cpuDtypes is the number of caches whose kernels run on the CPU (all of
@@ -44,7 +44,11 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 		if wantsGPU(v) {
 			per = sim.AddSat(per, sim.MulSat(dtypes, nd, 4)) // its caches packed for the GPU as it is drawn (at most 16 bits a code)
 		}
-		hay := sim.AddSat(sim.MulSat(group, per), sim.MulSat(dtypes, min(workers, 64), nd, 4))
+		held := int64(1) // groups in memory at once: the one read, and those drawn ahead
+		if wantsGPU(v) {
+			held += gpuDrawAhead
+		}
+		hay := sim.AddSat(sim.MulSat(held, group, per), sim.MulSat(dtypes, min(workers, 64), nd, 4))
 		perWorker := sim.AddSat(sim.MulSat(n, 16), sim.MulSat(m, d, 4))
 		mem = max(mem, sim.AddSat(hay, sim.MulSat(workers, perWorker)))
 		build := sim.MulSat(haystacks, nd, 2*costNormal+2*costQuant*dtypes)
