@@ -520,30 +520,38 @@ func (h *attnHaystack) dropCopies() {
 func (t attnNeedle) haystack(ctx context.Context, n int, src rand.Source, runs []attnNeedleRun) (*attnHaystack, error) {
 	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
 	band := t.bandOffset()
-	// The normals come in chunks of 4096 elements, k[i]'s and v[i]'s
-	// interleaved in z as NormFloat64 would draw them one by one: the same
-	// variates, in the same order (pmath.FillNormal).
-	const chunk = 4096
-	z := make([]float64, 2*chunk)
-	c := 0 // i mod t.d
-	for i0 := 0; i0 < len(k); i0 += chunk {
+	// k[i] and v[i] are the normals 2i and 2i+1 of src, as NormFloat64
+	// would draw them one by one: the same variates, in the same order
+	// (pmath.FillNormal), drawn on every core when src is a PCG
+	// (pmath.NormalsPCG: sim.TrialSource's generators).
+	put := func(j0 int, z []float64) {
+		for j, x := range z {
+			i := (j0 + j) >> 1
+			if (j0+j)&1 == 1 {
+				v[i] = float32(t.valueMean + float64(t.valueStd*x)) // float64(): never an FMA
+				continue
+			}
+			k[i] = float32(t.scoreStd * x)
+			if band != nil {
+				k[i] += band[i%t.d]
+			}
+		}
+	}
+	if p, ok := src.(*rand.PCG); ok {
+		pmath.NormalsPCG(2*len(k), p, runtime.GOMAXPROCS(0), put)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		kc, vc := k[i0:min(i0+chunk, len(k))], v[i0:min(i0+chunk, len(v))]
-		zc := z[:2*len(kc)]
-		pmath.FillNormal(zc, src)
-		for j := range kc {
-			kc[j] = float32(t.scoreStd * zc[2*j])
-			vc[j] = float32(t.valueMean + float64(t.valueStd*zc[2*j+1])) // float64(): never an FMA
-		}
-		if band != nil {
-			for j := range kc {
-				kc[j] += band[c]
-				if c++; c == t.d {
-					c = 0
-				}
+	} else {
+		const chunk = 4096
+		z := make([]float64, 2*chunk)
+		for j0 := 0; j0 < 2*len(k); j0 += len(z) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
+			zc := z[:min(len(z), 2*len(k)-j0)]
+			pmath.FillNormal(zc, src)
+			put(j0, zc)
 		}
 	}
 	h := &attnHaystack{k: k, v: v, base: map[string]*attention.KV{}, free: map[string]chan *attention.KV{}}
