@@ -744,18 +744,20 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 		return ch
 	}
 	next := prefetch(layers[0])
+	gpu := openDevice(ctx, vals) // opens while the inputs are read and hashed
+	if gpu != nil {
+		defer gpu.Close()
+	}
 	reg := trace.StartRegion(ctx, "attention-file: hash the inputs")
 	err = e.recordInputs(run, layers, dump)
 	reg.End()
 	if err != nil {
 		return err
 	}
-	var gpu *wgsl.Runner
-	if wantsGPU(vals) {
-		if gpu, err = openDevice(ctx, vals); err != nil {
+	if gpu != nil {
+		if err := deviceErr(gpu); err != nil {
 			return err
 		}
-		defer gpu.Close()
 		run.Note(fmt.Sprintf("device gpu: the kernels ran on %s (the references on the CPU)", gpu.Info().Name))
 	}
 	promotions := vals.Ints("promotions")

@@ -38,18 +38,28 @@ func deviceParamDoc(doc string) sim.Param {
 // device parameter) ask for the GPU.
 func wantsGPU(v sim.Values) bool { return v.String("device") == deviceGPU }
 
-// openDevice opens the GPU for a run whose device parameter is gpu (nil,
-// nil for cpu); the caller closes it. The error of a failed open starts
-// "device gpu: ".
-func openDevice(ctx context.Context, v sim.Values) (*wgsl.Runner, error) {
+// openDevice starts opening the GPU for a run whose device parameter is
+// gpu (nil for cpu; wgsl.OpenAsync), so that the run draws its inputs
+// while the driver starts; the caller closes it. A failed open is the
+// error of the runner's first use (its Err: "wgsl: opening the device:
+// …"; deviceErr prefixes "device gpu: ").
+func openDevice(ctx context.Context, v sim.Values) *wgsl.Runner {
 	if !wantsGPU(v) {
-		return nil, nil
+		return nil
 	}
-	g, err := wgsl.Open(ctx, wgsl.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("device gpu: %w", err)
+	return wgsl.OpenAsync(ctx, wgsl.Options{})
+}
+
+// deviceErr waits for g's device (nil for cpu) and returns the error of a
+// failed open, starting "device gpu: ".
+func deviceErr(g *wgsl.Runner) error {
+	if g == nil {
+		return nil
 	}
-	return g, nil
+	if err := g.Err(); err != nil {
+		return fmt.Errorf("device gpu: %w", err)
+	}
+	return nil
 }
 
 // openGPU returns the GPU of experiment name, which runs only on one: r

@@ -379,9 +379,9 @@ func (t attnNeedle) replaced(kv *attention.KV, dr attnNeedleDraw) []wgsl.SimToke
 // useDevice opens the GPU into t.gpu when the run's device is gpu; the
 // caller defers the returned function, which closes it.
 func (t *attnNeedle) useDevice(ctx context.Context, v sim.Values) (func(), error) {
-	g, err := openDevice(ctx, v)
-	if err != nil || g == nil {
-		return func() {}, err
+	g := openDevice(ctx, v)
+	if g == nil {
+		return func() {}, nil
 	}
 	t.gpu = g
 	return func() { g.Close() }, nil
@@ -390,7 +390,7 @@ func (t *attnNeedle) useDevice(ctx context.Context, v sim.Values) (func(), error
 // deviceNote says, for a run on the GPU, which series ran there and which
 // stayed on the CPU and why ("" on the CPU).
 func (t attnNeedle) deviceNote(runs []attnNeedleRun) string {
-	if t.gpu == nil {
+	if t.gpu == nil || t.gpu.Err() != nil { // a failed open fails the run at its first GPU batch
 		return ""
 	}
 	var on, off []string

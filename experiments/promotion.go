@@ -112,18 +112,18 @@ func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	if err != nil {
 		return err
 	}
-	t.noteSetup(run, runs)
-	run.Note(fmt.Sprintf("regime %s, probe %s, %d haystacks; %s", g.name, t.probe, min(run.Values.Int("haystacks"), trials), attnRunsNote(n, runs)))
-	run.AddTotal(int64(trials * len(runs)))
-	summary := map[string]float64{"chance": 1 / float64(t.m)}
 	calls := make([]attnCall, len(runs))
 	for i, r := range runs {
 		calls[i] = attnCall{key: fmt.Sprintf("promotion/%d", n), n: n, trials: trials, haystacks: run.Values.Int("haystacks"), runs: []attnNeedleRun{r}}
 	}
 	// The runs of one cache read the same haystacks: the drawer draws
-	// them once (attnDrawer).
+	// them once (attnDrawer), starting now (while the GPU opens).
 	dr := t.newDrawer(ctx, run, calls, t.drawAhead())
 	defer dr.stop()
+	t.noteSetup(run, runs)
+	run.Note(fmt.Sprintf("regime %s, probe %s, %d haystacks; %s", g.name, t.probe, min(run.Values.Int("haystacks"), trials), attnRunsNote(n, runs)))
+	run.AddTotal(int64(trials * len(runs)))
+	summary := map[string]float64{"chance": 1 / float64(t.m)}
 	for i, r := range runs {
 		out, err := attnNeedleCall(ctx, run, t, calls[i], dr)
 		if err != nil {

@@ -95,10 +95,7 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	if err != nil {
 		return err
 	}
-	g, err := openDevice(ctx, v)
-	if err != nil {
-		return err
-	}
+	g := openDevice(ctx, v) // opens while the first trials draw their caches
 	if g != nil {
 		defer g.Close()
 	}

@@ -452,6 +452,9 @@ func (c DecodeConfig) packCache(k, v []float32) (kb, vb []byte, kval, vval []flo
 // It is accurate to f32 rounding (about 1e-6 relative), not bit-exact; see
 // the float64 reference of its tests (decodeReference).
 func (r *Runner) DecodeAttention(ctx context.Context, cfg DecodeConfig, q, k, v []float32) ([]float32, error) {
+	if err := r.wait(); err != nil { // r.info below
+		return nil, err
+	}
 	plan, err := cfg.plan(r.info.MaxWorkgroupStorage, r.info.Hardware)
 	if err != nil {
 		return nil, err
@@ -578,6 +581,9 @@ type DecodeBench struct {
 // rule (Warmup), over a KV cache filled with pseudo-random values on the
 // device, and returns the median. Query values are random normal.
 func (r *Runner) BenchDecode(ctx context.Context, cfg DecodeConfig, reps int) (DecodeBench, error) {
+	if err := r.wait(); err != nil { // r.info below
+		return DecodeBench{}, err
+	}
 	plan, err := cfg.plan(r.info.MaxWorkgroupStorage, r.info.Hardware)
 	if err != nil {
 		return DecodeBench{}, err

@@ -213,6 +213,9 @@ func (p *simPlan) cacheLayout() string {
 // by the device); a larger batch is cut between jobs or between the
 // trials of one. The caches must not change during the call.
 func (r *Runner) SimDecodeBatch(ctx context.Context, jobs []SimJob) ([][][]float64, error) {
+	if err := r.wait(); err != nil { // r.info below
+		return nil, err
+	}
 	parts := make([]simPart, len(jobs))
 	for j, job := range jobs {
 		p, err := planSim(job.Cfg, job.QScale, job.KV, job.Trials)
@@ -1186,6 +1189,9 @@ type SimBench struct {
 // start from the state the one before left (finite values, the same work),
 // so only the timing is meaningful: bit-exactness is wgslcheck.CheckSimDecode's.
 func (r *Runner) BenchSimDecode(ctx context.Context, jobs []SimJob, reps int) (SimBench, error) {
+	if err := r.wait(); err != nil { // r.info below
+		return SimBench{}, err
+	}
 	parts := make([]simPart, len(jobs))
 	for j, job := range jobs {
 		p, err := planSim(job.Cfg, job.QScale, job.KV, job.Trials)

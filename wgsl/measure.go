@@ -227,6 +227,7 @@ func (r *Runner) SetWarmup(w Warmup) {
 
 // Warmup returns the warm-up rule of the runner's benchmarks.
 func (r *Runner) Warmup() Warmup {
+	r.wait() // the rule depends on the hardware
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.warmupLocked()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"time"
@@ -125,6 +126,10 @@ type Runner struct {
 	warmSet bool
 	// clock is the benchmarks' clock probe (SetClockProbe), nil if none.
 	clock ClockProbe
+	// opened is closed once be and info are set, or openErr (OpenAsync);
+	// nil for a Runner that Open returned.
+	opened  chan struct{}
+	openErr error
 }
 
 // Open chooses an adapter (see [Options.Adapter]), creates a device with
@@ -134,18 +139,61 @@ func Open(ctx context.Context, opt Options) (*Runner, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	reg := trace.StartRegion(ctx, "wgsl: open the device")
 	be, info, err := openBackend(ctx, opt)
+	reg.End()
 	if err != nil {
 		return nil, err
 	}
 	return &Runner{be: be, info: info}, nil
 }
 
+// OpenAsync is Open on a goroutine of its own: it returns at once, and the
+// Runner's methods wait for the device before they use it (Info too),
+// returning Open's error if it failed (Info then returns a zero
+// AdapterInfo; Err returns the error). A caller draws its inputs while the
+// driver starts. Close waits for the open and releases the device. The
+// open is the trace region "wgsl: open the device".
+func OpenAsync(ctx context.Context, opt Options) *Runner {
+	r := &Runner{opened: make(chan struct{})}
+	go func() {
+		defer close(r.opened)
+		if err := ctx.Err(); err != nil {
+			r.openErr = err
+			return
+		}
+		defer trace.StartRegion(ctx, "wgsl: open the device").End()
+		r.be, r.info, r.openErr = openBackend(ctx, opt)
+	}()
+	return r
+}
+
+// wait waits for an OpenAsync runner's device and returns the open's error.
+func (r *Runner) wait() error {
+	if r.opened != nil {
+		<-r.opened
+	}
+	if r.openErr != nil {
+		return fmt.Errorf("wgsl: opening the device: %w", r.openErr)
+	}
+	return nil
+}
+
+// Err waits for the device (OpenAsync) and returns the open's error, nil
+// once the device is open.
+func (r *Runner) Err() error { return r.wait() }
+
 // Info describes the adapter and device in use.
-func (r *Runner) Info() AdapterInfo { return r.info }
+func (r *Runner) Info() AdapterInfo {
+	r.wait()
+	return r.info
+}
 
 // Close releases the device. Further calls return an error.
 func (r *Runner) Close() error {
+	if r.wait() != nil {
+		return nil // nothing was opened
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -156,8 +204,11 @@ func (r *Runner) Close() error {
 	return nil
 }
 
-// lock takes the runner for one operation.
+// lock takes the runner for one operation (once its device is open).
 func (r *Runner) lock() error {
+	if err := r.wait(); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
