@@ -524,16 +524,29 @@ func (t attnNeedle) haystack(ctx context.Context, n int, src rand.Source, runs [
 	// would draw them one by one: the same variates, in the same order
 	// (pmath.FillNormal), drawn on every core when src is a PCG
 	// (pmath.NormalsPCG: sim.TrialSource's generators).
+	scoreStd, valueMean, valueStd, d := t.scoreStd, t.valueMean, t.valueStd, t.d
 	put := func(j0 int, z []float64) {
-		for j, x := range z {
-			i := (j0 + j) >> 1
-			if (j0+j)&1 == 1 {
-				v[i] = float32(t.valueMean + float64(t.valueStd*x)) // float64(): never an FMA
-				continue
-			}
-			k[i] = float32(t.scoreStd * x)
-			if band != nil {
-				k[i] += band[i%t.d]
+		if j0&1 == 1 && len(z) > 0 { // z[0] is v's
+			v[j0>>1] = float32(valueMean + float64(valueStd*z[0])) // float64(): never an FMA
+			z, j0 = z[1:], j0+1
+		}
+		i, m := j0>>1, len(z)/2
+		kk, vv := k[i:i+m], v[i:i+m]
+		for a := range kk {
+			kk[a] = float32(scoreStd * z[2*a])
+			vv[a] = float32(valueMean + float64(valueStd*z[2*a+1]))
+		}
+		if len(z)&1 == 1 { // the last is k's
+			k[i+m] = float32(scoreStd * z[len(z)-1])
+		}
+		if band != nil {
+			kk = k[i : i+(len(z)+1)/2]
+			c := i % d
+			for a := range kk {
+				kk[a] += band[c]
+				if c++; c == d {
+					c = 0
+				}
 			}
 		}
 	}

@@ -34,7 +34,7 @@ func NormalsPCG(n int, p *rand.PCG, workers int, fn func(j0 int, z []float64)) {
 // normalStretch is the positions of a worker's stretch (its normals are
 // buffered: 8 bytes each), normalMarks the starts a worker notes.
 const (
-	normalStretch = 1 << 15
+	normalStretch = 1 << 16
 	normalMarks   = 64
 )
 
