@@ -2,6 +2,7 @@ package attention
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -44,12 +45,112 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]float64, len(promotions))
-	for i := range out {
-		out[i] = make([]float64, k.mq*k.QHeads*k.VDim)
+	outs, err := runKernels(ctx, []*kernel{k}, q)
+	if err != nil {
+		return nil, err
+	}
+	return outs[0], nil
+}
+
+// RunShared runs several configurations over one cache and query:
+// out[i] is RunPromotions(ctx, cfgs[i], promotions[i], q, qScale, kv), bit
+// for bit. Configurations whose Q·Kᵀ is the same (the QK model, Q's dtype
+// and saturation, the heads and the softmax scale; FP32 mode, a cache
+// that is not block-scaled) share it: each key's score, which does not
+// depend on the tile it falls in (a chain over head_dim from +0, times
+// scale_log2), is computed once per query row and read by each of them
+// (the needle's FP8 single-level and two-level kernels differ in their
+// tiles and P·V only). The first error is returned.
+//
+// patch, when not empty, replaces tokens of the cache for this call only,
+// as ReferenceQuantizedPatched reads them: the outputs are those of the
+// same calls on a copy of kv with each patch's codes written in
+// (SetTokenCodes), the cache itself only read, so that calls with
+// different patches may read it at once. A block-scaled cache or Float64
+// mode with a patch is an error.
+func RunShared(ctx context.Context, cfgs []Config, promotions [][]int, q, qScale []float32, kv *KV, patch []TokenPatch) ([][][]float64, error) {
+	if len(promotions) != len(cfgs) {
+		return nil, fmt.Errorf("attention: RunShared with %d configurations and %d promotion lists", len(cfgs), len(promotions))
+	}
+	var byHead [][]TokenPatch
+	if kv != nil {
+		var err error
+		if byHead, err = kv.patchesByHead(patch); err != nil {
+			return nil, err
+		}
+	}
+	ks := make([]*kernel, len(cfgs))
+	for i, c := range cfgs {
+		k, err := newKernel(c, promotions[i], q, qScale, kv)
+		if err == nil && byHead != nil && k.Float64 {
+			err = errors.New("attention: token patches in Float64 mode")
+		}
+		if err != nil {
+			if len(cfgs) > 1 {
+				err = fmt.Errorf("configuration %d: %w", i, err)
+			}
+			return nil, err
+		}
+		k.patch = byHead
+		ks[i] = k
+	}
+	out := make([][][]float64, len(ks))
+	done := make([]bool, len(ks))
+	for i := range ks {
+		if done[i] {
+			continue
+		}
+		group, at := []*kernel{ks[i]}, []int{i}
+		for j := i + 1; j < len(ks); j++ {
+			if !done[j] && sameScores(ks[i], ks[j]) {
+				group, at = append(group, ks[j]), append(at, j)
+				done[j] = true
+			}
+		}
+		o, err := runKernels(ctx, group, q)
+		if err != nil {
+			return nil, err
+		}
+		for g, j := range at {
+			out[j] = o[g]
+		}
+	}
+	return out, nil
+}
+
+// sameScores reports whether kernels a and b compute the same S for every
+// key of a query row (so that one may read the other's: RunShared).
+func sameScores(a, b *kernel) bool {
+	return !a.Float64 && !b.Float64 && a.kv == b.kv && a.kv.bs == nil &&
+		qkName(a.Plan) == qkName(b.Plan) && a.DType == b.DType && a.Saturation == b.Saturation &&
+		a.HeadDim == b.HeadDim && a.QHeads == b.QHeads && a.group == b.group && a.mq == b.mq &&
+		slices.Equal(a.scaleLog2, b.scaleLog2) && slices.Equal(a.qScale, b.qScale)
+}
+
+// qkName is the name the QK model of p was looked up by (lookupModel: the
+// dtype's default when unset); with the dtype it names the model.
+func qkName(p *Plan) string {
+	if p.QKModel == "" {
+		return DefaultModel(p.DType)
+	}
+	return p.QKModel
+}
+
+// runKernels runs kernels over their common cache and query q, the
+// outputs per kernel as RunPromotions returns them. More than one kernel:
+// they share their scores (sameScores holds), each row's S computed over
+// the keys any of them visits and read by all.
+func runKernels(ctx context.Context, ks []*kernel, q []float32) ([][][]float64, error) {
+	k0 := ks[0]
+	outs := make([][][]float64, len(ks))
+	for j, k := range ks {
+		outs[j] = make([][]float64, len(k.promotions))
+		for a := range outs[j] {
+			outs[j][a] = make([]float64, k.mq*k.QHeads*k.VDim)
+		}
 	}
 	// The query heads run side by side, each on its own copy of the
-	// kernel's scratch (the V block, a row): every row is computed as on
+	// kernels' scratch (the V block, a row): every row is computed as on
 	// one goroutine and stored in its own place, so the outputs are the
 	// same bits whatever the number of goroutines (TestRunHeadsParallel).
 	var (
@@ -57,15 +158,32 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 		first error
 	)
 	heads := func(lo, hi int) {
-		kw := *k
-		kw.vb = vBlock{}
-		r := kw.newRow()
+		kws := make([]kernel, len(ks))
+		rows := make([]*row, len(ks))
+		for j, k := range ks {
+			kws[j] = *k
+			kws[j].vb = vBlock{}
+			rows[j] = kws[j].newRow()
+		}
+		var sAll []float32 // a row's scores, by token (shared kernels)
+		if len(ks) > 1 {
+			sAll = make([]float32, k0.kv.tokens)
+		}
 		for hq := lo; hq < hi; hq++ {
-			for i := 0; i < kw.mq; i++ {
+			for i := 0; i < k0.mq; i++ {
 				err := ctx.Err()
 				if err == nil {
-					kw.setRow(r, i, hq, q)
-					err = kw.attendRow(ctx, r)
+					for j := range kws {
+						kws[j].setRow(rows[j], i, hq, q)
+					}
+					if sAll != nil {
+						shareScores(kws, rows, sAll)
+					}
+					for j := range kws {
+						if err = kws[j].attendRow(ctx, rows[j]); err != nil {
+							break
+						}
+					}
 				}
 				if err != nil {
 					mu.Lock()
@@ -75,23 +193,52 @@ func RunPromotions(ctx context.Context, cfg Config, promotions []int, q, qScale 
 					mu.Unlock()
 					return
 				}
-				base := (i*kw.QHeads + hq) * kw.VDim
-				for a := range r.acc {
-					kw.store(r, a, out[a][base:base+kw.VDim])
+				for j := range kws {
+					kw, r := &kws[j], rows[j]
+					base := (i*kw.QHeads + hq) * kw.VDim
+					for a := range r.acc {
+						kw.store(r, a, outs[j][a][base:base+kw.VDim])
+					}
 				}
 			}
 		}
 	}
 	// Work: every row reads its visible keys; one goroutine below
 	// parallelMinElems of it.
-	work := k.mq * k.QHeads * k.n * k.HeadDim
-	if err := parallelRange(ctx, k.QHeads, 1, work, 0, heads); err != nil {
+	work := len(ks) * k0.mq * k0.QHeads * k0.n * k0.HeadDim
+	if err := parallelRange(ctx, k0.QHeads, 1, work, 0, heads); err != nil {
 		return nil, err
 	}
 	if first != nil {
 		return nil, first
 	}
-	return out, nil
+	return outs, nil
+}
+
+// shareScores computes, into sAll, S of the keys that any of the rows
+// (one per kernel, set for the same query row) visits, as gemmQK would
+// tile by tile, and points each row at it.
+func shareScores(ks []kernel, rows []*row, sAll []float32) {
+	k0, r0 := &ks[0], rows[0]
+	kv := k0.kv
+	lo, hi := kv.tokens, 0
+	for j := range ks {
+		bn, r := ks[j].KBlockN, rows[j]
+		if r.nMax > r.nMin {
+			lo, hi = min(lo, r.nMin*bn), max(hi, min(r.nMax*bn, kv.tokens))
+		}
+	}
+	if hi > lo {
+		accum.DotRows(k0.qk, r0.q, kv.k[(r0.kvh*kv.tokens+lo)*kv.dim:], kv.dim, nil, sAll[lo:hi])
+		k0.patchScores(r0, lo, sAll[lo:hi])
+		sl := k0.scaleLog2[r0.kvh]
+		for j := lo; j < hi; j++ {
+			sAll[j] *= sl
+		}
+	}
+	for _, r := range rows {
+		r.sAll = sAll
+	}
 }
 
 // kernel is one validated run: the plan, the cache, and the constants of
@@ -100,8 +247,9 @@ type kernel struct {
 	*Plan
 	kv         *KV
 	promotions []int
-	val        []float64 // value of every code of the dtype (Float64 mode)
-	vb         vBlock    // V of the tiles P·V reads next, copied tile-major
+	val        []float64      // value of every code of the dtype (Float64 mode)
+	vb         vBlock         // V of the tiles P·V reads next, copied tile-major
+	patch      [][]TokenPatch // per KV head, by token: tokens read from patches (RunShared), nil: none
 	// Block-scaled caches (kv.bs != nil): the quantizer of Q and P (the
 	// cache's format, tensor scale 1).
 	bq *tokenQuant
@@ -159,6 +307,7 @@ type row struct {
 	b                         *blockRow // block-scaled caches
 	lse                       []float32 // split-KV: each split's lse (base 2)
 	lse64                     []float64
+	sAll                      []float32 // the row's S by token, shared by kernels (RunShared); nil: computed per tile
 }
 
 // pvAcc is one P·V accumulation scheme of a row.
@@ -327,7 +476,12 @@ func (k *kernel) gemmQK(r *row, t tile) {
 	sl := k.scaleLog2[r.kvh]
 	if !k.Float64 {
 		cnt := min(len(r.s), kv.tokens-t.start)
+		if r.sAll != nil { // computed once for the kernels that share it (RunShared)
+			copy(r.s[:cnt], r.sAll[t.start:t.start+cnt])
+			return
+		}
 		accum.DotRows(k.qk, r.q, kv.k[(r.kvh*kv.tokens+t.start)*kv.dim:], kv.dim, nil, r.s[:cnt])
+		k.patchScores(r, t.start, r.s[:cnt])
 		for j := range r.s[:cnt] {
 			r.s[j] *= sl
 		}
@@ -344,6 +498,20 @@ func (k *kernel) gemmQK(r *row, t tile) {
 			dot += k.val[c] * k.val[key[d]]
 		}
 		r.s64[j] = dot * k.scale64[r.kvh]
+	}
+}
+
+// patchScores puts into s (the dots of the keys from token start on, before
+// scale_log2) those of the row's KV head's patched tokens, from their
+// patch's codes: what DotRows gives for the key the patch writes.
+func (k *kernel) patchScores(r *row, start int, s []float32) {
+	if k.patch == nil {
+		return
+	}
+	ps := k.patch[r.kvh]
+	i, _ := slices.BinarySearchFunc(ps, start, func(p TokenPatch, pos int) int { return p.Pos - pos })
+	for ; i < len(ps) && ps[i].Pos < start+len(s); i++ {
+		s[ps[i].Pos-start] = k.qk.Dot(r.q, ps[i].K, 0)
 	}
 }
 
@@ -588,6 +756,16 @@ func (k *kernel) vTile(h int, t tile, lo int) []uint16 {
 			b.codes = make([]uint16, tiles*size)
 		}
 		copyTiles(b.codes, kv.vt[h*d*kv.stride:], d, kv.stride, bn, b.lo, b.hi, 0)
+		if k.patch != nil { // the patched tokens' V codes over the copy's
+			for _, p := range k.patch[h] {
+				if n := p.Pos / bn; b.lo <= n && n < b.hi {
+					col := (n-b.lo)*size + p.Pos - n*bn
+					for i, c := range p.V {
+						b.codes[col+i*bn] = c
+					}
+				}
+			}
+		}
 	}
 	return b.codes[(t.n-b.lo)*size:][:size]
 }

@@ -184,6 +184,31 @@ func (c *KV) SetToken(t, h int, k, v []float32) error {
 	return nil
 }
 
+// QuantizeToken returns the codes SetToken would store for k and v (Dim
+// and VDim values) as a token of KV head h, without storing them: a
+// TokenPatch's codes. A block-scaled cache refuses it (its V scales span
+// blocks of tokens, so a token is not codes alone).
+func (c *KV) QuantizeToken(h int, k, v []float32) (kc, vc []uint16, err error) {
+	if c.bs != nil {
+		return nil, nil, fmt.Errorf("attention: QuantizeToken on a block-scaled cache: V's scales span blocks of %d tokens", c.bs.block)
+	}
+	if h < 0 || h >= c.heads {
+		return nil, nil, fmt.Errorf("attention: head %d is outside the cache (%d heads)", h, c.heads)
+	}
+	if len(k) != c.dim || len(v) != c.vdim {
+		return nil, nil, fmt.Errorf("attention: QuantizeToken with %d keys and %d values for head_dim %d/%d", len(k), len(v), c.dim, c.vdim)
+	}
+	kc, vc = make([]uint16, c.dim), make([]uint16, c.vdim)
+	if c.kq != nil {
+		c.kq.quantize(k, h, kc, 1)
+		c.vq.quantize(v, h, vc, 1)
+	} else {
+		c.format.EncodeScaled(kc, 1, k, scaleOf(c.kScale, h), c.sat)
+		c.format.EncodeScaled(vc, 1, v, scaleOf(c.vScale, h), c.sat)
+	}
+	return kc, vc, nil
+}
+
 // TokenCodes returns copies of the K and V codes of token t of KV head h
 // (nil, nil when t or h is outside the cache).
 func (c *KV) TokenCodes(t, h int) (k, v []uint16) {

@@ -731,13 +731,25 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 		for j < len(runs) && runs[j].cache() == f {
 			j++
 		}
-		kv := h.borrow(f)
-		saved := t.patch(kv, dr)
-		err := t.score(ctx, kv, dr, runs[i:j], exact, &res)
-		if rerr := restore(kv, saved); rerr != nil {
-			err = errors.Join(err, rerr) // the copy is dropped, not given back
+		var err error
+		if base := h.base[f]; !base.BlockScaled() {
+			// The shared cache read through the trial's tokens (the kernels
+			// and references take patches): no copy of it.
+			var patch []attention.TokenPatch
+			if patch, err = t.tokenPatches(base, dr); err == nil {
+				err = t.score(ctx, base, patch, dr, runs[i:j], exact, &res)
+			}
 		} else {
-			h.giveBack(f, kv)
+			// A block-scaled cache cannot be read through patches (its V
+			// scales span blocks of tokens): a copy with the tokens written in.
+			kv := h.borrow(f)
+			saved := t.patch(kv, dr)
+			err = t.score(ctx, kv, nil, dr, runs[i:j], exact, &res)
+			if rerr := restore(kv, saved); rerr != nil {
+				err = errors.Join(err, rerr) // the copy is dropped, not given back
+			} else {
+				h.giveBack(f, kv)
+			}
 		}
 		if err != nil {
 			res.e = err
@@ -748,18 +760,44 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 	return res
 }
 
-// score runs the kernels of runs (one cache) on kv, which holds the
-// trial's needle and sinks, and appends their hits and errors to res.
-func (t attnNeedle) score(ctx context.Context, kv *attention.KV, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, res *attnNeedleTrialResult) error {
-	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, nil, exact)
+// tokenPatches returns the trial's sinks and needle as kv's codes, in the
+// order patch writes them (a cache that is not block-scaled).
+func (t attnNeedle) tokenPatches(kv *attention.KV, dr attnNeedleDraw) ([]attention.TokenPatch, error) {
+	var ps []attention.TokenPatch
+	add := func(tok int, k, v []float32) error {
+		kc, vc, err := kv.QuantizeToken(0, k, v)
+		if err == nil {
+			ps = append(ps, attention.TokenPatch{Pos: tok, K: kc, V: vc})
+		}
+		return err
+	}
+	for s := 0; s < t.sinks; s++ {
+		if err := add(s, dr.sinkK, dr.sinkV); err != nil {
+			return nil, err
+		}
+	}
+	return ps, add(dr.pos, dr.needleK, dr.needleV)
+}
+
+// score runs the kernels of runs (one cache) on kv read through patch (nil:
+// kv holds the trial's needle and sinks itself) and appends their hits and
+// errors to res.
+func (t attnNeedle) score(ctx context.Context, kv *attention.KV, patch []attention.TokenPatch, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, res *attnNeedleTrialResult) error {
+	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, patch, exact)
 	if err != nil {
 		return err
 	}
-	for _, r := range runs {
-		outs, err := attention.RunPromotions(ctx, r.cfg, r.promotions, dr.q, nil, kv)
-		if err != nil {
-			return err
-		}
+	// The runs of one cache at once: those whose Q·Kᵀ is the same (the
+	// fp8 single-level and two-level tiles) compute each key's score once.
+	cfgs, proms := make([]attention.Config, len(runs)), make([][]int, len(runs))
+	for i, r := range runs {
+		cfgs[i], proms[i] = r.cfg, r.promotions
+	}
+	all, err := attention.RunShared(ctx, cfgs, proms, dr.q, nil, kv, patch)
+	if err != nil {
+		return err
+	}
+	for _, outs := range all {
 		for _, o := range outs {
 			res.hit = append(res.hit, t.retrieve(o, base, dr.codes) == dr.truth)
 			res.err = append(res.err, attention.Compare(o, ref))
