@@ -25,8 +25,10 @@ const (
 // attnNeedleCost is the cost of attnNeedleContext over contexts with the
 // given runs: per context, a group of haystacks at a time (attnGroup: as
 // many as hold 1 GiB, each K and V as float32 and a cache per dtype; with
-// device gpu the group's packed caches too, and the groups drawn ahead) and a borrowed copy of each
-// cache per worker, and per trial every series' kernel over the context, a
+// device gpu the group's packed caches too, and the groups drawn ahead),
+// a borrowed copy of each cache per worker (an upper bound: only a
+// block-scaled cache is copied, the others are read through the trial's
+// tokens), and per trial every series' kernel over the context, a
 // baseline and (withErr) the quantized reference.
 // cpuDtypes is the number of caches whose kernels run on the CPU (all of
 // them with device cpu).
