@@ -178,7 +178,7 @@ func BenchmarkReferenceQuantizedFormats(b *testing.B) {
 			}
 			qv := k.dequantizedQuery(p.q)
 			var vw *refView
-			for range refViewAfter { // the refViewAfter-th read builds it
+			for range refViewAfter(kv.Format()) { // the refViewAfter-th read builds it
 				vw = kv.refView()
 			}
 			for _, path := range []string{"codes", "views"} {

@@ -25,8 +25,8 @@ import (
 //     channels +0 codes): one load gives one key's codes of sixteen output
 //     elements, the lanes of sixteen independent weighted sums.
 //
-// A view is built once per cache, by the refViewAfter-th reference that
-// reads it (KV.refView: a cache read fewer times keeps the scalar path),
+// A view is built once per cache, by the reference that refViewAfter names
+// for its format (KV.refView: a cache read fewer times keeps the scalar path),
 // and read by every reference after, from any number of
 // goroutines. It is one more copy of the cache's codes. Every write of codes
 // keeps it equal to the cache: SetToken and SetTokenCodes (and so
@@ -34,14 +34,6 @@ import (
 // (setTokens) drops it, and a Clone starts without one. A block-scaled
 // cache never builds one (its reference reads Dequantize).
 const refLanes = 16
-
-// refViewAfter is the reference of a cache that builds its view. On the
-// 2-core VM it was measured on (BenchmarkRefViewBuild,
-// BenchmarkReferenceQuantizedFormats: 128k tokens, head_dim 128), a
-// build cost about 30 ms of wall time (63 cpu-ms), and a reference read
-// from the view saved 2.5 (e4m3) to 7 (f16) cpu-ms: a cache read a few
-// times would lose. The needle's shared caches are read by 96 trials.
-const refViewAfter = 8
 
 // refViewChunk is the keys of V the weighted sums take at a time (for a
 // GQA group, decoded once: 32 KiB of float64, in the L1 or L2 cache).
@@ -70,13 +62,14 @@ type kvViews struct {
 // for a format refDecodes has no row for. Safe for
 // concurrent use by readers of the cache.
 func (c *KV) refView() *refView {
-	if _, ok := refDecodes[c.format]; !ok || !haveRefAsm || c.bs != nil || c.views == nil {
+	after := refViewAfter(c.format)
+	if after == 0 || !haveRefAsm || c.bs != nil || c.views == nil {
 		return nil
 	}
 	c.views.mu.Lock()
 	defer c.views.mu.Unlock()
 	if c.views.v == nil {
-		if c.views.reads++; c.views.reads < refViewAfter {
+		if c.views.reads++; c.views.reads < after {
 			return nil
 		}
 		c.views.v = newRefView(c)
@@ -205,14 +198,29 @@ const (
 // refDecodes maps a cache format to its decode and its unit: the value of
 // a code is unit × what the decode gives (exact: a power of two).
 var refDecodes = map[fp8.Format]struct {
-	mode int
-	unit float64
+	mode  int
+	unit  float64
+	after int // the reference that builds the view (refViewAfter: ⌈41 / saving⌉ cpu-ms)
 }{
-	fp8.FormatE4M3: {refE4M3, 256},
-	fp8.FormatE5M2: {refE5M2, 1},
-	fp8.FormatBF16: {refBF16, 1},
-	fp8.FormatFP16: {refF16, 1},
+	fp8.FormatE4M3: {refE4M3, 256, 19},
+	fp8.FormatE5M2: {refE5M2, 1, 11},
+	fp8.FormatBF16: {refBF16, 1, 8},
+	fp8.FormatFP16: {refF16, 1, 6},
 }
+
+// refViewAfter returns the reference of a cache of format f that builds
+// its view (0: none is built).
+//
+// A cache's view is built by its refDecodes row's after-th reference: a
+// cache read R times pays, with the view, after−1 reads from the codes, the
+// build and R−after+1 reads from the view. Not knowing R, building once
+// the savings forgone by the reads from the codes add up to one build
+// (after = build / a read's saving, the ski-rental rule) costs at most
+// twice the better choice made knowing R. Measured on the 2-core VM
+// (BenchmarkRefViewBuild with -cpu 1, BenchmarkReferenceQuantizedFormats:
+// 128k tokens, head_dim 128, one core): a build 40–42 cpu-ms, a read from
+// the view saving 2.2 (e4m3), 3.8 (e5m2), 5.2 (bf16) and 7.4 (f16) cpu-ms.
+func refViewAfter(f fp8.Format) int { return refDecodes[f].after }
 
 // referenceViews is referenceCodes on the cache's view (the same
 // arguments, the same bits): each score's dot product over head_dim in

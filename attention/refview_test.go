@@ -22,7 +22,7 @@ func refViewsAgainstCodes(t *testing.T, what string, cfg Config, q []float32, kv
 		t.Fatal(err)
 	}
 	var vw *refView
-	for range refViewAfter { // the refViewAfter-th read builds it
+	for range refViewAfter(kv.Format()) { // the refViewAfter-th read builds it
 		vw = kv.refView()
 	}
 	if vw == nil {
@@ -134,9 +134,9 @@ func TestReferenceViewsFollowWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{HeadDim: 64, QHeads: 2, KVHeads: 2, DType: fp8.FormatE4M3}
-	for r := 1; r < refViewAfter; r++ {
+	for r := 1; r < refViewAfter(kv.Format()); r++ {
 		if kv.refView() != nil {
-			t.Fatalf("a view after %d reads, want it on read %d", r, refViewAfter)
+			t.Fatalf("a view after %d reads, want it on read %d", r, refViewAfter(kv.Format()))
 		}
 	}
 	refViewsAgainstCodes(t, "fresh", cfg, p.q, kv, nil) // builds the view
