@@ -917,7 +917,26 @@ func attnNeedleCall(ctx context.Context, run *sim.Run, t attnNeedle, c attnCall,
 		var res [][]attnNeedleTrialResult // per haystack of the group
 		if t.gpu != nil {
 			res, err = t.trialsGPU(ctx, run, key, g0, hays, n, count, runs)
+		} else if !copiesCaches(hays) {
+			// The group's haystacks' trials in one pool (a haystack's
+			// trials alone leave cores idle when they are fewer, and at
+			// their tail), each haystack's results as soon as it is done.
+			sets := make([]sim.TrialSet, len(hays))
+			for i := range hays {
+				sets[i] = sim.TrialSet{Key: fmt.Sprintf("%s/%d", key, g0+i), N: count(g0 + i)}
+			}
+			res = make([][]attnNeedleTrialResult, len(hays))
+			err = sim.TrialSets(ctx, run, sets, func(i, _ int, rng *rand.Rand) attnNeedleTrialResult {
+				return t.trial(ctx, hays[i], n, rng, runs)
+			}, func(i int, r []attnNeedleTrialResult) error {
+				res[i] = r
+				return nil
+			})
+			clear(hays) // their caches are garbage now, unless a drawer keeps them
 		} else {
+			// Block-scaled caches are copied for each trial that writes its
+			// tokens in: a haystack at a time, so that only its copies are
+			// held (one per worker, as attnNeedleCost counts them).
 			for i, h := range hays {
 				hs := g0 + i
 				var r []attnNeedleTrialResult
@@ -950,6 +969,19 @@ func attnNeedleCall(ctx context.Context, run *sim.Run, t attnNeedle, c attnCall,
 		}
 	}
 	return out, nil
+}
+
+// copiesCaches reports whether the trials over hays copy a cache (a
+// block-scaled one: trialDrawn writes the trial's tokens into a copy).
+func copiesCaches(hays []*attnHaystack) bool {
+	for _, h := range hays {
+		for _, kv := range h.base {
+			if kv.BlockScaled() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // attnGroupBytes is the memory the haystacks of a group may hold at once
