@@ -254,34 +254,7 @@ func (r *Runner) SimDecodeBatch(ctx context.Context, jobs []SimJob) ([][][]float
 	if len(chunks) > 0 {
 		next = pack(chunks[0])
 	}
-	// Submission i is uploaded and submitted, then i−1's outputs read
-	// (waiting for its kernels): the host's upload of i overlaps the GPU's
-	// kernels of i−1. The runner is taken for each step, not the batch.
-	var pending *simPending
-	pendingAt := 0
-	finish := func() error {
-		if pending == nil {
-			return nil
-		}
-		o, err := r.simFinish(ctx, pending)
-		pending = nil
-		if err != nil {
-			return err
-		}
-		for k, pt := range chunks[pendingAt] {
-			out[pt.job] = append(out[pt.job], o[k]...)
-		}
-		return nil
-	}
-	defer func() { // an error: the submission in flight is still waited for and freed
-		if pending != nil {
-			if r.lock() == nil {
-				r.simFinish(ctx, pending)
-				r.mu.Unlock()
-			}
-		}
-	}()
-	for i := range chunks {
+	for i, chunk := range chunks {
 		p := <-next
 		if p.err != nil {
 			return nil, p.err
@@ -289,32 +262,13 @@ func (r *Runner) SimDecodeBatch(ctx context.Context, jobs []SimJob) ([][][]float
 		if i+1 < len(chunks) {
 			next = pack(chunks[i+1])
 		}
-		reg := trace.StartRegion(ctx, "wgsl: wait for the device")
-		err := r.lock()
-		reg.End()
+		o, err := r.simSubmit(ctx, p.pk)
 		if err != nil {
 			return nil, err
 		}
-		cur, err := r.simStart(ctx, p.pk)
-		if err == nil {
-			err = finish()
+		for k, pt := range chunk {
+			out[pt.job] = append(out[pt.job], o[k]...)
 		}
-		r.mu.Unlock()
-		if err != nil {
-			if cur != nil {
-				pending, pendingAt = cur, i // freed by the deferred wait
-			}
-			return nil, err
-		}
-		pending, pendingAt = cur, i
-	}
-	if err := r.lock(); err != nil {
-		return nil, err
-	}
-	err := finish()
-	r.mu.Unlock()
-	if err != nil {
-		return nil, err
 	}
 	return out, nil
 }
@@ -1023,49 +977,39 @@ type simPacked struct {
 	dispatches, gy    int
 }
 
-// simPending is a submission whose kernels were submitted and not yet
-// waited for: its packing and its buffers (freed by simFinish).
-type simPending struct {
-	pk   *simPacked
-	bufs []buffer
-}
-
-// simStart uploads the packed submission pk and submits its kernels
-// without waiting for them (the runner held): the next submission's
-// upload, on the host, overlaps them.
-func (r *Runner) simStart(ctx context.Context, pk *simPacked) (*simPending, error) {
-	reg := trace.StartRegion(ctx, "wgsl: upload a batch")
+// simSubmit uploads the packed submission pk, runs it and reads its
+// outputs back, per part.
+func (r *Runner) simSubmit(ctx context.Context, pk *simPacked) ([][][]float64, error) {
+	reg := trace.StartRegion(ctx, "wgsl: wait for the device")
+	err := r.lock()
+	reg.End()
+	if err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	reg = trace.StartRegion(ctx, "wgsl: upload a batch")
 	bufs, calls, err := r.uploadSim(pk)
 	reg.End()
-	if err == nil {
-		reg = trace.StartRegion(ctx, "wgsl: submit a batch's kernels (pipelines compiled on first use)")
-		err = r.be.submit(ctx, calls)
-		reg.End()
-	}
-	if err != nil {
+	defer func() {
 		for _, x := range bufs {
 			r.be.free(x)
 		}
+	}()
+	if err != nil {
 		return nil, err
 	}
-	return &simPending{pk: pk, bufs: bufs}, nil
-}
-
-// simFinish waits for p's kernels, reads its outputs back, per part, and
-// frees its buffers (the runner held).
-func (r *Runner) simFinish(ctx context.Context, p *simPending) ([][][]float64, error) {
-	defer func() {
-		for _, x := range p.bufs {
-			r.be.free(x)
-		}
-	}()
-	reg := trace.StartRegion(ctx, "wgsl: wait for a batch's kernels and read back")
-	raw, err := r.be.read(ctx, p.bufs[3], uint64(4*len(p.pk.st)))
+	reg = trace.StartRegion(ctx, "wgsl: run a batch's kernels (pipelines compiled on first use)")
+	_, err = r.be.run(ctx, calls, false)
 	reg.End()
 	if err != nil {
 		return nil, err
 	}
-	pk := p.pk
+	reg = trace.StartRegion(ctx, "wgsl: read back")
+	raw, err := r.be.read(ctx, bufs[3], uint64(4*len(pk.st)))
+	reg.End()
+	if err != nil {
+		return nil, err
+	}
 	all := pk.p.combine(bytesU32(raw), pk.total)
 	out := make([][][]float64, len(pk.parts))
 	for k, pt := range pk.parts {

@@ -225,16 +225,6 @@ func (g *gpu) pipeline(k *kernelSpec) (*gpuPipeline, error) {
 }
 
 func (g *gpu) run(ctx context.Context, calls []call, timed bool) (Timing, error) {
-	return g.dispatch(ctx, calls, timed, true)
-}
-
-func (g *gpu) submit(ctx context.Context, calls []call) error {
-	_, err := g.dispatch(ctx, calls, false, false)
-	return err
-}
-
-// dispatch is run, waiting for the last submission or not (submit).
-func (g *gpu) dispatch(ctx context.Context, calls []call, timed, waitLast bool) (Timing, error) {
 	if err := ctx.Err(); err != nil {
 		return Timing{}, err
 	}
@@ -270,9 +260,7 @@ func (g *gpu) dispatch(ctx context.Context, calls []call, timed, waitLast bool) 
 			bg.Release()
 		}
 		if ubuf != nil {
-			if waitLast {
-				ubuf.Destroy() // not while a submission not waited for may read it: Release alone frees it after
-			}
+			ubuf.Destroy()
 			ubuf.Release()
 		}
 	}()
@@ -362,9 +350,7 @@ func (g *gpu) dispatch(ctx context.Context, calls []call, timed, waitLast bool) 
 		}
 		t0 := time.Now()
 		g.queue.Submit(cb)
-		if waitLast || end < len(calls) {
-			g.plat.wait(g)
-		}
+		g.plat.wait(g)
 		wall += time.Since(t0)
 		cb.Release()
 		if err := g.checkLost(); err != nil {

@@ -63,11 +63,6 @@ type backend interface {
 	// result. With timed, the timing is measured with timestamp queries
 	// when the device has them.
 	run(ctx context.Context, calls []call, timed bool) (Timing, error)
-	// submit is run without waiting for the last submission of the calls
-	// (the earlier ones, cut at maxCallsPerSubmit, are waited for): the
-	// host goes on (uploads the next work) while they run; a later read
-	// of a buffer they write waits for them.
-	submit(ctx context.Context, calls []call) error
 	close()
 }
 
