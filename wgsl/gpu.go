@@ -116,6 +116,13 @@ func (g *gpu) free(b buffer) {
 
 // mapRead copies size bytes of src (a buffer with CopySrc usage) to the
 // host through a staging buffer.
+//
+// Every map (here and in upload's staging buffers) is asked for only once
+// the queue is idle, so that its callback runs at the very next poll: the
+// binding (cogentcore/webgpu v0.23.0, Buffer.MapAsync) gives wgpu a pointer
+// to a Go local holding the callback's handle, which the collector may
+// free before the callback reads it ("runtime/cgo: misuse of an invalid
+// Handle"; seen once when a map waited for a submission's kernels).
 func (g *gpu) mapRead(ctx context.Context, src *wgpu.Buffer, size uint64) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -148,6 +155,9 @@ func (g *gpu) mapRead(ctx context.Context, src *wgpu.Buffer, size uint64) ([]byt
 	defer func() { st.Destroy(); st.Release() }()
 	g.queue.Submit(cb)
 	cb.Release()
+	// The copy done before the map is asked for, so that its callback runs
+	// at the next poll (see the doc comment).
+	g.plat.wait(g)
 	status := wgpu.BufferMapAsyncStatus(0xffffffff)
 	if err := st.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { status = s }); err != nil {
 		return nil, fmt.Errorf("wgsl: read back: %w", err)

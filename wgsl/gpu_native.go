@@ -144,6 +144,7 @@ func (p *platform) upload(g *gpu, label string, pieces [][]byte) (*wgpu.Buffer, 
 		i := k % 2
 		st := p.stage[i]
 		if !p.mapped[i] { // waits for its last copy to end
+			p.wait(g) // the queue idle first: the map's callback runs at the next poll (see mapRead)
 			status := wgpu.BufferMapAsyncStatus(0xffffffff)
 			if err := st.MapAsync(wgpu.MapModeWrite, 0, size, func(s wgpu.BufferMapAsyncStatus) { status = s }); err != nil {
 				return fail(err)
