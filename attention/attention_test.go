@@ -44,6 +44,20 @@ func (p problem) kv(t *testing.T, f fp8.Format, ks, vs []float32) *KV {
 	return kv
 }
 
+// cache is p's cache quantized by spec (QuantizeKV) or, with spec nil,
+// cast to f (NewKV, SatFinite, descales 1).
+func (p problem) cache(t *testing.T, spec *KVSpec, f fp8.Format) *KV {
+	t.Helper()
+	if spec == nil {
+		return p.kv(t, f, nil, nil)
+	}
+	kv, err := QuantizeKV(p.k, p.v, KVShape{Tokens: p.shape.Tokens, Heads: p.shape.Heads, KDim: p.shape.Dim}, *spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
 func relDiff(a, b []float64) float64 { return Compare(a, b).RelL2 }
 
 // The tile loop in float64 arithmetic equals the float64 reference: tile

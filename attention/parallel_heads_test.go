@@ -33,16 +33,7 @@ func TestRunHeadsParallel(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProblem(11, c.mq, c.n, c.qh, c.kvh, c.d, 0.5)
-			var kv *KV
-			var err error
-			if c.spec != nil {
-				kv, err = QuantizeKV(p.k, p.v, KVShape{Tokens: c.n, Heads: c.kvh, KDim: c.d}, *c.spec)
-			} else {
-				kv, err = NewKV(p.k, p.v, p.shape, c.dtype, fp8.SatFinite, nil, nil)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			kv := p.cache(t, c.spec, c.dtype)
 			cfg := c.cfg
 			cfg.HeadDim, cfg.QHeads, cfg.KVHeads = c.d, c.qh, c.kvh
 			run := func(procs int) [][]float64 {
