@@ -73,3 +73,40 @@ func TestRunHeadsParallelCancelled(t *testing.T) {
 		})
 	}
 }
+
+// TestReferenceHeadsParallel: the quantized reference (from the codes and
+// from the vector view, with patches) gives the same bits on one goroutine
+// as on several, its KV heads side by side.
+func TestReferenceHeadsParallel(t *testing.T) {
+	const n, qh, kvh, d = 6000, 8, 4, 128
+	p := newProblem(41, 1, n, qh, kvh, d, 0.5)
+	cfg := Config{HeadDim: d, QHeads: qh, KVHeads: kvh}
+	for _, f := range []fp8.Format{fp8.FormatE4M3, fp8.FormatBF16} {
+		kv := p.kv(t, f, nil, nil)
+		kc, vc, err := kv.QuantizeToken(2, p.k[:d], p.v[:d])
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := []TokenPatch{{Pos: 77, Head: 2, K: kc, V: vc}, {Pos: n - 1, Head: 0, K: kc, V: vc}}
+		run := func(procs int) []float64 {
+			old := runtime.GOMAXPROCS(procs)
+			defer runtime.GOMAXPROCS(old)
+			out, err := ReferenceQuantizedPatched(context.Background(), cfg, p.q, nil, kv, patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		for read := 0; read < 2*refViewAfter(f)+2; read++ { // the codes, then (past the threshold) the view
+			one, many := run(1), run(8)
+			for i := range one {
+				if math.Float64bits(one[i]) != math.Float64bits(many[i]) {
+					t.Fatalf("%s, read %d, element %d: %v on one goroutine, %v on several", f, read, i, one[i], many[i])
+				}
+			}
+		}
+		if kv.refView() == nil && haveRefAsm {
+			t.Errorf("%s: no view after %d reads", f, 2*refViewAfter(f)+2)
+		}
+	}
+}

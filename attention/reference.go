@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/internal/pmath"
@@ -191,15 +192,45 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 	d, dv, n, g := p.HeadDim, p.VDim, p.n, p.group
 	val := valueTable(kv.format)
 	out := make([]float64, p.mq*p.QHeads*dv)
-	s := make([]float64, g*n)  // the group's scores, then weights: [head in group][key]
-	m := make([]float64, g)    // each head's largest score
-	l := make([]float64, g)    // each head's sum of weights
-	live := make([]bool, g)    // each head has a key to weigh
-	kr := make([]float64, 4*d) // four keys, decoded
-	kt := make([]float64, len(val))
-	vt := make([]float64, len(val))
-	var eb expBuf
-	for h := 0; h < p.KVHeads; h++ {
+	// The KV heads side by side, each group's outputs in their own place
+	// (the same bits whatever the number of goroutines).
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	heads := func(h0, h1 int) {
+		s := make([]float64, g*n)  // the group's scores, then weights: [head in group][key]
+		m := make([]float64, g)    // each head's largest score
+		l := make([]float64, g)    // each head's sum of weights
+		live := make([]bool, g)    // each head has a key to weigh
+		kr := make([]float64, 4*d) // four keys, decoded
+		kt := make([]float64, len(val))
+		vt := make([]float64, len(val))
+		var eb expBuf
+		if err := k.referenceCodesHeads(ctx, qv, patch, h0, h1, val, out, s, m, l, live, kr, kt, vt, &eb); err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+		}
+	}
+	if err := parallelRange(ctx, p.KVHeads, 1, p.mq*p.QHeads*n*d, 0, heads); err != nil {
+		return nil, err
+	}
+	if first != nil {
+		return nil, first
+	}
+	return out, nil
+}
+
+// referenceCodesHeads is referenceCodes for KV heads h0 … h1−1, their
+// outputs written into out, with the scratch given.
+func (k *kernel) referenceCodesHeads(ctx context.Context, qv []float64, patch [][]TokenPatch, h0, h1 int, val, out, s, m, l []float64,
+	live []bool, kr, kt, vt []float64, eb *expBuf) error {
+	kv, p := k.kv, k.Plan
+	d, dv, n, g := p.HeadDim, p.VDim, p.n, p.group
+	for h := h0; h < h1; h++ {
 		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
 		for c, v := range val {
 			kt[c], vt[c] = v*ks, v*vs
@@ -210,7 +241,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 		}
 		for i := 0; i < p.mq; i++ {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 			pos := p.position(i)
 			lo, hi := p.keyRange(pos)
@@ -304,7 +335,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 				if len(p.Sinks) > 0 {
 					l[e] = pmath.Exp(p.Sinks[h*g+e] - m[e])
 				}
-				l[e] = expWeights(s[e*n:][lo:hi], m[e], l[e], &eb)
+				l[e] = expWeights(s[e*n:][lo:hi], m[e], l[e], eb)
 			}
 			if !someLive {
 				continue
@@ -357,7 +388,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // expBuf is expWeights's scratch: the arguments of one chunk of keys,
