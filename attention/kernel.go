@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/fp8lab/fp8lab/accum"
 	"github.com/fp8lab/fp8lab/fp8"
@@ -153,11 +152,7 @@ func runKernels(ctx context.Context, ks []*kernel, q []float32) ([][][]float64, 
 	// kernels' scratch (the V block, a row): every row is computed as on
 	// one goroutine and stored in its own place, so the outputs are the
 	// same bits whatever the number of goroutines (TestRunHeadsParallel).
-	var (
-		mu    sync.Mutex
-		first error
-	)
-	heads := func(lo, hi int) {
+	heads := func(lo, hi int) error {
 		kws := make([]kernel, len(ks))
 		rows := make([]*row, len(ks))
 		for j, k := range ks {
@@ -171,27 +166,19 @@ func runKernels(ctx context.Context, ks []*kernel, q []float32) ([][][]float64, 
 		}
 		for hq := lo; hq < hi; hq++ {
 			for i := 0; i < k0.mq; i++ {
-				err := ctx.Err()
-				if err == nil {
-					for j := range kws {
-						kws[j].setRow(rows[j], i, hq, q)
-					}
-					if sAll != nil {
-						shareScores(kws, rows, sAll)
-					}
-					for j := range kws {
-						if err = kws[j].attendRow(ctx, rows[j]); err != nil {
-							break
-						}
-					}
+				if err := ctx.Err(); err != nil {
+					return err
 				}
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
+				for j := range kws {
+					kws[j].setRow(rows[j], i, hq, q)
+				}
+				if sAll != nil {
+					shareScores(kws, rows, sAll)
+				}
+				for j := range kws {
+					if err := kws[j].attendRow(ctx, rows[j]); err != nil {
+						return err
 					}
-					mu.Unlock()
-					return
 				}
 				for j := range kws {
 					kw, r := &kws[j], rows[j]
@@ -202,15 +189,13 @@ func runKernels(ctx context.Context, ks []*kernel, q []float32) ([][][]float64, 
 				}
 			}
 		}
+		return nil
 	}
 	// Work: every row reads its visible keys; one goroutine below
 	// parallelMinElems of it.
 	work := len(ks) * k0.mq * k0.QHeads * k0.n * k0.HeadDim
-	if err := parallelRange(ctx, k0.QHeads, 1, work, 0, heads); err != nil {
+	if err := parallelRangeErr(ctx, k0.QHeads, 1, work, 0, heads); err != nil {
 		return nil, err
-	}
-	if first != nil {
-		return nil, first
 	}
 	return outs, nil
 }
@@ -508,10 +493,8 @@ func (k *kernel) patchScores(r *row, start int, s []float32) {
 	if k.patch == nil {
 		return
 	}
-	ps := k.patch[r.kvh]
-	i, _ := slices.BinarySearchFunc(ps, start, func(p TokenPatch, pos int) int { return p.Pos - pos })
-	for ; i < len(ps) && ps[i].Pos < start+len(s); i++ {
-		s[ps[i].Pos-start] = k.qk.Dot(r.q, ps[i].K, 0)
+	for _, p := range patchesIn(k.patch[r.kvh], start, start+len(s)) {
+		s[p.Pos-start] = k.qk.Dot(r.q, p.K, 0)
 	}
 }
 
@@ -757,12 +740,11 @@ func (k *kernel) vTile(h int, t tile, lo int) []uint16 {
 		}
 		copyTiles(b.codes, kv.vt[h*d*kv.stride:], d, kv.stride, bn, b.lo, b.hi, 0)
 		if k.patch != nil { // the patched tokens' V codes over the copy's
-			for _, p := range k.patch[h] {
-				if n := p.Pos / bn; b.lo <= n && n < b.hi {
-					col := (n-b.lo)*size + p.Pos - n*bn
-					for i, c := range p.V {
-						b.codes[col+i*bn] = c
-					}
+			for _, p := range patchesIn(k.patch[h], b.lo*bn, b.hi*bn) {
+				n := p.Pos / bn
+				col := (n-b.lo)*size + p.Pos - n*bn
+				for i, c := range p.V {
+					b.codes[col+i*bn] = c
 				}
 			}
 		}

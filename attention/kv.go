@@ -367,6 +367,17 @@ type TokenPatch struct {
 	K, V      []uint16
 }
 
+// patchesIn returns the patches of ps (one KV head's, ordered by token,
+// one per token: patchesByHead) of tokens lo … hi−1.
+func patchesIn(ps []TokenPatch, lo, hi int) []TokenPatch {
+	at := func(pos int) int {
+		i, _ := slices.BinarySearchFunc(ps, pos, func(p TokenPatch, pos int) int { return p.Pos - pos })
+		return i
+	}
+	a := at(lo)
+	return ps[a:max(a, at(hi))]
+}
+
 // patchesByHead checks patch against the cache and returns, per KV head,
 // its patches ordered by token, one per token (the last given of a
 // token); nil when patch is empty. A patch outside the cache, of the

@@ -62,3 +62,26 @@ func parallelRange(ctx context.Context, n, chunk, elems, workers int, fn func(lo
 	wg.Wait()
 	return ctx.Err()
 }
+
+// parallelRangeErr is parallelRange with an fn that can fail: the ranges
+// go on after a failure (only ctx stops them), and the error returned is
+// ctx's once it is cancelled, else the first fn returned.
+func parallelRangeErr(ctx context.Context, n, chunk, elems, workers int, fn func(lo, hi int) error) error {
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	err := parallelRange(ctx, n, chunk, elems, workers, func(lo, hi int) {
+		if err := fn(lo, hi); err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return first
+}

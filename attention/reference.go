@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/fp8lab/fp8lab/fp8"
 	"github.com/fp8lab/fp8lab/internal/pmath"
@@ -194,11 +193,7 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 	out := make([]float64, p.mq*p.QHeads*dv)
 	// The KV heads side by side, each group's outputs in their own place
 	// (the same bits whatever the number of goroutines).
-	var (
-		mu    sync.Mutex
-		first error
-	)
-	heads := func(h0, h1 int) {
+	err := parallelRangeErr(ctx, p.KVHeads, 1, p.mq*p.QHeads*n*d, 0, func(h0, h1 int) error {
 		s := make([]float64, g*n)  // the group's scores, then weights: [head in group][key]
 		m := make([]float64, g)    // each head's largest score
 		l := make([]float64, g)    // each head's sum of weights
@@ -207,19 +202,10 @@ func (k *kernel) referenceCodes(ctx context.Context, qv []float64, patch [][]Tok
 		kt := make([]float64, len(val))
 		vt := make([]float64, len(val))
 		var eb expBuf
-		if err := k.referenceCodesHeads(ctx, qv, patch, h0, h1, val, out, s, m, l, live, kr, kt, vt, &eb); err != nil {
-			mu.Lock()
-			if first == nil {
-				first = err
-			}
-			mu.Unlock()
-		}
-	}
-	if err := parallelRange(ctx, p.KVHeads, 1, p.mq*p.QHeads*n*d, 0, heads); err != nil {
+		return k.referenceCodesHeads(ctx, qv, patch, h0, h1, val, out, s, m, l, live, kr, kt, vt, &eb)
+	})
+	if err != nil {
 		return nil, err
-	}
-	if first != nil {
-		return nil, first
 	}
 	return out, nil
 }
@@ -249,15 +235,7 @@ func (k *kernel) referenceCodesHeads(ctx context.Context, qv []float64, patch []
 				m[e] = math.Inf(-1)
 			}
 			// The patches of keys lo … hi−1.
-			pa := 0
-			for pa < len(pt) && pt[pa].Pos < lo {
-				pa++
-			}
-			pb := pa
-			for pb < len(pt) && pt[pb].Pos < hi {
-				pb++
-			}
-			pr := pt[pa:pb]
+			pr := patchesIn(pt, lo, hi)
 			next := 0 // the first patch of pr at or after key j
 			for j := lo; j < hi; {
 				stop := hi // the next patched key

@@ -244,11 +244,7 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 	// The KV heads side by side, each on its own scratch, each group's
 	// outputs in their own place (the same bits whatever the number of
 	// goroutines).
-	var (
-		mu    sync.Mutex
-		first error
-	)
-	heads := func(h0, h1 int) {
+	err := parallelRangeErr(ctx, p.KVHeads, 1, p.mq*p.QHeads*n*d, 0, func(h0, h1 int) error {
 		s := make([]float64, g*st) // the group's scores, then weights: [head in group][key]
 		m := make([]float64, g)
 		l := make([]float64, g)
@@ -261,161 +257,141 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 		accs := make([][L]float64, g) // each head's sums of one block of channels
 		kd, vd := refDecoder{mode: dec.mode}, refDecoder{mode: dec.mode}
 		var eb expBuf
-		err := func() error {
-			for h := h0; h < h1; h++ {
-				ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
-				// The unit times the descale is exact (a power of two times a
-				// float32), so value × descale is still one rounding.
-				kd.scale, vd.scale = dec.unit*ks, dec.unit*vs
-				var pt []TokenPatch // this head's patched tokens, in order
-				if patch != nil {
-					pt = patch[h]
+		for h := h0; h < h1; h++ {
+			ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
+			// The unit times the descale is exact (a power of two times a
+			// float32), so value × descale is still one rounding.
+			kd.scale, vd.scale = dec.unit*ks, dec.unit*vs
+			var pt []TokenPatch // this head's patched tokens, in order
+			if patch != nil {
+				pt = patch[h]
+			}
+			kh := vw.k[h*st*d:][:st*d]
+			vh := vw.v[h*vw.vblocks*st*L:][:vw.vblocks*st*L]
+			for i := 0; i < p.mq; i++ {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
-				kh := vw.k[h*st*d:][:st*d]
-				vh := vw.v[h*vw.vblocks*st*L:][:vw.vblocks*st*L]
-				for i := 0; i < p.mq; i++ {
-					if err := ctx.Err(); err != nil {
-						return err
+				pos := p.position(i)
+				lo, hi := p.keyRange(pos)
+				if hi <= lo {
+					continue
+				}
+				pr := patchesIn(pt, lo, hi)
+				b0, b1 := lo/L, (hi+L-1)/L
+				if g == 1 {
+					refDots(s[b0*L:b1*L], qv[(i*p.QHeads+h)*d:][:d], kh[b0*L*d:b1*L*d], &kd)
+				} else {
+					// A group: each block of keys decoded once, for every
+					// query head of the group (the same values).
+					for b := b0; b < b1; b++ {
+						refDecode(kbuf, kh[b*L*d:][:L*d], &kd)
+						for e := 0; e < g; e++ {
+							refDotsDecoded(s[e*st+b*L:][:L], qv[(i*p.QHeads+h*g+e)*d:][:d], kbuf)
+						}
 					}
-					pos := p.position(i)
-					lo, hi := p.keyRange(pos)
-					if hi <= lo {
+				}
+				someLive := false
+				for e := 0; e < g; e++ {
+					se := s[e*st:][:st]
+					qr := qv[(i*p.QHeads+h*g+e)*d:][:d]
+					for j := lo; j < hi; j++ {
+						se[j] = p.SoftmaxScale * se[j]
+					}
+					for _, tp := range pr {
+						var dot float64
+						for x, c := range tp.K {
+							dot += qr[x] * (val[c] * ks)
+						}
+						se[tp.Pos] = p.SoftmaxScale * dot
+					}
+					if p.Mask != nil {
+						for j, ok := range p.Mask[i*n+lo : i*n+hi] {
+							if !ok {
+								se[lo+j] = math.Inf(-1)
+							}
+						}
+					}
+					me := math.Inf(-1)
+					for _, sc := range se[lo:hi] {
+						me = max(me, sc)
+					}
+					m[e] = me
+					live[e] = !math.IsInf(me, -1)
+					if !live[e] {
 						continue
 					}
-					pa := 0
-					for pa < len(pt) && pt[pa].Pos < lo {
-						pa++
+					someLive = true
+					l[e] = 0
+					if len(p.Sinks) > 0 {
+						l[e] = pmath.Exp(p.Sinks[h*g+e] - me)
 					}
-					pb := pa
-					for pb < len(pt) && pt[pb].Pos < hi {
-						pb++
+					l[e] = expWeights(se[lo:hi], me, l[e], &eb)
+				}
+				if !someLive {
+					continue
+				}
+				for cb := 0; cb < vw.vblocks; cb++ {
+					vb := vh[cb*st*L:][:st*L]
+					nc := min(L, dv-cb*L) // the block's channels
+					for e := range accs {
+						accs[e] = [L]float64{}
 					}
-					pr := pt[pa:pb]
-					b0, b1 := lo/L, (hi+L-1)/L
-					if g == 1 {
-						refDots(s[b0*L:b1*L], qv[(i*p.QHeads+h)*d:][:d], kh[b0*L*d:b1*L*d], &kd)
-					} else {
-						// A group: each block of keys decoded once, for every
-						// query head of the group (the same values).
-						for b := b0; b < b1; b++ {
-							refDecode(kbuf, kh[b*L*d:][:L*d], &kd)
-							for e := 0; e < g; e++ {
-								refDotsDecoded(s[e*st+b*L:][:L], qv[(i*p.QHeads+h*g+e)*d:][:d], kbuf)
-							}
+					// refViewChunk keys at a time (g > 1: decoded once for
+					// the group), each run of keys between patches summed by
+					// the kernel, each patched key's term added in its place.
+					np := 0 // the first patch of pr at or after the chunk
+					for c0 := lo; c0 < hi; c0 += refViewChunk {
+						c1 := min(c0+refViewChunk, hi)
+						pc := np // the chunk's patches: pr[np:pc]
+						for pc < len(pr) && pr[pc].Pos < c1 {
+							pc++
 						}
-					}
-					someLive := false
-					for e := 0; e < g; e++ {
-						se := s[e*st:][:st]
-						qr := qv[(i*p.QHeads+h*g+e)*d:][:d]
-						for j := lo; j < hi; j++ {
-							se[j] = p.SoftmaxScale * se[j]
-						}
-						for _, tp := range pr {
-							var dot float64
-							for x, c := range tp.K {
-								dot += qr[x] * (val[c] * ks)
-							}
-							se[tp.Pos] = p.SoftmaxScale * dot
-						}
-						if p.Mask != nil {
-							for j, ok := range p.Mask[i*n+lo : i*n+hi] {
-								if !ok {
-									se[lo+j] = math.Inf(-1)
-								}
-							}
-						}
-						me := math.Inf(-1)
-						for _, sc := range se[lo:hi] {
-							me = max(me, sc)
-						}
-						m[e] = me
-						live[e] = !math.IsInf(me, -1)
-						if !live[e] {
-							continue
-						}
-						someLive = true
-						l[e] = 0
-						if len(p.Sinks) > 0 {
-							l[e] = pmath.Exp(p.Sinks[h*g+e] - me)
-						}
-						l[e] = expWeights(se[lo:hi], me, l[e], &eb)
-					}
-					if !someLive {
-						continue
-					}
-					for cb := 0; cb < vw.vblocks; cb++ {
-						vb := vh[cb*st*L:][:st*L]
-						nc := min(L, dv-cb*L) // the block's channels
-						for e := range accs {
-							accs[e] = [L]float64{}
-						}
-						// refViewChunk keys at a time (g > 1: decoded once for
-						// the group), each run of keys between patches summed by
-						// the kernel, each patched key's term added in its place.
-						np := 0 // the first patch of pr at or after the chunk
-						for c0 := lo; c0 < hi; c0 += refViewChunk {
-							c1 := min(c0+refViewChunk, hi)
-							pc := np // the chunk's patches: pr[np:pc]
-							for pc < len(pr) && pr[pc].Pos < c1 {
-								pc++
-							}
-							if g > 1 {
-								refDecode(vbuf[:(c1-c0)*L], vb[c0*L:c1*L], &vd)
-							}
-							for e := 0; e < g; e++ {
-								if !live[e] {
-									continue
-								}
-								se, acc := s[e*st:][:st], &accs[e]
-								run := func(j0, j1 int) {
-									if g > 1 {
-										refSumsDecoded(acc, se[j0:j1], vbuf[(j0-c0)*L:])
-									} else {
-										refSums(acc, se[j0:j1], vb[j0*L:], &vd)
-									}
-								}
-								j := c0
-								for _, tp := range pr[np:pc] {
-									run(j, tp.Pos)
-									if w := se[tp.Pos]; !math.IsInf(w, -1) {
-										for c, code := range tp.V[cb*L:][:nc] {
-											acc[c] += w * (val[code] * vs)
-										}
-									}
-									j = tp.Pos + 1
-								}
-								run(j, c1)
-							}
-							np = pc
+						if g > 1 {
+							refDecode(vbuf[:(c1-c0)*L], vb[c0*L:c1*L], &vd)
 						}
 						for e := 0; e < g; e++ {
 							if !live[e] {
 								continue
 							}
-							o := out[(i*p.QHeads+h*g+e)*dv+cb*L:][:nc]
-							for c := range o {
-								o[c] = accs[e][c] / l[e]
+							se, acc := s[e*st:][:st], &accs[e]
+							run := func(j0, j1 int) {
+								if g > 1 {
+									refSumsDecoded(acc, se[j0:j1], vbuf[(j0-c0)*L:])
+								} else {
+									refSums(acc, se[j0:j1], vb[j0*L:], &vd)
+								}
 							}
+							j := c0
+							for _, tp := range pr[np:pc] {
+								run(j, tp.Pos)
+								if w := se[tp.Pos]; !math.IsInf(w, -1) {
+									for c, code := range tp.V[cb*L:][:nc] {
+										acc[c] += w * (val[code] * vs)
+									}
+								}
+								j = tp.Pos + 1
+							}
+							run(j, c1)
+						}
+						np = pc
+					}
+					for e := 0; e < g; e++ {
+						if !live[e] {
+							continue
+						}
+						o := out[(i*p.QHeads+h*g+e)*dv+cb*L:][:nc]
+						for c := range o {
+							o[c] = accs[e][c] / l[e]
 						}
 					}
 				}
 			}
-			return nil
-		}()
-		if err != nil {
-			mu.Lock()
-			if first == nil {
-				first = err
-			}
-			mu.Unlock()
 		}
-	}
-	if err := parallelRange(ctx, p.KVHeads, 1, p.mq*p.QHeads*n*d, 0, heads); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	if first != nil {
-		return nil, first
 	}
 	return out, nil
 }
