@@ -239,6 +239,14 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	wait := trace.StartRegion(ctx, "needle: wait for the GPU")
 	<-gpuDone
 	wait.End()
+	// No batch reads the group's packed caches now: their buffers go
+	// back for the next group's packing (wgsl.SimPackedCache.Release).
+	for _, h := range hays {
+		for _, pc := range h.packed {
+			pc.Release()
+		}
+		h.packed = nil
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -186,8 +186,21 @@ func PackSimCache(cfg attention.Config, qScale []float32, kv *attention.KV) (*Si
 	if p.blk != nil {
 		return nil, nil
 	}
-	words, _ := p.packCache(make([]uint32, 0, p.cacheWords()), kv)
+	words, _ := p.packCache(packPool.get(p.cacheWords()), kv)
 	return &SimPackedCache{kv: kv, layout: p.cacheLayout(), words: words}, nil
+}
+
+// Release gives c's words back for a later PackSimCache to reuse (no page
+// faults on a fresh buffer): call it once no SimDecodeBatch call that was
+// given c is running, and give c to no call after; one that is given it
+// packs the cache itself (the outputs are the same). Releasing twice, or
+// a nil c, does nothing.
+func (c *SimPackedCache) Release() {
+	if c == nil || c.words == nil {
+		return
+	}
+	packPool.put(c.words)
+	c.words, c.kv = nil, nil
 }
 
 // cacheLayout names what packCache's words depend on besides the codes.
@@ -844,30 +857,38 @@ func (p *simPlan) packCache(b []uint32, kv *attention.KV) ([]uint32, simCache) {
 	mask := uint32(1)<<cb - 1
 	vStride := p.vStride()
 	c := p.cacheAt(len(b))
-	b = append(b, make([]uint32, p.cacheWords())...)
+	// Every word of the cache is written below (the padding of V's rows
+	// too), so b grows without zeroing: from a reused buffer (wordPool)
+	// neither a page fault nor a clear of 32 MB on one goroutine.
+	b = growWords(b, p.cacheWords())
 	kw, vw := b[c.k:c.v], b[c.v:]
 	// Codes cpw to a word, in order: K's rows of a head are contiguous
 	// (token-major) as in the cache, V's rows (one per head and channel)
-	// as the cache's transposed rows, each padded to vStride words.
+	// as the cache's transposed rows, each padded with zero words to
+	// vStride words.
 	pack := func(dst []uint32, src []uint16) {
-		if cpw == 2 && mask == 0xffff && littleEndian && len(src) > 0 {
+		full := len(src) / cpw
+		switch {
+		case cpw == 2 && mask == 0xffff && littleEndian && full > 0:
 			// 16-bit codes two to a word, the first in the low half: on a
 			// little-endian host the words' memory is the codes' own.
-			copy(unsafe.Slice((*uint16)(unsafe.Pointer(&dst[0])), 2*len(dst)), src)
-			return
-		}
-		if cpw == 4 {
-			for w := range len(src) / 4 {
+			copy(unsafe.Slice((*uint16)(unsafe.Pointer(&dst[0])), 2*full), src[:2*full])
+		case cpw == 4 && cb == 8 && littleEndian:
+			packBytes(dst[:full], src[:4*full])
+		case cpw == 4:
+			for w := range full {
 				s := src[4*w : 4*w+4]
 				dst[w] = uint32(s[0])&mask | (uint32(s[1])&mask)<<8 | (uint32(s[2])&mask)<<16 | (uint32(s[3])&mask)<<24
 			}
-		} else {
-			for w := range len(src) / 2 {
+		default:
+			for w := range full {
 				dst[w] = uint32(src[2*w])&mask | (uint32(src[2*w+1])&mask)<<16
 			}
 		}
-		for i := len(src) / cpw * cpw; i < len(src); i++ { // a partial last word
-			dst[i/cpw] |= uint32(src[i]) & mask << (cb * uint(i%cpw))
+		rest := dst[full:]
+		clear(rest)
+		for i := full * cpw; i < len(src); i++ { // a partial last word
+			rest[0] |= uint32(src[i]) & mask << (cb * uint(i%cpw))
 		}
 	}
 	parallelRows(p.kvHeads*n, d, func(lo, hi int) {
@@ -882,6 +903,19 @@ func (p *simPlan) packCache(b []uint32, kv *attention.KV) ([]uint32, simCache) {
 		}
 	})
 	return b, c
+}
+
+// packBytes packs 8-bit codes (src, each below 256 in its low byte; the
+// high byte is dropped) four to a word, the first in the low byte: dst[w]
+// holds src[4w … 4w+3]. Little-endian hosts only: four codes are read as
+// one 64-bit word and their bytes gathered with shifts and masks.
+func packBytes(dst []uint32, src []uint16) {
+	src = src[:4*len(dst)]
+	for w := range dst {
+		x := *(*uint64)(unsafe.Pointer(&src[4*w])) & 0x00ff00ff00ff00ff
+		x = (x | x>>8) & 0x0000ffff0000ffff
+		dst[w] = uint32(x) | uint32(x>>16)
+	}
 }
 
 // packTrial appends trial tr's replacements to B for the FP8 and 16-bit
