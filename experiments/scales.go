@@ -182,6 +182,13 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	if err != nil {
 		return err
 	}
+	if g != nil && g.Err() == nil {
+		where := "bf16's too"
+		if err := wgsl.SimDecodeSupports(scalesBF16(attention.Config{HeadDim: scalesHeadDim, KVHeads: kvh, QHeads: kvh * group})); err != nil {
+			where = fmt.Sprintf("bf16's on the CPU (%v)", err)
+		}
+		run.Note(fmt.Sprintf("device gpu: the fp8 kernels on the GPU (%s), %s; the float64 references on the CPU", g.Info().Name, where))
+	}
 	run.Note("relative L2 error of O (%): mean over query heads, ordinary and outlier heads, worst head; fraction of K/V/Q elements clamped or flushed:\n" + strings.Join(table, "\n"))
 	run.Summary(summary)
 	return nil
@@ -189,10 +196,11 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 
 // scalesTrial draws one cache and query and runs every series, the
 // series side by side on their own goroutines. With g set (device gpu)
-// the fp8 kernels run on the GPU (wgsl.SimDecode, bit for bit
-// attention.Run); the references and bf16 stay on the CPU.
+// the kernels run on the GPU (wgsl.SimDecode, bit for bit attention.Run):
+// the fp8 ones, and bf16's where the simulator runs it
+// (wgsl.SimDecodeSupports); the references stay on the CPU.
 func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.Format, factor float64, nOut int, g *wgsl.Runner) scalesResult {
-	const d = 128
+	const d = scalesHeadDim
 	rng := rand.New(src) // draws from src: what rng draws, src has drawn
 	kvh, group, n := v.Int("kv-heads"), v.Int("q-per-kv"), v.Int("tokens")
 	qh := kvh * group
@@ -243,11 +251,17 @@ func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.For
 	}
 	qShape := fp8.Shape{Tokens: group, Heads: kvh, Dim: d} // q heads of a KV head are consecutive
 	// The schemes and bf16 run side by side, each on its own goroutine,
-	// each result kept at its index. With g, the schemes' decodes go to
-	// the GPU in one batch (one submission for the three caches, which
-	// differ only in their descales), sent by the first scheme whose
-	// cache is ready once every scheme's is (a scheme that failed sends
+	// each result kept at its index. With g, the decodes go to the GPU in
+	// one batch (one submission for the three fp8 caches, which differ
+	// only in their descales, then bf16's), sent by the first series whose
+	// cache is ready once every one's is (a series that failed sends
 	// nothing).
+	bf16Cfg := scalesBF16(cfg)
+	bf16GPU := g != nil && wgsl.SimDecodeSupports(bf16Cfg) == nil
+	onDevice := len(scalesSchemes)
+	if bf16GPU {
+		onDevice++
+	}
 	type part struct {
 		err        []attention.Errors
 		sat, under float64
@@ -257,11 +271,11 @@ func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.For
 	var (
 		ready    sync.WaitGroup // every scheme's cache quantized (or failed)
 		batch    sync.Once
-		jobs     = make([]*wgsl.SimJob, len(scalesSchemes))
-		outs     = make([][]float64, len(scalesSchemes))
+		jobs     = make([]*wgsl.SimJob, onDevice)
+		outs     = make([][]float64, onDevice)
 		batchErr error
 	)
-	ready.Add(len(scalesSchemes))
+	ready.Add(onDevice)
 	onGPU := func(si int, job wgsl.SimJob) ([]float64, error) {
 		jobs[si] = &job
 		ready.Done()
@@ -335,15 +349,26 @@ func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.For
 		})
 	}
 	wg.Go(func() {
-		p := &parts[len(scalesSchemes)]
+		si := len(scalesSchemes)
+		p := &parts[si]
+		sent := false
+		defer func() {
+			if bf16GPU && !sent {
+				ready.Done()
+			}
+		}()
 		kv, err := attention.NewKVContext(ctx, k, vv, shape, fp8.FormatBF16, fp8.SatFinite, nil, nil)
 		if err != nil {
 			p.e = err
 			return
 		}
-		c := cfg
-		c.DType, c.Promotion = fp8.FormatBF16, 0
-		o, err := attention.Run(ctx, c, q, nil, kv)
+		var o []float64
+		if bf16GPU {
+			sent = true
+			o, err = onGPU(si, wgsl.SimJob{Cfg: bf16Cfg, KV: kv, Trials: []wgsl.SimTrial{{Q: q}}})
+		} else {
+			o, err = attention.Run(ctx, bf16Cfg, q, nil, kv)
+		}
 		if err != nil {
 			p.e = err
 			return
@@ -362,6 +387,16 @@ func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.For
 		}
 	}
 	return res
+}
+
+// scalesHeadDim is the head dimension of every trial.
+const scalesHeadDim = 128
+
+// scalesBF16 is the bf16 series' configuration: cfg's shape, bf16 K and
+// V, promotion 0 (the bf16 series has always run so).
+func scalesBF16(cfg attention.Config) attention.Config {
+	cfg.DType, cfg.Promotion = fp8.FormatBF16, 0
+	return cfg
 }
 
 // scalesGroupQ lays the queries out as a [group][kv heads][d] tensor, so
