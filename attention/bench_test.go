@@ -134,11 +134,18 @@ func BenchmarkReference(b *testing.B) {
 		for _, w := range []struct {
 			name string
 			n    int
-		}{{"w1", 1}, {"wN", 0}} {
+			f32  bool // ReferenceF32's path: the float32 inputs where they lie
+		}{{"w1", 1, false}, {"wN", 0, false}, {"f32/w1", 1, true}} {
 			b.Run(map[int]string{1: "group1", 4: "group4"}[g]+"/"+w.name, func(b *testing.B) {
 				cpu := cputime.Start()
 				for b.Loop() {
-					if _, err := reference(context.Background(), cfg, q, k, v, 1, n, w.n, referenceChunkKeys); err != nil {
+					var err error
+					if w.f32 {
+						_, err = reference(context.Background(), cfg, q, p.k, p.v, 1, n, w.n, referenceChunkKeys)
+					} else {
+						_, err = reference(context.Background(), cfg, q, k, v, 1, n, w.n, referenceChunkKeys)
+					}
+					if err != nil {
 						b.Fatal(err)
 					}
 				}

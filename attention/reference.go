@@ -24,9 +24,23 @@ func Reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n int) ([
 	return reference(ctx, cfg, q, k, v, mq, n, 0, referenceChunkKeys)
 }
 
+// ReferenceF32 is [Reference] on float32 inputs, bit for bit Reference on
+// their float64 values (every element converted exactly) without those
+// float64 copies: k and v are read where they lie, a float32 cache of n
+// tokens costing no 2·n·heads·d·8 bytes of copies (what scales and
+// attention-file built for each trial or layer).
+func ReferenceF32(ctx context.Context, cfg Config, q, k, v []float32, mq, n int) ([]float64, error) {
+	q64 := make([]float64, len(q))
+	for i, x := range q {
+		q64[i] = float64(x)
+	}
+	return reference(ctx, cfg, q64, k, v, mq, n, 0, referenceChunkKeys)
+}
+
 // reference is Reference on up to workers goroutines (0: GOMAXPROCS),
-// each taking chunks of about chunkKeys keys at a time.
-func reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n, workers, chunkKeys int) ([]float64, error) {
+// each taking chunks of about chunkKeys keys at a time, on keys and values
+// of either float type.
+func reference[T float32 | float64](ctx context.Context, cfg Config, q []float64, k, v []T, mq, n, workers, chunkKeys int) ([]float64, error) {
 	if cfg.KVHeads == 0 {
 		cfg.KVHeads = 1
 	}
@@ -56,7 +70,7 @@ func reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n, worker
 		s := make([]float64, n)
 		var eb expBuf
 		for u := u0; u < u1; u++ {
-			p.referenceRow(q, k, v, u/p.QHeads, u%p.QHeads, s, &eb, out)
+			referenceRow(p, q, k, v, u/p.QHeads, u%p.QHeads, s, &eb, out)
 		}
 	}); err != nil {
 		return nil, err
@@ -69,15 +83,16 @@ func reference(ctx context.Context, cfg Config, q, k, v []float64, mq, n, worker
 const referenceChunkKeys = 1 << 15
 
 // referenceRow writes Reference's output of query row i, head hq into
-// out, with s (n scores) and eb as scratch.
-func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBuf, out []float64) {
+// out, with s (n scores) and eb as scratch; float32 keys and values give
+// the bits of their float64 values (pmath's F32 and F64 kernels agree).
+func referenceRow[T float32 | float64](p *Plan, q []float64, k, v []T, i, hq int, s []float64, eb *expBuf, out []float64) {
 	d, dv, n := p.HeadDim, p.VDim, p.n
 	pos := p.position(i)
 	lo, hi := p.keyRange(pos)
 	h := hq / p.group
 	qr := q[(i*p.QHeads+hq)*d:][:d]
 	m := math.Inf(-1)
-	var kb [8][]float64
+	var kb [8][]T
 	var db [8]float64
 	for j := lo; j < hi; j++ {
 		if j+8 <= hi && p.Mask == nil {
@@ -85,7 +100,7 @@ func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBu
 			for c := range kb {
 				kb[c] = k[((j+c)*p.KVHeads+h)*d:]
 			}
-			pmath.DotsF64x8(&db, qr, &kb)
+			dots8(&db, qr, &kb)
 			for c, dot := range db {
 				s[j+c] = p.SoftmaxScale * dot
 			}
@@ -100,7 +115,7 @@ func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBu
 		kr := k[(j*p.KVHeads+h)*d:][:d]
 		var dot float64
 		for x := range qr {
-			dot += qr[x] * kr[x]
+			dot += qr[x] * float64(kr[x])
 		}
 		s[j] = p.SoftmaxScale * dot
 		m = max(m, s[j])
@@ -117,7 +132,7 @@ func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBu
 	for j := lo; j < hi; {
 		if j+4 <= hi && !math.IsInf(s[j], -1) && !math.IsInf(s[j+1], -1) && !math.IsInf(s[j+2], -1) && !math.IsInf(s[j+3], -1) {
 			// Four keys' terms of each output element, added in order.
-			pmath.AxpyF64x4(o, (*[4]float64)(s[j:j+4]), v[(j*p.KVHeads+h)*dv:], v[((j+1)*p.KVHeads+h)*dv:],
+			axpy4(o, (*[4]float64)(s[j:j+4]), v[(j*p.KVHeads+h)*dv:], v[((j+1)*p.KVHeads+h)*dv:],
 				v[((j+2)*p.KVHeads+h)*dv:], v[((j+3)*p.KVHeads+h)*dv:])
 			j += 4
 			continue
@@ -129,12 +144,32 @@ func (p *Plan) referenceRow(q, k, v []float64, i, hq int, s []float64, eb *expBu
 		}
 		vr := v[(j*p.KVHeads+h)*dv:][:dv]
 		for x := range o {
-			o[x] += w * vr[x]
+			o[x] += w * float64(vr[x])
 		}
 		j++
 	}
 	for x := range o {
 		o[x] /= l
+	}
+}
+
+// dots8 is pmath.DotsF64x8 or DotsF32x8, by the keys' type.
+func dots8[T float32 | float64](db *[8]float64, q []float64, kb *[8][]T) {
+	switch kb := any(kb).(type) {
+	case *[8][]float64:
+		pmath.DotsF64x8(db, q, kb)
+	case *[8][]float32:
+		pmath.DotsF32x8(db, q, kb)
+	}
+}
+
+// axpy4 is pmath.AxpyF64x4 or AxpyF32x4, by the values' type.
+func axpy4[T float32 | float64](o []float64, w *[4]float64, v0, v1, v2, v3 []T) {
+	switch v0 := any(v0).(type) {
+	case []float64:
+		pmath.AxpyF64x4(o, w, v0, any(v1).([]float64), any(v2).([]float64), any(v3).([]float64))
+	case []float32:
+		pmath.AxpyF32x4(o, w, v0, any(v1).([]float32), any(v2).([]float32), any(v3).([]float32))
 	}
 }
 

@@ -88,7 +88,7 @@ func referenceOneByOne(ctx context.Context, cfg Config, q, k, v []float64, mq, n
 
 // TestReferenceBits: Reference equals referenceOneByOne bit for bit, on
 // one goroutine and on several with chunks of one and of a few rows and
-// heads: key
+// heads (and ReferenceF32 on the float32 inputs): key
 // counts that are not multiples of four, GQA, causal prefill, windows, a
 // mask (runs of four keys broken by masked ones), sinks, and scores
 // spread wide enough that weights underflow (the batch exp's slow path).
@@ -142,6 +142,20 @@ func TestReferenceBits(t *testing.T) {
 					if math.Float64bits(got[x]) != math.Float64bits(want[x]) {
 						t.Fatalf("%d workers, chunks of %d keys: output %d: %v, want %v", w.workers, w.chunkKeys, x, got[x], want[x])
 					}
+				}
+			}
+			// ReferenceF32 on the float32 inputs themselves: the same bits.
+			q32 := make([]float32, len(p.q))
+			for x := range q32 {
+				q32[x] = p.q[x] * tc.spread
+			}
+			got, err := ReferenceF32(ctx, cfg, q32, p.k, p.v, tc.mq, tc.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for x := range want {
+				if math.Float64bits(got[x]) != math.Float64bits(want[x]) {
+					t.Fatalf("ReferenceF32: output %d: %v, want %v", x, got[x], want[x])
 				}
 			}
 		})

@@ -192,8 +192,7 @@ func runAttention(ctx context.Context, vals map[string]string, in *attnInputs, o
 		return nil, err
 	}
 
-	q64, k64, v64 := f64s(in.q), f64s(in.k), f64s(in.v)
-	ex, err := attention.Reference(ctx, cfg, q64, k64, v64, in.mq, in.n)
+	ex, err := attention.ReferenceF32(ctx, cfg, in.q, in.k, in.v, in.mq, in.n)
 	if err != nil {
 		return nil, err
 	}
@@ -257,14 +256,6 @@ func head(o []float64, mq, qh, dv, h int) []float64 {
 	out := make([]float64, 0, mq*dv)
 	for i := 0; i < mq; i++ {
 		out = append(out, o[(i*qh+h)*dv:][:dv]...)
-	}
-	return out
-}
-
-func f64s(x []float32) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v)
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/trace"
 	"slices"
 	"strings"
@@ -522,73 +521,12 @@ func attnFileGPU(ctx context.Context, g *wgsl.Runner, cfg attention.Config, prom
 }
 
 // attnFileExact is attention.Reference of cfg on the layer's unquantized
-// tensors, one query head at a time on every core: the KV heads (at most
-// as many at once as GOMAXPROCS, each copied to float64 once for its query
-// heads) and their query heads side by side. Each query head's output is
-// the one Reference computes for it over all heads (its scores, exp and
-// sums read only its own query and KV head), so the result is the same
-// bits (TestAttnFileExactEqualsReference); the float64 copies are never
-// more than the whole tensors' that one call would need.
+// tensors, read where they lie (attention.ReferenceF32: the bits of
+// Reference on their float64 copies, TestAttnFileExactEqualsReference,
+// without the copies: 256 MB a KV head at 128k tokens and head_dim 128),
+// its query heads on every core.
 func attnFileExact(ctx context.Context, cfg attention.Config, in *attnFileInputs) ([]float64, error) {
-	g := in.qh / in.kvh
-	out := make([]float64, in.mq*in.qh*in.dv)
-	errs := make([]error, in.qh)
-	// head returns the float64 copy of head h of x, laid out [rows][heads][w].
-	head := func(x []float32, rows, heads, w, h int) []float64 {
-		c := make([]float64, rows*w)
-		for i := range rows {
-			src := x[(i*heads+h)*w:][:w]
-			dst := c[i*w:][:w]
-			for j, v := range src {
-				dst[j] = float64(v)
-			}
-		}
-		return c
-	}
-	sem := make(chan struct{}, min(in.kvh, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
-	for h := range in.kvh {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return nil, ctx.Err()
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			k64, v64 := head(in.k, in.n, in.kvh, in.d, h), head(in.v, in.n, in.kvh, in.dv, h)
-			var hw sync.WaitGroup
-			for e := range g {
-				hq := h*g + e
-				hw.Go(func() {
-					c := cfg
-					c.KVHeads, c.QHeads = 1, 1
-					if len(cfg.Sinks) > 0 {
-						c.Sinks = cfg.Sinks[hq : hq+1]
-					}
-					o, err := attention.Reference(ctx, c, head(in.q, in.mq, in.qh, in.d, hq), k64, v64, in.mq, in.n)
-					if err != nil {
-						errs[hq] = err
-						return
-					}
-					for i := range in.mq {
-						copy(out[(i*in.qh+hq)*in.dv:][:in.dv], o[i*in.dv:][:in.dv])
-					}
-				})
-			}
-			hw.Wait()
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return attention.ReferenceF32(ctx, cfg, in.q, in.k, in.v, in.mq, in.n)
 }
 
 func f64s(x []float32) []float64 {

@@ -236,16 +236,9 @@ func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.For
 			q[hq*d+x] = float32(pmath.NormFloat64(rng) / mag[hq/group])
 		}
 	}
-	f64 := func(x []float32) []float64 {
-		out := make([]float64, len(x))
-		for i, y := range x {
-			out[i] = float64(y)
-		}
-		return out
-	}
 	cfg := attention.Config{HeadDim: d, KVHeads: kvh, QHeads: qh, Promotion: v.Int("promotion")}
 	var res scalesResult
-	ref, err := attention.Reference(ctx, cfg, f64(q), f64(k), f64(vv), 1, n)
+	ref, err := attention.ReferenceF32(ctx, cfg, q, k, vv, 1, n) // Reference's bits, no float64 copies
 	if err != nil {
 		return scalesResult{e: err}
 	}

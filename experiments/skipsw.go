@@ -275,14 +275,6 @@ func skipswTrial(ctx context.Context, rng *rand.Rand, cases []skipswCase, n, d, 
 		k[i] = float32(pmath.NormFloat64(rng))
 		vv[i] = float32(mu + pmath.NormFloat64(rng))
 	}
-	widen := func(x []float32) []float64 {
-		out := make([]float64, len(x))
-		for i, e := range x {
-			out[i] = float64(e)
-		}
-		return out
-	}
-	q64, k64, v64 := widen(q), widen(k), widen(vv)
 	shape := fp8.Shape{Tokens: n, Heads: 1, Dim: d}
 	caches := map[fp8.Format]*attention.KV{}
 	refs := map[bool][]float64{}    // unquantized reference, by window
@@ -308,7 +300,7 @@ func skipswTrial(ctx context.Context, rng *rand.Rand, cases []skipswCase, n, d, 
 		ref, ok := refs[c.window]
 		if !ok {
 			var err error
-			if ref, err = attention.Reference(ctx, cfg, q64, k64, v64, 1, n); err != nil {
+			if ref, err = attention.ReferenceF32(ctx, cfg, q, k, vv, 1, n); err != nil {
 				res.err = err
 				return res
 			}
