@@ -270,6 +270,14 @@ func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.For
 	)
 	ready.Add(onDevice)
 	onGPU := func(si int, job wgsl.SimJob) ([]float64, error) {
+		// Packed here, side by side with the other series and the other
+		// trials, not in the batch under the runner's lock (a trial's
+		// packing was the GPU's queue at 65536 tokens). A cache the
+		// simulator cannot pack ahead (nil) is packed by the batch.
+		if pc, err := wgsl.PackSimCache(job.Cfg, job.QScale, job.KV); err == nil {
+			job.Packed = pc
+			defer pc.Release() // after the batch: no call reads it then
+		}
 		jobs[si] = &job
 		ready.Done()
 		ready.Wait()
