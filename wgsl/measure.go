@@ -15,7 +15,10 @@ import (
 // not at the one it starts from.
 //
 // The rule: run at least MinRuns repetitions and for at least MinTime (of
-// wall time, the host's submits and waits included); then stop as soon as
+// wall time, the host's submits and waits included, counted from the end
+// of the first repetition: that one compiles the pipelines on a cold
+// cache, and seconds of compiling on the host warm nothing on the GPU);
+// then stop as soon as
 // the last Window repetitions agree within Tol (largest ≤ (1 + Tol) ×
 // smallest, on the GPU's time when timestamps exist, else the wall time);
 // give up after MaxTime or MaxRuns (the measurement then says it was not
@@ -66,7 +69,7 @@ func (w Warmup) String() string {
 	if w.Clock != nil && w.ClockFrac > 0 {
 		clk = fmt.Sprintf(" and the SM clock is at %.0f %% of its maximum or has settled (within %.0f %% for %v)", 100*w.ClockFrac, 100*w.Tol, w.ClockSettle)
 	}
-	return fmt.Sprintf("untimed runs until the last %d agree within %.0f %%%s (after at least %d runs and %v; at most %d runs or %v)",
+	return fmt.Sprintf("untimed runs until the last %d agree within %.0f %%%s (after at least %d runs and %v after the first one; at most %d runs or %v)",
 		w.Window, 100*w.Tol, clk, w.MinRuns, w.MinTime, w.MaxRuns, w.MaxTime)
 }
 
@@ -141,6 +144,7 @@ func (m Measurement) Spread() float64 {
 func measure(ctx context.Context, w Warmup, reps int, one func() (Timing, error)) (Measurement, error) {
 	var m Measurement
 	start := time.Now()
+	var warm time.Time // the end of the first repetition: MinTime counts from it
 	var recent []time.Duration
 	var readings []clockReading
 	for {
@@ -152,12 +156,15 @@ func measure(ctx context.Context, w Warmup, reps int, one func() (Timing, error)
 			return m, err
 		}
 		m.Warmups++
+		if m.Warmups == 1 {
+			warm = time.Now()
+		}
 		recent = append(recent, t.Best())
 		if len(recent) > w.Window {
 			recent = recent[1:]
 		}
 		el := time.Since(start)
-		if m.Warmups >= max(w.MinRuns, w.Window, 1) && el >= w.MinTime && agree(recent, w.Tol) {
+		if m.Warmups >= max(w.MinRuns, w.Window, 1) && time.Since(warm) >= w.MinTime && agree(recent, w.Tol) {
 			if w.Clock != nil {
 				if sm, maxSM, ok := w.Clock(); ok && maxSM > 0 {
 					readings = append(readings, clockReading{time.Now(), sm, maxSM})

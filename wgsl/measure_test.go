@@ -85,3 +85,29 @@ func TestMeasureWaitsForClock(t *testing.T) {
 		t.Errorf("rule with a probe: %s", w)
 	}
 }
+
+// A first repetition that takes longer than MinTime (pipelines compiled
+// on a cold cache) does not end the warm-up: MinTime counts from its end,
+// so the GPU still runs MinTime of repetitions before the timed ones
+// (gpucheck's decode-tile bench on the H200 ended its warm-up after 3 runs
+// in 1.7 s of compiling and then timed runs of 3.7 and 8.0 ms by turns).
+func TestMeasureWarmupAfterCompile(t *testing.T) {
+	calls := 0
+	one := func() (Timing, error) {
+		calls++
+		if calls == 1 {
+			time.Sleep(60 * time.Millisecond) // the compile
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+		return Timing{Wall: time.Millisecond, GPU: time.Millisecond}, nil
+	}
+	w := Warmup{MinRuns: 3, Window: 3, MaxRuns: 100000, MinTime: 30 * time.Millisecond, MaxTime: time.Minute, Tol: 0.05}
+	m, err := measure(context.Background(), w, 3, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Stable || m.WarmupTime < 90*time.Millisecond || m.Warmups < 10 {
+		t.Errorf("warm-up of %d runs in %v (stable %v): want MinTime (30ms) of runs after the 60ms first one", m.Warmups, m.WarmupTime, m.Stable)
+	}
+}

@@ -23,7 +23,9 @@
 //     tile with 16 splits.
 //
 // Every timing warms up first (wgsl.DefaultWarmup: untimed runs until the
-// last 3 agree within 5 %, after at least 3 runs and 0.5 s, at most 10 s;
+// last 3 agree within 5 %, after at least 3 runs and 0.5 s counted from
+// the end of the first (which compiles the pipelines on a cold cache), at
+// most 5 s;
 // on a CPU adapter the last 2 within 20 %, at most 1 s), then repeats
 // (-reps) and reports the median with the min–max and quartiles of the
 // timed runs; targets are judged on the median. The clocks each benchmark
