@@ -44,12 +44,21 @@ func (d adapterDesc) rank() int {
 }
 
 // chooseAdapter returns the index of the adapter to use: the best-ranked one
-// whose text contains want (case-insensitively; any adapter when want is
-// empty). Ties keep the enumeration order.
+// whose text contains want (case-insensitively); with want empty, the
+// best-ranked one that is not OpenGL. An OpenGL adapter is used only when
+// asked for by name: the shaders are checked on Vulkan (lavapipe, the
+// H200), and on the GL backend llvmpipe ran one of the wgsl tests' decode
+// benchmarks for over seven minutes on one core, where lavapipe takes
+// seconds. Ties keep the enumeration order.
 func chooseAdapter(list []adapterDesc, want string) (int, error) {
 	best := -1
+	var gl []string
 	for i, d := range list {
 		if want != "" && !matchAdapter(d.text(), want) {
+			continue
+		}
+		if want == "" && (d.backend == "opengl" || d.backend == "opengles") {
+			gl = append(gl, d.info().String())
 			continue
 		}
 		if best < 0 || d.rank() > list[best].rank() {
@@ -61,6 +70,10 @@ func chooseAdapter(list []adapterDesc, want string) (int, error) {
 	}
 	if len(list) == 0 {
 		return -1, fmt.Errorf("%w: the WebGPU instance lists no adapter (is a Vulkan driver installed? on Debian: apt-get install mesa-vulkan-drivers libvulkan1)", ErrNoAdapter)
+	}
+	if len(gl) == len(list) {
+		return -1, fmt.Errorf("%w: only OpenGL adapters (%s), which are used only when asked for by name (%s=opengl): install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers libvulkan1)",
+			ErrNoAdapter, strings.Join(gl, "; "), EnvAdapter)
 	}
 	var names []string
 	for _, d := range list {

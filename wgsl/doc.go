@@ -7,8 +7,8 @@
 // # The runner
 //
 // [Open] picks an adapter (a discrete GPU before an integrated one, a virtual
-// one, a CPU implementation; Vulkan, Metal or D3D12 before OpenGL; or the one
-// named by [Options.Adapter] / $FP8LAB_ADAPTER), requests every device limit
+// one, a CPU implementation; Vulkan, Metal or D3D12, an OpenGL one only when
+// named; or the one named by [Options.Adapter] / $FP8LAB_ADAPTER), requests every device limit
 // field by field with explicit numbers (larger buffers and workgroup memory
 // than WebGPU's defaults, capped by what the adapter offers), and reports
 // what it chose in [AdapterInfo]. Shader compilation and validation errors

@@ -26,8 +26,8 @@ type Options struct {
 	// backend or type, see [AdapterInfo.String]) contains this text,
 	// case-insensitively. Empty means $FP8LAB_ADAPTER, and if that is empty
 	// too, the best adapter: a discrete GPU before an integrated one, a
-	// virtual one, a CPU (lavapipe, SwiftShader); Vulkan, Metal or D3D12
-	// before OpenGL.
+	// virtual one, a CPU (lavapipe, SwiftShader); Vulkan, Metal or D3D12,
+	// never OpenGL (an OpenGL adapter only when named: FP8LAB_ADAPTER=opengl).
 	Adapter string
 	// NoTimestamps forces wall-clock timing even where the adapter has
 	// timestamp queries.
