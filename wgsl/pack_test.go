@@ -142,4 +142,9 @@ func TestWordPool(t *testing.T) {
 	if g := p.get(5); cap(g) != 5 || p.words != 0 {
 		t.Fatalf("get(5) on an empty pool: cap %d (pool %d words), want a new 5-word buffer", cap(g), p.words)
 	}
+	p.put(make([]uint32, 0, 30))
+	p.drain()
+	if p.words != 0 || len(p.free) != 0 || cap(p.get(30)) != 30 {
+		t.Fatalf("after drain the pool holds %d words in %d buffers", p.words, len(p.free))
+	}
 }

@@ -201,6 +201,7 @@ func (r *Runner) Close() error {
 	}
 	r.closed = true
 	r.be.close()
+	packPool.drain() // a long-running lab keeps no packed buffers between runs
 	return nil
 }
 

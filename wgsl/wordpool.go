@@ -3,13 +3,13 @@ package wgsl
 import "sync"
 
 // wordPool keeps the word buffers of released packed caches
-// ([SimPackedCache.Release]) for the next [PackSimCache] of the same size
-// or smaller: a needle experiment packs a cache of tens of MB per haystack,
+// ([SimPackedCache.Release]) for the next [PackSimCache] whose cache fits
+// in one: a needle experiment packs a cache of tens of MB per haystack,
 // and a fresh buffer costs its page faults (system time on every core that
 // first touches it) where a reused one costs nothing. It holds at most
 // maxPooledWords words in all (a released buffer beyond that is left to
-// the collector), so a long-running lab holds at most that much between
-// runs.
+// the collector); Runner.Close empties it, so a long-running lab holds
+// nothing of it between runs.
 var packPool = wordPool{max: maxPooledWords}
 
 // maxPooledWords bounds what packPool keeps: 1 GiB, about two groups of a
@@ -69,4 +69,11 @@ func growWords(b []uint32, n int) []uint32 {
 		b = nb
 	}
 	return b[:len(b)+n]
+}
+
+// drain forgets every pooled buffer (left to the collector).
+func (p *wordPool) drain() {
+	p.mu.Lock()
+	p.free, p.words = nil, 0
+	p.mu.Unlock()
 }
