@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"runtime"
 	"runtime/trace"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -860,7 +861,7 @@ func (p *simPlan) packCache(b []uint32, kv *attention.KV) ([]uint32, simCache) {
 	// Every word of the cache is written below (the padding of V's rows
 	// too), so b grows without zeroing: from a reused buffer (wordPool)
 	// neither a page fault nor a clear of 32 MB on one goroutine.
-	b = growWords(b, p.cacheWords())
+	b = slices.Grow(b, p.cacheWords())[:len(b)+p.cacheWords()]
 	kw, vw := b[c.k:c.v], b[c.v:]
 	// Codes cpw to a word, in order: K's rows of a head are contiguous
 	// (token-major) as in the cache, V's rows (one per head and channel)

@@ -59,18 +59,6 @@ func (p *wordPool) put(b []uint32) {
 	p.words += cap(b)
 }
 
-// growWords returns b extended by n words, reallocating (the old words
-// copied) when its capacity is short. The new words are whatever b's
-// backing array held: the caller writes every one of them.
-func growWords(b []uint32, n int) []uint32 {
-	if cap(b)-len(b) < n {
-		nb := make([]uint32, len(b), len(b)+n)
-		copy(nb, b)
-		b = nb
-	}
-	return b[:len(b)+n]
-}
-
 // drain forgets every pooled buffer (left to the collector).
 func (p *wordPool) drain() {
 	p.mu.Lock()
