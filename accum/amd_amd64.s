@@ -77,10 +77,21 @@ fdpa_group:
 	LEAQ         0(SP), DI
 	MOVQ         $4, DX
 
+	CMPB         ·scalarLoads(SB), $0
+	JNE          fdpa_loads
+
 fdpa_loop:
 	GATHER4(VPMOVZXBD, SI, CX, 4)
 	DECQ       DX
 	JNZ        fdpa_loop
+	JMP        fdpa_sums
+
+fdpa_loads:
+	LOADS4(MOVBLZX, SI, CX, 1)
+	DECQ       DX
+	JNZ        fdpa_loads
+
+fdpa_sums:
 
 	// even elements' sums in dword lanes 0 and 4, odd ones' in 2 and 6
 	VEXTRACTI128 $1, Y13, X0

@@ -40,10 +40,12 @@ func BenchmarkChain(b *testing.B) {
 }
 
 // BenchmarkChainImpl is BenchmarkChain for the models of the table step
-// through the assembly kernels (impl=asm, the default where the CPU has
-// them) and through the pure-Go step (impl=purego) in one run, for the A/B
-// ratio; it reports products per second of wall time and of the thread's
-// CPU time (less disturbed by other tenants of a shared machine).
+// through the assembly kernels, their table entries fetched by gathers
+// (impl=gathers) and by scalar loads (impl=loads; scalarLoads picks one
+// of the two by default, cpufeat.SlowGather), and through the pure-Go step
+// (impl=purego), in one run, for the A/B ratios; it reports products per
+// second of wall time and of the thread's CPU time (less disturbed by
+// other tenants of a shared machine).
 func BenchmarkChainImpl(b *testing.B) {
 	const K = 1 << 16
 	x, y := pvInputs(K, 1)
@@ -54,13 +56,17 @@ func BenchmarkChainImpl(b *testing.B) {
 		fast.ent = nil
 		pure.fast = &fast
 		for _, impl := range []struct {
-			name string
-			m    Model
-		}{{"asm", m}, {"purego", &pure}} {
-			if impl.name == "asm" && m.fast.ent == nil {
+			name  string
+			m     Model
+			loads bool
+		}{{"gathers", m, false}, {"loads", m, true}, {"purego", &pure, false}} {
+			if impl.m == Model(m) && m.fast.ent == nil {
 				continue // no assembly step on this build
 			}
 			b.Run(name+"/impl="+impl.name, func(b *testing.B) {
+				def := scalarLoads
+				defer func() { scalarLoads = def }()
+				scalarLoads = impl.loads
 				cpu := cputime.Start()
 				for b.Loop() {
 					sink = impl.m.Dot(x, y, 0)

@@ -135,10 +135,21 @@ TEXT ·chainGG(SB), 0, $512-72
 chain_step:
 	CHAIN_STEP_HEAD
 
+	CMPB       ·scalarLoads(SB), $0
+	JNE        cgg_loads
+
 cgg_loop:
 	GATHER4(VPMOVZXWD, SI, SI, 8)
 	DECQ       DX
 	JNZ        cgg_loop
+	JMP        cgg_tail
+
+cgg_loads:
+	LOADS4(MOVWLZX, SI, SI, 2)
+	DECQ       DX
+	JNZ        cgg_loads
+
+cgg_tail:
 	CHAIN_STEP_TAIL
 
 // func chainLG(ent *[1 << 16]uint64, a *uint64, b *uint16, steps, l int, f, fb, ezero int32, c float32) (d float32, done int)
@@ -150,21 +161,26 @@ TEXT ·chainLG(SB), 0, $512-72
 chain_step:
 	CHAIN_STEP_HEAD
 
+	CMPB       ·scalarLoads(SB), $0
+	JNE        clg_loads
+
 clg_loop:
 	VPMOVZXWD  (BX), X1
 	VMOVDQU    Y15, Y3
 	VPXOR      Y5, Y5, Y5
 	VMOVDQU    (AX), Y4
 	VPGATHERDQ Y3, (SI)(X1*8), Y5
-	VPADDD     Y4, Y5, Y6
-	VPMAXSD    Y6, Y13, Y13
-	VANDPD     Y14, Y4, Y4
-	VANDPD     Y14, Y5, Y5
-	VMULPD     Y4, Y5, Y4
-	VMOVUPD    Y4, (DI)
-	ADDQ       $32, AX
-	ADDQ       $8, BX
-	ADDQ       $32, DI
+	LG_PRODUCTS4
 	DECQ       DX
 	JNZ        clg_loop
+	JMP        clg_tail
+
+clg_loads:
+	VMOVDQU    (AX), Y4
+	ENTRIES4(MOVWLZX, BX, SI, 2, Y5, X5, X3)
+	LG_PRODUCTS4
+	DECQ       DX
+	JNZ        clg_loads
+
+clg_tail:
 	CHAIN_STEP_TAIL

@@ -149,10 +149,21 @@ TEXT ·chainST8(SB), 0, $544-88
 chain_step:
 	STEP_HEAD
 
+	CMPB       ·scalarLoads(SB), $0
+	JNE        st_loads
+
 st_loop:
 	GATHER4(VPMOVZXBD, SI, CX, 4)
 	DECQ       DX
 	JNZ        st_loop
+	JMP        st_max
+
+st_loads:
+	LOADS4(MOVBLZX, SI, CX, 1)
+	DECQ       DX
+	JNZ        st_loads
+
+st_max:
 
 	// the maxima sit in the even lanes (the odd ones add value bits)
 	VEXTRACTI128 $1, Y13, X0

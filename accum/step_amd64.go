@@ -13,6 +13,14 @@ import "github.com/fp8lab/fp8lab/internal/cpufeat"
 // haveStepAsm reports whether the AVX2 step kernels can run here.
 var haveStepAsm = cpufeat.AVX2
 
+// scalarLoads makes every AVX2 kernel of the package (the step, chain,
+// scaled and CDNA3 kernels) fetch its table entries with scalar loads
+// instead of VPGATHERDQ: where cpufeat.SlowGather says gathers are the
+// slower way. Both ways fetch the same entries, so the results are the
+// same bits (TestScalarLoadsEqualGathers). The kernels read it at every
+// step; tests and benchmarks that flip it restore it before returning.
+var scalarLoads = cpufeat.SlowGather
+
 // stepGG is one step over codes a and b (n a multiple of 4), both looked up
 // in ent; see step_amd64.s for the contract.
 //

@@ -76,24 +76,19 @@ TEXT ·stepGG(SB), 0, $512-60
 	SHRQ $2, DX
 	JZ   gg_done
 
+	CMPB         ·scalarLoads(SB), $0
+	JNE          gg_loads
+
 gg_loop:
-	VPMOVZXWD    (AX), X0
-	VPMOVZXWD    (BX), X1
-	VMOVDQU      Y15, Y2
-	VMOVDQU      Y15, Y3
-	VPGATHERDQ   Y2, (SI)(X0*8), Y4
-	VPGATHERDQ   Y3, (SI)(X1*8), Y5
-	VPADDD       Y4, Y5, Y6
-	VPMAXSD      Y6, Y13, Y13
-	VANDPD       Y14, Y4, Y4
-	VANDPD       Y14, Y5, Y5
-	VMULPD       Y4, Y5, Y4
-	VMOVUPD      Y4, (DI)
-	ADDQ         $8, AX
-	ADDQ         $8, BX
-	ADDQ         $32, DI
+	GATHER4(VPMOVZXWD, SI, SI, 8)
 	DECQ         DX
 	JNZ          gg_loop
+	JMP          gg_done
+
+gg_loads:
+	LOADS4(MOVWLZX, SI, SI, 2)
+	DECQ         DX
+	JNZ          gg_loads
 
 gg_done:
 	EMAX_AND_SUM
@@ -112,22 +107,25 @@ TEXT ·stepLG(SB), 0, $512-60
 	SHRQ $2, DX
 	JZ   lg_done
 
+	CMPB         ·scalarLoads(SB), $0
+	JNE          lg_loads
+
 lg_loop:
 	VPMOVZXWD    (BX), X1
 	VMOVDQU      Y15, Y3
 	VMOVDQU      (AX), Y4
 	VPGATHERDQ   Y3, (SI)(X1*8), Y5
-	VPADDD       Y4, Y5, Y6
-	VPMAXSD      Y6, Y13, Y13
-	VANDPD       Y14, Y4, Y4
-	VANDPD       Y14, Y5, Y5
-	VMULPD       Y4, Y5, Y4
-	VMOVUPD      Y4, (DI)
-	ADDQ         $32, AX
-	ADDQ         $8, BX
-	ADDQ         $32, DI
+	LG_PRODUCTS4
 	DECQ         DX
 	JNZ          lg_loop
+	JMP          lg_done
+
+lg_loads:
+	VMOVDQU      (AX), Y4
+	ENTRIES4(MOVWLZX, BX, SI, 2, Y5, X5, X3)
+	LG_PRODUCTS4
+	DECQ         DX
+	JNZ          lg_loads
 
 lg_done:
 	EMAX_AND_SUM

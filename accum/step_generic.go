@@ -21,3 +21,6 @@ func chainGG(ent *[1 << 16]uint64, a, b *uint16, steps, l int, f, fb, ezero int3
 func chainLG(ent *[1 << 16]uint64, a *uint64, b *uint16, steps, l int, f, fb, ezero int32, c float32) (d float32, done int) {
 	panic("accum: no assembly step on this build")
 }
+
+// scalarLoads has no kernel to steer on this build.
+var scalarLoads = false

@@ -228,3 +228,31 @@ func FuzzStepAsm(f *testing.F) {
 		}
 	})
 }
+
+// TestScalarLoadsEqualGathers runs the assembly kernels' tests against the
+// pure-Go steps once more with the other way of fetching table entries
+// (scalar loads where this CPU gathers, gathers where it loads: see
+// scalarLoads), so that both ways are checked bit for bit on every CPU
+// that has them.
+func TestScalarLoadsEqualGathers(t *testing.T) {
+	if !haveStepAsm {
+		t.Skip("no assembly kernels on this build or CPU")
+	}
+	def := scalarLoads
+	defer func() { scalarLoads = def }()
+	scalarLoads = !def
+	t.Logf("scalar loads %v (this CPU's default %v)", scalarLoads, def)
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"step", TestStepAsmEqualsPureGo},
+		{"dot", TestDotAsmEqualsPureGo},
+		{"rows", TestDotRowsEqualsDot},
+		{"scaled", TestScaledAsmEqualsGo},
+		{"fdpa-pairs", TestFDPAPairs8},
+		{"amd-tails", TestAMDFastTails},
+	} {
+		t.Run(c.name, c.f)
+	}
+}
