@@ -84,6 +84,8 @@ type attnNeedle struct {
 	// exactErr makes O* exact float64 attention on the unquantized inputs
 	// (kv-formats) instead of on the series' own quantized inputs.
 	exactErr bool
+	// groupBytes is the group-memory parameter in bytes (0: attnGroupBytes).
+	groupBytes int64
 }
 
 // The probes (see attnNeedle).
@@ -226,6 +228,8 @@ func attnNeedleParams(margin float64) []sim.Param {
 		{Name: "stats", Doc: "statistics of the haystack: synthetic (the parameters as given) or llama31-8b (score-std, value-std, sinks, sink-logit, sink-value, k-band and k-band-mean from published measurements of Llama-3/3.1-8B, docs/real-stats.md; margin, value-mean and amp stay as given: nothing published fixes them)",
 			Kind: sim.KindChoice, Default: "synthetic", Choices: attnStatsNames()},
 		{Name: "haystacks", Doc: "independent haystacks per context length, the trials spread over them; intervals come from the variation between haystacks", Kind: sim.KindInt, Default: 8, Min: 1, Max: 100000},
+		{Name: "group-memory", Doc: "memory the haystacks drawn at once may hold (their values and caches; with device gpu their packed caches too, and one group drawn ahead): with device gpu a group is one GPU batch, so on a large machine more lets long contexts run several haystacks side by side; the results are the same bits whatever it is, and the run's memory estimate grows with it",
+			Unit: "MiB", Kind: sim.KindInt, Default: attnGroupBytes >> 20, Min: 64, Max: 1 << 20},
 		deviceParam(),
 	}
 }
@@ -254,7 +258,8 @@ func attnNeedleFromValues(v sim.Values) attnNeedle {
 	t := attnNeedle{d: d, m: v.Int("candidates"), margin: v.Float("margin"), scoreStd: v.Float("score-std"),
 		valueMean: v.Float("value-mean"), valueStd: v.Float("value-std"), amp: v.Float("amp"),
 		sinks: v.Int("sinks"), sinkLogit: v.Float("sink-logit"), sinkValue: v.Float("sink-value"),
-		kBand: v.Int("k-band"), kBandMean: v.Float("k-band-mean"), stats: v.String("stats"), probe: v.String("probe")}
+		kBand: v.Int("k-band"), kBandMean: v.Float("k-band-mean"), stats: v.String("stats"), probe: v.String("probe"),
+		groupBytes: attnGroupMemory(v)}
 	if p, ok := attnStatsProfiles[t.stats]; ok && p.apply != nil {
 		p.apply(&t)
 	}
@@ -900,7 +905,12 @@ func attnNeedleCall(ctx context.Context, run *sim.Run, t attnNeedle, c attnCall,
 		}
 		return c
 	}
-	for _, g := range t.groups(c) {
+	groups := t.groups(c)
+	if t.gpu != nil && len(groups) > 1 {
+		run.Note(fmt.Sprintf("%s: %d of %d haystacks a GPU batch (group-memory %d MiB); a larger group-memory runs more side by side",
+			key, groups[0][1]-groups[0][0], haystacks, t.groupMemory()>>20))
+	}
+	for _, g := range groups {
 		g0, g1 := g[0], g[1]
 		var hays []*attnHaystack
 		var err error
@@ -984,12 +994,30 @@ func copiesCaches(hays []*attnHaystack) bool {
 	return false
 }
 
-// attnGroupBytes is the memory the haystacks of a group may hold at once
-// (their values while they are quantized, and their caches).
+// attnGroupBytes is the default memory the haystacks of a group may hold
+// at once (their values while they are quantized, and their caches): the
+// group-memory parameter's default.
 const attnGroupBytes = 1 << 30
 
+// attnGroupMemory is the group-memory parameter of v in bytes
+// (attnGroupBytes where v has none: an experiment without the parameter).
+func attnGroupMemory(v sim.Values) int64 {
+	if _, ok := v.Get("group-memory"); !ok {
+		return attnGroupBytes
+	}
+	return int64(v.Int("group-memory")) << 20
+}
+
+// groupMemory is t's group budget in bytes.
+func (t attnNeedle) groupMemory() int64 {
+	if t.groupBytes > 0 {
+		return t.groupBytes
+	}
+	return attnGroupBytes
+}
+
 // attnGroup is the number of haystacks drawn at once: as many as hold
-// attnGroupBytes together (their unquantized values, 8 bytes a
+// the group budget (t.groupMemory, the group-memory parameter) together (their unquantized values, 8 bytes a
 // token-channel, and every cache of runs; with a GPU each GPU run's cache
 // packed ahead is held beside them, at most as much again, as
 // attnNeedleCost counts it), at least 1, at most haystacks;
@@ -1012,7 +1040,7 @@ func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 		}
 	}
 
-	return int(max(1, min(int64(haystacks), attnGroupBytes/per)))
+	return int(max(1, min(int64(haystacks), t.groupMemory()/per)))
 }
 
 // haystacks draws and quantizes haystacks g0 … g1−1 of key at once, each

@@ -42,7 +42,7 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 		n := int64(c)
 		nd := sim.MulSat(n, d)
 		per := sim.AddSat(sim.MulSat(nd, 8), sim.MulSat(dtypes, nd, 4)) // one haystack: values and caches
-		group := min(haystacks, max(1, attnGroupBytes/max(per, 1)))
+		group := min(haystacks, max(1, attnGroupMemory(v)/max(per, 1)))
 		if wantsGPU(v) {
 			per = sim.AddSat(per, sim.MulSat(dtypes, nd, 4)) // its caches packed for the GPU as it is drawn (at most 16 bits a code)
 		}

@@ -24,6 +24,7 @@ func TestNeedleGPUEqualsCPU(t *testing.T) {
 		{"needle sinks", Needle{}, map[string]string{"contexts": "2000", "trials": "8", "head_dim": "128", "sinks": "3", "series": "fp8-two-level"}},
 		{"needle legacy, sinks", Needle{}, map[string]string{"contexts": "1000", "trials": "4", "head_dim": "64", "sinks": "2", "probe": "legacy", "series": "fp8"}},
 		{"needle llama31-8b stats", Needle{}, map[string]string{"contexts": "900", "trials": "4", "head_dim": "64", "stats": "llama31-8b", "series": "fp8-two-level"}},
+		{"needle, one haystack a GPU batch", Needle{}, map[string]string{"contexts": "66000", "trials": "4", "head_dim": "64", "haystacks": "2", "series": "fp8", "group-memory": "64"}},
 		{"needle decode, splits auto", Needle{}, map[string]string{"contexts": "3000", "trials": "6", "head_dim": "64", "haystacks": "2", "regime": "decode", "probe": "legacy"}},
 		{"promotion", Promotion{}, map[string]string{"context": "1500", "trials": "6", "head_dim": "64", "intervals": "0,1,2", "kBlockN": "64,128"}},
 		{"promotion decode, 5 splits", Promotion{}, map[string]string{"context": "2500", "trials": "4", "head_dim": "128", "intervals": "0,1,4", "regime": "decode", "splits": "5", "haystacks": "2"}},

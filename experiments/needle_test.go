@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/fp8lab/fp8lab/sim"
 )
 
 // A small needle run: every series at every context, accuracies in [0, 1],
@@ -158,5 +160,59 @@ func TestSensitivitySmall(t *testing.T) {
 	// The logit of a 0.5 share: ln(0.5/0.5 · (8191·e^0.5 + e^5.8)).
 	if got, want := sinkLogit(0.5, 8192, 1, 5.8), math.Log(8191*math.Exp(0.5)+math.Exp(5.8)); math.Abs(got-want) > 1e-12 {
 		t.Errorf("sinkLogit = %v, want %v", got, want)
+	}
+}
+
+// group-memory changes only how many haystacks are drawn (and, with a GPU,
+// batched) at once: at a context where 64 MiB holds one haystack and the
+// default four, the run draws 4 groups against 1 and gives the same
+// points and summary bit for bit; its memory estimate grows with it.
+func TestNeedleGroupMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	args := map[string]string{"contexts": "66000", "trials": "4", "head_dim": "64", "haystacks": "4", "series": "fp8"}
+	small := maps.Clone(args)
+	small["group-memory"] = "64"
+	groups := func(a map[string]string) int {
+		v, err := sim.ParseValues(Needle{}.Params(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt := attnNeedleFromValues(v)
+		runs, err := needleRuns(nt, "fp8", 0, attnRegimeFromValues(v), 66000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(nt.groups(attnCall{n: 66000, trials: 4, haystacks: 4, runs: runs}))
+	}
+	if g1, g4 := groups(args), groups(small); g1 != 1 || g4 != 4 {
+		t.Fatalf("groups: %d at the default, %d at 64 MiB; want 1 and 4", g1, g4)
+	}
+	a, err := attnExec(t, Needle{}, 7, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := attnExec(t, Needle{}, 7, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(a.SummaryValues(), b.SummaryValues()) || len(a.Points()) != len(b.Points()) {
+		t.Fatalf("group-memory changed the results:\n%v\n%v", a.SummaryValues(), b.SummaryValues())
+	}
+	for i, p := range a.Points() {
+		if q := b.Points()[i]; p.Y != q.Y || !maps.Equal(p.Extra, q.Extra) {
+			t.Errorf("point %d: %+v against %+v", i, p, q)
+		}
+	}
+	cost := func(mib string) int64 {
+		v, err := sim.ParseValues(Needle{}.Params(), map[string]string{"contexts": "1048576", "group-memory": mib})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Needle{}.Cost(v).Memory
+	}
+	if lo, hi := cost("1024"), cost("65536"); hi <= lo {
+		t.Errorf("memory estimate %d at 64 GiB, not above %d at 1 GiB", hi, lo)
 	}
 }
