@@ -41,8 +41,8 @@ func BenchmarkChain(b *testing.B) {
 
 // BenchmarkChainImpl is BenchmarkChain for the models of the table step
 // through the assembly kernels, their table entries fetched by gathers
-// (impl=gathers) and by scalar loads (impl=loads; scalarLoads picks one
-// of the two by default, cpufeat.SlowGather), and through the pure-Go step
+// (impl=gathers) and by scalar loads (impl=loads, the default:
+// scalarLoads), and through the pure-Go step
 // (impl=purego), in one run, for the A/B ratios; it reports products per
 // second of wall time and of the thread's CPU time (less disturbed by
 // other tenants of a shared machine).

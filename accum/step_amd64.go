@@ -15,11 +15,14 @@ var haveStepAsm = cpufeat.AVX2
 
 // scalarLoads makes every AVX2 kernel of the package (the step, chain,
 // scaled and CDNA3 kernels) fetch its table entries with scalar loads
-// instead of VPGATHERDQ: where cpufeat.SlowGather says gathers are the
-// slower way. Both ways fetch the same entries, so the results are the
-// same bits (TestScalarLoadsEqualGathers). The kernels read it at every
-// step; tests and benchmarks that flip it restore it before returning.
-var scalarLoads = cpufeat.SlowGather
+// instead of VPGATHERDQ. It is true: on both CPUs measured (a Zen 4 EPYC
+// and the H200 host's Intel Xeon, BENCHMARKS.md "Gathers or scalar
+// loads") the loads were as fast or faster, 2× on the EPYC. The gather
+// loops stay for the A/B (BenchmarkChainImpl). Both ways fetch the same
+// entries, so the results are the same bits (TestScalarLoadsEqualGathers).
+// The kernels read it at every step; tests and benchmarks that flip it
+// restore it before returning.
+var scalarLoads = true
 
 // stepGG is one step over codes a and b (n a multiple of 4), both looked up
 // in ent; see step_amd64.s for the contract.

@@ -11,25 +11,6 @@ func xgetbv() (eax, edx uint32)
 // AVX2 (every kernel that uses them is an AVX2 kernel).
 var AVX2, FMA, F16C = detect()
 
-// SlowGather reports, with AVX2, a CPU whose vector gathers (VPGATHERDQ)
-// are slower than the scalar loads that do their work: AMD's and Hygon's
-// (CPUID vendor AuthenticAMD, HygonGenuine). It is a measured choice, not
-// a feature: on a Zen 4 EPYC the accum chain kernels ran 1.6× faster
-// with scalar loads, on the H200 host's Intel Xeon about 1.2× slower
-// (BENCHMARKS.md, "Gathers or scalar loads"). The kernels that read it
-// give the same bits either way.
-var SlowGather = AVX2 && slowGatherVendor(vendor())
-
-// vendor returns the CPUID vendor string (leaf 0: EBX, EDX, ECX).
-func vendor() string {
-	_, b, c, d := cpuid(0, 0)
-	v := make([]byte, 0, 12)
-	for _, r := range []uint32{b, d, c} {
-		v = append(v, byte(r), byte(r>>8), byte(r>>16), byte(r>>24))
-	}
-	return string(v)
-}
-
 func detect() (avx2, fma, f16c bool) {
 	maxLeaf, _, _, _ := cpuid(0, 0)
 	if maxLeaf < 7 {

@@ -2,5 +2,5 @@
 
 package cpufeat
 
-// AVX2, FMA, F16C and SlowGather are false here: no assembly kernel runs.
-var AVX2, FMA, F16C, SlowGather = false, false, false, false
+// AVX2, FMA and F16C are false here: no assembly kernel runs.
+var AVX2, FMA, F16C = false, false, false

@@ -43,32 +43,3 @@ func TestAgreesWithCPUInfo(t *testing.T) {
 		}
 	}
 }
-
-// TestSlowGatherVendor checks the vendor rule, and that SlowGather agrees
-// with /proc/cpuinfo's vendor_id where there is one.
-func TestSlowGatherVendor(t *testing.T) {
-	for _, c := range []struct {
-		v    string
-		want bool
-	}{{"AuthenticAMD", true}, {"HygonGenuine", true}, {"GenuineIntel", false}, {"", false}, {"AuthenticAM", false}} {
-		if got := slowGatherVendor(c.v); got != c.want {
-			t.Errorf("slowGatherVendor(%q) = %v, want %v", c.v, got, c.want)
-		}
-	}
-	if SlowGather && !AVX2 {
-		t.Error("SlowGather without AVX2")
-	}
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" || err != nil || purego {
-		t.Skipf("no /proc/cpuinfo of an amd64 Linux with assembly to compare with (%s/%s, purego %v, %v)", runtime.GOOS, runtime.GOARCH, purego, err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "vendor_id" {
-			if want := AVX2 && slowGatherVendor(strings.TrimSpace(v)); SlowGather != want {
-				t.Errorf("SlowGather %v, /proc/cpuinfo's vendor %q says %v", SlowGather, strings.TrimSpace(v), want)
-			}
-			return
-		}
-	}
-	t.Skip("no vendor_id line in /proc/cpuinfo")
-}
