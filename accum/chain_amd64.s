@@ -170,7 +170,7 @@ clg_loop:
 	VPXOR      Y5, Y5, Y5
 	VMOVDQU    (AX), Y4
 	VPGATHERDQ Y3, (SI)(X1*8), Y5
-	LG_PRODUCTS4
+	PRODUCTS4(32, 8)
 	DECQ       DX
 	JNZ        clg_loop
 	JMP        clg_tail
@@ -178,7 +178,7 @@ clg_loop:
 clg_loads:
 	VMOVDQU    (AX), Y4
 	ENTRIES4(MOVWLZX, BX, SI, 2, Y5, X5, X3)
-	LG_PRODUCTS4
+	PRODUCTS4(32, 8)
 	DECQ       DX
 	JNZ        clg_loads
 

@@ -115,7 +115,7 @@ lg_loop:
 	VMOVDQU      Y15, Y3
 	VMOVDQU      (AX), Y4
 	VPGATHERDQ   Y3, (SI)(X1*8), Y5
-	LG_PRODUCTS4
+	PRODUCTS4(32, 8)
 	DECQ         DX
 	JNZ          lg_loop
 	JMP          lg_done
@@ -123,7 +123,7 @@ lg_loop:
 lg_loads:
 	VMOVDQU      (AX), Y4
 	ENTRIES4(MOVWLZX, BX, SI, 2, Y5, X5, X3)
-	LG_PRODUCTS4
+	PRODUCTS4(32, 8)
 	DECQ         DX
 	JNZ          lg_loads
 

@@ -6,7 +6,7 @@
 // four codes of a at (AX) and of b at (BX) with ext (VPMOVZXBD for bytes,
 // VPMOVZXWD for 16-bit codes), gathers their packed 64-bit entries from the
 // tables at ta and tb (Y15 all ones: the gather mask) into Y4 and Y5, and
-// ends with PRODUCTS4(stride). It clobbers Y0-Y6.
+// ends with PRODUCTS4(stride, stride). It clobbers Y0-Y6.
 #define GATHER4(ext, ta, tb, stride) \
 	ext        (AX), X0 \
 	ext        (BX), X1 \
@@ -16,7 +16,7 @@
 	VPXOR      Y5, Y5, Y5 \
 	VPGATHERDQ Y2, (ta)(X0*8), Y4 \
 	VPGATHERDQ Y3, (tb)(X1*8), Y5 \
-	PRODUCTS4(stride)
+	PRODUCTS4(stride, stride)
 
 // LOADS4(ext, ta, tb, size) is GATHER4 with scalar loads in place of the
 // gathers (the kernels' choice where cpufeat.SlowGather): ext is the
@@ -26,7 +26,7 @@
 #define LOADS4(ext, ta, tb, size) \
 	ENTRIES4(ext, AX, ta, size, Y4, X4, X2) \
 	ENTRIES4(ext, BX, tb, size, Y5, X5, X3) \
-	PRODUCTS4(4*size)
+	PRODUCTS4(4*size, 4*size)
 
 // ENTRIES4(ext, p, t, size, y, x, xt) loads into y (x its low half) the
 // entries in the table at t of the four codes of size bytes at (p), one
@@ -42,33 +42,21 @@
 	VPINSRQ     $1, (t)(R8*8), xt, xt \
 	VINSERTI128 $1, xt, y, y
 
-// PRODUCTS4(stride) finishes four products from their entries in Y4 (of
+// PRODUCTS4(sa, sb) finishes four products from their entries in Y4 (of
 // a) and Y5 (of b): it adds the entries' exponent dwords (Y6) into the
 // running maxima Y13, multiplies their value fields (the mask Y14) into
-// four float64 products stored at (DI), and advances AX and BX by stride
-// bytes and DI by 32.
-#define PRODUCTS4(stride) \
+// four float64 products stored at (DI), and advances AX by sa bytes, BX
+// by sb and DI by 32. The LG kernels, whose first operand is entries
+// (8 bytes each) and second 16-bit codes, pass 32 and 8.
+#define PRODUCTS4(sa, sb) \
 	VPADDD     Y4, Y5, Y6 \
 	VPMAXSD    Y6, Y13, Y13 \
 	VANDPD     Y14, Y4, Y4 \
 	VANDPD     Y14, Y5, Y5 \
 	VMULPD     Y4, Y5, Y4 \
 	VMOVUPD    Y4, (DI) \
-	ADDQ       $(stride), AX \
-	ADDQ       $(stride), BX \
-	ADDQ       $32, DI
-
-// LG_PRODUCTS4 is PRODUCTS4 for the LG kernels, whose first operand is
-// entries (8 bytes each) and second 16-bit codes.
-#define LG_PRODUCTS4 \
-	VPADDD     Y4, Y5, Y6 \
-	VPMAXSD    Y6, Y13, Y13 \
-	VANDPD     Y14, Y4, Y4 \
-	VANDPD     Y14, Y5, Y5 \
-	VMULPD     Y4, Y5, Y4 \
-	VMOVUPD    Y4, (DI) \
-	ADDQ       $32, AX \
-	ADDQ       $8, BX \
+	ADDQ       $(sa), AX \
+	ADDQ       $(sb), BX \
 	ADDQ       $32, DI
 
 // TRUNC_SUM(acc, n) adds to X8 (c's truncated term) the n products stored
