@@ -322,3 +322,25 @@ func checkScaledKernel(t *testing.T, m *nvInstr, a, b []uint64, sa, sb []uint8, 
 			m.info.Name, math.Float32bits(got), done, math.Float32bits(want), wdone, a, b, sa, sb, c64)
 	}
 }
+
+// TestGSTProductTable: in the GST table of every FP4 instruction a product
+// is nonzero exactly when both e2m1 codes are (groupSum16 ORs the products
+// in place of the nz table).
+func TestGSTProductTable(t *testing.T) {
+	n := 0
+	for _, m := range Instructions() {
+		nv, ok := m.(*nvInstr)
+		if !ok || nv.fast == nil || nv.fast.kind != fastGST {
+			continue
+		}
+		n++
+		for c := range 256 {
+			if got, want := nv.fast.prod4[c] != 0, nv.fast.nz[c] == 1; got != want {
+				t.Fatalf("%s: code pair %#02x: product %d, nz %d", m.Name(), c, nv.fast.prod4[c], nv.fast.nz[c])
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no FP4 instruction has a GST fast path")
+	}
+}
