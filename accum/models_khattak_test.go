@@ -298,3 +298,41 @@ func BenchmarkChainTF32(b *testing.B) {
 		})
 	}
 }
+
+// TestWideChainAsmEqualsGo: wideStep.chain through the TF32 kernel gives
+// the bits of its Go loop, for every TF32 model and RZ-E8M13 and F = 30
+// steps, on chains with specials (the kernel stops before their steps),
+// tails of every length and accumulators of every kind.
+func TestWideChainAsmEqualsGo(t *testing.T) {
+	if !haveStepAsm {
+		t.Skip("no AVX2 kernel on this build or CPU")
+	}
+	r := rand.New(rand.NewPCG(25, 26))
+	ps := []Params{
+		{L: 16, F: 13, Rho: RZE8M13, EZero: -133, In: fp8.FormatTF32},
+		{L: 64, F: 30, Rho: RZFP32, EZero: -300, In: fp8.FormatTF32},
+		{L: 4, F: 24, Rho: RZE8M13, EZero: -132, In: fp8.FormatTF32},
+	}
+	for _, n := range []string{"sm80.mma.sync.tf32.f32", "sm90.mma.sync.tf32.f32", "sm100.mma.sync.tf32.f32"} {
+		ps = append(ps, MustLookup(n).(*tfdpa).info.Step)
+	}
+	for _, p := range ps {
+		m := mustTFDPA(t, fp8.FormatTF32, p.L, p)
+		for trial := 0; trial < 2000; trial++ {
+			k := 1 + r.IntN(6*p.L)
+			a, b := make([]uint32, k), make([]uint32, k)
+			for i := range a {
+				a[i], b[i] = randTF32(r, trial%10 == 0), randTF32(r, trial%10 == 0)
+			}
+			c := randC(r, trial%10 == 1)
+			got, gi := m.wide.chain(a, b, c, p.L)
+			wideGoOnly = true
+			want, wi := m.wide.chain(a, b, c, p.L)
+			wideGoOnly = false
+			if gi != wi || math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+				t.Fatalf("L=%d F=%d fb=%d K=%d: kernel %08x after %d, Go %08x after %d\na=%08x\nb=%08x\nc=%08x",
+					p.L, p.F, m.wide.fb, k, math.Float32bits(got), gi, math.Float32bits(want), wi, a, b, math.Float32bits(c))
+			}
+		}
+	}
+}

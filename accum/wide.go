@@ -117,7 +117,31 @@ var tf32Exp = func() (t [256]int32) {
 // returns the result and how far it got: len(a), or the start of the
 // first step that holds a NaN or inf (not run; the caller runs it on the
 // reference path).
+//
+// Where the CPU has AVX2 and L is a multiple of 4, the whole steps run in
+// scaledFast's TF32 kernel (chainTF32, scaled_amd64.s), which computes the
+// same step (TestDot32MatchesReference, TestWideChainAsmEqualsGo); the
+// partial step at the end stays here.
 func (s *wideStep) chain(a, b []uint32, c float32, L int) (float32, int) {
+	b = b[:len(a)]
+	if haveStepAsm && !wideGoOnly && L%4 == 0 && L <= 64 && len(a) >= L {
+		steps := len(a) / L
+		d, done := chainTF32(&a[0], &b[0], steps, L, int32(s.f), int32(s.fb), s.ezero, c)
+		if done < steps*L || done == len(a) {
+			return d, done
+		}
+		d, rest := s.chainGo(a[done:], b[done:], d, L)
+		return d, done + rest
+	}
+	return s.chainGo(a, b, c, L)
+}
+
+// wideGoOnly makes wideStep.chain take its Go loop even where the kernel
+// runs (for the tests that compare the two).
+var wideGoOnly = false
+
+// chainGo is chain's Go loop.
+func (s *wideStep) chainGo(a, b []uint32, c float32, L int) (float32, int) {
 	b = b[:len(a)]
 	ezero, f := s.ezero, int32(s.f)
 	keep := ^uint32(0) << uint(23-s.fb) // the fraction bits rho keeps
