@@ -234,6 +234,9 @@ type kernel struct {
 	promotions []int
 	val        []float64      // value of every code of the dtype (Float64 mode)
 	vb         vBlock         // V of the tiles P·V reads next, copied tile-major
+	vview      *vTiles        // the cache's tile-major V for KBlockN (nil: none, vb instead)
+	vasked     bool           // vview was asked for
+	vpatched   []uint16       // a tile of vview with the patched tokens written in
 	patch      [][]TokenPatch // per KV head, by token: tokens read from patches (RunShared), nil: none
 	// Block-scaled caches (kv.bs != nil): the quantizer of Q and P (the
 	// cache's format, tensor scale 1).
@@ -731,9 +734,37 @@ func copyTiles[T uint8 | uint16](dst, src []T, rows, stride, w, lo, hi int, pad 
 // when t is not in the block, the next tiles (at most vBlockBytes of them)
 // row by row, each row one contiguous read. Only the memory layout
 // changes; the chains read the same codes.
+//
+// Where the cache keeps a tile-major view of V for KBlockN (vtiles.go),
+// vTile returns the view's tile itself, or, when patched tokens fall in
+// it, a copy with their codes written in (valid until the next call).
 func (k *kernel) vTile(h int, t tile, lo int) []uint16 {
 	kv, bn, d := k.kv, k.KBlockN, k.kv.vdim
 	size, b := d*bn, &k.vb
+	if !k.vasked {
+		k.vview, k.vasked = kv.vTileView(bn), true
+	}
+	if w := k.vview; w != nil {
+		codes := w.tile(h, t.n, d)
+		var ps []TokenPatch
+		if k.patch != nil {
+			ps = patchesIn(k.patch[h], t.start, t.start+bn)
+		}
+		if len(ps) == 0 {
+			return codes
+		}
+		if len(k.vpatched) < size {
+			k.vpatched = make([]uint16, size)
+		}
+		out := k.vpatched[:size]
+		copy(out, codes)
+		for _, p := range ps {
+			for i, c := range p.V {
+				out[p.Pos-t.start+i*bn] = c
+			}
+		}
+		return out
+	}
 	if tiles := max(1, vBlockBytes/(2*size)); b.fill(h, t.n, lo, tiles) {
 		if len(b.codes) < tiles*size {
 			b.codes = make([]uint16, tiles*size)

@@ -52,6 +52,10 @@ type kvViews struct {
 	mu    sync.Mutex
 	reads int // the references that asked for a view
 	v     *refView
+	// The kernels' tile-major views of V (vtiles.go), by tile width, and
+	// the kernels of each width that asked for one.
+	vt     map[int]*vTiles
+	vreads map[int]int
 }
 
 // refView returns the cache's view, building it on the refViewAfter-th
@@ -84,11 +88,12 @@ func (c *KV) dropViews() {
 	}
 	c.views.mu.Lock()
 	c.views.v, c.views.reads = nil, 0
+	c.views.vt, c.views.vreads = nil, nil
 	c.views.mu.Unlock()
 }
 
-// viewToken copies token t of KV head h from the cache into its view, if
-// it has one.
+// viewToken copies token t of KV head h from the cache into its views, if
+// it has any.
 func (c *KV) viewToken(t, h int) {
 	if c.views == nil {
 		return
@@ -96,6 +101,9 @@ func (c *KV) viewToken(t, h int) {
 	c.views.mu.Lock()
 	if v := c.views.v; v != nil {
 		v.setToken(c, t, h)
+	}
+	for _, w := range c.views.vt {
+		w.setToken(c, t, h)
 	}
 	c.views.mu.Unlock()
 }
