@@ -125,7 +125,8 @@ func chainFMA64(a, b []uint64, c float64) float64 {
 	return c
 }
 
-// pairwiseFast is pairwiseChain on 16-bit codes.
+// pairwiseFast is pairwiseChain on 16-bit codes: whole groups of 2 or 4
+// unrolled (pairs4), the rest as pairTree sums.
 func (m *amdInstr) pairwiseFast(a, b []uint16, c float32) float32 {
 	if m.arch == 2 {
 		return m.pairwiseFlush(a, b, c)
@@ -134,37 +135,62 @@ func (m *amdInstr) pairwiseFast(a, b []uint16, c float32) float32 {
 	va, vb := &t[0].f32, &t[1].f32
 	b = b[:len(a)]
 	G := m.info.Group
+	start := 0
+	if G == 2 || G == 4 {
+		c, start = pairs4(va, vb, a, b, G, c)
+	}
 	var p [64]float32
-	for g := 0; g < len(a); g += G {
+	for g := start; g < len(a); g += G {
 		h := min(g+G, len(a))
 		for i := g; i < h; i++ {
 			// fmaf(a, b, +0): the product rounded once, a zero made +0.
 			p[i-g] = va[a[i]]*vb[b[i]] + 0
 		}
-		var gs float32
-		switch h - g {
-		case 2:
-			gs = p[0] + p[1]
-		case 4:
-			gs = (p[0] + p[1]) + (p[2] + p[3])
-		default:
-			gs = pairTree(p[:h-g], false)
-		}
-		c += gs
+		c += pairTree(p[:h-g], false)
 	}
 	return c
 }
 
+// pairs4 adds to c the pairwise sums of the whole groups of G (2 or 4) of
+// the products va[a[i]]·vb[b[i]], as pairwiseFast does, and returns the
+// sum and the number of elements consumed. The leaves are the raw products:
+// a tree of them differs from the tree of fmaf(a, b, +0) leaves only in a
+// zero sum's sign (−0 where all its zero leaves were −0), so that adding
+// +0 to the group sum gives the same bits.
+func pairs4(va, vb *[1 << 16]float32, a, b []uint16, G int, c float32) (float32, int) {
+	n := len(a) - len(a)%G
+	x, y := a[:n], b[:n]
+	y = y[:len(x)]
+	if G == 2 {
+		for i := 1; i < len(x); i += 2 {
+			c += va[x[i-1]]*vb[y[i-1]] + va[x[i]]*vb[y[i]] + 0
+		}
+		return c, n
+	}
+	for i := 3; i < len(x); i += 4 {
+		l := va[x[i-3]]*vb[y[i-3]] + va[x[i-2]]*vb[y[i-2]]
+		r := va[x[i-1]]*vb[y[i-1]] + va[x[i]]*vb[y[i]]
+		c += l + r + 0
+	}
+	return c, n
+}
+
 // pairwiseFlush is pairwiseFast for CDNA2, which flushes subnormal inputs,
-// every node and accumulator result, and each instruction's c.
+// every node and accumulator result, and each instruction's c: whole
+// instructions of groups of 2 or 4 unrolled (flushPairs4), the rest as
+// pairTree sums.
 func (m *amdInstr) pairwiseFlush(a, b []uint16, c float32) float32 {
 	t := m.tables()
 	va, vb := &t[0].flushed, &t[1].flushed
 	b = b[:len(a)]
 	G, K := m.info.Group, m.info.K
+	start := 0
+	if G == 2 || G == 4 {
+		c, start = flushPairs4(va, vb, a, b, G, K, c)
+	}
 	var p [64]float32
-	next := 0 // the start of the next instruction (no division a group)
-	for g := 0; g < len(a); g += G {
+	next := start // the start of the next instruction (no division a group)
+	for g := start; g < len(a); g += G {
 		if g == next {
 			// each instruction flushes its c (to +0)
 			c = flushSub(c, false)
@@ -174,19 +200,42 @@ func (m *amdInstr) pairwiseFlush(a, b []uint16, c float32) float32 {
 		for i := g; i < h; i++ {
 			p[i-g] = flushSub(va[a[i]]*vb[b[i]]+0, true)
 		}
-		var gs float32
-		switch h - g {
-		case 2:
-			gs = flushSub(p[0]+p[1], true)
-		case 4:
-			l, r := flushSub(p[0]+p[1], true), flushSub(p[2]+p[3], true)
-			gs = flushSub(l+r, true)
-		default:
-			gs = pairTree(p[:h-g], true)
-		}
-		c = flushSub(c+gs, true)
+		c = flushSub(c+pairTree(p[:h-g], true), true)
 	}
 	return c
+}
+
+// flushPairs4 runs the whole instructions of K elements (groups of G, 2
+// or 4) of pairwiseFlush from c, unrolled, and returns the result and the
+// number of elements consumed. Each flush is a branch on the exponent
+// field, not on the critical path through c when it is predicted (its
+// operands are not subnormal).
+func flushPairs4(va, vb *[1 << 16]float32, a, b []uint16, G, K int, c float32) (float32, int) {
+	b = b[:len(a)]
+	n := len(a) - len(a)%K
+	for k := 0; k < n; k += K {
+		c = flushSub(c, false)
+		x, y := a[k:k+K:k+K], b[k:k+K:k+K]
+		if G == 2 {
+			for len(x) >= 2 && len(y) >= 2 {
+				p0 := flushSub(va[x[0]]*vb[y[0]]+0, true)
+				p1 := flushSub(va[x[1]]*vb[y[1]]+0, true)
+				c = flushSub(c+flushSub(p0+p1, true), true)
+				x, y = x[2:], y[2:]
+			}
+			continue
+		}
+		for len(x) >= 4 && len(y) >= 4 {
+			p0 := flushSub(va[x[0]]*vb[y[0]]+0, true)
+			p1 := flushSub(va[x[1]]*vb[y[1]]+0, true)
+			p2 := flushSub(va[x[2]]*vb[y[2]]+0, true)
+			p3 := flushSub(va[x[3]]*vb[y[3]]+0, true)
+			s := flushSub(flushSub(p0+p1, true)+flushSub(p2+p3, true), true)
+			c = flushSub(c+s, true)
+			x, y = x[4:], y[4:]
+		}
+	}
+	return c, n
 }
 
 // pairTree sums leaves as pairwise32 does.
