@@ -23,3 +23,17 @@ func fmaChain32(a, b *uint32, n int, c float32) float32
 //
 //go:noescape
 func fdpaPairs8(entA, entB *[1 << 16]uint64, a, b *uint8, groups int, sums *float64, exps *int32)
+
+// fdpaSums16 computes the c-independent half of groups whole CDNA3
+// f16/bf16 groups of 8 (fdpaSum's sum and exponent) into sums and exps,
+// one a group; see amd_amd64.s. It runs where haveStepAsm does.
+//
+//go:noescape
+func fdpaSums16(entA, entB *[1 << 16]uint64, a, b *uint16, groups int, sums *float64, exps *int32)
+
+// xf32Sums4 is xf32Sums for groups whole xf32 groups of 4 (the same
+// exponents, and the same sums where the exponent is below 126); see
+// amd_amd64.s. It runs where haveStepAsm does.
+//
+//go:noescape
+func xf32Sums4(a, b *uint32, groups int, sums *float64, exps *int32)

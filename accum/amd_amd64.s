@@ -146,3 +146,172 @@ fdpa_sums:
 fdpa_done:
 	VZEROUPPER
 	RET
+
+// func fdpaSums16(entA, entB *[1 << 16]uint64, a, b *uint16, groups int, sums *float64, exps *int32)
+//
+// The c-independent half of the CDNA3 f16/bf16 group (fdpaSum without
+// fp8Pair) for groups of 8 16-bit codes: entA and entB as for
+// fdpaPairs8. For group g, exps[g] gets the largest exponent sum e of its
+// products and sums[g] the sum of the products truncated toward zero at
+// 24 fraction bits below e (as float64: an exact integer). When e is 126
+// or more, the sum is meaningless and the caller takes the reference path.
+TEXT ·fdpaSums16(SB), 0, $64-56
+	MOVQ     entA+0(FP), SI
+	MOVQ     entB+8(FP), CX
+	MOVQ     a+16(FP), AX
+	MOVQ     b+24(FP), BX
+	MOVQ     groups+32(FP), R10
+	MOVQ     sums+40(FP), R11
+	MOVQ     exps+48(FP), R12
+	VPCMPEQD Y15, Y15, Y15
+	VPSLLQ   $32, Y15, Y14
+	TESTQ    R10, R10
+	JZ       s16_done
+
+s16_group:
+	MOVL         $-2000, R8
+	VMOVD        R8, X13
+	VPBROADCASTD X13, Y13
+	LEAQ         0(SP), DI
+	CMPB         ·scalarLoads(SB), $0
+	JNE          s16_loads
+	GATHER4(VPMOVZXWD, SI, CX, 8)
+	GATHER4(VPMOVZXWD, SI, CX, 8)
+	JMP          s16_sums
+
+s16_loads:
+	LOADS4(MOVWLZX, SI, CX, 2)
+	LOADS4(MOVWLZX, SI, CX, 2)
+
+s16_sums:
+	// the products' exponent sums are in dword lanes 0, 2, 4 and 6
+	VEXTRACTI128 $1, Y13, X0
+	VPMAXSD      X0, X13, X13
+	VPSHUFD      $0x4e, X13, X0
+	VPMAXSD      X0, X13, X13
+	VMOVD        X13, R8
+	MOVL         R8, (R12)
+
+	// 2^(24−e), clamped to the float64 range (out-of-range groups are
+	// the caller's)
+	MOVL         $(1023+24), DX
+	SUBL         R8, DX
+	MOVL         $1, R8
+	MOVL         $2046, R9
+	CMPL         DX, R8
+	CMOVLLT      R8, DX
+	CMPL         DX, R9
+	CMOVLGT      R9, DX
+	SHLQ         $52, DX
+	VMOVQ        DX, X7
+	VPBROADCASTQ X7, Y7
+
+	VMULPD       0(SP), Y7, Y0
+	VMULPD       32(SP), Y7, Y1
+	VROUNDPD     $3, Y0, Y0
+	VROUNDPD     $3, Y1, Y1
+	VADDPD       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VUNPCKHPD    X0, X0, X1
+	VADDSD       X1, X0, X0
+	VMOVSD       X0, (R11)
+
+	ADDQ         $8, R11
+	ADDQ         $4, R12
+	DECQ         R10
+	JNZ          s16_group
+
+s16_done:
+	VZEROUPPER
+	RET
+
+// func xf32Sums4(a, b *uint32, groups int, sums *float64, exps *int32)
+//
+// xf32Sums for groups whole xf32 groups of 4 float32 patterns: each
+// operand truncated to TF32 (its low 13 bits cleared), exponent fields
+// read as max(field, 1) (a zero or subnormal as 1); exps[g] is the largest
+// sum of the two fields less 254, expSpecial when an operand's field is
+// 0xff (NaN or inf), and sums[g] the sum of the products truncated toward
+// zero at 24 fraction bits below 2^exps[g] (an exact integer as float64;
+// meaningless when exps[g] is 126 or more).
+TEXT ·xf32Sums4(SB), NOSPLIT, $0-40
+	MOVQ         a+0(FP), AX
+	MOVQ         b+8(FP), BX
+	MOVQ         groups+16(FP), CX
+	MOVQ         sums+24(FP), R11
+	MOVQ         exps+32(FP), R12
+	TESTQ        CX, CX
+	JZ           xf_done
+	MOVL         $0xffffe000, DX
+	VMOVD        DX, X15
+	VPBROADCASTD X15, X15
+	MOVL         $0xff, DX
+	VMOVD        DX, X14
+	VPBROADCASTD X14, X14
+	MOVL         $1, DX
+	VMOVD        DX, X13
+	VPBROADCASTD X13, X13
+	MOVL         $(5000+254), DX // expSpecial, biased
+	VMOVD        DX, X12
+	VPBROADCASTD X12, X12
+	MOVL         $(1023+24+254), DX
+	VMOVD        DX, X11
+	VPBROADCASTD X11, X11
+	MOVL         $2046, DX
+	VMOVD        DX, X10
+	VPBROADCASTD X10, X10
+
+xf_loop:
+	VMOVDQU      (AX), X0
+	VMOVDQU      (BX), X1
+	VPAND        X15, X0, X0
+	VPAND        X15, X1, X1
+	VPSRLD       $23, X0, X2
+	VPSRLD       $23, X1, X3
+	VPAND        X14, X2, X2
+	VPAND        X14, X3, X3
+	VPCMPEQD     X14, X2, X4
+	VPCMPEQD     X14, X3, X5
+	VPOR         X5, X4, X4
+	VPAND        X12, X4, X4 // 5254 where an operand is NaN or inf
+	VPMAXSD      X13, X2, X2
+	VPMAXSD      X13, X3, X3
+	VPADDD       X3, X2, X2
+	VPMAXSD      X4, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPMAXSD      X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPMAXSD      X3, X2, X2 // every lane: e + 254
+
+	// 2^(24−e) as float64, its biased exponent clamped to 1..2046
+	VPSUBD       X2, X11, X3
+	VPMAXSD      X13, X3, X3
+	VPMINSD      X10, X3, X3
+	VPSLLQ       $52, X3, X3
+	VPBROADCASTQ X3, Y3
+
+	VCVTPS2PD    X0, Y0
+	VCVTPS2PD    X1, Y1
+	VMULPD       Y1, Y0, Y0
+	VMULPD       Y3, Y0, Y0
+	VROUNDPD     $3, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VUNPCKHPD    X0, X0, X1
+	VADDSD       X1, X0, X0
+	VMOVSD       X0, (R11)
+	VMOVD        X2, DX
+	SUBL         $254, DX
+	MOVL         DX, (R12)
+
+	ADDQ         $16, AX
+	ADDQ         $16, BX
+	ADDQ         $8, R11
+	ADDQ         $4, R12
+	DECQ         CX
+	JNZ          xf_loop
+
+xf_done:
+	VZEROUPPER
+	RET

@@ -12,3 +12,11 @@ func fmaChain32(a, b *uint32, n int, c float32) float32 {
 func fdpaPairs8(entA, entB *[1 << 16]uint64, a, b *uint8, groups int, sums *float64, exps *int32) {
 	panic("accum: no assembly FDPA kernel on this build")
 }
+
+func fdpaSums16(entA, entB *[1 << 16]uint64, a, b *uint16, groups int, sums *float64, exps *int32) {
+	panic("accum: no assembly FDPA kernel on this build")
+}
+
+func xf32Sums4(a, b *uint32, groups int, sums *float64, exps *int32) {
+	panic("accum: no assembly FDPA kernel on this build")
+}

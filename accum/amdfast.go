@@ -29,9 +29,11 @@ type amdTable struct {
 	// ent packs exp and val for the FDPA path, as tableStep.ent does:
 	// float64bits(val) | uint32(exp), exp expSpecial for NaN/inf (so that
 	// an exponent sum of 126 or more sends the group to the reference
-	// path). Built for 8-bit formats only (their 256 hot entries sit in
-	// L1; for f16 the one table measured slower than the three), nil
-	// otherwise or when a value has a nonzero bit in its low 32 bits.
+	// path). Built for 8- and 16-bit formats, nil when a value has a
+	// nonzero bit in its low 32 bits. The Go loop of chainAMD reads it for
+	// 8-bit formats only (their 256 hot entries sit in L1; for f16 the one
+	// table measured slower there than the three); the assembly kernels
+	// read it for both.
 	ent *[1 << 16]uint64
 }
 
@@ -70,7 +72,7 @@ func amdTableFor(f fp8.Format) *amdTable {
 			t.f32[c] = float32(f.Value(code)) // keeps the sign of a zero
 		}
 	}
-	if f.CodeBits() == 8 {
+	if f.CodeBits() <= 16 {
 		t.ent = new([1 << 16]uint64)
 		for c := range t.ent {
 			v, e := math.Float64bits(t.val[c]), t.exp[c]
@@ -366,6 +368,9 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 	if x, ok := any(a).([]uint8); ok && haveStepAsm && fp8Pair && G == 16 && ta.ent != nil && tb.ent != nil {
 		d, start = m.fdpaAsm8(ta, tb, x, any(b).([]uint8), d)
 	}
+	if x, ok := any(a).([]uint16); ok && haveStepAsm && !fp8Pair && G == 8 && ta.ent != nil && tb.ent != nil {
+		d, start = m.fdpaAsm16(ta, tb, x, any(b).([]uint16), d)
+	}
 	if x, ok := any(a).([]uint32); ok && m.xf32 && G == 4 {
 		d, start = m.xf32Groups(x, any(b).([]uint32), d)
 	}
@@ -386,7 +391,7 @@ func chainAMD[T Code](m *amdInstr, a, b []T, c uint64) (uint64, bool) {
 				pv[k] = float64(math.Float32frombits(xa)) * float64(math.Float32frombits(xb))
 			}
 			special &= 0x100
-		} else if ea, eb := ta.ent, tb.ent; ea != nil && eb != nil {
+		} else if ea, eb := ta.ent, tb.ent; fp8Pair && ea != nil && eb != nil {
 			// one load an operand; a NaN or inf makes the exponent sum
 			// 126 or more, which fdpaSum leaves to the reference
 			for k := range x {
@@ -460,17 +465,87 @@ func (m *amdInstr) fdpaAsm8(ta, tb *amdTable, a, b []uint8, d float32) (float32,
 	return d, done
 }
 
+// fdpaAsm16 runs the whole CDNA3 f16/bf16 groups of 8 of a and b from d:
+// their sums (fdpaSum) through the assembly kernel fdpaSums16, the
+// combines with c through combineRun, a group with a NaN or inf operand or
+// c or an exponent sum of 126 or more through the reference fdpaGroup. It
+// returns the result and the number of elements consumed (the whole
+// groups).
+func (m *amdInstr) fdpaAsm16(ta, tb *amdTable, a, b []uint16, d float32) (float32, int) {
+	const chunk = 64
+	var sums [chunk]float64
+	var exps [chunk]int32
+	n := len(a) &^ 7
+	b = b[:len(a)]
+	k := cExp(math.Float32bits(d))
+	for lo := 0; lo < n; lo += 8 * chunk {
+		hi := min(lo+8*chunk, n)
+		groups := (hi - lo) / 8
+		fdpaSums16(ta.ent, tb.ent, &a[lo], &b[lo], groups, &sums[0], &exps[0])
+		for g := 0; g < groups; {
+			var done int
+			d, k, done = combineRun(sums[g:groups], exps[g:groups], d, k)
+			if g += done; g < groups {
+				i := lo + 8*g
+				var ref [2][8]uint64
+				for j := range 8 {
+					ref[0][j], ref[1][j] = uint64(a[i+j]), uint64(b[i+j])
+				}
+				d = m.fdpaGroup(ref[0][:], ref[1][:], d)
+				g++
+			}
+		}
+	}
+	return d, n
+}
+
 // xf32Groups runs the whole xf32 groups of 4 of a and b from d, as the
-// loop of chainAMD does, unrolled: the four products and exponent sums in
-// registers, the sum truncated at 24 bits below their maximum, the combine
-// with c (fdpaCombine); a group with a NaN or inf operand or c, or an
-// exponent sum of 126 or more, through the reference fdpaGroup. It returns
-// the result and the number of elements consumed.
+// loop of chainAMD does, a chunk at a time: the group sums and exponents
+// (xf32Sums4 where haveStepAsm, else xf32Sums), then their combines with c in order (combineRun); a group
+// with a NaN or inf operand or c, or an exponent sum of 126 or more,
+// through the reference fdpaGroup. It returns the result and the number of
+// elements consumed.
 func (m *amdInstr) xf32Groups(a, b []uint32, d float32) (float32, int) {
+	const chunk = 64
+	var sums [chunk]float64
+	var exps [chunk]int32
 	n := len(a) &^ 3
 	b = b[:len(a)]
-	for g := 0; g < n; g += 4 {
-		x, y := a[g:g+4:g+4], b[g:g+4:g+4]
+	k := cExp(math.Float32bits(d))
+	for lo := 0; lo < n; lo += 4 * chunk {
+		hi := min(lo+4*chunk, n)
+		groups := (hi - lo) / 4
+		if haveStepAsm {
+			xf32Sums4(&a[lo], &b[lo], groups, &sums[0], &exps[0])
+		} else {
+			xf32Sums(a[lo:hi], b[lo:hi], sums[:groups], exps[:groups])
+		}
+		for g := 0; g < groups; {
+			var done int
+			d, k, done = combineRun(sums[g:groups], exps[g:groups], d, k)
+			if g += done; g < groups {
+				i := lo + 4*g
+				x, y := a[i:i+4], b[i:i+4]
+				d = m.fdpaGroup([]uint64{uint64(x[0]), uint64(x[1]), uint64(x[2]), uint64(x[3])},
+					[]uint64{uint64(y[0]), uint64(y[1]), uint64(y[2]), uint64(y[3])}, d)
+				g++
+			}
+		}
+	}
+	return d, n
+}
+
+// xf32Sums is the c-independent half of the xf32 groups of 4 of a and b
+// (len(a) = 4·len(sums)): per group, the exponent e of fdpaSum (exps) and
+// the sum of its products truncated at 24 bits below 2^e (sums, in units
+// of 2^(e − 24), an exact integer); e is expSpecial for a group with a NaN
+// or inf operand (its sum meaningless), and sums of groups with e of 126
+// or more are meaningless too.
+func xf32Sums(a, b []uint32, sums []float64, exps []int32) {
+	b = b[:len(a)]
+	exps = exps[:len(sums)]
+	for g := range sums {
+		x, y := a[4*g:4*g+4:4*g+4], b[4*g:4*g+4:4*g+4]
 		x0, x1, x2, x3 := x[0]&^0x1fff, x[1]&^0x1fff, x[2]&^0x1fff, x[3]&^0x1fff
 		y0, y1, y2, y3 := y[0]&^0x1fff, y[1]&^0x1fff, y[2]&^0x1fff, y[3]&^0x1fff
 		// exponent fields, and a field of 0xff (NaN/inf) anywhere
@@ -479,18 +554,50 @@ func (m *amdInstr) xf32Groups(a, b []uint32, d float32) (float32, int) {
 		special := (fa0+1)|(fa1+1)|(fa2+1)|(fa3+1)|(fb0+1)|(fb1+1)|(fb2+1)|(fb3+1) >= 0x100
 		// f32Parts: max(field, 1) − 127 (a zero reads −126), biased by 254
 		e := max(max(fa0, 1)+max(fb0, 1), max(fa1, 1)+max(fb1, 1), max(fa2, 1)+max(fb2, 1), max(fa3, 1)+max(fb3, 1)) - 254
-		cb := math.Float32bits(d)
-		if special || e >= 126 || cb&0x7f800000 == 0x7f800000 {
-			d = m.fdpaGroup([]uint64{uint64(x[0]), uint64(x[1]), uint64(x[2]), uint64(x[3])},
-				[]uint64{uint64(y[0]), uint64(y[1]), uint64(y[2]), uint64(y[3])}, d)
-			continue
-		}
 		f := func(u uint32) float64 { return float64(math.Float32frombits(u)) }
-		sc := pow2(24 - e)
-		s := int64(f(x0)*f(y0)*sc) + int64(f(x1)*f(y1)*sc) + int64(f(x2)*f(y2)*sc) + int64(f(x3)*f(y3)*sc)
-		d = fdpaCombine(s, e, cb, false)
+		sc := pow2(min(24-e, 1000))
+		sums[g] = math.Trunc(f(x0)*f(y0)*sc) + math.Trunc(f(x1)*f(y1)*sc) + math.Trunc(f(x2)*f(y2)*sc) + math.Trunc(f(x3)*f(y3)*sc)
+		if special {
+			e = expSpecial
+		}
+		exps[g] = e
 	}
-	return d, n
+}
+
+// cExp is the exponent MMA-Sim reads from a float32 c of bits cb:
+// max(field, 1) − 127 (a zero or subnormal reads −126).
+func cExp(cb uint32) int32 { return max(int32(cb>>23&0xff), 1) - 127 }
+
+// combineRun is fdpaCombine (either kind) for the group sums sums[i]
+// (integers below 2^53, in units of 2^(exps[i] − 24)) in order from c,
+// up to the first group with an exponent of 126 or more or a c that is
+// NaN or inf. It returns the result, a guess of cExp of its bits for the
+// next call, and the number of groups combined. k is a guess of cExp of
+// c's bits; a wrong guess costs time, not bits. When e <= k and k is
+// right, max(e, e_c) is k, c is exact at 24 fraction bits below it, and
+// the result is c plus the sum rounded down at 2^(k − 31), rounded to
+// FP32: one float64 sum, exact (both terms are multiples of 2^(k − 31)
+// below 2^(k + 7)). The check of k is a branch off the path from c to the
+// result, so that a chain of groups whose c keeps its exponent waits on an
+// add and two conversions a group, not on fdpaCombine.
+func combineRun(sums []float64, exps []int32, c float32, k int32) (float32, int32, int) {
+	exps = exps[:len(sums)]
+	for i, s := range sums {
+		e := exps[i]
+		cb := math.Float32bits(c)
+		if e >= 126 || cb&0x7f800000 == 0x7f800000 {
+			return c, k, i
+		}
+		if e <= k {
+			r := float32(math.Floor(s*pow2(e+7-k))*pow2(k-31) + float64(c))
+			if cExp(cb) == k {
+				c = r
+				continue
+			}
+		}
+		c, k = fdpaCombine(int64(s), e, cb, false), cExp(cb)
+	}
+	return c, k, len(sums)
 }
 
 // fma32 is FMA32 (a*b + c rounded once to float32, nearest even), fast:
