@@ -245,22 +245,91 @@ TEXT ·xf32Sums4(SB), NOSPLIT, $0-40
 	JZ           xf_done
 	MOVL         $0xffffe000, DX
 	VMOVD        DX, X15
-	VPBROADCASTD X15, X15
+	VPBROADCASTD X15, Y15
 	MOVL         $0xff, DX
 	VMOVD        DX, X14
-	VPBROADCASTD X14, X14
+	VPBROADCASTD X14, Y14
 	MOVL         $1, DX
 	VMOVD        DX, X13
-	VPBROADCASTD X13, X13
+	VPBROADCASTD X13, Y13
 	MOVL         $(5000+254), DX // expSpecial, biased
 	VMOVD        DX, X12
-	VPBROADCASTD X12, X12
+	VPBROADCASTD X12, Y12
 	MOVL         $(1023+24+254), DX
 	VMOVD        DX, X11
-	VPBROADCASTD X11, X11
+	VPBROADCASTD X11, Y11
 	MOVL         $2046, DX
 	VMOVD        DX, X10
-	VPBROADCASTD X10, X10
+	VPBROADCASTD X10, Y10
+	MOVL         $254, DX
+	VMOVD        DX, X9
+	VPBROADCASTD X9, Y9
+
+	// two groups at a time, one a 128-bit lane (VPSHUFD and the
+	// maxima stay within lanes)
+xf_pairs:
+	CMPQ         CX, $2
+	JLT          xf_single
+	VMOVDQU      (AX), Y0
+	VMOVDQU      (BX), Y1
+	VPAND        Y15, Y0, Y0
+	VPAND        Y15, Y1, Y1
+	VPSRLD       $23, Y0, Y2
+	VPSRLD       $23, Y1, Y3
+	VPAND        Y14, Y2, Y2
+	VPAND        Y14, Y3, Y3
+	VPCMPEQD     Y14, Y2, Y4
+	VPCMPEQD     Y14, Y3, Y5
+	VPOR         Y5, Y4, Y4
+	VPAND        Y12, Y4, Y4
+	VPMAXSD      Y13, Y2, Y2
+	VPMAXSD      Y13, Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	VPMAXSD      Y4, Y2, Y2
+	VPSHUFD      $0x4e, Y2, Y3
+	VPMAXSD      Y3, Y2, Y2
+	VPSHUFD      $0xb1, Y2, Y3
+	VPMAXSD      Y3, Y2, Y2 // lane g: e_g + 254
+
+	VPSUBD       Y2, Y11, Y3
+	VPMAXSD      Y13, Y3, Y3
+	VPMINSD      Y10, Y3, Y3
+	VPSLLQ       $52, Y3, Y3
+	VPERMQ       $0x00, Y3, Y4 // 2^(24−e_0)
+	VPERMQ       $0xaa, Y3, Y5 // 2^(24−e_1)
+
+	VCVTPS2PD    X0, Y6
+	VCVTPS2PD    X1, Y7
+	VMULPD       Y7, Y6, Y6
+	VMULPD       Y4, Y6, Y6
+	VROUNDPD     $3, Y6, Y6
+	VEXTRACTF128 $1, Y0, X0
+	VEXTRACTF128 $1, Y1, X1
+	VCVTPS2PD    X0, Y0
+	VCVTPS2PD    X1, Y1
+	VMULPD       Y1, Y0, Y0
+	VMULPD       Y5, Y0, Y0
+	VROUNDPD     $3, Y0, Y0
+	VHADDPD      Y0, Y6, Y6 // group 0's pair sums in lanes 0, 2; group 1's in 1, 3
+	VEXTRACTF128 $1, Y6, X7
+	VADDPD       X7, X6, X6
+	VMOVUPD      X6, (R11)
+
+	VPSUBD       Y9, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPUNPCKLDQ   X3, X2, X2
+	VMOVQ        X2, (R12)
+
+	ADDQ         $32, AX
+	ADDQ         $32, BX
+	ADDQ         $16, R11
+	ADDQ         $8, R12
+	SUBQ         $2, CX
+	JMP          xf_pairs
+
+xf_single:
+	TESTQ        CX, CX
+	JZ           xf_done
 
 xf_loop:
 	VMOVDQU      (AX), X0
