@@ -219,6 +219,15 @@ func flushPairs4(va, vb *[1 << 16]float32, a, b []uint16, G, K int, c float32) (
 		c = flushSub(c, false)
 		x, y := a[k:k+K:k+K], b[k:k+K:k+K]
 		if G == 2 {
+			for len(x) >= 4 && len(y) >= 4 { // two groups an iteration
+				p0 := flushSub(va[x[0]]*vb[y[0]]+0, true)
+				p1 := flushSub(va[x[1]]*vb[y[1]]+0, true)
+				p2 := flushSub(va[x[2]]*vb[y[2]]+0, true)
+				p3 := flushSub(va[x[3]]*vb[y[3]]+0, true)
+				s0, s1 := flushSub(p0+p1, true), flushSub(p2+p3, true)
+				c = flushSub(flushSub(c+s0, true)+s1, true)
+				x, y = x[4:], y[4:]
+			}
 			for len(x) >= 2 && len(y) >= 2 {
 				p0 := flushSub(va[x[0]]*vb[y[0]]+0, true)
 				p1 := flushSub(va[x[1]]*vb[y[1]]+0, true)
