@@ -491,21 +491,32 @@ func (m *amdInstr) fdpaAsm16(ta, tb *amdTable, a, b []uint16, d float32) (float3
 		hi := min(lo+8*chunk, n)
 		groups := (hi - lo) / 8
 		fdpaSums16(ta.ent, tb.ent, &a[lo], &b[lo], groups, &sums[0], &exps[0])
-		for g := 0; g < groups; {
-			var done int
-			d, k, done = combineRun(sums[g:groups], exps[g:groups], d, k)
-			if g += done; g < groups {
-				i := lo + 8*g
-				var ref [2][8]uint64
-				for j := range 8 {
-					ref[0][j], ref[1][j] = uint64(a[i+j]), uint64(b[i+j])
-				}
-				d = m.fdpaGroup(ref[0][:], ref[1][:], d)
-				g++
+		d, k = combineGroups(sums[:groups], exps[:groups], d, k, func(g int, d float32) float32 {
+			i := lo + 8*g
+			var ref [2][8]uint64
+			for j := range 8 {
+				ref[0][j], ref[1][j] = uint64(a[i+j]), uint64(b[i+j])
 			}
-		}
+			return m.fdpaGroup(ref[0][:], ref[1][:], d)
+		})
 	}
 	return d, n
+}
+
+// combineGroups combines the chunk's group sums and exponents with c in
+// order (combineRun, k the guess of c's exponent), each group combineRun
+// stops at through ref(g, c), the reference path of group g, and returns
+// the result and the last guess.
+func combineGroups(sums []float64, exps []int32, c float32, k int32, ref func(g int, c float32) float32) (float32, int32) {
+	for g := 0; g < len(sums); {
+		var done int
+		c, k, done = combineRun(sums[g:], exps[g:len(sums)], c, k)
+		if g += done; g < len(sums) {
+			c = ref(g, c)
+			g++
+		}
+	}
+	return c, k
 }
 
 // xf32Groups runs the whole xf32 groups of 4 of a and b from d, as the
@@ -529,17 +540,11 @@ func (m *amdInstr) xf32Groups(a, b []uint32, d float32) (float32, int) {
 		} else {
 			xf32Sums(a[lo:hi], b[lo:hi], sums[:groups], exps[:groups])
 		}
-		for g := 0; g < groups; {
-			var done int
-			d, k, done = combineRun(sums[g:groups], exps[g:groups], d, k)
-			if g += done; g < groups {
-				i := lo + 4*g
-				x, y := a[i:i+4], b[i:i+4]
-				d = m.fdpaGroup([]uint64{uint64(x[0]), uint64(x[1]), uint64(x[2]), uint64(x[3])},
-					[]uint64{uint64(y[0]), uint64(y[1]), uint64(y[2]), uint64(y[3])}, d)
-				g++
-			}
-		}
+		d, k = combineGroups(sums[:groups], exps[:groups], d, k, func(g int, d float32) float32 {
+			x, y := a[lo+4*g:][:4], b[lo+4*g:][:4]
+			return m.fdpaGroup([]uint64{uint64(x[0]), uint64(x[1]), uint64(x[2]), uint64(x[3])},
+				[]uint64{uint64(y[0]), uint64(y[1]), uint64(y[2]), uint64(y[3])}, d)
+		})
 	}
 	return d, n
 }
