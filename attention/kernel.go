@@ -758,11 +758,7 @@ func (k *kernel) vTile(h int, t tile, lo int) []uint16 {
 		}
 		out := k.vpatched[:size]
 		copy(out, codes)
-		for _, p := range ps {
-			for i, c := range p.V {
-				out[p.Pos-t.start+i*bn] = c
-			}
-		}
+		patchTiles(out, ps, t.n, bn, d)
 		return out
 	}
 	if tiles := max(1, vBlockBytes/(2*size)); b.fill(h, t.n, lo, tiles) {
@@ -771,16 +767,23 @@ func (k *kernel) vTile(h int, t tile, lo int) []uint16 {
 		}
 		copyTiles(b.codes, kv.vt[h*d*kv.stride:], d, kv.stride, bn, b.lo, b.hi, 0)
 		if k.patch != nil { // the patched tokens' V codes over the copy's
-			for _, p := range patchesIn(k.patch[h], b.lo*bn, b.hi*bn) {
-				n := p.Pos / bn
-				col := (n-b.lo)*size + p.Pos - n*bn
-				for i, c := range p.V {
-					b.codes[col+i*bn] = c
-				}
-			}
+			patchTiles(b.codes, patchesIn(k.patch[h], b.lo*bn, b.hi*bn), b.lo, bn, d)
 		}
 	}
 	return b.codes[(t.n-b.lo)*size:][:size]
+}
+
+// patchTiles writes the V codes of the patches ps (tokens of tiles lo
+// and up) over tiles, tile-major from tile lo as vTile hands them (d rows
+// of bn codes a tile).
+func patchTiles(tiles []uint16, ps []TokenPatch, lo, bn, d int) {
+	for _, p := range ps {
+		n := p.Pos / bn
+		col := (n-lo)*d*bn + p.Pos - n*bn
+		for i, c := range p.V {
+			tiles[col+i*bn] = c
+		}
+	}
 }
 
 // vTileBlock is vTile on a block-scaled cache: the tile's element codes
