@@ -1031,25 +1031,19 @@ func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 	per := 8 * nd
 	seen := map[string]bool{}
 	for _, r := range runs {
+		blockScaled := r.spec != nil && r.spec.Path == attention.PathBlockScaled
+		if t.gpu == nil && !blockScaled {
+			per += 2 * nd // the CPU kernels' tile-major V, one per run (its tile width)
+		}
 		if seen[r.cache()] {
 			continue
 		}
 		seen[r.cache()] = true
 		per += 4 * nd // 16-bit K and V codes
-		if r.spec != nil && r.spec.Path == attention.PathBlockScaled {
+		if blockScaled {
 			per += 6 * nd // the block codes and V's raw values
 		} else if t.gpu == nil {
-			// The CPU kernels' and references' views of the cache
-			// (attention's refView: K and V again; a tile-major V per tile
-			// width, counted here once per run).
-			per += 4 * nd
-		}
-	}
-	if t.gpu == nil {
-		for _, r := range runs {
-			if r.spec == nil || r.spec.Path != attention.PathBlockScaled {
-				per += 2 * nd
-			}
+			per += 4 * nd // the CPU references' view of the cache (attention's refView: K and V again)
 		}
 	}
 
