@@ -334,5 +334,31 @@ func TestWideChainAsmEqualsGo(t *testing.T) {
 					p.L, p.F, m.wide.fb, k, math.Float32bits(got), gi, math.Float32bits(want), wi, a, b, math.Float32bits(c))
 			}
 		}
+		// One step from a c of 24 significant bits that sets E, its
+		// products of the other sign pulling the sum below c's binade:
+		// where F < 23, trunc_E(c) is not c (the kernel must truncate it).
+		for trial := 0; trial < 500; trial++ {
+			e := r.IntN(40) - 20
+			c := float32(math.Ldexp(1+float64(r.Uint32()&0x7fffff)/(1<<23), e))
+			if r.IntN(2) == 0 {
+				c = -c
+			}
+			a, b := make([]uint32, p.L), make([]uint32, p.L)
+			for i := range a {
+				x := float32(math.Ldexp(0.5+r.Float64()/2, e-2-r.IntN(3)))
+				if c > 0 {
+					x = -x
+				}
+				a[i], b[i] = fp8.TF32FromFloat32(x), fp8.TF32FromFloat32(1)
+			}
+			got, gi := m.wide.chain(a, b, c, p.L)
+			wideGoOnly = true
+			want, wi := m.wide.chain(a, b, c, p.L)
+			wideGoOnly = false
+			if gi != wi || math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("L=%d F=%d fb=%d, one step from c=%08x: kernel %08x after %d, Go %08x after %d\na=%08x",
+					p.L, p.F, m.wide.fb, math.Float32bits(c), math.Float32bits(got), gi, math.Float32bits(want), wi, a)
+			}
+		}
 	}
 }

@@ -238,40 +238,83 @@ GLOBL tf32k<>(SB), RODATA|NOPTR, $128
 // of l elements takes four in XMM registers when l%8 = 4 (first, as the
 // VEX.128 writes clear the upper halves of Y13 and Y14) and eight a loop
 // iteration in YMM registers.
-TEXT ·chainTF32(SB), 0, $544-64
-	MOVL   f+32(FP), R8
-	MOVL   R8, 512(SP)
-	MOVL   ezero+40(FP), R8
-	MOVL   R8, 516(SP)
-	MOVL   fb+36(FP), R8
+//
+// The step's E = max(e(c), emaxP) is guessed, so that the products' terms
+// do not wait for c: G = max(Gb, emaxP), Gb (R13) the exponent of c when
+// the guess last failed. The terms are summed in value units,
+// P = Σ trunc(p_i × 2^(F−G)) × 2^(G−F), exact (multiples of 2^(G−F),
+// below 2^53 of them) and never −0 (the sums start from +0). Then |c| is
+// compared with 2^G and 2^(G+1):
+//
+//   - 2^G ≤ |c| < 2^(G+1): e(c) = G = E, and trunc_E(c) is c itself (c is
+//     a float32, 24 significant bits from 2^e(c), and F ≥ 23), so
+//     D = c + P: one addition from c to the next c.
+//   - |c| < 2^G: e(c) ≤ G (G ≥ −126), so E = G where emaxP = G, and
+//     D = trunc(c × 2^(F−G)) × 2^(G−F) + P.
+//   - otherwise (and for every c where G < −126) the slow path computes
+//     e(c) and E, sets Gb = e(c), sums the terms again if E ≠ G, and
+//     forms D as above from the exact exponents.
+//
+// D is S × 2^(E−F) for the step's integer sum S, so the same result. The
+// frame past the products: 512 F, 516 e_zero, 520 0 where F ≥ 23 else
+// 1<<20 (e(c) never equals E: c is truncated like the products), 524 the G
+// of the scales below, 528 the bits of 2^(G+1) (0 where G < −126), 536
+// those of 2^G (+inf's where F < 23), 544 those of 2^−126, 552 those of
+// 2^128 less 544's (rho's range, one compare). Y7 holds 2^(F−G) in every
+// lane, X15 2^(G−F).
+TEXT ·chainTF32(SB), 0, $560-64
+	MOVL    f+32(FP), R8
+	MOVL    R8, 512(SP)
+	MOVL    $0, R9
+	MOVL    $(1<<20), DX
+	CMPL    R8, $23
+	CMOVLLT DX, R9
+	MOVL    R9, 520(SP)
+	MOVL    $0x7fffffff, 524(SP)
+	MOVQ    $0x3810000000000000, DX
+	MOVQ    DX, 544(SP)
+	MOVQ    $(0x47f0000000000000-0x3810000000000000), DX
+	MOVQ    DX, 552(SP)
+	MOVL    ezero+40(FP), R8
+	MOVL    R8, 516(SP)
+	MOVL    fb+36(FP), R8
 	CONV_SETUP
-	MOVQ   a+0(FP), AX
-	MOVQ   b+8(FP), BX
-	MOVQ   steps+16(FP), R10
-	MOVQ   l+24(FP), R11
+	MOVQ    a+0(FP), AX
+	MOVQ    b+8(FP), BX
+	MOVQ    steps+16(FP), R10
+	MOVQ    l+24(FP), R11
 	VMOVSS    c+44(FP), X0
 	VXORPD    X10, X10, X10
 	VCVTSS2SD X0, X10, X10
-	TESTQ  R10, R10
-	JZ     chain_done
+	MOVL    $-2000, R13
+	TESTQ   R10, R10
+	JZ      chain_done
+	VMOVQ   X10, R8
+	SHRQ    $52, R8
+	ANDL    $0x7ff, R8
+	CMPL    R8, $0x7ff
+	JEQ     chain_done
 
 chain_step:
-	STEP_HEAD
-	VPXOR  Y14, Y14, Y14
-	TESTQ  $4, R11
-	JZ     tf_wide
-	VMOVDQU (AX), X0
-	VMOVDQU (BX), X1
-	VPAND   tf32k<>+0(SB), X0, X0
-	VPAND   tf32k<>+0(SB), X1, X1
+	MOVL         $-2000, R8
+	VMOVD        R8, X13
+	VPBROADCASTD X13, Y13
+	LEAQ         0(SP), DI
+	VPXOR        Y14, Y14, Y14
+	TESTQ        $4, R11
+	JZ           tf_wide
+	VMOVDQU      (AX), X0
+	VMOVDQU      (BX), X1
+	VPAND        tf32k<>+0(SB), X0, X0
+	VPAND        tf32k<>+0(SB), X1, X1
 	TF32_PROD(X0, X1, 0)
 	TF32_EXP(X0, X2, X3, X14)
 	TF32_EXP(X1, X5, X6, X14)
-	VPADDD  X2, X5, X5
-	VPMAXSD X5, X13, X13
-	ADDQ    $16, AX
-	ADDQ    $16, BX
-	ADDQ    $32, DI
+	VPADDD       X2, X5, X5
+	VPMAXSD      X5, X13, X13
+	ADDQ         $16, AX
+	ADDQ         $16, BX
+	ADDQ         $32, DI
 
 tf_wide:
 	MOVQ R11, DX
@@ -309,8 +352,155 @@ tf_reduce:
 	VPMAXSD      X0, X13, X13
 	VMOVD        X13, R8
 	SUBL         $2254, R8
-	XORL         DX, DX
-	STEP_TAIL
+
+	// The guess G = max(Gb, emaxP) in CX; its scales unless they are set.
+	MOVL    R13, CX
+	CMPL    R8, CX
+	CMOVLGT R8, CX
+	CMPL    CX, 524(SP)
+	JEQ     tf_terms
+
+tf_scales:
+	MOVL         CX, 524(SP)
+	MOVL         512(SP), R9
+	LEAL         1023(R9), DX
+	SUBL         CX, DX
+	SHLQ         $52, DX
+	VMOVQ        DX, X7
+	VBROADCASTSD X7, Y7
+	MOVL         $1023, DX
+	SUBL         R9, DX
+	ADDL         CX, DX
+	SHLQ         $52, DX
+	VMOVQ        DX, X15
+	LEAL         1024(CX), DX
+	SHLQ         $52, DX
+	XORL         SI, SI
+	CMPL         CX, $-126
+	CMOVQLT      SI, DX
+	MOVQ         DX, 528(SP)
+	LEAL         1023(CX), DX
+	SHLQ         $52, DX
+	MOVQ         $0x7ff0000000000000, SI
+	CMPL         R9, $23
+	CMOVQLT      SI, DX
+	MOVQ         DX, 536(SP)
+
+tf_terms:
+	// P into X8.
+	VXORPD Y8, Y8, Y8
+	VXORPD Y1, Y1, Y1
+	LEAQ   0(SP), DI
+	MOVQ   R11, DX
+	SHRQ   $3, DX
+	JZ     tf_ttail
+
+tf_tloop:
+	VMULPD   (DI), Y7, Y0
+	VMULPD   32(DI), Y7, Y2
+	VROUNDPD $3, Y0, Y0
+	VROUNDPD $3, Y2, Y2
+	VADDPD   Y0, Y8, Y8
+	VADDPD   Y2, Y1, Y1
+	ADDQ     $64, DI
+	DECQ     DX
+	JNZ      tf_tloop
+
+tf_ttail:
+	TESTQ    $4, R11
+	JZ       tf_tsum
+	VMULPD   (DI), Y7, Y0
+	VROUNDPD $3, Y0, Y0
+	VADDPD   Y0, Y8, Y8
+
+tf_tsum:
+	VADDPD       Y1, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPD       X0, X8, X8
+	VUNPCKHPD    X8, X8, X0
+	VADDSD       X0, X8, X8
+	VMULSD       X15, X8, X8
+
+	// |c| against 2^(G+1) and 2^G.
+	VMOVQ X10, DX
+	BTRQ  $63, DX
+	CMPQ  DX, 528(SP)
+	JCC   tf_slow
+	CMPQ  DX, 536(SP)
+	JCS   tf_clow
+	VADDSD X10, X8, X8
+
+tf_round:
+	// rho: RZ to fb fraction bits in the FP32 range.
+	VMOVQ X8, DX
+	BTRQ  $63, DX
+	SUBQ  544(SP), DX
+	CMPQ  DX, 552(SP)
+	JCC   tf_range
+	VPAND X11, X8, X10
+
+tf_next:
+	ADDQ R11, R12
+	DECQ R10
+	JNZ  chain_step
+	JMP  chain_done
+
+tf_clow:
+	CMPL R8, CX
+	JNE  tf_slow
+
+tf_ctrunc:
+	VMULSD   X7, X10, X0
+	VROUNDSD $3, X0, X0, X0
+	VMULSD   X15, X0, X0
+	VADDSD   X0, X8, X8
+	JMP      tf_round
+
+tf_slow:
+	// e(c) into R9 (e_zero for a zero c, -126 for a subnormal), E into R8,
+	// Gb = e(c); the terms again with E where E ≠ G.
+	VMOVQ   X10, DX
+	MOVQ    DX, R9
+	SHRQ    $52, R9
+	ANDL    $0x7ff, R9
+	SUBL    $1023, R9
+	MOVL    $-126, SI
+	CMPL    R9, SI
+	CMOVLLT SI, R9
+	SHLQ    $1, DX
+	CMOVLEQ 516(SP), R9
+	CMPL    R9, R8
+	CMOVLGT R9, R8
+	MOVL    R9, R13
+	CMPL    R8, CX
+	JEQ     tf_exact
+	MOVL    R8, CX
+	JMP     tf_scales
+
+tf_exact:
+	MOVL R9, SI
+	ADDL 520(SP), SI
+	CMPL SI, R8
+	JNE  tf_ctrunc
+	VADDSD X10, X8, X8
+	JMP  tf_round
+
+tf_range:
+	VMOVQ X8, DX
+	BTRQ  $63, DX
+	CMPQ  DX, 544(SP)
+	JCC   tf_overflow
+	VMULSD   X12, X8, X8
+	VROUNDSD $3, X8, X8, X8
+	VMULSD   X9, X8, X8
+	VMOVQ    X8, X10
+	JMP      tf_next
+
+tf_overflow:
+	// ±inf: the next step, if any, would stop at it.
+	VCVTSD2SS X8, X0, X0
+	VCVTSS2SD X0, X10, X10
+	ADDQ      R11, R12
 
 chain_done:
 	MOVQ      R12, done+56(FP)
