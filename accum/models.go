@@ -122,11 +122,42 @@ func hadd16(x, y uint32) float32 {
 // the tensor core).
 func (m *mmaSyncEmu) Dot(a, b []uint16, c float32) float32 {
 	b = sameLen(a, b)
-	for i := 0; i < len(a); i += 32 {
+	i := 0
+	if s := m.fast; s != nil && s.ent != nil && m.ref.Rho != RNEFP16 {
+		i, c = m.dotAsm(a, b, c)
+	}
+	for ; i < len(a); i += 32 {
 		j := min(i+32, len(a))
 		c = m.Step(a[i:j], b[i:j], c)
 	}
 	return c
+}
+
+// dotAsm is Dot's whole instructions through the assembly chain kernel
+// (the FP32 accumulator, where the CPU runs it): each instruction's two
+// HMMA steps, its elements with k mod 4 in {0, 1} and then {2, 3}, are
+// one chainGG call of two 16-element steps from +0, and its result is
+// added to c as Step adds it. It returns how far it got (the start of the
+// first instruction holding a NaN or inf, or of a partial one at the end,
+// which Dot runs through Step) and c.
+func (m *mmaSyncEmu) dotAsm(a, b []uint16, c float32) (int, float32) {
+	s := m.fast
+	f, fb := int32(s.f), int32(s.fb)
+	var x, y [32]uint16
+	i := 0
+	for ; i+32 <= len(a); i += 32 {
+		p, q := a[i:i+32], b[i:i+32]
+		for k := 0; k < 8; k++ {
+			x[2*k], x[2*k+1], x[16+2*k], x[17+2*k] = p[4*k], p[4*k+1], p[4*k+2], p[4*k+3]
+			y[2*k], y[2*k+1], y[16+2*k], y[17+2*k] = q[4*k], q[4*k+1], q[4*k+2], q[4*k+3]
+		}
+		t, done := chainGG(s.ent, &x[0], &y[0], 2, 16, f, fb, s.ezero, 0)
+		if done < 32 {
+			break
+		}
+		c += t
+	}
+	return i, c
 }
 
 // Chain returns one output element of a kernel's K loop over len(a)
