@@ -122,3 +122,10 @@ func refSumsDecoded(acc *[refLanes]float64, w, vals []float64) {
 	_ = vals[len(w)*refLanes-1]
 	refSumsF64(acc, &w[0], len(w), &vals[0])
 }
+
+// transpose16 makes tiles 16×16 transposes of 16-bit codes: tile j's row l
+// is the 16 codes at src + 16j + l·stride, and row x of its transpose goes
+// to the 16 codes at dst + 256j + 16x (transposeTiles checks the bounds).
+//
+//go:noescape
+func transpose16(dst, src *uint16, stride, tiles int)

@@ -259,3 +259,100 @@ TEXT ·refDotsF64(SB), NOSPLIT, $0-40
 // func refSumsF64(acc *[16]float64, w *float64, n int, vals *float64)
 TEXT ·refSumsF64(SB), NOSPLIT, $0-32
 	SUMS(DECODE_F64, 128)
+
+// TR8 transposes, in each 128-bit lane, the 8×8 matrix of 16-bit codes
+// whose rows are Y0–Y7, leaving row x of the transpose in Y(8+x). It
+// clobbers Y0–Y7.
+#define TR8 \
+	VPUNPCKLWD  Y1, Y0, Y8 \
+	VPUNPCKHWD  Y1, Y0, Y9 \
+	VPUNPCKLWD  Y3, Y2, Y10 \
+	VPUNPCKHWD  Y3, Y2, Y11 \
+	VPUNPCKLWD  Y5, Y4, Y12 \
+	VPUNPCKHWD  Y5, Y4, Y13 \
+	VPUNPCKLWD  Y7, Y6, Y14 \
+	VPUNPCKHWD  Y7, Y6, Y15 \
+	VPUNPCKLDQ  Y10, Y8, Y0 \
+	VPUNPCKHDQ  Y10, Y8, Y1 \
+	VPUNPCKLDQ  Y11, Y9, Y2 \
+	VPUNPCKHDQ  Y11, Y9, Y3 \
+	VPUNPCKLDQ  Y14, Y12, Y4 \
+	VPUNPCKHDQ  Y14, Y12, Y5 \
+	VPUNPCKLDQ  Y15, Y13, Y6 \
+	VPUNPCKHDQ  Y15, Y13, Y7 \
+	VPUNPCKLQDQ Y4, Y0, Y8 \
+	VPUNPCKHQDQ Y4, Y0, Y9 \
+	VPUNPCKLQDQ Y5, Y1, Y10 \
+	VPUNPCKHQDQ Y5, Y1, Y11 \
+	VPUNPCKLQDQ Y6, Y2, Y12 \
+	VPUNPCKHQDQ Y6, Y2, Y13 \
+	VPUNPCKLQDQ Y7, Y3, Y14 \
+	VPUNPCKHQDQ Y7, Y3, Y15
+
+// TR_LOAD(off) loads Y0–Y7 for TR8: Y_l's low lane the 8 codes at off
+// bytes into row l of the tile (SI, rows DX bytes apart, R8 = 3×DX, R9 the
+// address of row 4), its high lane those of row l+8 (R10 the address of
+// row 8, R11 of row 12).
+#define TR_LOAD(off) \
+	VMOVDQU     off(SI), X0 \
+	VINSERTI128 $1, off(R10), Y0, Y0 \
+	VMOVDQU     off(SI)(DX*1), X1 \
+	VINSERTI128 $1, off(R10)(DX*1), Y1, Y1 \
+	VMOVDQU     off(SI)(DX*2), X2 \
+	VINSERTI128 $1, off(R10)(DX*2), Y2, Y2 \
+	VMOVDQU     off(SI)(R8*1), X3 \
+	VINSERTI128 $1, off(R10)(R8*1), Y3, Y3 \
+	VMOVDQU     off(R9), X4 \
+	VINSERTI128 $1, off(R11), Y4, Y4 \
+	VMOVDQU     off(R9)(DX*1), X5 \
+	VINSERTI128 $1, off(R11)(DX*1), Y5, Y5 \
+	VMOVDQU     off(R9)(DX*2), X6 \
+	VINSERTI128 $1, off(R11)(DX*2), Y6, Y6 \
+	VMOVDQU     off(R9)(R8*1), X7 \
+	VINSERTI128 $1, off(R11)(R8*1), Y7, Y7
+
+// TR_STORE(off) stores Y8–Y15, the transpose's rows, 32 bytes each from
+// off(DI).
+#define TR_STORE(off) \
+	VMOVDQU Y8, (off+0)(DI) \
+	VMOVDQU Y9, (off+32)(DI) \
+	VMOVDQU Y10, (off+64)(DI) \
+	VMOVDQU Y11, (off+96)(DI) \
+	VMOVDQU Y12, (off+128)(DI) \
+	VMOVDQU Y13, (off+160)(DI) \
+	VMOVDQU Y14, (off+192)(DI) \
+	VMOVDQU Y15, (off+224)(DI)
+
+// func transpose16(dst, src *uint16, stride, tiles int)
+//
+// tiles 16×16 transposes of 16-bit codes: tile j's row l is the 16 codes
+// at src + 16j + l·stride (codes), and row x of its transpose goes to the
+// 16 codes at dst + 256j + 16x.
+TEXT ·transpose16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), DX
+	MOVQ tiles+24(FP), CX
+	SHLQ $1, DX
+	LEAQ (DX)(DX*2), R8
+	TESTQ CX, CX
+	JZ   tr_done
+
+tr_loop:
+	LEAQ (SI)(DX*4), R9
+	LEAQ (R9)(DX*4), R10
+	LEAQ (R10)(DX*4), R11
+	TR_LOAD(0)
+	TR8
+	TR_STORE(0)
+	TR_LOAD(16)
+	TR8
+	TR_STORE(256)
+	ADDQ $32, SI
+	ADDQ $512, DI
+	DECQ CX
+	JNZ  tr_loop
+
+tr_done:
+	VZEROUPPER
+	RET

@@ -26,3 +26,7 @@ func refDotsDecoded(out, q, vals []float64) {
 func refSumsDecoded(acc *[refLanes]float64, w, vals []float64) {
 	panic("attention: refSumsDecoded without the vector kernels")
 }
+
+func transpose16(dst, src *uint16, stride, tiles int) {
+	panic("attention: transpose16 without the vector kernels")
+}

@@ -3,6 +3,7 @@ package attention
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -205,4 +206,41 @@ func FuzzReferenceViews(f *testing.F) {
 		}
 		refViewsAgainstCodes(t, "fuzz", cfg, p.q, kv, patch)
 	})
+}
+
+// TestTransposeTiles: the vector transpose that builds the views equals
+// the transpose written out, for every tile count to 5 and several
+// strides, and writes nothing past its tiles.
+func TestTransposeTiles(t *testing.T) {
+	if !haveRefAsm {
+		t.Skip("no vector kernels on this build or CPU")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, stride := range []int{16, 48, 64, 128, 1000} {
+		for tiles := 0; tiles <= 5 && 16*tiles <= stride; tiles++ {
+			src := make([]uint16, 15*stride+16*tiles+r.IntN(3))
+			for i := range src {
+				src[i] = uint16(r.Uint32())
+			}
+			dst := make([]uint16, 256*tiles+8)
+			for i := range dst {
+				dst[i] = 0xdead
+			}
+			transposeTiles(dst, src, stride, tiles)
+			for j := 0; j < tiles; j++ {
+				for x := 0; x < 16; x++ {
+					for l := 0; l < 16; l++ {
+						if got, want := dst[256*j+16*x+l], src[16*j+x+l*stride]; got != want {
+							t.Fatalf("stride %d, tile %d of %d: row %d lane %d is %04x, want %04x", stride, j, tiles, x, l, got, want)
+						}
+					}
+				}
+			}
+			for i := 256 * tiles; i < len(dst); i++ {
+				if dst[i] != 0xdead {
+					t.Fatalf("stride %d, %d tiles: wrote past the tiles at %d", stride, tiles, i)
+				}
+			}
+		}
+	}
 }
