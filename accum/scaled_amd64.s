@@ -296,6 +296,8 @@ TEXT ·chainTF32(SB), 0, $560-64
 	JEQ     chain_done
 
 chain_step:
+	CMPQ         R11, $4
+	JEQ          tf4_step
 	MOVL         $-2000, R8
 	VMOVD        R8, X13
 	VPBROADCASTD X13, Y13
@@ -484,6 +486,68 @@ tf_exact:
 	JNE  tf_ctrunc
 	VADDSD X10, X8, X8
 	JMP  tf_round
+
+tf4_step:
+	// l = 4 (sm80's steps): the step above in fewer instructions, the
+	// operands' exponents in one register (a's low lane, b's high), the
+	// products summed from their register. A guess whose scales are not
+	// set, and the slow path, go on in the general code above (its terms
+	// read the products at 0(SP)), which comes back here at the next step.
+	VMOVDQU      (AX), X0
+	VMOVDQU      (BX), X1
+	VPAND        tf32k<>+0(SB), X0, X0
+	VPAND        tf32k<>+0(SB), X1, X1
+	VCVTPS2PD    X0, Y4
+	VCVTPS2PD    X1, Y5
+	VMULPD       Y4, Y5, Y4
+	VMOVUPD      Y4, 0(SP)
+	VINSERTI128  $1, X1, Y0, Y0
+	VPXOR        Y14, Y14, Y14
+	TF32_EXP(Y0, Y2, Y3, Y14)
+	ADDQ         $16, AX
+	ADDQ         $16, BX
+	VPCMPGTD     tf32k<>+96(SB), Y14, Y0
+	VPTEST       Y0, Y0
+	JNZ          chain_done
+	VEXTRACTI128 $1, Y2, X5
+	VPADDD       X2, X5, X5
+	VPSHUFD      $0x0e, X5, X0
+	VPMAXSD      X0, X5, X5
+	VPSHUFD      $0x01, X5, X0
+	VPMAXSD      X0, X5, X5
+	VMOVD        X5, R8
+	SUBL         $2254, R8
+	MOVL         R13, CX
+	CMPL         R8, CX
+	CMOVLGT      R8, CX
+	CMPL         CX, 524(SP)
+	JNE          tf_scales
+	VMULPD       Y7, Y4, Y0
+	VROUNDPD     $3, Y0, Y0
+	VXORPD       Y8, Y8, Y8
+	VADDPD       Y0, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPD       X0, X8, X8
+	VUNPCKHPD    X8, X8, X0
+	VADDSD       X0, X8, X8
+	VMULSD       X15, X8, X8
+	VMOVQ        X10, DX
+	BTRQ         $63, DX
+	CMPQ         DX, 528(SP)
+	JCC          tf_slow
+	CMPQ         DX, 536(SP)
+	JCS          tf_clow
+	VADDSD       X10, X8, X8
+	VMOVQ        X8, DX
+	BTRQ         $63, DX
+	SUBQ         544(SP), DX
+	CMPQ         DX, 552(SP)
+	JCC          tf_range
+	VPAND        X11, X8, X10
+	ADDQ         R11, R12
+	DECQ         R10
+	JNZ          tf4_step
+	JMP          chain_done
 
 tf_range:
 	VMOVQ X8, DX
