@@ -47,16 +47,20 @@ func TestDotRowsEqualsDot(t *testing.T) {
 						half[i] = cc[i] / 2
 					}
 				}
-				outs := [][]float32{make([]float32, rows), make([]float32, rows), make([]float32, rows)}
-				DotRowsMulti(m, a, b, stride, [][]float32{cc, nil, half}, outs)
-				for row := range out {
-					for j, c0 := range []float32{0, 0, half[row]} {
-						if j == 0 && cc != nil {
-							c0 = cc[row]
-						}
-						want := m.Dot(a, b[row*stride:][:n], c0)
-						if got := outs[j][row]; math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
-							t.Fatalf("%s n %d row %d acc %d: DotRowsMulti %g, Dot %g", m.Name(), n, row, j, got, want)
+				for _, goOnly := range []bool{false, true} {
+					outs := [][]float32{make([]float32, rows), make([]float32, rows), make([]float32, rows)}
+					multiGoOnly = goOnly // true: the shared-products Go path, where the kernel would run
+					DotRowsMulti(m, a, b, stride, [][]float32{cc, nil, half}, outs)
+					multiGoOnly = false
+					for row := range out {
+						for j, c0 := range []float32{0, 0, half[row]} {
+							if j == 0 && cc != nil {
+								c0 = cc[row]
+							}
+							want := m.Dot(a, b[row*stride:][:n], c0)
+							if got := outs[j][row]; math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+								t.Fatalf("%s n %d row %d acc %d (Go path %v): DotRowsMulti %g, Dot %g", m.Name(), n, row, j, goOnly, got, want)
+							}
 						}
 					}
 				}
