@@ -36,7 +36,7 @@ func DotRows(m Model, a, b []uint16, stride int, c, out []float32) {
 // step's products and their largest exponent once and only the alignment,
 // truncation and rounding per accumulator (attention's P·V with several
 // promotion schemes fed by the same P). Where the assembly chain kernel
-// runs (dotRowsAsm), each accumulator takes it instead: one chain a
+// runs (dotRowsAsm), each accumulator takes it instead: one chain per
 // accumulator there is faster than the shared products with a Go step per
 // accumulator (BenchmarkDotRows: 2xDotRows against DotRowsMulti2).
 func DotRowsMulti(m Model, a, b []uint16, stride int, cs, outs [][]float32) {
