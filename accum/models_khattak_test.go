@@ -362,3 +362,28 @@ func TestWideChainAsmEqualsGo(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkChainTF32Short is BenchmarkChainTF32 on short chains, the
+// regime where the TF32 kernel's exponent guess is least right: 8192
+// independent dot products of K = 8 from c = 0 (two sm80 steps, one step of
+// the others), as one m16n8k8 instruction's outputs are.
+func BenchmarkChainTF32Short(b *testing.B) {
+	const K, chains = 8, 8192
+	r := rand.New(rand.NewPCG(53, 54))
+	x, y := make([]uint32, K*chains), make([]uint32, K*chains)
+	for i := range x {
+		x[i] = fp8.TF32FromFloat32(float32(r.NormFloat64()))
+		y[i] = fp8.TF32FromFloat32(float32(r.NormFloat64()))
+	}
+	for _, name := range []string{"sm80.mma.sync.tf32.f32", "sm90.mma.sync.tf32.f32"} {
+		m := MustLookup(name).(Wide)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				for i := 0; i < len(x); i += K {
+					sink = m.Dot32(x[i:i+K], y[i:i+K], 0)
+				}
+			}
+			b.ReportMetric(float64(len(x))*float64(b.N)/b.Elapsed().Seconds(), "products/s")
+		})
+	}
+}
