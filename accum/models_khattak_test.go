@@ -318,6 +318,14 @@ func TestWideChainAsmEqualsGo(t *testing.T) {
 	}
 	for _, p := range ps {
 		m := mustTFDPA(t, fp8.FormatTF32, p.L, p)
+		// both runs the chain through the kernel and through the Go loop.
+		both := func(a, b []uint32, c float32) (got float32, gi int, want float32, wi int) {
+			got, gi = m.wide.chain(a, b, c, p.L)
+			wideGoOnly = true
+			want, wi = m.wide.chain(a, b, c, p.L)
+			wideGoOnly = false
+			return got, gi, want, wi
+		}
 		for trial := 0; trial < 2000; trial++ {
 			k := 1 + r.IntN(6*p.L)
 			a, b := make([]uint32, k), make([]uint32, k)
@@ -325,10 +333,7 @@ func TestWideChainAsmEqualsGo(t *testing.T) {
 				a[i], b[i] = randTF32(r, trial%10 == 0), randTF32(r, trial%10 == 0)
 			}
 			c := randC(r, trial%10 == 1)
-			got, gi := m.wide.chain(a, b, c, p.L)
-			wideGoOnly = true
-			want, wi := m.wide.chain(a, b, c, p.L)
-			wideGoOnly = false
+			got, gi, want, wi := both(a, b, c)
 			if gi != wi || math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
 				t.Fatalf("L=%d F=%d fb=%d K=%d: kernel %08x after %d, Go %08x after %d\na=%08x\nb=%08x\nc=%08x",
 					p.L, p.F, m.wide.fb, k, math.Float32bits(got), gi, math.Float32bits(want), wi, a, b, math.Float32bits(c))
@@ -351,10 +356,7 @@ func TestWideChainAsmEqualsGo(t *testing.T) {
 				}
 				a[i], b[i] = fp8.TF32FromFloat32(x), fp8.TF32FromFloat32(1)
 			}
-			got, gi := m.wide.chain(a, b, c, p.L)
-			wideGoOnly = true
-			want, wi := m.wide.chain(a, b, c, p.L)
-			wideGoOnly = false
+			got, gi, want, wi := both(a, b, c)
 			if gi != wi || math.Float32bits(got) != math.Float32bits(want) {
 				t.Fatalf("L=%d F=%d fb=%d, one step from c=%08x: kernel %08x after %d, Go %08x after %d\na=%08x",
 					p.L, p.F, m.wide.fb, math.Float32bits(c), math.Float32bits(got), gi, math.Float32bits(want), wi, a)

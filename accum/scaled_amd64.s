@@ -119,6 +119,37 @@ chain_next: \
 	DECQ         R10 \
 	JNZ          chain_step
 
+// The end of a TF32 step, shared by its general loop and the l = 4 loop.
+// TF_TSUM adds up the four lanes of Y8 (the truncated terms, +0 where
+// none) and scales the sum by X15 = 2^(G−F): P in X8.
+#define TF_TSUM \
+	VEXTRACTF128 $1, Y8, X0 \
+	VADDPD       X0, X8, X8 \
+	VUNPCKHPD    X8, X8, X0 \
+	VADDSD       X0, X8, X8 \
+	VMULSD       X15, X8, X8
+
+// TF_CADD compares |c| with 2^(G+1) (to tf_slow) and 2^G (below it: to
+// tf_clow) and otherwise adds c to P: D in X8.
+#define TF_CADD \
+	VMOVQ  X10, DX \
+	BTRQ   $63, DX \
+	CMPQ   DX, 528(SP) \
+	JCC    tf_slow \
+	CMPQ   DX, 536(SP) \
+	JCS    tf_clow \
+	VADDSD X10, X8, X8
+
+// TF_RHO is rho, RZ to fb fraction bits in the FP32 range, of D (X8) into
+// X10, a D outside [2^−126, 2^128) going to tf_range.
+#define TF_RHO \
+	VMOVQ X8, DX \
+	BTRQ  $63, DX \
+	SUBQ  544(SP), DX \
+	CMPQ  DX, 552(SP) \
+	JCC   tf_range \
+	VPAND X11, X8, X10
+
 // func chainST8(entA, entB *[256]uint64, a, b *uint8, es *int32, steps, l int, f, fb, ezero int32, c float32) (d float32, done int)
 //
 // ST steps over 8-bit codes: entA and entB hold float64bits(value) |
@@ -416,30 +447,12 @@ tf_ttail:
 	VADDPD   Y0, Y8, Y8
 
 tf_tsum:
-	VADDPD       Y1, Y8, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VADDPD       X0, X8, X8
-	VUNPCKHPD    X8, X8, X0
-	VADDSD       X0, X8, X8
-	VMULSD       X15, X8, X8
-
-	// |c| against 2^(G+1) and 2^G.
-	VMOVQ X10, DX
-	BTRQ  $63, DX
-	CMPQ  DX, 528(SP)
-	JCC   tf_slow
-	CMPQ  DX, 536(SP)
-	JCS   tf_clow
-	VADDSD X10, X8, X8
+	VADDPD Y1, Y8, Y8
+	TF_TSUM
+	TF_CADD
 
 tf_round:
-	// rho: RZ to fb fraction bits in the FP32 range.
-	VMOVQ X8, DX
-	BTRQ  $63, DX
-	SUBQ  544(SP), DX
-	CMPQ  DX, 552(SP)
-	JCC   tf_range
-	VPAND X11, X8, X10
+	TF_RHO
 
 tf_next:
 	ADDQ R11, R12
@@ -526,24 +539,9 @@ tf4_step:
 	VROUNDPD     $3, Y0, Y0
 	VXORPD       Y8, Y8, Y8
 	VADDPD       Y0, Y8, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VADDPD       X0, X8, X8
-	VUNPCKHPD    X8, X8, X0
-	VADDSD       X0, X8, X8
-	VMULSD       X15, X8, X8
-	VMOVQ        X10, DX
-	BTRQ         $63, DX
-	CMPQ         DX, 528(SP)
-	JCC          tf_slow
-	CMPQ         DX, 536(SP)
-	JCS          tf_clow
-	VADDSD       X10, X8, X8
-	VMOVQ        X8, DX
-	BTRQ         $63, DX
-	SUBQ         544(SP), DX
-	CMPQ         DX, 552(SP)
-	JCC          tf_range
-	VPAND        X11, X8, X10
+	TF_TSUM
+	TF_CADD
+	TF_RHO
 	ADDQ         R11, R12
 	DECQ         R10
 	JNZ          tf4_step
