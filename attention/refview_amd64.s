@@ -294,22 +294,20 @@ TEXT ·refSumsF64(SB), NOSPLIT, $0-32
 // address of row 4), its high lane those of row l+8 (R10 the address of
 // row 8, R11 of row 12).
 #define TR_LOAD(off) \
-	VMOVDQU     off(SI), X0 \
-	VINSERTI128 $1, off(R10), Y0, Y0 \
-	VMOVDQU     off(SI)(DX*1), X1 \
-	VINSERTI128 $1, off(R10)(DX*1), Y1, Y1 \
-	VMOVDQU     off(SI)(DX*2), X2 \
-	VINSERTI128 $1, off(R10)(DX*2), Y2, Y2 \
-	VMOVDQU     off(SI)(R8*1), X3 \
-	VINSERTI128 $1, off(R10)(R8*1), Y3, Y3 \
-	VMOVDQU     off(R9), X4 \
-	VINSERTI128 $1, off(R11), Y4, Y4 \
-	VMOVDQU     off(R9)(DX*1), X5 \
-	VINSERTI128 $1, off(R11)(DX*1), Y5, Y5 \
-	VMOVDQU     off(R9)(DX*2), X6 \
-	VINSERTI128 $1, off(R11)(DX*2), Y6, Y6 \
-	VMOVDQU     off(R9)(R8*1), X7 \
-	VINSERTI128 $1, off(R11)(R8*1), Y7, Y7
+	TR_LOAD4(off, SI, R10, X0, Y0, X1, Y1, X2, Y2, X3, Y3) \
+	TR_LOAD4(off, R9, R11, X4, Y4, X5, Y5, X6, Y6, X7, Y7)
+
+// TR_LOAD4 is TR_LOAD's four rows from lo (low lanes) and hi (high lanes),
+// rows DX bytes apart, into the registers named (each X then its Y).
+#define TR_LOAD4(off, lo, hi, x0, y0, x1, y1, x2, y2, x3, y3) \
+	VMOVDQU     off(lo), x0 \
+	VINSERTI128 $1, off(hi), y0, y0 \
+	VMOVDQU     off(lo)(DX*1), x1 \
+	VINSERTI128 $1, off(hi)(DX*1), y1, y1 \
+	VMOVDQU     off(lo)(DX*2), x2 \
+	VINSERTI128 $1, off(hi)(DX*2), y2, y2 \
+	VMOVDQU     off(lo)(R8*1), x3 \
+	VINSERTI128 $1, off(hi)(R8*1), y3, y3
 
 // TR_STORE(off) stores Y8–Y15, the transpose's rows, 32 bytes each from
 // off(DI).
