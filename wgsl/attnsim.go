@@ -225,7 +225,11 @@ func (p *simPlan) cacheLayout() string {
 // caches and replacements within the device's storage binding limit
 // (Info().MaxStorageBinding; a single cache that does not fit is refused
 // by the device); a larger batch is cut between jobs or between the
-// trials of one. The caches must not change during the call.
+// trials of one. Calls made at the same time share submissions as the
+// jobs of one call do (simqueue.go): a call that arrives while the device
+// runs another's waits and goes with every call queued by then. A call
+// whose ctx ends returns ctx.Err() once no pack or upload reads its
+// inputs. The caches must not change during the call.
 func (r *Runner) SimDecodeBatch(ctx context.Context, jobs []SimJob) ([][][]float64, error) {
 	if err := r.wait(); err != nil { // r.info below
 		return nil, err
@@ -241,50 +245,7 @@ func (r *Runner) SimDecodeBatch(ctx context.Context, jobs []SimJob) ([][][]float
 		}
 		parts[j] = simPart{p: p, kv: job.KV, trials: job.Trials, job: j, packed: job.Packed}
 	}
-	out := make([][][]float64, len(jobs))
-	for j := range out {
-		out[j] = make([][]float64, 0, len(jobs[j].Trials))
-	}
-	limit := max(1, int(min(r.info.MaxStorageBinding/4, 1<<31)))
-	// Each submission's buffers are packed on the host while the one
-	// before is uploaded and run (at most two packed at once): packing is
-	// CPU work outside the device's lock. A pack no longer wanted (an
-	// error, a cancel) ends on its own and is dropped.
-	type packed struct {
-		pk  *simPacked
-		err error
-	}
-	pack := func(chunk []simPart) chan packed {
-		ch := make(chan packed, 1)
-		go func() {
-			defer trace.StartRegion(ctx, "wgsl: pack a batch").End()
-			pk, err := packSim(chunk)
-			ch <- packed{pk, err}
-		}()
-		return ch
-	}
-	chunks := simChunks(parts, maxSimRows, limit)
-	var next chan packed
-	if len(chunks) > 0 {
-		next = pack(chunks[0])
-	}
-	for i, chunk := range chunks {
-		p := <-next
-		if p.err != nil {
-			return nil, p.err
-		}
-		if i+1 < len(chunks) {
-			next = pack(chunks[i+1])
-		}
-		o, err := r.simSubmit(ctx, p.pk)
-		if err != nil {
-			return nil, err
-		}
-		for k, pt := range chunk {
-			out[pt.job] = append(out[pt.job], o[k]...)
-		}
-	}
-	return out, nil
+	return r.simRun(ctx, parts, len(jobs))
 }
 
 // simPart is the trials of one job of a batch (all of them, or a range)
@@ -295,6 +256,7 @@ type simPart struct {
 	trials []SimTrial
 	job    int
 	packed *SimPackedCache // the job's cache packed ahead, or nil
+	req    *simReq         // the SimDecodeBatch call of the job (simRun), or nil
 }
 
 // simChunks cuts the parts into the submissions of a batch: the parts of
@@ -1014,7 +976,7 @@ type simPacked struct {
 
 // simSubmit uploads the packed submission pk, runs it and reads its
 // outputs back, per part.
-func (r *Runner) simSubmit(ctx context.Context, pk *simPacked) ([][][]float64, error) {
+func (r *Runner) simSubmit(ctx context.Context, pk *simPacked, uploaded func()) ([][][]float64, error) {
 	reg := trace.StartRegion(ctx, "wgsl: wait for the device")
 	err := r.lock()
 	reg.End()
@@ -1022,9 +984,15 @@ func (r *Runner) simSubmit(ctx context.Context, pk *simPacked) ([][][]float64, e
 		return nil, err
 	}
 	defer r.mu.Unlock()
+	if err := ctx.Err(); err != nil { // every caller stopped waiting while the device was busy
+		return nil, err
+	}
 	reg = trace.StartRegion(ctx, "wgsl: upload a batch")
 	bufs, calls, err := r.uploadSim(pk)
 	reg.End()
+	if err == nil && uploaded != nil {
+		uploaded()
+	}
 	defer func() {
 		for _, x := range bufs {
 			r.be.free(x)

@@ -130,6 +130,8 @@ type Runner struct {
 	// nil for a Runner that Open returned.
 	opened  chan struct{}
 	openErr error
+	// sq queues SimDecodeBatch calls for shared submissions (simRun).
+	sq simQueue
 }
 
 // Open chooses an adapter (see [Options.Adapter]), creates a device with

@@ -14,6 +14,10 @@
 # without one, random tensors written here with NumPy (a 131072-token
 # layer: 32 query heads over 8 KV heads, head_dim 128, thd).
 # nvidia-smi's clocks before and after each run go to OUT/clocks.txt.
+# Each row's second line gives the wall ratio and its ceiling: the GPU
+# run's CPU seconds spread perfectly over every core are a floor on its
+# wall time, so cpu/gpu cannot exceed (CPU run's wall) × cores / (GPU
+# run's CPU seconds) unless that CPU work shrinks or leaves the host.
 # On a machine without a Vulkan loader, run cmd/gpucheck/run.sh once first
 # (it unpacks the loader packages); the NVIDIA ICD is picked as it does.
 set -uo pipefail
@@ -57,8 +61,17 @@ for e in "needle needle" "promotion promotion" "kv-formats kv-formats" "scales s
   name=$1; shift
   row "$name" gpu "$@"
   row "$name" cpu "$@"
-  python3 - "$OUT/$name-gpu.jsonl" "$OUT/$name-cpu.jsonl" <<'PY'
+  python3 - "$OUT/$name-gpu.jsonl" "$OUT/$name-cpu.jsonl" "$OUT/$name-gpu.time" "$OUT/$name-cpu.time" "$(nproc)" <<'PY'
 import json, sys
+def secs(p):
+    w, u, s = map(float, open(p).read().split()[:3])
+    return w, u + s
+(wg, cg), (wc, cc), cores = secs(sys.argv[3]), secs(sys.argv[4]), int(sys.argv[5])
+# The GPU run lasts at least its CPU seconds spread over every core, so its
+# cpu/gpu wall ratio cannot exceed wc / (cg / cores) while it does the CPU
+# work it does now.
+ceiling = f"{wc * cores / cg:.2f}" if cg > 0 else "unbounded"
+print(f"               cpu/gpu wall {wc / max(wg, 1e-9):.2f}; at most {ceiling} with this CPU work ({cg:.1f} CPU-s on {cores} cores)")
 def summary(p):
     for l in open(p):
         r = json.loads(l)
