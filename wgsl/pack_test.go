@@ -101,22 +101,28 @@ func TestPackCacheReusedBuffer(t *testing.T) {
 	}
 }
 
-// packBytes equals the scalar packing of 8-bit codes, whatever the codes'
-// high bytes hold.
+// packBytes (the AVX2 kernel for whole blocks of 8 words where it runs,
+// then Go) and packBytesGo equal the scalar packing of 8-bit codes,
+// whatever the codes' high bytes hold.
 func TestPackBytes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{0, 1, 7, 64, 1000} {
-		src := make([]uint16, 4*n)
-		for i := range src {
-			src[i] = uint16(rng.Uint32())
-		}
-		got := make([]uint32, n)
-		packBytes(got, src)
-		for w := range got {
-			s := src[4*w:]
-			want := uint32(s[0]&0xff) | uint32(s[1]&0xff)<<8 | uint32(s[2]&0xff)<<16 | uint32(s[3]&0xff)<<24
-			if got[w] != want {
-				t.Fatalf("n %d word %d: %#x, want %#x", n, w, got[w], want)
+	for _, pack := range []struct {
+		name string
+		f    func([]uint32, []uint16)
+	}{{"packBytes", packBytes}, {"packBytesGo", packBytesGo}} {
+		for _, n := range []int{0, 1, 7, 8, 9, 64, 1000} {
+			src := make([]uint16, 4*n)
+			for i := range src {
+				src[i] = uint16(rng.Uint32())
+			}
+			got := make([]uint32, n)
+			pack.f(got, src)
+			for w := range got {
+				s := src[4*w:]
+				want := uint32(s[0]&0xff) | uint32(s[1]&0xff)<<8 | uint32(s[2]&0xff)<<16 | uint32(s[3]&0xff)<<24
+				if got[w] != want {
+					t.Fatalf("%s n %d word %d: %#x, want %#x", pack.name, n, w, got[w], want)
+				}
 			}
 		}
 	}
@@ -146,5 +152,27 @@ func TestWordPool(t *testing.T) {
 	p.drain()
 	if p.words != 0 || len(p.free) != 0 || cap(p.get(30)) != 30 {
 		t.Fatalf("after drain the pool holds %d words in %d buffers", p.words, len(p.free))
+	}
+}
+
+// BenchmarkPackBytes packs a 4096-token, 8-head, head_dim-128 K cache's
+// 8-bit codes (4M codes, one fp8 K of the default scales): packBytes
+// against packBytesGo, bytes/s of codes read.
+func BenchmarkPackBytes(b *testing.B) {
+	src := make([]uint16, 4096*8*128)
+	for i := range src {
+		src[i] = uint16(i * 37)
+	}
+	dst := make([]uint32, len(src)/4)
+	for _, pack := range []struct {
+		name string
+		f    func([]uint32, []uint16)
+	}{{"packBytes", packBytes}, {"packBytesGo", packBytesGo}} {
+		b.Run(pack.name, func(b *testing.B) {
+			b.SetBytes(int64(2 * len(src)))
+			for b.Loop() {
+				pack.f(dst, src)
+			}
+		})
 	}
 }
