@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -111,7 +112,16 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	for i, factor := range factors {
 		sets[i] = sim.TrialSet{Key: fmt.Sprintf("scales/%d", factor), N: trials}
 	}
-	err = sim.TrialSets(ctx, run, sets, func(set, trial int, _ *rand.Rand) scalesResult {
+	// With the GPU a trial waits for the device (its open, then its
+	// batch) holding its worker: extra workers draw other trials meanwhile
+	// (on the H200 the 16 workers of the defaults sat idle 0.2 s waiting
+	// for the open), as many as scalesWaitBytes of their inputs allow.
+	workers := runtime.GOMAXPROCS(0)
+	if g != nil {
+		per := int64(v.Int("tokens")) * int64(kvh) * scalesHeadDim * scalesTrialBytes
+		workers += int(min(int64(workers), scalesWaitBytes/max(per, 1)))
+	}
+	err = sim.TrialSetsWorkers(ctx, run, sets, workers, func(set, trial int, _ *rand.Rand) scalesResult {
 		// The trial's generator itself (TrialRand wraps it), for FillNormal.
 		return scalesTrial(ctx, sim.TrialSource(run.Seed, sets[set].Key, trial), v, dtype, float64(factors[set]), nOut, g)
 	}, func(set int, res []scalesResult) error {
@@ -392,6 +402,16 @@ func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.For
 
 // scalesHeadDim is the head dimension of every trial.
 const scalesHeadDim = 128
+
+// scalesTrialBytes is about the bytes a trial holds per K element: K and V
+// as float32 (8), four caches of 16-bit codes, K's and V's (16), and
+// their packed copies for the GPU (10); scalesWaitBytes bounds the inputs
+// of the extra trials a GPU run draws while others wait (1 GiB, the
+// needle's group budget).
+const (
+	scalesTrialBytes = 34
+	scalesWaitBytes  = 1 << 30
+)
 
 // scalesBF16 is the bf16 series' configuration: cfg's shape, bf16 K and
 // V, promotion 0 (the bf16 series has always run so).

@@ -60,6 +60,15 @@ type TrialSet struct {
 // returned. Progress, cancellation and panics are as in Trials; a
 // negative N is an error before any trial runs.
 func TrialSets[T any](ctx context.Context, run *Run, sets []TrialSet, fn func(set, trial int, rng *rand.Rand) T, done func(set int, results []T) error) error {
+	return TrialSetsWorkers(ctx, run, sets, runtime.GOMAXPROCS(0), fn, done)
+}
+
+// TrialSetsWorkers is [TrialSets] on up to workers goroutines (at least
+// one) instead of runtime.GOMAXPROCS(0): more than the cores for trials
+// that spend part of their time waiting (for a GPU), so that others draw
+// meanwhile. The results are TrialSets' whatever the count; the memory of
+// the trials running at once grows with it.
+func TrialSetsWorkers[T any](ctx context.Context, run *Run, sets []TrialSet, workers int, fn func(set, trial int, rng *rand.Rand) T, done func(set int, results []T) error) error {
 	var total int64
 	at := make([]int, len(sets)+1) // at[s]: the first flat index of set s
 	for s, set := range sets {
@@ -78,7 +87,7 @@ func TrialSets[T any](ctx context.Context, run *Run, sets []TrialSet, fn func(se
 		out[s] = make([]T, set.N)
 	}
 	n := at[len(sets)]
-	workers := min(runtime.GOMAXPROCS(0), n)
+	workers = max(1, min(workers, n))
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -104,5 +106,42 @@ func TestTrialSets(t *testing.T) {
 	if err := TrialSets(ctx, &Run{ctx: ctx, sink: Discard}, []TrialSet{{"n", -1}}, func(_, i int, _ *rand.Rand) int { return i },
 		func(int, []int) error { return nil }); err == nil {
 		t.Error("a negative count: no error")
+	}
+}
+
+// TrialSetsWorkers runs as many trials at once as it is given workers,
+// more than GOMAXPROCS too (each trial here waits until that many are
+// running), with TrialSets' results.
+func TestTrialSetsWorkers(t *testing.T) {
+	ctx := context.Background()
+	old := runtime.GOMAXPROCS(2)
+	defer runtime.GOMAXPROCS(old)
+	sets := []TrialSet{{"w", 12}}
+	want, err := Trials(ctx, &Run{ctx: ctx, sink: Discard, Seed: 3}, "w", 12, func(_ int, rng *rand.Rand) uint64 { return rng.Uint64() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{0, 1, 6} {
+		var running atomic.Int64
+		all := make(chan struct{})
+		var once sync.Once
+		var got []uint64
+		err := TrialSetsWorkers(ctx, &Run{ctx: ctx, sink: Discard, Seed: 3}, sets, workers, func(_, _ int, rng *rand.Rand) uint64 {
+			if running.Add(1) == int64(max(workers, 1)) {
+				once.Do(func() { close(all) })
+			}
+			select {
+			case <-all:
+			case <-time.After(10 * time.Second):
+				t.Errorf("workers %d: %d trials running at once, want %d", workers, running.Load(), max(workers, 1))
+			}
+			return rng.Uint64()
+		}, func(_ int, res []uint64) error { got = res; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("workers %d: %v, Trials gives %v", workers, got, want)
+		}
 	}
 }
