@@ -102,6 +102,7 @@
 // them); every kernel's module is assembled one way: generated constants,
 // the library files it includes, its kernel file, common.wgsl. Package
 // wgsl depends on fp8, accum (the models' parameters, from which the
-// kernels' constants and tables are derived) and attention (the
-// configuration, plan and cache types of SimDecode, and its combine).
+// kernels' constants and tables are derived), attention (the
+// configuration, plan and cache types of SimDecode, and its combine) and
+// internal/cpufeat (whether the host runs packBytes' AVX2 kernel).
 package wgsl

@@ -10,10 +10,11 @@ import (
 )
 
 // The package doc's dependencies are the whole list: the GPU runtime
-// imports fp8, accum and attention of the module and nothing else of it
-// (no accum/golden: the checks against captures are package wgslcheck's).
+// imports fp8, accum, attention and internal/cpufeat of the module and
+// nothing else of it (no accum/golden: the checks against captures are
+// package wgslcheck's).
 func TestModuleImports(t *testing.T) {
-	allowed := map[string]bool{"fp8": true, "accum": true, "attention": true}
+	allowed := map[string]bool{"fp8": true, "accum": true, "attention": true, "internal/cpufeat": true}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestModuleImports(t *testing.T) {
 		for _, im := range ast.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
 			if rest, ok := strings.CutPrefix(p, mod); ok && !allowed[rest] {
-				t.Errorf("%s imports %s: package wgsl depends only on fp8, accum and attention", f, p)
+				t.Errorf("%s imports %s: package wgsl depends only on fp8, accum, attention and internal/cpufeat", f, p)
 			}
 		}
 	}
