@@ -201,6 +201,7 @@ func (e DecodeBW) Run(ctx context.Context, run *sim.Run) error {
 				"bandwidth_gbs": b.Bandwidth / 1e9, "batch": float64(batch), "timestamp": gpuBool(b.Source == "timestamp"),
 				"ms_min": m.Min.Seconds() * 1e3, "ms_max": m.Max.Seconds() * 1e3, "ms_q1": m.Q1.Seconds() * 1e3, "ms_q3": m.Q3.Seconds() * 1e3,
 				"reps": float64(len(m.Times)), "warmups": float64(m.Warmups), "warmup_s": m.WarmupTime.Seconds(), "stable": gpuBool(m.Stable),
+				"steps": float64(b.Steps), "sm_mhz": m.ClockMHz, "sm_end_mhz": m.ClockEndMHz,
 			}}); err != nil {
 				return err
 			}

@@ -559,15 +559,23 @@ func (b *decodeBufs) calls(cfg decodePlan) []call {
 	}
 }
 
+// decodeBenchWork is about the GPU time of one repetition of BenchDecode,
+// of at most as many steps as one submission holds (maxCallsPerSubmit:
+// 32 steps of two kernels), so that no host wait falls inside it.
+const decodeBenchWork = 5 * time.Millisecond
+
 // DecodeBench is the timing of one decode step configuration.
 type DecodeBench struct {
 	Config DecodeConfig
-	// Time is the median of the timed repetitions of one step (the split
-	// and combine kernels in one submission), Times all of them;
-	// Measurement has the warm-up and the spread.
+	// Time is the median over the timed repetitions of one step's time
+	// (the split and combine kernels), Times all of them; a repetition is
+	// one submission of Steps steps back to back, its time divided by
+	// Steps (the Measurement's times likewise, with its warm-up and
+	// spread).
 	Time        time.Duration
 	Times       []time.Duration
 	Measurement Measurement
+	Steps       int
 	// Source is "timestamp" (GPU timestamp queries) or "wall" (host clock
 	// around submit and wait, launch overhead included).
 	Source string
@@ -577,9 +585,13 @@ type DecodeBench struct {
 	Bandwidth float64
 }
 
-// BenchDecode times reps decode steps of cfg, after the runner's warm-up
-// rule (Warmup), over a KV cache filled with pseudo-random values on the
-// device, and returns the median. Query values are random normal.
+// BenchDecode times reps repetitions of cfg's decode step, after the
+// runner's warm-up rule (Warmup), over a KV cache filled with
+// pseudo-random values on the device, and returns the median time of one
+// step. A repetition is a submission of DecodeBench.Steps steps back to
+// back (about 5 ms of GPU work, as the layers of a served model's decode
+// keep the GPU busy), its time divided by Steps. Query values are random
+// normal.
 func (r *Runner) BenchDecode(ctx context.Context, cfg DecodeConfig, reps int) (DecodeBench, error) {
 	if err := r.wait(); err != nil { // r.info below
 		return DecodeBench{}, err
@@ -625,12 +637,33 @@ func (r *Runner) benchDecode(ctx context.Context, plan decodePlan, reps int) (De
 	if _, err := r.be.run(ctx, fills, false); err != nil {
 		return DecodeBench{}, err
 	}
-	steps := bufs.calls(plan)
-	meas, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) { return r.be.run(ctx, steps, true) })
+	step := bufs.calls(plan)
+	// One step alone leaves the GPU idle between submissions (submit, wait,
+	// poll: tens of microseconds of work, then as long again or more with
+	// nothing), and its clock stays down: on the H200 the SM sat at its
+	// 345 MHz idle clock through decode-bw (nvidia-smi), settled there, and
+	// the warm-up rule accepted it. A decode step of a served model runs
+	// back to back with its other layers' kernels, so a repetition is
+	// Steps steps in one submission, about decodeBenchWork of GPU time
+	// after a first step timed alone, and its time is divided by Steps.
+	first, err := r.be.run(ctx, step, true)
 	if err != nil {
 		return DecodeBench{}, err
 	}
-	res := DecodeBench{Config: cfg, Bytes: cfg.KVBytes(), Source: meas.Source, Time: meas.Median, Times: meas.Times, Measurement: meas}
+	n := 1
+	if t := first.Best(); t > 0 {
+		n = int(min(int64(maxCallsPerSubmit/len(step)), max(1, int64(decodeBenchWork/t))))
+	}
+	steps := slices.Repeat(step, n)
+	meas, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) {
+		t, err := r.be.run(ctx, steps, true)
+		t.Wall, t.GPU = t.Wall/time.Duration(n), t.GPU/time.Duration(n)
+		return t, err
+	})
+	if err != nil {
+		return DecodeBench{}, err
+	}
+	res := DecodeBench{Config: cfg, Bytes: cfg.KVBytes(), Source: meas.Source, Time: meas.Median, Times: meas.Times, Measurement: meas, Steps: n}
 	res.Bandwidth = float64(res.Bytes) / res.Time.Seconds()
 	return res, nil
 }
