@@ -560,18 +560,22 @@ func (b *decodeBufs) calls(cfg decodePlan) []call {
 }
 
 // decodeBenchWork is about the GPU time of one repetition of BenchDecode,
-// of at most as many steps as one submission holds (maxCallsPerSubmit:
-// 32 steps of two kernels), so that no host wait falls inside it.
-const decodeBenchWork = 5 * time.Millisecond
+// at most decodeBenchMaxSteps steps. A repetition of more steps than one
+// submission holds (maxCallsPerSubmit: 32 steps of two kernels) is several
+// submissions, each encoded while the one before runs: between them the
+// GPU waits only for the host to see one end and submit the next.
+const (
+	decodeBenchWork     = 10 * time.Millisecond
+	decodeBenchMaxSteps = 512
+)
 
 // DecodeBench is the timing of one decode step configuration.
 type DecodeBench struct {
 	Config DecodeConfig
 	// Time is the median over the timed repetitions of one step's time
 	// (the split and combine kernels), Times all of them; a repetition is
-	// one submission of Steps steps back to back, its time divided by
-	// Steps (the Measurement's times likewise, with its warm-up and
-	// spread).
+	// Steps steps back to back, its time divided by Steps (the
+	// Measurement's times likewise, with its warm-up and spread).
 	Time        time.Duration
 	Times       []time.Duration
 	Measurement Measurement
@@ -588,8 +592,8 @@ type DecodeBench struct {
 // BenchDecode times reps repetitions of cfg's decode step, after the
 // runner's warm-up rule (Warmup), over a KV cache filled with
 // pseudo-random values on the device, and returns the median time of one
-// step. A repetition is a submission of DecodeBench.Steps steps back to
-// back (about 5 ms of GPU work, as the layers of a served model's decode
+// step. A repetition is DecodeBench.Steps steps back to back (about 10 ms
+// of GPU work, up to 512 steps, as the layers of a served model's decode
 // keep the GPU busy), its time divided by Steps. Query values are random
 // normal.
 func (r *Runner) BenchDecode(ctx context.Context, cfg DecodeConfig, reps int) (DecodeBench, error) {
@@ -644,15 +648,15 @@ func (r *Runner) benchDecode(ctx context.Context, plan decodePlan, reps int) (De
 	// 345 MHz idle clock through decode-bw (nvidia-smi), settled there, and
 	// the warm-up rule accepted it. A decode step of a served model runs
 	// back to back with its other layers' kernels, so a repetition is
-	// Steps steps in one submission, about decodeBenchWork of GPU time
-	// after a first step timed alone, and its time is divided by Steps.
+	// Steps steps, about decodeBenchWork of GPU time after a first step
+	// timed alone, and its time is divided by Steps.
 	first, err := r.be.run(ctx, step, true)
 	if err != nil {
 		return DecodeBench{}, err
 	}
 	n := 1
 	if t := first.Best(); t > 0 {
-		n = int(min(int64(maxCallsPerSubmit/len(step)), max(1, int64(decodeBenchWork/t))))
+		n = int(min(decodeBenchMaxSteps, max(1, int64(decodeBenchWork/t))))
 	}
 	steps := slices.Repeat(step, n)
 	meas, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) {

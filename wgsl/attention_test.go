@@ -89,7 +89,7 @@ func TestBenchDecodeRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s %s L=4096: %v (%s, %d steps a submission), %.2f GB/s", kv, b.Config.Math, b.Time, b.Source, b.Steps, b.Bandwidth/1e9)
-		if b.Time <= 0 || b.Bytes != 2*8*4096*128*int64(kv.CodeBytes()) || b.Steps < 1 || b.Steps > maxCallsPerSubmit/2 {
+		if b.Time <= 0 || b.Bytes != 2*8*4096*128*int64(kv.CodeBytes()) || b.Steps < 1 || b.Steps > decodeBenchMaxSteps {
 			t.Errorf("implausible bench %+v", b)
 		}
 	}

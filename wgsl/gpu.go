@@ -310,11 +310,11 @@ func (g *gpu) run(ctx context.Context, calls []call, timed bool) (Timing, error)
 		return Timing{}, fmt.Errorf("wgsl: kernel %s: %w", calls[0].k.entry, err)
 	}
 	ts := timed && g.plat.hasTimestamps()
-	var wall time.Duration
-	for start := 0; start < len(calls); start += maxCallsPerSubmit {
-		if err := ctx.Err(); err != nil {
-			return Timing{}, err
-		}
+	// Each submission of at most maxCallsPerSubmit dispatches is encoded
+	// while the one before runs (the GPU idles only between one's end and
+	// the next's submit), and waited for before the next is submitted, so
+	// that ctx is honoured between them.
+	encode := func(start int) (*wgpu.CommandBuffer, error) {
 		end := min(start+maxCallsPerSubmit, len(calls))
 		var cb *wgpu.CommandBuffer
 		err := g.plat.scope(func() error {
@@ -356,17 +356,41 @@ func (g *gpu) run(ctx context.Context, calls []call, timed bool) (Timing, error)
 			return err
 		})
 		if err != nil {
-			return Timing{}, fmt.Errorf("wgsl: kernel %s: %w", calls[start].k.entry, err)
+			return nil, fmt.Errorf("wgsl: kernel %s: %w", calls[start].k.entry, err)
 		}
-		t0 := time.Now()
+		return cb, nil
+	}
+	cb, err := encode(0)
+	if err != nil {
+		return Timing{}, err
+	}
+	t0 := time.Now()
+	for start := 0; start < len(calls); start += maxCallsPerSubmit {
 		g.queue.Submit(cb)
-		g.plat.wait(g)
-		wall += time.Since(t0)
 		cb.Release()
+		cb = nil
+		var next error
+		if n := start + maxCallsPerSubmit; n < len(calls) && ctx.Err() == nil {
+			cb, next = encode(n)
+		}
+		g.plat.wait(g)
 		if err := g.checkLost(); err != nil {
+			if cb != nil {
+				cb.Release()
+			}
+			return Timing{}, err
+		}
+		if next != nil {
+			return Timing{}, next
+		}
+		if err := ctx.Err(); err != nil {
+			if cb != nil {
+				cb.Release()
+			}
 			return Timing{}, err
 		}
 	}
+	wall := time.Since(t0)
 	t := Timing{Wall: wall}
 	if ts {
 		d, err := g.plat.elapsed(ctx, g)
