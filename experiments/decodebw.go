@@ -34,17 +34,22 @@ One decode step: batch sequences, q-heads query heads over kv-heads KV heads
 512 tokens and KV head, then a combine kernel), in WGSL with native f32
 arithmetic over an FP16 cache (vectorized 16-byte loads, unpack2x16float) or
 an e4m3 cache (16 codes per load, widened to FP16 bit patterns). The cache
-is filled on the GPU; each point is the median of reps steps, timed with GPU
-timestamp queries where the adapter has them (else the wall clock around
-submit and wait, launch overhead included), after a warm-up of untimed steps
-until the time is stable (wgsl.DefaultWarmup: on a GPU the last 3 within 5 %
-after at least 0.5 s, at most 10 s; the point's stable extra is 0 when the
-cap ended it).
+is filled on the GPU; each point is the median of reps repetitions, each
+steps decode steps back to back (about 10 ms of GPU work, at most 512 steps,
+as a served model's layers keep the GPU busy: one step alone leaves it idle
+between submissions and its clock down), the repetition's time divided by
+steps, timed with GPU timestamp queries where the adapter has them (else
+the wall clock around submit and wait, launch overhead included), after a
+warm-up of untimed repetitions until the time is stable (wgsl.DefaultWarmup:
+on a GPU the last 3 within 5 % after at least 0.5 s and the SM clock up or
+settled, at most 5 s; the point's stable extra is 0 when the cap ended it).
 
 Series fp16 and e4m3: y = milliseconds per step at x = context tokens; extra:
 bandwidth_gbs (KV bytes read / time), batch, timestamp (1 when timed by GPU
-timestamps), the spread of the timed steps (ms_min, ms_max, ms_q1, ms_q3),
-reps, warmups, warmup_s and stable. Series "fp16 least-squares fit" and
+timestamps), the spread of the timed repetitions per step (ms_min, ms_max,
+ms_q1, ms_q3), reps, warmups, warmup_s, steps, sm_mhz and sm_end_mhz (the SM
+clock at the warm-up's end and after the timed repetitions, where gpucheck
+samples nvidia-smi; 0 otherwise) and stable. Series "fp16 least-squares fit" and
 "e4m3 least-squares fit": the fitted line over the measured contexts (25
 points). Summary: the least-squares slope
 of time against context for each (fp16_slope_ns, e4m3_slope_ns: nanoseconds
@@ -71,7 +76,7 @@ func (DecodeBW) Params() []sim.Param {
 		{Name: "batch", Doc: "sequences per step (0: the largest that fits, at most 64)", Kind: sim.KindInt, Default: 0, Min: 0, Max: 4096},
 		{Name: "kv-heads", Aliases: []string{"kv_heads"}, Doc: "KV heads", Kind: sim.KindInt, Default: 8, Min: 1, Max: 128},
 		{Name: "q-heads", Aliases: []string{"q_heads"}, Doc: "query heads (1 to 8 per KV head)", Kind: sim.KindInt, Default: 32, Min: 1, Max: 1024},
-		{Name: "reps", Doc: "timed steps per point after the warm-up (the median is kept, min and max reported)", Kind: sim.KindInt, Default: 3, Min: 1, Max: 1000},
+		{Name: "reps", Doc: "timed repetitions per point after the warm-up (the median is kept, min and max reported)", Kind: sim.KindInt, Default: 3, Min: 1, Max: 1000},
 		{Name: "math", Doc: "the kernels' arithmetic, the same for both formats: f32 (q read from workgroup memory) or f32-qreg (head_dim split across invocations, q in registers)",
 			Kind: sim.KindChoice, Default: wgsl.MathF32, Choices: wgsl.DecodeMaths},
 	}
