@@ -65,6 +65,9 @@ type encParams struct {
 	// vp is the row as the vector kernel reads it, for SatFinite and
 	// NoSat (encvec.go).
 	vp [2]vecParams
+	// tab holds the scalar path's code tables, for SatFinite and NoSat
+	// (enctable.go).
+	tab [2]codeTable
 }
 
 var encTable [numFormats]*encParams
@@ -274,7 +277,7 @@ func (f Format) encodeScaled(dst []uint16, stride int, src []float32, scale floa
 		p.encodeVec(dst, stride, src, scale, divide, sat)
 		return
 	}
-	p.encodeLoop(dst, stride, src, scale, divide, sat)
+	p.encodeScalar(dst, stride, src, scale, divide, sat)
 }
 
 // EncodeE2M1 converts x to FP4 e2m1 (cvt.rn.satfinite.e2m1x2.f32): round to
