@@ -25,9 +25,10 @@ import (
 // encodeLoop, FuzzEncodeScaledSlice the whole path.
 
 // encTableMin is the shortest slice encodeScalar converts through the
-// table (a table costs about a millisecond to build, once per format and
-// saturation).
-const encTableMin = 4096
+// table. A table costs about a millisecond to build, once per format and
+// saturation in a process; the caches' writes convert a token's row (a
+// head_dim of elements) at a time.
+const encTableMin = 32
 
 const (
 	encTableSlow = 0x8000 // not a normal quotient: encodeLoop
