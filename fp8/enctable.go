@@ -56,7 +56,7 @@ func (p *encParams) buildCodes(sat Saturation) []uint16 {
 	for hi := range 1 << 16 {
 		b := uint32(hi) << 16
 		abs := b & 0x7fffffff
-		if abs-0x800000 >= 0x7f800000-0x800000 || (p.unsigned && b>>31 != 0) || p.mbits > 3 {
+		if abs-0x800000 >= 0x7f800000-0x800000 || (p.unsigned && b>>31 != 0) {
 			t[hi] = encTableSlow
 			continue
 		}
@@ -73,7 +73,7 @@ func (p *encParams) buildCodes(sat Saturation) []uint16 {
 // encodeScalar is encodeLoop, through the code table for a slice of at
 // least encTableMin elements.
 func (p *encParams) encodeScalar(dst []uint16, stride int, src []float32, scale float32, divide bool, sat Saturation) {
-	if len(src) < encTableMin || sat > NoSat {
+	if len(src) < encTableMin || sat > NoSat || p.mbits > 3 { // more fraction bits: the lower half rounds too
 		p.encodeLoop(dst, stride, src, scale, divide, sat)
 		return
 	}

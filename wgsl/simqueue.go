@@ -17,9 +17,9 @@ import (
 // that each bring a small batch (scales: one trial's four caches each) pay
 // a few submissions' fixed costs (the read back, the dispatches' launch,
 // the device's idle between them) instead of N. A trial's outputs do not
-// depend on what else shares its submission (SimDecodeBatch's contract,
-// TestSimDecodeBatchEqualsSingles), so the bits are those of one call at a
-// time.
+// depend on what else shares its submission (SimDecodeBatch's contract:
+// TestSimDecodeBatch and TestSimDecodeBatchConcurrent check each output
+// against attention.Run), so the bits are those of one call at a time.
 //
 // Cancelling: a call whose ctx ends returns ctx.Err() as soon as the round
 // no longer reads its inputs (its caches and queries): at once if none of
