@@ -13,7 +13,7 @@ func (DecodeBW) Chart() sim.Chart {
 		Y:      sim.Axis{Quantity: "time per decode step, median", Unit: "ms"},
 		Lo:     "ms_min",
 		Hi:     "ms_max",
-		Method: "bars: the fastest and slowest of the timed repetitions after the warm-up (wgsl.DefaultWarmup), each a submission of several steps back to back, per step",
+		Method: "the fastest and slowest of the timed repetitions after the warm-up (wgsl.DefaultWarmup), each 1 to 512 decode steps back to back (about 10 ms of GPU work, one step where a step takes longer), per step",
 		Styles: []sim.Style{
 			{Match: "fp16", Family: "fp16 KV", Variant: "this GPU", Measured: true},
 			{Match: "e4m3", Family: "fp8 e4m3 KV", Variant: "this GPU", Measured: true},
