@@ -65,7 +65,12 @@ type kvViews struct {
 // purego tag, a CPU without AVX2 or F16C), for a block-scaled cache, or
 // for a format refDecodes has no row for. Safe for
 // concurrent use by readers of the cache.
-func (c *KV) refView() *refView {
+func (c *KV) refView() *refView { return c.refViewReads(1) }
+
+// refViewReads is refView for reads references at once (the trials of
+// ReferenceQuantizedTrials, each of which would have read the cache): they
+// count as that many reads.
+func (c *KV) refViewReads(reads int) *refView {
 	after := refViewAfter(c.format)
 	if after == 0 || !haveRefAsm || c.bs != nil || c.views == nil {
 		return nil
@@ -73,7 +78,7 @@ func (c *KV) refView() *refView {
 	c.views.mu.Lock()
 	defer c.views.mu.Unlock()
 	if c.views.v == nil {
-		if c.views.reads++; c.views.reads < after {
+		if c.views.reads += reads; c.views.reads < after {
 			return nil
 		}
 		c.views.v = newRefView(c)

@@ -605,8 +605,14 @@ type attnNeedleTrialResult struct {
 // trial runs one trial over the haystack h of n tokens: every run, every
 // series.
 func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand.Rand, runs []attnNeedleRun) attnNeedleTrialResult {
-	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, nil)
+	return t.trialDrawn(ctx, h, t.draw(n, rng), runs, nil, nil)
 }
+
+// attnTrialRefs gives a trial the reference O* of the runs that start at
+// run index i of the runs it is given (their cache, the first one's cfg),
+// computed with the other trials of its haystack (attnRefs.ref): false when
+// it does not serve that cache, and the trial computes its own.
+type attnTrialRefs func(i int) ([]float64, bool, error)
 
 // attnNeedleDraw is what one trial draws: its query, the needle's position,
 // the candidate codes and the true one, and the rows it writes into the
@@ -723,8 +729,9 @@ func restore(kv *attention.KV, saved []attention.TokenState) error {
 
 // trialDrawn runs the drawn trial dr over the haystack h: every run, every
 // series, each O compared with O* (with t.exactErr: exact, the trial's
-// t.exact; nil: computed here).
-func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64) attnNeedleTrialResult {
+// t.exact; nil: computed here; else from refs when it serves the cache,
+// computed with the haystack's other trials; else computed here).
+func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, refs attnTrialRefs) attnNeedleTrialResult {
 	var res attnNeedleTrialResult
 	if t.exactErr && exact == nil {
 		exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
@@ -737,19 +744,24 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 			j++
 		}
 		var err error
+		var pre func() ([]float64, bool, error)
+		if refs != nil {
+			first := i
+			pre = func() ([]float64, bool, error) { return refs(first) }
+		}
 		if base := h.base[f]; !base.BlockScaled() {
 			// The shared cache read through the trial's tokens (the kernels
 			// and references take patches): no copy of it.
 			var patch []attention.TokenPatch
 			if patch, err = t.tokenPatches(base, dr); err == nil {
-				err = t.score(ctx, base, patch, dr, runs[i:j], exact, &res)
+				err = t.score(ctx, base, patch, dr, runs[i:j], exact, pre, &res)
 			}
 		} else {
 			// A block-scaled cache cannot be read through patches (its V
 			// scales span blocks of tokens): a copy with the tokens written in.
 			kv := h.borrow(f)
 			saved := t.patch(kv, dr)
-			err = t.score(ctx, kv, nil, dr, runs[i:j], exact, &res)
+			err = t.score(ctx, kv, nil, dr, runs[i:j], exact, pre, &res)
 			if rerr := restore(kv, saved); rerr != nil {
 				err = errors.Join(err, rerr) // the copy is dropped, not given back
 			} else {
@@ -786,9 +798,9 @@ func (t attnNeedle) tokenPatches(kv *attention.KV, dr attnNeedleDraw) ([]attenti
 
 // score runs the kernels of runs (one cache) on kv read through patch (nil:
 // kv holds the trial's needle and sinks itself) and appends their hits and
-// errors to res.
-func (t attnNeedle) score(ctx context.Context, kv *attention.KV, patch []attention.TokenPatch, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, res *attnNeedleTrialResult) error {
-	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, patch, exact)
+// errors to res; pre, when not nil, may give O* (see references).
+func (t attnNeedle) score(ctx context.Context, kv *attention.KV, patch []attention.TokenPatch, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, pre func() ([]float64, bool, error), res *attnNeedleTrialResult) error {
+	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, patch, exact, pre)
 	if err != nil {
 		return err
 	}
@@ -813,16 +825,26 @@ func (t attnNeedle) score(ctx context.Context, kv *attention.KV, patch []attenti
 
 // references returns the trial's baseline B (the legacy probe's; 0 for
 // the zero-sum ones, whose score B cannot move) and O* (exact when given,
-// else exact attention on kv's quantized inputs), kv read through patch
+// else what pre gives when it is not nil and serves the cache (the same
+// bits, computed with the haystack's other trials: attnRefs), else exact
+// attention on kv's quantized inputs), kv read through patch
 // (attention.ReferenceQuantizedPatched: nil when kv holds the trial's
 // tokens itself). It reads kv only when refReadsCache says so.
-func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, patch []attention.TokenPatch, exact []float64) (base float64, ref []float64, err error) {
+func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, patch []attention.TokenPatch, exact []float64, pre func() ([]float64, bool, error)) (base float64, ref []float64, err error) {
 	if t.probe == attnProbeLegacy {
 		if base, err = t.baseline(ctx, cfg, q, kv, patch); err != nil {
 			return 0, nil, err
 		}
 	}
 	ref = exact
+	if ref == nil && pre != nil {
+		var ok bool
+		if ref, ok, err = pre(); err != nil {
+			return 0, nil, err
+		} else if !ok {
+			ref = nil
+		}
+	}
 	if ref == nil {
 		if ref, err = attention.ReferenceQuantizedPatched(ctx, cfg, q, nil, kv, patch); err != nil {
 			return 0, nil, err
@@ -936,8 +958,22 @@ func attnNeedleCall(ctx context.Context, run *sim.Run, t attnNeedle, c attnCall,
 				sets[i] = sim.TrialSet{Key: fmt.Sprintf("%s/%d", key, g0+i), N: count(g0 + i)}
 			}
 			res = make([][]attnNeedleTrialResult, len(hays))
-			err = sim.TrialSets(ctx, run, sets, func(i, _ int, rng *rand.Rand) attnNeedleTrialResult {
-				return t.trial(ctx, hays[i], n, rng, runs)
+			keys := make([]string, len(hays))
+			for i := range hays {
+				keys[i] = sets[i].Key
+			}
+			// O* of a haystack's trials computed together (attnRefs),
+			// unless O* is exact (t.exactErr: no cache is read for it).
+			var refs *attnRefs
+			if !t.exactErr {
+				refs = newAttnRefs(t, run.Seed, hays, n, keys, func(i int) int { return count(g0 + i) }, runs)
+			}
+			err = sim.TrialSets(ctx, run, sets, func(i, j int, rng *rand.Rand) attnNeedleTrialResult {
+				var tr attnTrialRefs
+				if refs != nil {
+					tr = func(r int) ([]float64, bool, error) { return refs.ref(ctx, i, j, r) }
+				}
+				return t.trialDrawn(ctx, hays[i], t.draw(n, rng), runs, nil, tr)
 			}, func(i int, r []attnNeedleTrialResult) error {
 				res[i] = r
 				return nil

@@ -168,6 +168,24 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 		parts[i] = make([]cpuPart, len(draws[i]))
 		left[i].Store(int64(len(draws[i])))
 	}
+	// O* of a haystack's trials computed together (attnRefs): for the GPU
+	// caches (the first GPU run of each, whose cfg gpuCfg holds) and for
+	// the runs kept on the CPU; not when O* is exact.
+	var gpuRefs, cpuRefs *attnRefs
+	if !t.exactErr {
+		cnt := func(i int) int { return len(draws[i]) }
+		var refRuns []attnNeedleRun
+		for _, name := range gpuCaches {
+			for _, r := range runs {
+				if onGPU(r) && r.cache() == name {
+					refRuns = append(refRuns, r)
+					break
+				}
+			}
+		}
+		gpuRefs = newAttnRefs(t, run.Seed, hays, n, tkeys, cnt, refRuns)
+		cpuRefs = newAttnRefs(t, run.Seed, hays, n, tkeys, cnt, cpuRuns)
+	}
 	var cpuErr error
 	_, err := sim.Trials(ctx, run, key+"/references", total, func(f int, _ *rand.Rand) struct{} {
 		defer trace.StartRegion(ctx, "needle: a trial's references on the CPU").End()
@@ -185,9 +203,13 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 			exact = t.exact(h, dr.q, dr.pos, dr.needleK, dr.needleV, dr.sinkK, dr.sinkV)
 		}
 		if len(cpuRuns) > 0 {
-			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact)
+			var tr attnTrialRefs
+			if cpuRefs != nil {
+				tr = func(r int) ([]float64, bool, error) { return cpuRefs.ref(ctx, i, j, r) }
+			}
+			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact, tr)
 		}
-		for _, name := range gpuCaches {
+		for c, name := range gpuCaches {
 			var base float64
 			var ref []float64
 			var err error
@@ -197,7 +219,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 				// trial's tokens written in.
 				kv := h.borrow(name)
 				saved := t.patch(kv, dr)
-				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, nil, exact)
+				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, nil, exact, nil)
 				if rerr := restore(kv, saved); rerr != nil {
 					err = errors.Join(err, rerr) // the copy is dropped, not given back
 				} else {
@@ -210,7 +232,11 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 				if ps := patches[i][name]; ps != nil {
 					patch = ps[j]
 				}
-				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, patch, exact)
+				var pre func() ([]float64, bool, error)
+				if gpuRefs != nil {
+					pre = func() ([]float64, bool, error) { return gpuRefs.ref(ctx, i, j, c) }
+				}
+				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, patch, exact, pre)
 			}
 			if err != nil {
 				p.res.e = err

@@ -1,0 +1,386 @@
+package attention
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/fp8lab/fp8lab/internal/pmath"
+)
+
+// ReferenceQuantizedTrials is [ReferenceQuantizedPatched] for several
+// queries over one cache, each read through its own patches: out[t] is,
+// bit for bit, ReferenceQuantizedPatched(ctx, cfg, qs[t], nil, kv,
+// patches[t]) (patches nil: no trial patches; else one entry per query,
+// nil for none). It is how the needle experiments compute the exact
+// outputs O* of the trials that share a haystack.
+//
+// The trials share every read of the cache: each block of sixteen keys of
+// K, and each chunk of refViewChunk keys of a block of sixteen channels of
+// V, is decoded once (code value × descale, rounded once, as
+// referenceCodes's tables hold it) and then used by every trial and
+// query head of the KV head's group, as the reference of a GQA group uses
+// it for its query heads. Every score is still one dot product over
+// head_dim in order, every output element one sum over the keys in order,
+// each product and sum rounded on its own: the same operations as the
+// reference of one query. A patched key's score and terms are computed
+// from the trial's patch in their place in the order. The keys' scores
+// run on up to GOMAXPROCS goroutines by blocks of keys, and the sums by
+// blocks of channels and groups of trials (each sum computed by one
+// goroutine, in order: the same bits however many run).
+//
+// A block-scaled cache, whose V scales span blocks of tokens, cannot be
+// read through patches: each trial then goes through
+// ReferenceQuantizedPatched on its own (which refuses patches). It
+// honours ctx between blocks. Errors are those of
+// ReferenceQuantizedPatched (a query of the wrong length, a patch outside
+// the cache), and a patches slice whose length is not len(qs).
+func ReferenceQuantizedTrials(ctx context.Context, cfg Config, qs [][]float32, kv *KV, patches [][]TokenPatch) ([][]float64, error) {
+	if patches != nil && len(patches) != len(qs) {
+		return nil, fmt.Errorf("attention: %d trials' patches for %d queries", len(patches), len(qs))
+	}
+	if len(qs) == 0 {
+		return nil, nil
+	}
+	patchOf := func(t int) []TokenPatch {
+		if patches == nil {
+			return nil
+		}
+		return patches[t]
+	}
+	if kv != nil && kv.bs != nil {
+		outs := make([][]float64, len(qs))
+		for t, q := range qs {
+			o, err := ReferenceQuantizedPatched(ctx, cfg, q, nil, kv, patchOf(t))
+			if err != nil {
+				return nil, err
+			}
+			outs[t] = o
+		}
+		return outs, nil
+	}
+	var k *kernel
+	qvs := make([][]float64, len(qs))
+	bys := make([][][]TokenPatch, len(qs))
+	for t, q := range qs {
+		kt, err := newKernel(cfg, []int{0}, q, nil, kv)
+		if err != nil {
+			return nil, err
+		}
+		if k == nil {
+			k = kt
+		} else if kt.mq != k.mq {
+			return nil, fmt.Errorf("attention: trial %d has %d query rows, trial 0 %d", t, kt.mq, k.mq)
+		}
+		if bys[t], err = kv.patchesByHead(patchOf(t)); err != nil {
+			return nil, err
+		}
+		qvs[t] = k.dequantizedQuery(q)
+	}
+	return k.referenceTrials(ctx, qvs, bys)
+}
+
+// refSource is where referenceTrials decodes the cache's values from: the
+// cache's view, where the vector kernels run and the view is built (the
+// trials count as as many reads of it: KV.refViewReads), else
+// the cache's own layout through a table of code value × descale. Both
+// give every value × descale rounded once: the same float64s.
+type refSource struct {
+	kv     *KV
+	vw     *refView // nil: the codes
+	kt, vt []float64
+	kd, vd refDecoder
+}
+
+// decodeK writes block b of KV head h's keys (sixteen tokens) into dst in
+// the K view's order, [dim][16], float64; tokens past the cache are +0.
+func (r *refSource) decodeK(dst []float64, h, b int) {
+	const L = refLanes
+	kv := r.kv
+	d := kv.dim
+	if r.vw != nil {
+		refDecode(dst[:L*d], r.vw.k[(h*kv.stride/L+b)*d*L:][:L*d], &r.kd)
+		return
+	}
+	for l := 0; l < L; l++ {
+		t := b*L + l
+		if t >= kv.tokens {
+			for x := 0; x < d; x++ {
+				dst[x*L+l] = 0
+			}
+			continue
+		}
+		for x, c := range kv.k[(h*kv.tokens+t)*d:][:d] {
+			dst[x*L+l] = r.kt[c]
+		}
+	}
+}
+
+// decodeV writes channels cb·16 … cb·16+15 of KV head h's values of keys
+// j0 … j1−1 into dst in the V view's order, [key][16], float64; channels
+// past vdim are +0.
+func (r *refSource) decodeV(dst []float64, h, cb, j0, j1 int) {
+	const L = refLanes
+	kv := r.kv
+	st, dv := kv.stride, kv.vdim
+	if r.vw != nil {
+		refDecode(dst[:(j1-j0)*L], r.vw.v[((h*r.vw.vblocks+cb)*st+j0)*L:][:(j1-j0)*L], &r.vd)
+		return
+	}
+	for c := 0; c < L; c++ {
+		x := cb*L + c
+		if x >= dv {
+			for j := j0; j < j1; j++ {
+				dst[(j-j0)*L+c] = 0
+			}
+			continue
+		}
+		row := kv.vt[(h*dv+x)*st:][j0:j1]
+		for j, code := range row {
+			dst[j*L+c] = r.vt[code]
+		}
+	}
+}
+
+// referenceTrials is ReferenceQuantizedTrials on the dequantized queries
+// qvs (one per trial) and each trial's patches by KV head (bys[t]: nil or
+// KV.patchesByHead's).
+func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][]TokenPatch) ([][]float64, error) {
+	const L = refLanes
+	kv, p := k.kv, k.Plan
+	d, dv, n, g := p.HeadDim, p.VDim, p.n, p.group
+	T := len(qvs)
+	E := T * g // a KV head's items: item e is query head h·g + e%g of trial e/g
+	blocks := (n + L - 1) / L
+	sl := blocks * L // an item's scores
+	vblocks := (dv + L - 1) / L
+	val := valueTable(kv.format)
+	src := &refSource{kv: kv}
+	if dec, ok := refDecodes[kv.format]; ok && haveRefAsm {
+		src.vw = kv.refViewReads(T)
+		src.kd.mode, src.vd.mode = dec.mode, dec.mode
+		src.kd.scale, src.vd.scale = dec.unit, dec.unit // times the head's descale below
+	}
+	if src.vw == nil {
+		src.kt, src.vt = make([]float64, len(val)), make([]float64, len(val))
+	}
+	outs := make([][]float64, T)
+	for t := range outs {
+		outs[t] = make([]float64, p.mq*p.QHeads*dv)
+	}
+	s := make([]float64, E*sl) // the items' scores, then weights
+	m := make([]float64, E)
+	l := make([]float64, E)
+	live := make([]bool, E)
+	prs := make([][]TokenPatch, E)
+	elems := E * n * d // the work of a pass, for parallelRange's threshold
+	unit := struct{ k, v float64 }{src.kd.scale, src.vd.scale}
+	for h := 0; h < p.KVHeads; h++ {
+		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
+		if src.vw != nil {
+			src.kd.scale, src.vd.scale = unit.k*ks, unit.v*vs
+		} else {
+			for c, v := range val {
+				src.kt[c], src.vt[c] = v*ks, v*vs
+			}
+		}
+		for i := 0; i < p.mq; i++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			pos := p.position(i)
+			lo, hi := p.keyRange(pos)
+			if hi <= lo {
+				continue
+			}
+			qrow := func(e int) []float64 {
+				return qvs[e/g][(i*p.QHeads+h*g+e%g)*d:][:d]
+			}
+			for e := range prs {
+				prs[e] = nil
+				if by := bys[e/g]; by != nil {
+					prs[e] = patchesIn(by[h], lo, hi)
+				}
+			}
+			b0, b1 := lo/L, (hi+L-1)/L
+			// The scores of every visible block of keys, each block
+			// decoded once for every item.
+			err := parallelRange(ctx, b1-b0, 64, elems, 0, func(u0, u1 int) {
+				kbuf := make([]float64, L*d)
+				for b := b0 + u0; b < b0+u1; b++ {
+					src.decodeK(kbuf, h, b)
+					for e := 0; e < E; e++ {
+						refDotsF64Go(s[e*sl+b*L:][:L], qrow(e), kbuf)
+					}
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+			// Each item's scale, patched keys, mask, max and weights.
+			err = parallelRange(ctx, E, 1, elems, 0, func(e0, e1 int) {
+				var eb expBuf
+				for e := e0; e < e1; e++ {
+					se, qr := s[e*sl:][:sl], qrow(e)
+					for j := lo; j < hi; j++ {
+						se[j] = p.SoftmaxScale * se[j]
+					}
+					for _, tp := range prs[e] {
+						var dot float64
+						for x, c := range tp.K {
+							dot += qr[x] * (val[c] * ks)
+						}
+						se[tp.Pos] = p.SoftmaxScale * dot
+					}
+					if p.Mask != nil {
+						for j, ok := range p.Mask[i*n+lo : i*n+hi] {
+							if !ok {
+								se[lo+j] = math.Inf(-1)
+							}
+						}
+					}
+					me := math.Inf(-1)
+					for _, sc := range se[lo:hi] {
+						me = max(me, sc)
+					}
+					m[e] = me
+					live[e] = !math.IsInf(me, -1)
+					if !live[e] {
+						continue
+					}
+					l[e] = 0
+					if len(p.Sinks) > 0 {
+						l[e] = pmath.Exp(p.Sinks[h*g+e%g] - me)
+					}
+					l[e] = expWeights(se[lo:hi], me, l[e], &eb)
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+			// The sums: a unit is one block of channels for up to
+			// refTrialsGroup items, each chunk of keys decoded once for
+			// them.
+			groups := (E + refTrialsGroup - 1) / refTrialsGroup
+			err = parallelRange(ctx, vblocks*groups, 1, elems, 0, func(u0, u1 int) {
+				vbuf := make([]float64, refViewChunk*L)
+				accs := make([][L]float64, refTrialsGroup)
+				for u := u0; u < u1; u++ {
+					cb, e0 := u/groups, u%groups*refTrialsGroup
+					e1 := min(e0+refTrialsGroup, E)
+					nc := min(L, dv-cb*L)
+					for e := range accs {
+						accs[e] = [L]float64{}
+					}
+					np := make([]int, e1-e0) // each item's first patch at or after the chunk
+					for c0 := lo; c0 < hi; c0 += refViewChunk {
+						c1 := min(c0+refViewChunk, hi)
+						src.decodeV(vbuf, h, cb, c0, c1)
+						for e := e0; e < e1; e++ {
+							if !live[e] {
+								continue
+							}
+							se, acc, pr := s[e*sl:][:sl], &accs[e-e0], prs[e]
+							pc := np[e-e0]
+							j := c0
+							for ; pc < len(pr) && pr[pc].Pos < c1; pc++ {
+								tp := pr[pc]
+								refSumsF64Go(acc, se[j:tp.Pos], vbuf[(j-c0)*L:])
+								if w := se[tp.Pos]; !math.IsInf(w, -1) {
+									for c, code := range tp.V[cb*L:][:nc] {
+										acc[c] += w * (val[code] * vs)
+									}
+								}
+								j = tp.Pos + 1
+							}
+							refSumsF64Go(acc, se[j:c1], vbuf[(j-c0)*L:])
+							np[e-e0] = pc
+						}
+					}
+					for e := e0; e < e1; e++ {
+						if !live[e] {
+							continue
+						}
+						o := outs[e/g][(i*p.QHeads+h*g+e%g)*dv+cb*L:][:nc]
+						for c := range o {
+							o[c] = accs[e-e0][c] / l[e]
+						}
+					}
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return outs, nil
+}
+
+// refTrialsGroup is the items (trials × query heads) whose sums one unit of
+// referenceTrials computes from one decode of V: more share a decode, fewer
+// leave more units for the cores.
+const refTrialsGroup = 4
+
+// refDotsF64Go is refDotsDecoded wherever it runs: the vector kernel with
+// AVX2, else the same sums in Go (out[l] = Σ_x q[x]·vals[x·16+l] in order
+// over x from +0, each product and sum rounded on its own), eight lanes at
+// a time in registers (eight independent chains the processor overlaps).
+func refDotsF64Go(out, q, vals []float64) {
+	if haveRefAsm {
+		refDotsDecoded(out, q, vals)
+		return
+	}
+	const L = refLanes
+	out = out[:L]
+	vals = vals[:len(q)*L]
+	for c := 0; c < L; c += 8 {
+		var a0, a1, a2, a3, a4, a5, a6, a7 float64
+		for x, qx := range q {
+			r := (*[8]float64)(vals[x*L+c:])
+			a0 += qx * r[0]
+			a1 += qx * r[1]
+			a2 += qx * r[2]
+			a3 += qx * r[3]
+			a4 += qx * r[4]
+			a5 += qx * r[5]
+			a6 += qx * r[6]
+			a7 += qx * r[7]
+		}
+		o := (*[8]float64)(out[c:])
+		o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = a0, a1, a2, a3, a4, a5, a6, a7
+	}
+}
+
+// refSumsF64Go is refSumsDecoded wherever it runs: acc[c] += w[j]·vals[j·16+c]
+// for the keys j of w in order, skipping a weight of −∞; in Go eight
+// channels at a time in registers.
+func refSumsF64Go(acc *[refLanes]float64, w, vals []float64) {
+	if len(w) == 0 {
+		return
+	}
+	if haveRefAsm {
+		refSumsDecoded(acc, w, vals)
+		return
+	}
+	const L = refLanes
+	vals = vals[:len(w)*L]
+	for c := 0; c < L; c += 8 {
+		a := (*[8]float64)(acc[c:])
+		a0, a1, a2, a3, a4, a5, a6, a7 := a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+		for j, wj := range w {
+			if math.IsInf(wj, -1) {
+				continue
+			}
+			r := (*[8]float64)(vals[j*L+c:])
+			a0 += wj * r[0]
+			a1 += wj * r[1]
+			a2 += wj * r[2]
+			a3 += wj * r[3]
+			a4 += wj * r[4]
+			a5 += wj * r[5]
+			a6 += wj * r[6]
+			a7 += wj * r[7]
+		}
+		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7] = a0, a1, a2, a3, a4, a5, a6, a7
+	}
+}
