@@ -35,13 +35,13 @@ const attnRefChunk = 16
 type attnRefs struct {
 	t     attnNeedle
 	hays  []*attnHaystack
-	n     int                 // context length
-	seed  uint64              // the run's seed
-	keys  []string            // each haystack's trial key (sim.TrialRand)
-	count func(hay int) int   // each haystack's trials
-	cfgs  []attention.Config  // the references' configuration, by the run index callers name
-	cache []string            // the cache of each run index
-	mu    sync.Mutex          // guards chunks
+	n     int                // context length
+	seed  uint64             // the run's seed
+	keys  []string           // each haystack's trial key (sim.TrialRand)
+	count func(hay int) int  // each haystack's trials
+	cfgs  []attention.Config // the references' configuration, by the run index callers name
+	cache []string           // the cache of each run index
+	mu    sync.Mutex         // guards chunks
 	chunk map[attnRefKey]*attnRefState
 }
 
