@@ -172,6 +172,7 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 	m := make([]float64, E)
 	l := make([]float64, E)
 	live := make([]bool, E)
+	neg := make([]bool, E) // the item has a weight of −∞ (a masked key): it is summed alone
 	prs := make([][]TokenPatch, E)
 	elems := E * n * d // the work of a pass, for parallelRange's threshold
 	unit := struct{ k, v float64 }{src.kd.scale, src.vd.scale}
@@ -209,7 +210,11 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 				kbuf := make([]float64, L*d)
 				for b := b0 + u0; b < b0+u1; b++ {
 					src.decodeK(kbuf, h, b)
-					for e := 0; e < E; e++ {
+					e := 0
+					for ; e+1 < E; e += 2 { // two items a call: more sums in flight
+						refDots2(s[e*sl+b*L:][:L], s[(e+1)*sl+b*L:][:L], qrow(e), qrow(e+1), kbuf)
+					}
+					if e < E {
 						refDotsF64Go(s[e*sl+b*L:][:L], qrow(e), kbuf)
 					}
 				}
@@ -240,8 +245,10 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 						}
 					}
 					me := math.Inf(-1)
+					neg[e] = false
 					for _, sc := range se[lo:hi] {
 						me = max(me, sc)
+						neg[e] = neg[e] || math.IsInf(sc, -1)
 					}
 					m[e] = me
 					live[e] = !math.IsInf(me, -1)
@@ -276,8 +283,58 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 					for c0 := lo; c0 < hi; c0 += refViewChunk {
 						c1 := min(c0+refViewChunk, hi)
 						src.decodeV(vbuf, h, cb, c0, c1)
+						// patched adds item e's term of key tp.Pos, read
+						// from its patch, and moves past it.
+						patched := func(e int, acc *[L]float64, tp TokenPatch) {
+							if w := s[e*sl+tp.Pos]; !math.IsInf(w, -1) {
+								for c, code := range tp.V[cb*L:][:nc] {
+									acc[c] += w * (val[code] * vs)
+								}
+							}
+						}
 						for e := e0; e < e1; e++ {
 							if !live[e] {
+								continue
+							}
+							if f := e + 1; f < e1 && live[f] && !neg[e] && !neg[f] {
+								// Two items side by side: runs of keys
+								// between either's patches summed for both
+								// at once, a key patched for one added
+								// from its patch for it and from the cache
+								// for the other, in its place.
+								se, sf := s[e*sl:][:sl], s[f*sl:][:sl]
+								ae, af := &accs[e-e0], &accs[f-e0]
+								pe, pf := prs[e], prs[f]
+								ie, jf := np[e-e0], np[f-e0]
+								j := c0
+								for {
+									p := c1 // the next key patched for either
+									if ie < len(pe) && pe[ie].Pos < p {
+										p = pe[ie].Pos
+									}
+									if jf < len(pf) && pf[jf].Pos < p {
+										p = pf[jf].Pos
+									}
+									refSums2(ae, af, se[j:p], sf[j:p], vbuf[(j-c0)*L:])
+									if p == c1 {
+										break
+									}
+									if ie < len(pe) && pe[ie].Pos == p {
+										patched(e, ae, pe[ie])
+										ie++
+									} else {
+										refSumsF64Go(ae, se[p:p+1], vbuf[(p-c0)*L:])
+									}
+									if jf < len(pf) && pf[jf].Pos == p {
+										patched(f, af, pf[jf])
+										jf++
+									} else {
+										refSumsF64Go(af, sf[p:p+1], vbuf[(p-c0)*L:])
+									}
+									j = p + 1
+								}
+								np[e-e0], np[f-e0] = ie, jf
+								e++
 								continue
 							}
 							se, acc, pr := s[e*sl:][:sl], &accs[e-e0], prs[e]
@@ -286,11 +343,7 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 							for ; pc < len(pr) && pr[pc].Pos < c1; pc++ {
 								tp := pr[pc]
 								refSumsF64Go(acc, se[j:tp.Pos], vbuf[(j-c0)*L:])
-								if w := se[tp.Pos]; !math.IsInf(w, -1) {
-									for c, code := range tp.V[cb*L:][:nc] {
-										acc[c] += w * (val[code] * vs)
-									}
-								}
+								patched(e, acc, tp)
 								j = tp.Pos + 1
 							}
 							refSumsF64Go(acc, se[j:c1], vbuf[(j-c0)*L:])

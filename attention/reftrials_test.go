@@ -29,17 +29,19 @@ func TestReferenceQuantizedTrials(t *testing.T) {
 		cfg               Config
 		f                 fp8.Format
 		trials            int
+		specials          bool // e5m2 patches with ±∞ and NaN codes: scores and weights of ±∞ and NaN
 	}{
-		{"decode", 1, 1001, 1, 1, 128, Config{}, fp8.FormatE4M3, 7},
-		{"decode one trial", 1, 777, 1, 1, 64, Config{}, fp8.FormatE4M3, 1},
-		{"decode long", 1, 3000, 1, 1, 128, Config{}, fp8.FormatE4M3, 9},
-		{"decode GQA", 1, 517, 8, 2, 128, Config{}, fp8.FormatE4M3, 3},
-		{"decode window, sinks", 1, 1000, 4, 2, 64, Config{Window: 200}, fp8.FormatE5M2, 4},
-		{"prefill causal window", 20, 257, 6, 3, 64, Config{Causal: true, Window: 37}, fp8.FormatE4M3, 3},
-		{"prefill mask", 9, 101, 2, 1, 64, Config{}, fp8.FormatE4M3, 5},
-		{"bf16", 3, 203, 8, 2, 128, Config{Causal: true}, fp8.FormatBF16, 2},
-		{"fp16 hd 576", 2, 99, 2, 2, 576, Config{}, fp8.FormatFP16, 3},
-		{"bf16 decode", 1, 4100, 1, 1, 128, Config{}, fp8.FormatBF16, 6},
+		{"decode", 1, 1001, 1, 1, 128, Config{}, fp8.FormatE4M3, 7, false},
+		{"decode one trial", 1, 777, 1, 1, 64, Config{}, fp8.FormatE4M3, 1, false},
+		{"decode long", 1, 3000, 1, 1, 128, Config{}, fp8.FormatE4M3, 9, false},
+		{"decode GQA", 1, 517, 8, 2, 128, Config{}, fp8.FormatE4M3, 3, false},
+		{"decode window, sinks", 1, 1000, 4, 2, 64, Config{Window: 200}, fp8.FormatE5M2, 4, false},
+		{"prefill causal window", 20, 257, 6, 3, 64, Config{Causal: true, Window: 37}, fp8.FormatE4M3, 3, false},
+		{"prefill mask", 9, 101, 2, 1, 64, Config{}, fp8.FormatE4M3, 5, false},
+		{"bf16", 3, 203, 8, 2, 128, Config{Causal: true}, fp8.FormatBF16, 2, false},
+		{"fp16 hd 576", 2, 99, 2, 2, 576, Config{}, fp8.FormatFP16, 3, false},
+		{"bf16 decode", 1, 4100, 1, 1, 128, Config{}, fp8.FormatBF16, 6, false},
+		{"e5m2 specials", 1, 600, 1, 1, 64, Config{}, fp8.FormatE5M2, 6, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProblem(uint64(90+i), tc.mq, tc.n, tc.qh, tc.kvh, tc.d, 0.5)
@@ -80,6 +82,9 @@ func TestReferenceQuantizedTrials(t *testing.T) {
 						continue
 					}
 					kc, vc := kv.TokenCodes(r.IntN(tc.n), x%tc.kvh)
+					if tc.specials && x%2 == 0 {
+						kc[x%tc.d], vc[(x+3)%tc.d] = []uint16{0x7c, 0xfc, 0x7e}[x%3], []uint16{0x7c, 0xfc, 0x7e}[(x+1)%3]
+					}
 					patches[tr] = append(patches[tr], TokenPatch{Pos: tok, Head: x % tc.kvh, K: kc, V: vc})
 				}
 			}
