@@ -76,7 +76,10 @@ func attnStatsNames() []string {
 
 // noteSetup notes, for a run of the needle task, where its kernels run
 // (device gpu) and, when they are not the plain synthetic ones, the
-// haystack's statistics with their sources.
+// haystack's statistics with their sources. With a GPU it waits for the
+// device (its name): the experiments call it after their first batch of
+// trials, so that the drawing and the references start while the device
+// opens.
 func (t attnNeedle) noteSetup(run *sim.Run, runs []attnNeedleRun) {
 	if note := t.deviceNote(runs); note != "" {
 		run.Note(note)

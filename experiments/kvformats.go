@@ -230,9 +230,6 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 	defer dr.stop()
 	for ci, c := range calls {
 		n, runs := c.n, c.runs
-		if ci == 0 {
-			t.noteSetup(run, runs)
-		}
 		splits = append(splits, fmt.Sprintf("%s: %d", attnCtxLabel(n), max(runs[0].cfg.Splits, 1)))
 		for i, c := range cases {
 			if c.arch != cases[0].arch && runs[i].cfg.Splits != runs[0].cfg.Splits {
@@ -243,6 +240,9 @@ func (KVFormats) Run(ctx context.Context, run *sim.Run) error {
 		out, err := attnNeedleCall(ctx, run, t, c, dr)
 		if err != nil {
 			return err
+		}
+		if ci == 0 {
+			t.noteSetup(run, runs) // after the first context: the device note waits for the device
 		}
 		for i, c := range cases {
 			var x map[string]float64

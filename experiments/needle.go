@@ -150,13 +150,16 @@ func (Needle) Run(ctx context.Context, run *sim.Run) error {
 	defer dr.stop()
 	for i, c := range calls {
 		n, runs := c.n, c.runs
-		if i == 0 {
-			t.noteSetup(run, runs)
-		}
 		tiles = append(tiles, attnRunsNote(n, runs))
 		out, err := attnNeedleCall(ctx, run, t, c, dr)
 		if err != nil {
 			return err
+		}
+		if i == 0 {
+			// After the first context, not before: the device note waits
+			// for the device, which opens while the first haystacks are
+			// drawn and their references computed.
+			t.noteSetup(run, runs)
 		}
 		k := 0
 		for _, r := range runs {

@@ -120,7 +120,6 @@ func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 	// them once (attnDrawer), starting now (while the GPU opens).
 	dr := t.newDrawer(ctx, run, calls, t.drawAhead())
 	defer dr.stop()
-	t.noteSetup(run, runs)
 	run.Note(fmt.Sprintf("regime %s, probe %s, %d haystacks; %s", g.name, t.probe, min(run.Values.Int("haystacks"), trials), attnRunsNote(n, runs)))
 	run.AddTotal(int64(trials * len(runs)))
 	summary := map[string]float64{"chance": 1 / float64(t.m)}
@@ -128,6 +127,9 @@ func (Promotion) Run(ctx context.Context, run *sim.Run) error {
 		out, err := attnNeedleCall(ctx, run, t, calls[i], dr)
 		if err != nil {
 			return err
+		}
+		if i == 0 {
+			t.noteSetup(run, runs) // after the first run: the device note waits for the device
 		}
 		for k, iv := range r.promotions {
 			o := out[k]

@@ -129,13 +129,13 @@ func (Sensitivity) Run(ctx context.Context, run *sim.Run) error {
 			}
 			runs = append(runs, attnNeedleRun{dtype: s.dt, cfg: cfg, promotions: []int{s.promotion}, series: []string{s.name}})
 		}
-		if x == grid[0] {
-			t.noteSetup(run, runs)
-		}
 		label := strings.NewReplacer(".", "p").Replace(fmt.Sprintf("%g", x))
 		out, err := attnNeedleContext(ctx, run, fmt.Sprintf("sensitivity/%d", n), t, n, trials, run.Values.Int("haystacks"), runs)
 		if err != nil {
 			return err
+		}
+		if x == grid[0] {
+			t.noteSetup(run, runs) // after the first point's trials: the device note waits for the device
 		}
 		for i, o := range out {
 			ex := o.extras()
