@@ -8,8 +8,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -156,18 +159,53 @@ func (t *Tensor) what() string {
 }
 
 // CheckFinite returns an error naming the file and the index of the first
-// NaN or infinite element, or nil.
+// NaN or infinite element, or nil. A large tensor is scanned in chunks on
+// GOMAXPROCS goroutines (the first bad element is still the one named).
 func (t *Tensor) CheckFinite() error {
-	for i, x := range t.Data {
-		if x != x || math.IsInf(float64(x), 0) {
-			what := "NaN"
-			if x == x {
-				what = fmt.Sprint(x)
+	const chunk = 1 << 20
+	n := len(t.Data)
+	chunks := (n + chunk - 1) / chunk
+	bad := int64(n) // the first non-finite element found so far
+	var mu sync.Mutex
+	var next atomic.Int64
+	scan := func() {
+		for {
+			c := int(next.Add(1) - 1)
+			if c >= chunks {
+				return
 			}
-			return fmt.Errorf("%s: element %v is %s (inputs must be finite)", t.what(), t.index(i), what)
+			mu.Lock()
+			stop := int64(c*chunk) >= bad // a chunk after a bad element: nothing to find
+			mu.Unlock()
+			if stop {
+				return
+			}
+			lo := c * chunk
+			for i, x := range t.Data[lo:min(lo+chunk, n)] {
+				// x − x is 0 for a finite x, NaN for ±∞ and NaN.
+				if x-x != 0 {
+					mu.Lock()
+					bad = min(bad, int64(lo+i))
+					mu.Unlock()
+					break
+				}
+			}
 		}
 	}
-	return nil
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), chunks) {
+		wg.Go(scan)
+	}
+	wg.Wait()
+	if bad == int64(n) {
+		return nil
+	}
+	x := t.Data[bad]
+	what := "NaN"
+	if x == x {
+		what = fmt.Sprint(x)
+	}
+	return fmt.Errorf("%s: element %v is %s (inputs must be finite)", t.what(), t.index(int(bad)), what)
 }
 
 // index returns the multi-index of flat element i.
@@ -308,8 +346,84 @@ func elements(file string, shape []int64, max int64) (int64, error) {
 }
 
 // readData reads n elements of type dt from r (byte order bo) into float32.
+// A large tensor (parallelReadBytes or more) in a reader that can also read
+// at an offset and seek (a file, a section of one) is read in chunks on
+// GOMAXPROCS goroutines, each reading and converting its own elements:
+// the same values, and the same error as one reader (that of the first
+// chunk that fails, in the file's order); r is then left after the data,
+// as a sequential read leaves it.
 func readData(file string, r io.Reader, n int64, dt DType, bo binary.ByteOrder) ([]float32, error) {
+	size := int64(dt.Size())
+	if ra, ok := r.(readSeekerAt); ok && size > 0 && n*size >= parallelReadBytes {
+		return readDataAt(file, ra, n, dt, bo)
+	}
 	out := make([]float32, n)
+	return out, readRange(file, r, out, 0, n, dt, bo)
+}
+
+// readSeekerAt is a reader whose data readData can read in parallel.
+type readSeekerAt interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+}
+
+// parallelReadBytes is the smallest tensor readData reads in parallel, and
+// the bytes one of its goroutines reads at a time.
+var parallelReadBytes int64 = 8 << 20 // a var: tests read small tensors in parallel
+
+// readDataAt is readData's parallel path: r's data starts at its current
+// offset.
+func readDataAt(file string, r readSeekerAt, n int64, dt DType, bo binary.ByteOrder) ([]float32, error) {
+	off, err := r.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	size := int64(dt.Size())
+	out := make([]float32, n)
+	per := parallelReadBytes / size // elements a chunk
+	chunks := int((n + per - 1) / per)
+	errs := make([]error, chunks)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), chunks) {
+		wg.Go(func() {
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					return
+				}
+				i0 := int64(c) * per
+				m := min(per, n-i0)
+				sr := io.NewSectionReader(r, off+i0*size, m*size)
+				if errs[c] = readRange(file, sr, out[i0:i0+m], i0, n, dt, bo); errs[c] != nil {
+					// A truncated file: the chunks after this one fail
+					// too; say how much the file holds, as one reader
+					// would have.
+					if errors.Is(errs[c], io.ErrUnexpectedEOF) {
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if _, err := r.Seek(off+n*size, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return out, nil
+}
+
+// readRange reads len(out) elements of type dt from r (byte order bo) into
+// out: the elements first … first+len(out)−1 of a tensor of total (for
+// messages).
+func readRange(file string, r io.Reader, out []float32, first, total int64, dt DType, bo binary.ByteOrder) error {
+	n := int64(len(out))
 	size := dt.Size()
 	buf := make([]byte, 64<<10)
 	// Little-endian float32 on a little-endian host: the file's bytes are
@@ -324,11 +438,13 @@ func readData(file string, r io.Reader, n int64, dt DType, bo binary.ByteOrder) 
 		if direct {
 			b = unsafe.Slice((*byte)(unsafe.Pointer(&o[0])), 4*len(o))
 		}
-		if _, err := io.ReadFull(r, b); err != nil {
+		if got, err := io.ReadFull(r, b); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%s: truncated data after %d of %d elements: %w", file, i, n, io.ErrUnexpectedEOF)
+				// The whole elements the file held: the same count
+				// whichever pieces or chunks it was read in.
+				return fmt.Errorf("%s: truncated data after %d of %d elements: %w", file, first+i+int64(got/size), total, io.ErrUnexpectedEOF)
 			}
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return fmt.Errorf("%s: %w", file, err)
 		}
 		switch dt {
 		case F32:
@@ -361,7 +477,7 @@ func readData(file string, r io.Reader, n int64, dt DType, bo binary.ByteOrder) 
 		case Bool:
 			for j := range o {
 				if b[j] > 1 {
-					return nil, fmt.Errorf("%s: element %d is the byte %d, not a bool", file, i+int64(j), b[j])
+					return fmt.Errorf("%s: element %d is the byte %d, not a bool", file, first+i+int64(j), b[j])
 				}
 				o[j] = float32(b[j])
 			}
@@ -374,16 +490,16 @@ func readData(file string, r io.Reader, n int64, dt DType, bo binary.ByteOrder) 
 					x = int64(bo.Uint64(b[8*j:]))
 				}
 				if x > 1<<24 || x < -1<<24 {
-					return nil, fmt.Errorf("%s: element %d is %d, beyond ±2^24 (the integers read exactly)", file, i+int64(j), x)
+					return fmt.Errorf("%s: element %d is %d, beyond ±2^24 (the integers read exactly)", file, first+i+int64(j), x)
 				}
 				o[j] = float32(x)
 			}
 		default:
-			return nil, fmt.Errorf("%s: cannot read type %s", file, dt)
+			return fmt.Errorf("%s: cannot read type %s", file, dt)
 		}
 		i += m
 	}
-	return out, nil
+	return nil
 }
 
 func toInts(s []int64) []int {

@@ -163,6 +163,23 @@ func TestCheckFinite(t *testing.T) {
 	if err := x.CheckFinite(); err == nil || !strings.Contains(err.Error(), "is -Inf") {
 		t.Fatalf("got %v", err)
 	}
+	// Several chunks: the first bad element is named, whichever goroutine
+	// finds which.
+	big := &Tensor{File: "v.npy", Shape: []int{5 << 20}, Data: make([]float32, 5<<20)}
+	if err := big.CheckFinite(); err != nil {
+		t.Fatalf("finite: %v", err)
+	}
+	big.Data[4<<20+3], big.Data[3<<20+5], big.Data[3<<20+9] = float32(math.NaN()), float32(math.Inf(1)), float32(math.NaN())
+	for range 20 {
+		if err := big.CheckFinite(); err == nil || err.Error() != fmt.Sprintf("v.npy: element [%d] is +Inf (inputs must be finite)", 3<<20+5) {
+			t.Fatalf("got %v", err)
+		}
+	}
+	big.Data[5<<20-1] = math.MaxFloat32
+	big.Data[3<<20+5], big.Data[3<<20+9], big.Data[4<<20+3] = 0, 0, 0
+	if err := big.CheckFinite(); err != nil {
+		t.Fatalf("MaxFloat32 is finite: %v", err)
+	}
 }
 
 func mustRead(t *testing.T, p string) []byte {
@@ -365,7 +382,7 @@ func TestWriteSafetensors(t *testing.T) {
 
 // A little-endian float32 file read in place gives every value's bits
 // (NaN payloads, −0, subnormals) across the 16384-element chunks, and a
-// file cut inside its data names the chunk where it ended, as the
+// file cut inside its data names the whole elements it held, as the
 // converting path does.
 func TestReadF32InPlace(t *testing.T) {
 	const n = 40000
@@ -393,7 +410,7 @@ func TestReadF32InPlace(t *testing.T) {
 	}
 	// A stream that ends early (the size checks cannot see it coming).
 	cut := bytes.NewReader(raw[:len(raw)-4*(n-20000)])
-	if _, err := ReadNPY("cut.npy", cut, int64(len(raw)), Options{}); err == nil || !strings.Contains(err.Error(), "truncated data after 16384 of 40000 elements") {
-		t.Fatalf("cut file: %v, want truncated data after 16384 of 40000 elements", err)
+	if _, err := ReadNPY("cut.npy", cut, int64(len(raw)), Options{}); err == nil || !strings.Contains(err.Error(), "truncated data after 20000 of 40000 elements") {
+		t.Fatalf("cut file: %v, want truncated data after 20000 of 40000 elements", err)
 	}
 }
