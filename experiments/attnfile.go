@@ -686,18 +686,45 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 	if gpu != nil {
 		defer gpu.Close()
 	}
-	reg := trace.StartRegion(ctx, "attention-file: hash the inputs")
-	err = e.recordInputs(run, layers, dump)
-	reg.End()
-	if err != nil {
-		return err
+	// The inputs are hashed while the first layer is read and computed;
+	// they are recorded before its first point (a run that fails to hash
+	// one emits nothing).
+	type hashResult struct {
+		h   *attnHashes
+		err error
 	}
-	if gpu != nil {
-		if err := deviceErr(gpu); err != nil {
+	hashed := make(chan hashResult, 1)
+	go func() {
+		defer trace.StartRegion(ctx, "attention-file: hash the inputs").End()
+		h, err := e.hashInputs(ctx, layers, dump)
+		hashed <- hashResult{h, err}
+	}()
+	recorded := false
+	record := func() error {
+		if recorded {
+			return nil
+		}
+		recorded = true
+		hr := <-hashed
+		if hr.err != nil {
+			return hr.err
+		}
+		if err := hr.h.record(run); err != nil {
 			return err
 		}
-		run.Note(fmt.Sprintf("device gpu: the kernels ran on %s (the references on the CPU)", gpu.Info().Name))
+		if gpu != nil {
+			if err := deviceErr(gpu); err != nil {
+				return err
+			}
+			run.Note(fmt.Sprintf("device gpu: the kernels ran on %s (the references on the CPU)", gpu.Info().Name))
+		}
+		return nil
 	}
+	defer func() {
+		if !recorded {
+			<-hashed // no hashing goroutine outlives the run
+		}
+	}()
 	promotions := vals.Ints("promotions")
 	heads := make([][]attnHead, len(promotions))
 	var quantIn []attnCmp // the quantized-input reference against the exact, per head
@@ -712,6 +739,9 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 		var res *attnFileResult
 		if err == nil {
 			res, err = e.compute(ctx, run, vals, in, gpu)
+		}
+		if rerr := record(); err == nil {
+			err = rerr
 		}
 		if err != nil {
 			if dump && ctx.Err() == nil {
@@ -783,11 +813,19 @@ func attnFileWrite(dir string, dump bool, layer int, in *attnFileInputs, promoti
 	return nil
 }
 
-// recordInputs records every file the run reads (once, with the roles it
-// serves) with its absolute path and SHA-256 (sim.Run.Input).
-func (e AttentionFile) recordInputs(run *sim.Run, layers []attnLayer, dump bool) error {
-	var paths []string
-	roles := map[string][]string{}
+// attnHashes is every file a run reads (once, with the roles it serves)
+// and its SHA-256, to record (sim.Run.Input).
+type attnHashes struct {
+	paths []string
+	roles map[string][]string
+	sums  []string
+}
+
+// hashInputs hashes every file the layers read, a few side by side; the
+// first error in the files' order is returned, ctx's once it is
+// cancelled (within a read of hashChunk bytes).
+func (e AttentionFile) hashInputs(ctx context.Context, layers []attnLayer, dump bool) (*attnHashes, error) {
+	h := &attnHashes{roles: map[string][]string{}}
 	for _, l := range layers {
 		for _, role := range attnRoles {
 			ref, ok := l.refs[role]
@@ -797,37 +835,45 @@ func (e AttentionFile) recordInputs(run *sim.Run, layers []attnLayer, dump bool)
 			if dump {
 				role = "dump"
 			}
-			if _, seen := roles[ref.path]; !seen {
-				paths = append(paths, ref.path)
+			if _, seen := h.roles[ref.path]; !seen {
+				h.paths = append(h.paths, ref.path)
 			}
-			if !slices.Contains(roles[ref.path], role) {
-				roles[ref.path] = append(roles[ref.path], role)
+			if !slices.Contains(h.roles[ref.path], role) {
+				h.roles[ref.path] = append(h.roles[ref.path], role)
 			}
 		}
 	}
-	// The files are hashed side by side (a few at a time), then recorded
-	// in order; the first error in that order is returned.
-	sums := make([]string, len(paths))
-	errs := make([]error, len(paths))
+	h.sums = make([]string, len(h.paths))
+	errs := make([]error, len(h.paths))
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
-	for i, p := range paths {
+	for i, p := range h.paths {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			sums[i], errs[i] = fileSHA256(p)
+			h.sums[i], errs[i] = fileSHA256(ctx, p)
 		})
 	}
 	wg.Wait()
-	for i, p := range paths {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// record records the files in order with their absolute paths.
+func (h *attnHashes) record(run *sim.Run) error {
+	for i, p := range h.paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return err
 		}
-		if errs[i] != nil {
-			return errs[i]
-		}
-		if err := run.Input(sim.Input{Role: strings.Join(roles[p], ","), Path: abs, SHA256: sums[i]}); err != nil {
+		if err := run.Input(sim.Input{Role: strings.Join(h.roles[p], ","), Path: abs, SHA256: h.sums[i]}); err != nil {
 			return err
 		}
 	}

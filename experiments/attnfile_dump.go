@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -383,16 +384,34 @@ func attnInfoName(in tensorfile.Info) string {
 	return in.File
 }
 
-// fileSHA256 returns the SHA-256 of the file at path in lowercase hex.
-func fileSHA256(path string) (string, error) {
+// fileSHA256 returns the SHA-256 of the file at path in lowercase hex,
+// or ctx's error once it is cancelled (it looks between reads of
+// hashChunk bytes).
+func fileSHA256(ctx context.Context, path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", filepath.Base(path), err)
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		n, err := io.CopyN(h, f, hashChunk)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		if n < hashChunk {
+			break
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// hashChunk is the bytes fileSHA256 reads between looks at its context
+// (a few milliseconds).
+const hashChunk = 8 << 20
