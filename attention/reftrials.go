@@ -31,7 +31,10 @@ import (
 //
 // A block-scaled cache, whose V scales span blocks of tokens, cannot be
 // read through patches: each trial then goes through
-// ReferenceQuantizedPatched on its own (which refuses patches). It
+// ReferenceQuantizedPatched on its own (which refuses patches); so does
+// every trial where the vector kernels do not run (WebAssembly, purego,
+// other architectures: there the shared decode saves less than its pure-Go
+// sums cost, BENCHMARKS.md), the same bits either way. It
 // honours ctx between blocks. Errors are those of
 // ReferenceQuantizedPatched (a query of the wrong length, a patch outside
 // the cache), and a patches slice whose length is not len(qs).
@@ -48,37 +51,53 @@ func ReferenceQuantizedTrials(ctx context.Context, cfg Config, qs [][]float32, k
 		}
 		return patches[t]
 	}
-	if kv != nil && kv.bs != nil {
-		outs := make([][]float64, len(qs))
-		for t, q := range qs {
-			o, err := ReferenceQuantizedPatched(ctx, cfg, q, nil, kv, patchOf(t))
-			if err != nil {
-				return nil, err
-			}
-			outs[t] = o
-		}
-		return outs, nil
-	}
-	var k *kernel
-	qvs := make([][]float64, len(qs))
-	bys := make([][][]TokenPatch, len(qs))
+	// Every query makes a kernel of the same rows (the same contract on
+	// every path).
+	ks := make([]*kernel, len(qs))
 	for t, q := range qs {
 		kt, err := newKernel(cfg, []int{0}, q, nil, kv)
 		if err != nil {
 			return nil, err
 		}
-		if k == nil {
-			k = kt
-		} else if kt.mq != k.mq {
-			return nil, fmt.Errorf("attention: trial %d has %d query rows, trial 0 %d", t, kt.mq, k.mq)
+		if t > 0 && kt.mq != ks[0].mq {
+			return nil, fmt.Errorf("attention: trial %d has %d query rows, trial 0 %d", t, kt.mq, ks[0].mq)
 		}
+		ks[t] = kt
+	}
+	if kv.bs != nil || !sharedTrials {
+		// Each trial alone, the trials side by side.
+		outs := make([][]float64, len(qs))
+		err := parallelRangeErr(ctx, len(qs), 1, len(qs)*ks[0].n*ks[0].HeadDim, 0, func(t0, t1 int) error {
+			for t := t0; t < t1; t++ {
+				o, err := ReferenceQuantizedPatched(ctx, cfg, qs[t], nil, kv, patchOf(t))
+				if err != nil {
+					return err
+				}
+				outs[t] = o
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return outs, nil
+	}
+	qvs := make([][]float64, len(qs))
+	bys := make([][][]TokenPatch, len(qs))
+	for t, q := range qs {
+		var err error
 		if bys[t], err = kv.patchesByHead(patchOf(t)); err != nil {
 			return nil, err
 		}
-		qvs[t] = k.dequantizedQuery(q)
+		qvs[t] = ks[t].dequantizedQuery(q)
 	}
-	return k.referenceTrials(ctx, qvs, bys)
+	return ks[0].referenceTrials(ctx, qvs, bys)
 }
+
+// sharedTrials is whether ReferenceQuantizedTrials shares the cache's reads
+// among its trials (referenceTrials) or runs each trial alone: where the
+// vector kernels run. Tests set it to run referenceTrials' Go paths too.
+var sharedTrials = haveRefAsm
 
 // refSource is where referenceTrials decodes the cache's values from: the
 // cache's view, where the vector kernels run and the view is built (the

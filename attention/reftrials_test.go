@@ -22,6 +22,8 @@ import (
 // (trial by trial). Dropping a trial's patches, or sharing the first
 // trial's patches with all, fails it (checked by hand).
 func TestReferenceQuantizedTrials(t *testing.T) {
+	defer func(s bool) { sharedTrials = s }(sharedTrials)
+	sharedTrials = true // the shared path's Go kernels too, under purego and wasm
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name              string
@@ -119,6 +121,9 @@ func TestReferenceQuantizedTrials(t *testing.T) {
 				t.Fatalf("%d trials built a view (threshold %d)", tc.trials, refViewAfter(tc.f))
 			}
 			check("again")
+			sharedTrials = false // each trial alone, side by side: the builds without the vector kernels
+			check("alone")
+			sharedTrials = true
 			if haveRefAsm && 2*tc.trials >= refViewAfter(tc.f) && !hasView() {
 				t.Fatalf("%d reads built no view (threshold %d)", 2*tc.trials, refViewAfter(tc.f))
 			}
@@ -184,6 +189,8 @@ func TestReferenceQuantizedTrialsRefuses(t *testing.T) {
 // cpu-ms/op is the CPU time of the whole batch; run with -cpu 1 for one
 // core.
 func BenchmarkReferenceQuantizedTrials(b *testing.B) {
+	defer func(s bool) { sharedTrials = s }(sharedTrials)
+	sharedTrials = true // "trials-…" times the shared path on every build
 	const n, d, trials = 128 << 10, 128, 12
 	ctx := context.Background()
 	p := newProblem(1, 1, n, 1, 1, d, 0.5)
