@@ -28,8 +28,9 @@ const (
 // device gpu the group's packed caches too, and the groups drawn ahead),
 // a borrowed copy of each cache per worker (an upper bound: only a
 // block-scaled cache is copied, the others are read through the trial's
-// tokens), and per trial every series' kernel over the context, a
-// baseline and (withErr) the quantized reference.
+// tokens), the scores of the references computed a chunk of trials at a
+// time, and per trial every series' kernel over the context, a baseline
+// and (withErr) the quantized reference.
 // cpuDtypes is the number of caches whose kernels run on the CPU (all of
 // them with device cpu).
 func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes, kernels int64, withErr bool) sim.Cost {
@@ -52,7 +53,11 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 		}
 		hay := sim.AddSat(sim.MulSat(held, group, per), sim.MulSat(dtypes, min(workers, 64), nd, 4))
 		perWorker := sim.AddSat(sim.MulSat(n, 16), sim.MulSat(m, d, 4))
-		mem = max(mem, sim.AddSat(hay, sim.MulSat(workers, perWorker)))
+		// The references of a chunk of a haystack's trials, computed
+		// together (attnRefs): a score per key and trial of the chunk, one
+		// chunk a cache and haystack of the group at once at most.
+		refs := sim.MulSat(min(workers, sim.MulSat(group, dtypes)), attnRefChunk, n, 8)
+		mem = max(mem, sim.AddSat(sim.AddSat(hay, sim.MulSat(workers, perWorker)), refs))
 		build := sim.MulSat(haystacks, nd, 2*costNormal+2*costQuant*dtypes)
 		perTrial := sim.MulSat(nd, kernels*costKernel+cpuDtypes*8)
 		if v.Int("sinks") > 0 { // the baseline needs the exact weights
