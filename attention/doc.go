@@ -5,7 +5,10 @@
 //
 //   - [Reference]: float64 attention, softmax(scale·q·kᵀ)·v with masks, on
 //     any values (the dequantized codes the kernel reads, via
-//     [ReferenceQuantized], or the unquantized inputs).
+//     [ReferenceQuantized], or the unquantized inputs);
+//     [ReferenceQuantizedTrials] gives the same bits for several queries
+//     over one cache, each with its own patched tokens (the trials of a
+//     needle haystack), decoding each block of the cache once for all.
 //   - [Run]: a simulator of FA3's SM90 forward mainloop (fp8-attention.md
 //     §2–§3): KV tiles of kBlockN tokens visited newest first; S = Q·Kᵀ per
 //     tile through an accum model (a chain of head_dim/K steps from +0),
