@@ -34,10 +34,13 @@ import (
 // ReferenceQuantizedPatched on its own (which refuses patches); so does
 // every trial where the vector kernels do not run (WebAssembly, purego,
 // other architectures: there the shared decode saves less than its pure-Go
-// sums cost, BENCHMARKS.md), the same bits either way. It
-// honours ctx between blocks. Errors are those of
-// ReferenceQuantizedPatched (a query of the wrong length, a patch outside
-// the cache), and a patches slice whose length is not len(qs).
+// sums cost, BENCHMARKS.md), the same bits either way. The shared path
+// holds a float64 score per visible key for every trial and query head
+// (len(qs)·QHeads·n·8 bytes: 16 trials of 1M tokens, 128 MiB). It honours
+// ctx between blocks. Errors are those of ReferenceQuantizedPatched (a
+// query of the wrong length, a patch outside the cache), queries of
+// different numbers of rows, and a patches slice whose length is not
+// len(qs).
 func ReferenceQuantizedTrials(ctx context.Context, cfg Config, qs [][]float32, kv *KV, patches [][]TokenPatch) ([][]float64, error) {
 	if patches != nil && len(patches) != len(qs) {
 		return nil, fmt.Errorf("attention: %d trials' patches for %d queries", len(patches), len(qs))
