@@ -536,11 +536,10 @@ func (t attnNeedle) haystack(ctx context.Context, n int, src rand.Source, runs [
 			z, j0 = z[1:], j0+1
 		}
 		i, m := j0>>1, len(z)/2
-		kk, vv := k[i:i+m], v[i:i+m]
-		for a := range kk {
-			kk[a] = float32(scoreStd * z[2*a])
-			vv[a] = float32(valueMean + float64(valueStd*z[2*a+1]))
-		}
+		kk := k[i : i+m]
+		// kk[a] = float32(scoreStd·z[2a]), v[i+a] = float32(valueMean +
+		// valueStd·z[2a+1]), four pairs a step where AVX2 runs.
+		pmath.PairsToF32(kk, v[i:i+m], z[:2*m], scoreStd, valueStd, valueMean)
 		if len(z)&1 == 1 { // the last is k's
 			k[i+m] = float32(scoreStd * z[len(z)-1])
 		}

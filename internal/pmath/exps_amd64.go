@@ -40,3 +40,9 @@ func dotsF32x8(out *[8]float64, q *float64, n int, k *[8]*float32)
 
 //go:noescape
 func dotsF64x8(out *[8]float64, q *float64, n int, k *[8]*float64)
+
+// pairsToF32 is PairsToF32 on the first n pairs (n a positive multiple of
+// 4) in AVX2; see pairs_amd64.s.
+//
+//go:noescape
+func pairsToF32(a, b *float32, z *float64, n int, as, bs, bm float64)

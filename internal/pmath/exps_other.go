@@ -25,3 +25,7 @@ func dotsF32x8(out *[8]float64, q *float64, n int, k *[8]*float32) {
 func dotsF64x8(out *[8]float64, q *float64, n int, k *[8]*float64) {
 	panic("pmath: no assembly dot products on this build")
 }
+
+func pairsToF32(a, b *float32, z *float64, n int, as, bs, bm float64) {
+	panic("pmath: no assembly pairs on this build")
+}
