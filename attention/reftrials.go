@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-
-	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
 // ReferenceQuantizedTrials is [ReferenceQuantizedPatched] for several
@@ -98,15 +96,16 @@ func ReferenceQuantizedTrials(ctx context.Context, cfg Config, qs [][]float32, k
 }
 
 // sharedTrials is whether ReferenceQuantizedTrials shares the cache's reads
-// among its trials (referenceTrials) or runs each trial alone: where the
-// vector kernels run. Tests set it to run referenceTrials' Go paths too.
+// among its trials (referenceTrials, which needs the vector kernels) or
+// runs each trial alone: where the vector kernels run. Tests clear it to
+// run the other path there too.
 var sharedTrials = haveRefAsm
 
 // refSource is where referenceTrials decodes the cache's values from: the
-// cache's view, where the vector kernels run and the view is built (the
-// trials count as as many reads of it: KV.refViewReads), else
-// the cache's own layout through a table of code value × descale. Both
-// give every value × descale rounded once: the same float64s.
+// cache's view, once it is built (the trials count as as many reads of it:
+// KV.refViewReads), else the cache's own layout through a table of code
+// value × descale. Both give every value × descale rounded once: the same
+// float64s.
 type refSource struct {
 	kv     *KV
 	vw     *refView // nil: the codes
@@ -166,7 +165,8 @@ func (r *refSource) decodeV(dst []float64, h, cb, j0, j1 int) {
 
 // referenceTrials is ReferenceQuantizedTrials on the dequantized queries
 // qvs (one per trial) and each trial's patches by KV head (bys[t]: nil or
-// KV.patchesByHead's).
+// KV.patchesByHead's). It runs the vector kernels: call it only where they
+// run (haveRefAsm).
 func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][]TokenPatch) ([][]float64, error) {
 	const L = refLanes
 	kv, p := k.kv, k.Plan
@@ -178,10 +178,10 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 	vblocks := (dv + L - 1) / L
 	val := valueTable(kv.format)
 	src := &refSource{kv: kv}
-	if dec, ok := refDecodes[kv.format]; ok && haveRefAsm {
+	dec, ok := refDecodes[kv.format]
+	if ok {
 		src.vw = kv.refViewReads(T)
 		src.kd.mode, src.vd.mode = dec.mode, dec.mode
-		src.kd.scale, src.vd.scale = dec.unit, dec.unit // times the head's descale below
 	}
 	if src.vw == nil {
 		src.kt, src.vt = make([]float64, len(val)), make([]float64, len(val))
@@ -191,17 +191,17 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 		outs[t] = make([]float64, p.mq*p.QHeads*dv)
 	}
 	s := make([]float64, E*sl) // the items' scores, then weights
-	m := make([]float64, E)
 	l := make([]float64, E)
 	live := make([]bool, E)
 	neg := make([]bool, E) // the item has a weight of −∞ (a masked key): it is summed alone
 	prs := make([][]TokenPatch, E)
 	elems := E * n * d // the work of a pass, for parallelRange's threshold
-	unit := struct{ k, v float64 }{src.kd.scale, src.vd.scale}
 	for h := 0; h < p.KVHeads; h++ {
 		ks, vs := float64(scaleOf(kv.kScale, h)), float64(scaleOf(kv.vScale, h))
 		if src.vw != nil {
-			src.kd.scale, src.vd.scale = unit.k*ks, unit.v*vs
+			// The unit times the descale is exact (a power of two times a
+			// float32), so value × descale is still one rounding.
+			src.kd.scale, src.vd.scale = dec.unit*ks, dec.unit*vs
 		} else {
 			for c, v := range val {
 				src.kt[c], src.vt[c] = v*ks, v*vs
@@ -237,7 +237,7 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 						refDots2(s[e*sl+b*L:][:L], s[(e+1)*sl+b*L:][:L], qrow(e), qrow(e+1), kbuf)
 					}
 					if e < E {
-						refDotsF64Go(s[e*sl+b*L:][:L], qrow(e), kbuf)
+						refDotsDecoded(s[e*sl+b*L:][:L], qrow(e), kbuf)
 					}
 				}
 			})
@@ -248,40 +248,7 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 			err = parallelRange(ctx, E, 1, elems, 0, func(e0, e1 int) {
 				var eb expBuf
 				for e := e0; e < e1; e++ {
-					se, qr := s[e*sl:][:sl], qrow(e)
-					for j := lo; j < hi; j++ {
-						se[j] = p.SoftmaxScale * se[j]
-					}
-					for _, tp := range prs[e] {
-						var dot float64
-						for x, c := range tp.K {
-							dot += qr[x] * (val[c] * ks)
-						}
-						se[tp.Pos] = p.SoftmaxScale * dot
-					}
-					if p.Mask != nil {
-						for j, ok := range p.Mask[i*n+lo : i*n+hi] {
-							if !ok {
-								se[lo+j] = math.Inf(-1)
-							}
-						}
-					}
-					me := math.Inf(-1)
-					neg[e] = false
-					for _, sc := range se[lo:hi] {
-						me = max(me, sc)
-						neg[e] = neg[e] || math.IsInf(sc, -1)
-					}
-					m[e] = me
-					live[e] = !math.IsInf(me, -1)
-					if !live[e] {
-						continue
-					}
-					l[e] = 0
-					if len(p.Sinks) > 0 {
-						l[e] = pmath.Exp(p.Sinks[h*g+e%g] - me)
-					}
-					l[e] = expWeights(se[lo:hi], me, l[e], &eb)
+					l[e], live[e], neg[e] = k.refWeights(s[e*sl:][:sl], qrow(e), prs[e], val, ks, i, h*g+e%g, lo, hi, &eb)
 				}
 			})
 			if err != nil {
@@ -345,13 +312,13 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 										patched(e, ae, pe[ie])
 										ie++
 									} else {
-										refSumsF64Go(ae, se[p:p+1], vbuf[(p-c0)*L:])
+										refSumsDecoded(ae, se[p:p+1], vbuf[(p-c0)*L:])
 									}
 									if jf < len(pf) && pf[jf].Pos == p {
 										patched(f, af, pf[jf])
 										jf++
 									} else {
-										refSumsF64Go(af, sf[p:p+1], vbuf[(p-c0)*L:])
+										refSumsDecoded(af, sf[p:p+1], vbuf[(p-c0)*L:])
 									}
 									j = p + 1
 								}
@@ -364,11 +331,11 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 							j := c0
 							for ; pc < len(pr) && pr[pc].Pos < c1; pc++ {
 								tp := pr[pc]
-								refSumsF64Go(acc, se[j:tp.Pos], vbuf[(j-c0)*L:])
+								refSumsDecoded(acc, se[j:tp.Pos], vbuf[(j-c0)*L:])
 								patched(e, acc, tp)
 								j = tp.Pos + 1
 							}
-							refSumsF64Go(acc, se[j:c1], vbuf[(j-c0)*L:])
+							refSumsDecoded(acc, se[j:c1], vbuf[(j-c0)*L:])
 							np[e-e0] = pc
 						}
 					}
@@ -395,67 +362,3 @@ func (k *kernel) referenceTrials(ctx context.Context, qvs [][]float64, bys [][][
 // referenceTrials computes from one decode of V: more share a decode, fewer
 // leave more units for the cores.
 const refTrialsGroup = 4
-
-// refDotsF64Go is refDotsDecoded wherever it runs: the vector kernel with
-// AVX2, else the same sums in Go (out[l] = Σ_x q[x]·vals[x·16+l] in order
-// over x from +0, each product and sum rounded on its own), eight lanes at
-// a time in registers (eight independent chains the processor overlaps).
-func refDotsF64Go(out, q, vals []float64) {
-	if haveRefAsm {
-		refDotsDecoded(out, q, vals)
-		return
-	}
-	const L = refLanes
-	out = out[:L]
-	vals = vals[:len(q)*L]
-	for c := 0; c < L; c += 8 {
-		var a0, a1, a2, a3, a4, a5, a6, a7 float64
-		for x, qx := range q {
-			r := (*[8]float64)(vals[x*L+c:])
-			a0 += qx * r[0]
-			a1 += qx * r[1]
-			a2 += qx * r[2]
-			a3 += qx * r[3]
-			a4 += qx * r[4]
-			a5 += qx * r[5]
-			a6 += qx * r[6]
-			a7 += qx * r[7]
-		}
-		o := (*[8]float64)(out[c:])
-		o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = a0, a1, a2, a3, a4, a5, a6, a7
-	}
-}
-
-// refSumsF64Go is refSumsDecoded wherever it runs: acc[c] += w[j]·vals[j·16+c]
-// for the keys j of w in order, skipping a weight of −∞; in Go eight
-// channels at a time in registers.
-func refSumsF64Go(acc *[refLanes]float64, w, vals []float64) {
-	if len(w) == 0 {
-		return
-	}
-	if haveRefAsm {
-		refSumsDecoded(acc, w, vals)
-		return
-	}
-	const L = refLanes
-	vals = vals[:len(w)*L]
-	for c := 0; c < L; c += 8 {
-		a := (*[8]float64)(acc[c:])
-		a0, a1, a2, a3, a4, a5, a6, a7 := a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
-		for j, wj := range w {
-			if math.IsInf(wj, -1) {
-				continue
-			}
-			r := (*[8]float64)(vals[j*L+c:])
-			a0 += wj * r[0]
-			a1 += wj * r[1]
-			a2 += wj * r[2]
-			a3 += wj * r[3]
-			a4 += wj * r[4]
-			a5 += wj * r[5]
-			a6 += wj * r[6]
-			a7 += wj * r[7]
-		}
-		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7] = a0, a1, a2, a3, a4, a5, a6, a7
-	}
-}

@@ -8,6 +8,49 @@
 // Each product and each sum is rounded on its own (no FMA), each sum in
 // the order of the one-trial kernels: the same bits as two calls of them.
 
+// STEP2: one step of both kernels: the sixteen values at DX (Y0–Y3) times
+// the two trials' factors at SI and DI (broadcast in Y4, Y5), each product
+// rounded (Y14, Y15), then added to trial 0's sums (Y6–Y9) and trial 1's
+// (Y10–Y13); DX, SI, DI step on and CX counts down.
+#define STEP2 \
+	VMOVUPD      0(DX), Y0 \
+	VMOVUPD      32(DX), Y1 \
+	VMOVUPD      64(DX), Y2 \
+	VMOVUPD      96(DX), Y3 \
+	VBROADCASTSD (SI), Y4 \
+	VBROADCASTSD (DI), Y5 \
+	VMULPD       Y4, Y0, Y14 \
+	VMULPD       Y5, Y0, Y15 \
+	VADDPD       Y14, Y6, Y6 \
+	VADDPD       Y15, Y10, Y10 \
+	VMULPD       Y4, Y1, Y14 \
+	VMULPD       Y5, Y1, Y15 \
+	VADDPD       Y14, Y7, Y7 \
+	VADDPD       Y15, Y11, Y11 \
+	VMULPD       Y4, Y2, Y14 \
+	VMULPD       Y5, Y2, Y15 \
+	VADDPD       Y14, Y8, Y8 \
+	VADDPD       Y15, Y12, Y12 \
+	VMULPD       Y4, Y3, Y14 \
+	VMULPD       Y5, Y3, Y15 \
+	VADDPD       Y14, Y9, Y9 \
+	VADDPD       Y15, Y13, Y13 \
+	ADDQ         $128, DX \
+	ADDQ         $8, SI \
+	ADDQ         $8, DI \
+	DECQ         CX
+
+// STORE2: the two trials' sixteen sums to R8 and R9.
+#define STORE2 \
+	VMOVUPD Y6, 0(R8) \
+	VMOVUPD Y7, 32(R8) \
+	VMOVUPD Y8, 64(R8) \
+	VMOVUPD Y9, 96(R8) \
+	VMOVUPD Y10, 0(R9) \
+	VMOVUPD Y11, 32(R9) \
+	VMOVUPD Y12, 64(R9) \
+	VMOVUPD Y13, 96(R9)
+
 // func refDots2F64(out0, out1, q0, q1 *float64, d int, vals *float64)
 //
 // out_t[l] = Σ_x q_t[x]·vals[16x+l] for the sixteen keys l of one block,
@@ -27,44 +70,12 @@ TEXT ·refDots2F64(SB), NOSPLIT, $0-48
 	VXORPD Y13, Y13, Y13
 
 dots2_step:
-	VMOVUPD      0(DX), Y0
-	VMOVUPD      32(DX), Y1
-	VMOVUPD      64(DX), Y2
-	VMOVUPD      96(DX), Y3
-	VBROADCASTSD (SI), Y4
-	VBROADCASTSD (DI), Y5
-	VMULPD       Y4, Y0, Y14
-	VMULPD       Y5, Y0, Y15
-	VADDPD       Y14, Y6, Y6
-	VADDPD       Y15, Y10, Y10
-	VMULPD       Y4, Y1, Y14
-	VMULPD       Y5, Y1, Y15
-	VADDPD       Y14, Y7, Y7
-	VADDPD       Y15, Y11, Y11
-	VMULPD       Y4, Y2, Y14
-	VMULPD       Y5, Y2, Y15
-	VADDPD       Y14, Y8, Y8
-	VADDPD       Y15, Y12, Y12
-	VMULPD       Y4, Y3, Y14
-	VMULPD       Y5, Y3, Y15
-	VADDPD       Y14, Y9, Y9
-	VADDPD       Y15, Y13, Y13
-	ADDQ         $128, DX
-	ADDQ         $8, SI
-	ADDQ         $8, DI
-	DECQ         CX
+	STEP2
 	JNZ          dots2_step
 
 	MOVQ    out0+0(FP), R8
 	MOVQ    out1+8(FP), R9
-	VMOVUPD Y6, 0(R8)
-	VMOVUPD Y7, 32(R8)
-	VMOVUPD Y8, 64(R8)
-	VMOVUPD Y9, 96(R8)
-	VMOVUPD Y10, 0(R9)
-	VMOVUPD Y11, 32(R9)
-	VMOVUPD Y12, 64(R9)
-	VMOVUPD Y13, 96(R9)
+	STORE2
 	VZEROUPPER
 	RET
 
@@ -90,41 +101,9 @@ TEXT ·refSums2F64(SB), NOSPLIT, $0-48
 
 sums2_key:
 	PREFETCHT0   1024(DX)
-	VMOVUPD      0(DX), Y0
-	VMOVUPD      32(DX), Y1
-	VMOVUPD      64(DX), Y2
-	VMOVUPD      96(DX), Y3
-	VBROADCASTSD (SI), Y4
-	VBROADCASTSD (DI), Y5
-	VMULPD       Y4, Y0, Y14
-	VMULPD       Y5, Y0, Y15
-	VADDPD       Y14, Y6, Y6
-	VADDPD       Y15, Y10, Y10
-	VMULPD       Y4, Y1, Y14
-	VMULPD       Y5, Y1, Y15
-	VADDPD       Y14, Y7, Y7
-	VADDPD       Y15, Y11, Y11
-	VMULPD       Y4, Y2, Y14
-	VMULPD       Y5, Y2, Y15
-	VADDPD       Y14, Y8, Y8
-	VADDPD       Y15, Y12, Y12
-	VMULPD       Y4, Y3, Y14
-	VMULPD       Y5, Y3, Y15
-	VADDPD       Y14, Y9, Y9
-	VADDPD       Y15, Y13, Y13
-	ADDQ         $128, DX
-	ADDQ         $8, SI
-	ADDQ         $8, DI
-	DECQ         CX
+	STEP2
 	JNZ          sums2_key
 
-	VMOVUPD Y6, 0(R8)
-	VMOVUPD Y7, 32(R8)
-	VMOVUPD Y8, 64(R8)
-	VMOVUPD Y9, 96(R8)
-	VMOVUPD Y10, 0(R9)
-	VMOVUPD Y11, 32(R9)
-	VMOVUPD Y12, 64(R9)
-	VMOVUPD Y13, 96(R9)
+	STORE2
 	VZEROUPPER
 	RET

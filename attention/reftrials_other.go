@@ -2,16 +2,13 @@
 
 package attention
 
-// refDots2 is refDotsF64Go for two queries over one decoded block: two
-// calls here.
+// Without the vector kernels ReferenceQuantizedTrials runs each trial alone
+// (sharedTrials is false) and never calls these.
+
 func refDots2(out0, out1, q0, q1, vals []float64) {
-	refDotsF64Go(out0, q0, vals)
-	refDotsF64Go(out1, q1, vals)
+	panic("attention: refDots2 without the vector kernels")
 }
 
-// refSums2 is refSumsF64Go for two trials' weights over the same keys:
-// two calls here.
 func refSums2(acc0, acc1 *[refLanes]float64, w0, w1, vals []float64) {
-	refSumsF64Go(acc0, w0, vals)
-	refSumsF64Go(acc1, w1, vals)
+	panic("attention: refSums2 without the vector kernels")
 }

@@ -180,6 +180,46 @@ func newRefView(c *KV) *refView {
 	return v
 }
 
+// refWeights turns one query's dot products se[lo:hi] (query row i of
+// query head hq, its dequantized query qr) into its softmax weights in
+// place: each times SoftmaxScale, a patched key's (pr, by token) from its
+// patch's codes (val × the K descale ks), a masked key's −∞, then
+// expWeights from the row's max. It returns l (with the sink's term when
+// cfg has sinks), whether the row has a key to weigh (live: otherwise se is
+// left as scores and its output stays 0), and whether any weight is −∞.
+func (k *kernel) refWeights(se, qr []float64, pr []TokenPatch, val []float64, ks float64, i, hq, lo, hi int, eb *expBuf) (l float64, live, neg bool) {
+	p := k.Plan
+	for j := lo; j < hi; j++ {
+		se[j] = p.SoftmaxScale * se[j]
+	}
+	for _, tp := range pr {
+		var dot float64
+		for x, c := range tp.K {
+			dot += qr[x] * (val[c] * ks)
+		}
+		se[tp.Pos] = p.SoftmaxScale * dot
+	}
+	if p.Mask != nil {
+		for j, ok := range p.Mask[i*p.n+lo : i*p.n+hi] {
+			if !ok {
+				se[lo+j] = math.Inf(-1)
+			}
+		}
+	}
+	me := math.Inf(-1)
+	for _, sc := range se[lo:hi] {
+		me = max(me, sc)
+		neg = neg || math.IsInf(sc, -1)
+	}
+	if math.IsInf(me, -1) {
+		return 0, false, neg
+	}
+	if len(p.Sinks) > 0 {
+		l = pmath.Exp(p.Sinks[hq] - me)
+	}
+	return expWeights(se[lo:hi], me, l, eb), true, neg
+}
+
 // transposeTiles is transpose16 on slices: tiles 16×16 transposes, tile
 // j's row l the 16 codes at src[16j+l·stride:], row x of its transpose to
 // dst[256j+16x:]. It panics when a tile reaches past src or dst.
@@ -284,7 +324,6 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 	// goroutines).
 	err := parallelRangeErr(ctx, p.KVHeads, 1, p.mq*p.QHeads*n*d, 0, func(h0, h1 int) error {
 		s := make([]float64, g*st) // the group's scores, then weights: [head in group][key]
-		m := make([]float64, g)
 		l := make([]float64, g)
 		live := make([]bool, g)
 		kbuf := make([]float64, L*d) // a block of keys, decoded (groups of query heads)
@@ -331,40 +370,8 @@ func (k *kernel) referenceViews(ctx context.Context, qv []float64, patch [][]Tok
 				}
 				someLive := false
 				for e := 0; e < g; e++ {
-					se := s[e*st:][:st]
-					qr := qv[(i*p.QHeads+h*g+e)*d:][:d]
-					for j := lo; j < hi; j++ {
-						se[j] = p.SoftmaxScale * se[j]
-					}
-					for _, tp := range pr {
-						var dot float64
-						for x, c := range tp.K {
-							dot += qr[x] * (val[c] * ks)
-						}
-						se[tp.Pos] = p.SoftmaxScale * dot
-					}
-					if p.Mask != nil {
-						for j, ok := range p.Mask[i*n+lo : i*n+hi] {
-							if !ok {
-								se[lo+j] = math.Inf(-1)
-							}
-						}
-					}
-					me := math.Inf(-1)
-					for _, sc := range se[lo:hi] {
-						me = max(me, sc)
-					}
-					m[e] = me
-					live[e] = !math.IsInf(me, -1)
-					if !live[e] {
-						continue
-					}
-					someLive = true
-					l[e] = 0
-					if len(p.Sinks) > 0 {
-						l[e] = pmath.Exp(p.Sinks[h*g+e] - me)
-					}
-					l[e] = expWeights(se[lo:hi], me, l[e], &eb)
+					l[e], live[e], _ = k.refWeights(s[e*st:][:st], qv[(i*p.QHeads+h*g+e)*d:][:d], pr, val, ks, i, h*g+e, lo, hi, &eb)
+					someLive = someLive || live[e]
 				}
 				if !someLive {
 					continue
