@@ -118,10 +118,7 @@ func TestReferenceBits(t *testing.T) {
 			cfg := tc.cfg
 			cfg.HeadDim, cfg.QHeads, cfg.KVHeads = tc.d, tc.qh, tc.kvh
 			if tc.mask {
-				cfg.Mask = make([]bool, tc.mq*tc.n)
-				for x := range cfg.Mask {
-					cfg.Mask[x] = x%7 != 3 && x%11 != 5
-				}
+				cfg.Mask = refTestMask(tc.mq, tc.n)
 			}
 			if tc.sinks {
 				cfg.Sinks = make([]float64, tc.qh)

@@ -45,13 +45,6 @@ func BenchmarkReferenceQuantized(b *testing.B) {
 // and 16-bit cache format.
 func TestReferenceCodesBits(t *testing.T) {
 	ctx := context.Background()
-	mask := func(mq, n int) []bool {
-		m := make([]bool, mq*n)
-		for i := range m {
-			m[i] = i%7 != 3 && i%11 != 5
-		}
-		return m
-	}
 	for i, tc := range []struct {
 		name               string
 		mq, n, qh, kvh, d  int
@@ -72,7 +65,7 @@ func TestReferenceCodesBits(t *testing.T) {
 			cfg := tc.cfg
 			cfg.HeadDim, cfg.QHeads, cfg.KVHeads, cfg.DType = tc.d, tc.qh, tc.kvh, tc.f
 			if tc.name == "prefill mask" {
-				cfg.Mask = mask(tc.mq, tc.n)
+				cfg.Mask = refTestMask(tc.mq, tc.n)
 			}
 			if tc.sink {
 				cfg.Sinks = make([]float64, tc.qh)
@@ -82,9 +75,7 @@ func TestReferenceCodesBits(t *testing.T) {
 			}
 			var ks, vs []float32
 			if tc.perHeadScale {
-				for h := 0; h < tc.kvh; h++ {
-					ks, vs = append(ks, 0.5+0.25*float32(h)), append(vs, 2-0.5*float32(h))
-				}
+				ks, vs = refTestScales(tc.kvh)
 			}
 			kv := p.kv(t, tc.f, ks, vs)
 			k, err := newKernel(cfg, []int{0}, p.q, nil, kv)
@@ -145,19 +136,14 @@ func TestReferencePatchedBits(t *testing.T) {
 			cfg := tc.cfg
 			cfg.HeadDim, cfg.QHeads, cfg.KVHeads, cfg.DType = tc.d, tc.qh, tc.kvh, tc.f
 			if tc.name == "prefill mask" {
-				cfg.Mask = make([]bool, tc.mq*tc.n)
-				for x := range cfg.Mask {
-					cfg.Mask[x] = x%7 != 3 && x%11 != 5
-				}
+				cfg.Mask = refTestMask(tc.mq, tc.n)
 			}
 			if tc.name == "decode window, sinks" {
 				cfg.Sinks = []float64{0, 0.5, 1, 1.5}
 			}
 			var ks, vs []float32
 			if tc.kvh > 1 {
-				for h := 0; h < tc.kvh; h++ {
-					ks, vs = append(ks, 0.5+0.25*float32(h)), append(vs, 2-0.5*float32(h))
-				}
+				ks, vs = refTestScales(tc.kvh)
 			}
 			kv := p.kv(t, tc.f, ks, vs)
 			// The patches: codes of another token of the cache, or for
@@ -209,6 +195,25 @@ func TestReferencePatchedBits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refTestMask is the references' tests' mask of mq query rows over n keys:
+// every key but those whose flat index is 3 mod 7 or 5 mod 11.
+func refTestMask(mq, n int) []bool {
+	m := make([]bool, mq*n)
+	for x := range m {
+		m[x] = x%7 != 3 && x%11 != 5
+	}
+	return m
+}
+
+// refTestScales is the references' tests' per-head descales of kvh KV
+// heads: K 0.5 + 0.25h, V 2 − 0.5h.
+func refTestScales(kvh int) (ks, vs []float32) {
+	for h := 0; h < kvh; h++ {
+		ks, vs = append(ks, 0.5+0.25*float32(h)), append(vs, 2-0.5*float32(h))
+	}
+	return ks, vs
 }
 
 // sameBits fails unless got and want hold the same float64 bits, a NaN

@@ -19,11 +19,11 @@ import (
 // of several rows, a mask, sinks, per-head scales, every 8- and 16-bit
 // format, caches not a multiple of sixteen tokens, with and without the
 // cache's vector view built (the two decodes), and a block-scaled cache
-// (trial by trial). Dropping a trial's patches, or sharing the first
-// trial's patches with all, fails it (checked by hand).
+// (trial by trial). The shared path runs where the vector kernels run;
+// every build runs the trials alone. Dropping a trial's patches, or sharing
+// the first trial's patches with all, fails it (checked by hand).
 func TestReferenceQuantizedTrials(t *testing.T) {
 	defer func(s bool) { sharedTrials = s }(sharedTrials)
-	sharedTrials = true // the shared path's Go kernels too, under purego and wasm
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name              string
@@ -50,19 +50,14 @@ func TestReferenceQuantizedTrials(t *testing.T) {
 			cfg := tc.cfg
 			cfg.HeadDim, cfg.QHeads, cfg.KVHeads, cfg.DType = tc.d, tc.qh, tc.kvh, tc.f
 			if tc.name == "prefill mask" {
-				cfg.Mask = make([]bool, tc.mq*tc.n)
-				for x := range cfg.Mask {
-					cfg.Mask[x] = x%7 != 3 && x%11 != 5
-				}
+				cfg.Mask = refTestMask(tc.mq, tc.n)
 			}
 			if tc.name == "decode window, sinks" {
 				cfg.Sinks = []float64{0, 0.5, 1, 1.5}
 			}
 			var ks, vs []float32
 			if tc.kvh > 1 {
-				for h := 0; h < tc.kvh; h++ {
-					ks, vs = append(ks, 0.5+0.25*float32(h)), append(vs, 2-0.5*float32(h))
-				}
+				ks, vs = refTestScales(tc.kvh)
 			}
 			kv := p.kv(t, tc.f, ks, vs)
 			r := rand.New(rand.NewPCG(uint64(i), 3))
@@ -116,6 +111,7 @@ func TestReferenceQuantizedTrials(t *testing.T) {
 			// threshold of them left the cache without one.
 			hasView := func() bool { kv.views.mu.Lock(); defer kv.views.mu.Unlock(); return kv.views.v != nil }
 			kv.dropViews()
+			sharedTrials = haveRefAsm
 			check("from the codes")
 			if haveRefAsm && tc.trials < refViewAfter(tc.f) && hasView() {
 				t.Fatalf("%d trials built a view (threshold %d)", tc.trials, refViewAfter(tc.f))
@@ -123,7 +119,7 @@ func TestReferenceQuantizedTrials(t *testing.T) {
 			check("again")
 			sharedTrials = false // each trial alone, side by side: the builds without the vector kernels
 			check("alone")
-			sharedTrials = true
+			sharedTrials = haveRefAsm
 			if haveRefAsm && 2*tc.trials >= refViewAfter(tc.f) && !hasView() {
 				t.Fatalf("%d reads built no view (threshold %d)", 2*tc.trials, refViewAfter(tc.f))
 			}
@@ -185,12 +181,10 @@ func TestReferenceQuantizedTrialsRefuses(t *testing.T) {
 // needle's trials built it), "trials" one ReferenceQuantizedTrials for all
 // (the cache's view dropped before each: "trials-view" builds it, a
 // threshold's worth of trials; "trials-codes" decodes the codes, the path of
-// too few trials and of the builds without the vector kernels).
+// too few trials; without the vector kernels both are singles too).
 // cpu-ms/op is the CPU time of the whole batch; run with -cpu 1 for one
 // core.
 func BenchmarkReferenceQuantizedTrials(b *testing.B) {
-	defer func(s bool) { sharedTrials = s }(sharedTrials)
-	sharedTrials = true // "trials-…" times the shared path on every build
 	const n, d, trials = 128 << 10, 128, 12
 	ctx := context.Background()
 	p := newProblem(1, 1, n, 1, 1, d, 0.5)
