@@ -609,9 +609,9 @@ func (t attnNeedle) trial(ctx context.Context, h *attnHaystack, n int, rng *rand
 
 // attnTrialRefs gives a trial the reference O* of the runs that start at
 // run index i of the runs it is given (their cache, the first one's cfg),
-// computed with the other trials of its haystack (attnRefs.ref): false when
+// computed with the other trials of its haystack (attnRefs.ref): nil when
 // it does not serve that cache, and the trial computes its own.
-type attnTrialRefs func(i int) ([]float64, bool, error)
+type attnTrialRefs func(i int) ([]float64, error)
 
 // attnNeedleDraw is what one trial draws: its query, the needle's position,
 // the candidate codes and the true one, and the rows it writes into the
@@ -743,10 +743,10 @@ func (t attnNeedle) trialDrawn(ctx context.Context, h *attnHaystack, dr attnNeed
 			j++
 		}
 		var err error
-		var pre func() ([]float64, bool, error)
+		var pre func() ([]float64, error)
 		if refs != nil {
 			first := i
-			pre = func() ([]float64, bool, error) { return refs(first) }
+			pre = func() ([]float64, error) { return refs(first) }
 		}
 		if base := h.base[f]; !base.BlockScaled() {
 			// The shared cache read through the trial's tokens (the kernels
@@ -798,7 +798,7 @@ func (t attnNeedle) tokenPatches(kv *attention.KV, dr attnNeedleDraw) ([]attenti
 // score runs the kernels of runs (one cache) on kv read through patch (nil:
 // kv holds the trial's needle and sinks itself) and appends their hits and
 // errors to res; pre, when not nil, may give O* (see references).
-func (t attnNeedle) score(ctx context.Context, kv *attention.KV, patch []attention.TokenPatch, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, pre func() ([]float64, bool, error), res *attnNeedleTrialResult) error {
+func (t attnNeedle) score(ctx context.Context, kv *attention.KV, patch []attention.TokenPatch, dr attnNeedleDraw, runs []attnNeedleRun, exact []float64, pre func() ([]float64, error), res *attnNeedleTrialResult) error {
 	base, ref, err := t.references(ctx, runs[0].cfg, dr.q, kv, patch, exact, pre)
 	if err != nil {
 		return err
@@ -824,12 +824,12 @@ func (t attnNeedle) score(ctx context.Context, kv *attention.KV, patch []attenti
 
 // references returns the trial's baseline B (the legacy probe's; 0 for
 // the zero-sum ones, whose score B cannot move) and O* (exact when given,
-// else what pre gives when it is not nil and serves the cache (the same
+// else what pre gives when it is not nil and gives one (the same
 // bits, computed with the haystack's other trials: attnRefs), else exact
 // attention on kv's quantized inputs), kv read through patch
 // (attention.ReferenceQuantizedPatched: nil when kv holds the trial's
 // tokens itself). It reads kv only when refReadsCache says so.
-func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, patch []attention.TokenPatch, exact []float64, pre func() ([]float64, bool, error)) (base float64, ref []float64, err error) {
+func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []float32, kv *attention.KV, patch []attention.TokenPatch, exact []float64, pre func() ([]float64, error)) (base float64, ref []float64, err error) {
 	if t.probe == attnProbeLegacy {
 		if base, err = t.baseline(ctx, cfg, q, kv, patch); err != nil {
 			return 0, nil, err
@@ -837,11 +837,8 @@ func (t attnNeedle) references(ctx context.Context, cfg attention.Config, q []fl
 	}
 	ref = exact
 	if ref == nil && pre != nil {
-		var ok bool
-		if ref, ok, err = pre(); err != nil {
+		if ref, err = pre(); err != nil {
 			return 0, nil, err
-		} else if !ok {
-			ref = nil
 		}
 	}
 	if ref == nil {
@@ -965,12 +962,12 @@ func attnNeedleCall(ctx context.Context, run *sim.Run, t attnNeedle, c attnCall,
 			// unless O* is exact (t.exactErr: no cache is read for it).
 			var refs *attnRefs
 			if !t.exactErr {
-				refs = newAttnRefs(t, run.Seed, hays, n, keys, func(i int) int { return count(g0 + i) }, runs)
+				refs = newAttnRefs(t, run.Seed, hays, n, keys, func(i int) int { return count(g0 + i) }, nil, runs)
 			}
 			err = sim.TrialSets(ctx, run, sets, func(i, j int, rng *rand.Rand) attnNeedleTrialResult {
 				var tr attnTrialRefs
 				if refs != nil {
-					tr = func(r int) ([]float64, bool, error) { return refs.ref(ctx, i, j, r) }
+					tr = func(r int) ([]float64, error) { return refs.ref(ctx, i, j, r) }
 				}
 				return t.trialDrawn(ctx, hays[i], t.draw(n, rng), runs, nil, tr)
 			}, func(i int, r []attnNeedleTrialResult) error {

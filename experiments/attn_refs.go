@@ -30,8 +30,8 @@ const attnRefChunk = 16
 // reference.
 //
 // Caches that are block-scaled are not served (their trials write their
-// tokens into a copy): refs reports false for them, and the trial computes
-// its own.
+// tokens into a copy): ref gives nil for them, and the trial computes its
+// own.
 type attnRefs struct {
 	t     attnNeedle
 	hays  []*attnHaystack
@@ -39,6 +39,7 @@ type attnRefs struct {
 	seed  uint64             // the run's seed
 	keys  []string           // each haystack's trial key (sim.TrialRand)
 	count func(hay int) int  // each haystack's trials
+	draws [][]attnNeedleDraw // each haystack's trials' draws when the caller holds them (nil: drawn again)
 	cfgs  []attention.Config // the references' configuration, by the run index callers name
 	cache []string           // the cache of each run index
 	mu    sync.Mutex         // guards chunks
@@ -57,9 +58,11 @@ type attnRefState struct {
 
 // newAttnRefs serves the haystacks hays (haystack i's trials keyed keys[i],
 // count(i) of them) of n tokens, for the runs of runs: a reference per
-// run index, computed with the run's cfg on the run's cache.
-func newAttnRefs(t attnNeedle, seed uint64, hays []*attnHaystack, n int, keys []string, count func(int) int, runs []attnNeedleRun) *attnRefs {
-	r := &attnRefs{t: t, hays: hays, n: n, seed: seed, keys: keys, count: count, chunk: map[attnRefKey]*attnRefState{}}
+// run index, computed with the run's cfg on the run's cache. draws, when
+// not nil, holds every trial's draw (draws[i][j], the GPU path's), which
+// the chunks then take instead of drawing the trials again.
+func newAttnRefs(t attnNeedle, seed uint64, hays []*attnHaystack, n int, keys []string, count func(int) int, draws [][]attnNeedleDraw, runs []attnNeedleRun) *attnRefs {
+	r := &attnRefs{t: t, hays: hays, n: n, seed: seed, keys: keys, count: count, draws: draws, chunk: map[attnRefKey]*attnRefState{}}
 	for _, run := range runs {
 		r.cfgs = append(r.cfgs, run.cfg)
 		r.cache = append(r.cache, run.cache())
@@ -68,11 +71,11 @@ func newAttnRefs(t attnNeedle, seed uint64, hays []*attnHaystack, n int, keys []
 }
 
 // ref returns O* of trial j of haystack hay for run index run (its cache
-// and cfg), and whether it serves that cache at all (false: a block-scaled
-// cache; the caller computes its own).
-func (r *attnRefs) ref(ctx context.Context, hay, j, run int) ([]float64, bool, error) {
+// and cfg), or nil when it does not serve that cache (a block-scaled one:
+// the caller computes its own).
+func (r *attnRefs) ref(ctx context.Context, hay, j, run int) ([]float64, error) {
 	if r == nil || r.hays[hay].base[r.cache[run]].BlockScaled() {
-		return nil, false, nil
+		return nil, nil
 	}
 	key := attnRefKey{hay, j / attnRefChunk, run}
 	j0 := key.chunk * attnRefChunk
@@ -94,9 +97,9 @@ func (r *attnRefs) ref(ctx context.Context, hay, j, run int) ([]float64, bool, e
 		r.mu.Unlock()
 	}
 	if c.err != nil {
-		return nil, true, c.err
+		return nil, c.err
 	}
-	return c.refs[j-j0], true, nil
+	return c.refs[j-j0], nil
 }
 
 // compute is the chunk key's references.
@@ -107,7 +110,12 @@ func (r *attnRefs) compute(ctx context.Context, key attnRefKey) ([][]float64, er
 	qs := make([][]float32, j1-j0)
 	patches := make([][]attention.TokenPatch, j1-j0)
 	for j := j0; j < j1; j++ {
-		dr := r.t.draw(r.n, sim.TrialRand(r.seed, r.keys[key.hay], j))
+		var dr attnNeedleDraw
+		if r.draws != nil {
+			dr = r.draws[key.hay][j]
+		} else {
+			dr = r.t.draw(r.n, sim.TrialRand(r.seed, r.keys[key.hay], j))
+		}
 		p, err := r.t.tokenPatches(kv, dr)
 		if err != nil {
 			return nil, err

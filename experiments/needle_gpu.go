@@ -183,8 +183,8 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 				}
 			}
 		}
-		gpuRefs = newAttnRefs(t, run.Seed, hays, n, tkeys, cnt, refRuns)
-		cpuRefs = newAttnRefs(t, run.Seed, hays, n, tkeys, cnt, cpuRuns)
+		gpuRefs = newAttnRefs(t, run.Seed, hays, n, tkeys, cnt, draws, refRuns)
+		cpuRefs = newAttnRefs(t, run.Seed, hays, n, tkeys, cnt, draws, cpuRuns)
 	}
 	var cpuErr error
 	_, err := sim.Trials(ctx, run, key+"/references", total, func(f int, _ *rand.Rand) struct{} {
@@ -205,7 +205,7 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 		if len(cpuRuns) > 0 {
 			var tr attnTrialRefs
 			if cpuRefs != nil {
-				tr = func(r int) ([]float64, bool, error) { return cpuRefs.ref(ctx, i, j, r) }
+				tr = func(r int) ([]float64, error) { return cpuRefs.ref(ctx, i, j, r) }
 			}
 			p.res = t.trialDrawn(ctx, h, dr, cpuRuns, exact, tr)
 		}
@@ -232,9 +232,9 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 				if ps := patches[i][name]; ps != nil {
 					patch = ps[j]
 				}
-				var pre func() ([]float64, bool, error)
+				var pre func() ([]float64, error)
 				if gpuRefs != nil {
-					pre = func() ([]float64, bool, error) { return gpuRefs.ref(ctx, i, j, c) }
+					pre = func() ([]float64, error) { return gpuRefs.ref(ctx, i, j, c) }
 				}
 				base, ref, err = t.references(ctx, gpuCfg[name], dr.q, kv, patch, exact, pre)
 			}
