@@ -167,36 +167,25 @@ func (t *Tensor) CheckFinite() error {
 	chunks := (n + chunk - 1) / chunk
 	bad := int64(n) // the first non-finite element found so far
 	var mu sync.Mutex
-	var next atomic.Int64
-	scan := func() {
-		for {
-			c := int(next.Add(1) - 1)
-			if c >= chunks {
-				return
-			}
-			mu.Lock()
-			stop := int64(c*chunk) >= bad // a chunk after a bad element: nothing to find
-			mu.Unlock()
-			if stop {
-				return
-			}
-			lo := c * chunk
-			for i, x := range t.Data[lo:min(lo+chunk, n)] {
-				// x − x is 0 for a finite x, NaN for ±∞ and NaN.
-				if x-x != 0 {
-					mu.Lock()
-					bad = min(bad, int64(lo+i))
-					mu.Unlock()
-					break
-				}
+	inChunks(chunks, func(c int) bool {
+		mu.Lock()
+		stop := int64(c*chunk) >= bad // a chunk after a bad element: nothing to find
+		mu.Unlock()
+		if stop {
+			return false
+		}
+		lo := c * chunk
+		for i, x := range t.Data[lo:min(lo+chunk, n)] {
+			// x − x is 0 for a finite x, NaN for ±∞ and NaN.
+			if x-x != 0 {
+				mu.Lock()
+				bad = min(bad, int64(lo+i))
+				mu.Unlock()
+				break
 			}
 		}
-	}
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), chunks) {
-		wg.Go(scan)
-	}
-	wg.Wait()
+		return true
+	})
 	if bad == int64(n) {
 		return nil
 	}
@@ -384,30 +373,15 @@ func readDataAt(file string, r readSeekerAt, n int64, dt DType, bo binary.ByteOr
 	per := parallelReadBytes / size // elements a chunk
 	chunks := int((n + per - 1) / per)
 	errs := make([]error, chunks)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), chunks) {
-		wg.Go(func() {
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks {
-					return
-				}
-				i0 := int64(c) * per
-				m := min(per, n-i0)
-				sr := io.NewSectionReader(r, off+i0*size, m*size)
-				if errs[c] = readRange(file, sr, out[i0:i0+m], i0, n, dt, bo); errs[c] != nil {
-					// A truncated file: the chunks after this one fail
-					// too; say how much the file holds, as one reader
-					// would have.
-					if errors.Is(errs[c], io.ErrUnexpectedEOF) {
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
+	inChunks(chunks, func(c int) bool {
+		i0 := int64(c) * per
+		m := min(per, n-i0)
+		sr := io.NewSectionReader(r, off+i0*size, m*size)
+		errs[c] = readRange(file, sr, out[i0:i0+m], i0, n, dt, bo)
+		// A file that ended early fails every chunk after this one too:
+		// this goroutine stops (the first failing chunk is the one named).
+		return !errors.Is(errs[c], io.ErrUnexpectedEOF)
+	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -417,6 +391,25 @@ func readDataAt(file string, r readSeekerAt, n int64, dt DType, bo binary.ByteOr
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return out, nil
+}
+
+// inChunks calls fn(c) for the chunks c = 0 … chunks−1, each once, on up
+// to GOMAXPROCS goroutines that claim them in order; a goroutine whose fn
+// returns false claims no more. It returns when every goroutine has.
+func inChunks(chunks int, fn func(c int) bool) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), chunks) {
+		wg.Go(func() {
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks || !fn(c) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // readRange reads len(out) elements of type dt from r (byte order bo) into
