@@ -256,3 +256,11 @@ func (l *testLab) watchResume(id string) ([]sim.Point, notebook.Run, int) {
 		c.Close()
 	}
 }
+
+// liveCount is the number of runs the server still holds in memory: queued,
+// running, or ended but not yet committed and forgotten.
+func (s *Server) liveCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.lives)
+}
