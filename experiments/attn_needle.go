@@ -1050,8 +1050,9 @@ func (t attnNeedle) groupMemory() int64 {
 
 // attnGroup is the number of haystacks drawn at once: as many as hold
 // the group budget (t.groupMemory, the group-memory parameter) together (their unquantized values, 8 bytes a
-// token-channel, and every cache of runs, without a GPU with the views the
-// CPU kernels and references keep of it; with a GPU each GPU run's cache
+// token-channel, and every cache of runs with the view its references keep
+// of it on either device (attnRefs), and without a GPU the views the CPU
+// kernels keep; with a GPU each GPU run's cache
 // packed ahead is held beside them, at most as much again, as
 // attnNeedleCost counts it), at least 1, at most haystacks;
 // 1 on one core without a GPU (drawing several gains nothing there).
@@ -1074,8 +1075,8 @@ func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 		per += 4 * nd // 16-bit K and V codes
 		if blockScaled {
 			per += 6 * nd // the block codes and V's raw values
-		} else if t.gpu == nil {
-			per += 4 * nd // the CPU references' view of the cache (attention's refView: K and V again)
+		} else {
+			per += 4 * nd // the references' view of the cache (attention's refView: K and V again), on either device
 		}
 	}
 
