@@ -682,10 +682,8 @@ func (e AttentionFile) Run(ctx context.Context, run *sim.Run) error {
 		return ch
 	}
 	next := prefetch(layers[0])
-	gpu := openDevice(ctx, vals) // opens while the inputs are read and hashed
-	if gpu != nil {
-		defer gpu.Close()
-	}
+	gpu, closeGPU := openDevice(ctx, vals) // opens while the inputs are read and hashed
+	defer closeGPU()
 	// The inputs are hashed while the first layer is read and computed;
 	// they are recorded before its first point (a run that fails to hash
 	// one emits nothing).

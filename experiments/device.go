@@ -40,14 +40,20 @@ func wantsGPU(v sim.Values) bool { return v.String("device") == deviceGPU }
 
 // openDevice starts opening the GPU for a run whose device parameter is
 // gpu (nil for cpu; wgsl.OpenAsync), so that the run draws its inputs
-// while the driver starts; the caller closes it. A failed open is the
-// error of the runner's first use (its Err: "wgsl: opening the device:
-// …"; deviceErr prefixes "device gpu: ").
-func openDevice(ctx context.Context, v sim.Values) *wgsl.Runner {
+// while the driver starts, and returns the function the caller defers,
+// which closes it. In a run bound to a SharedGPU (the lab's) it takes that
+// device instead, and the function lets it go. A failed open is the error
+// of the runner's first use (its Err: "wgsl: opening the device: …";
+// deviceErr prefixes "device gpu: ").
+func openDevice(ctx context.Context, v sim.Values) (*wgsl.Runner, func()) {
 	if !wantsGPU(v) {
-		return nil
+		return nil, func() {}
 	}
-	return wgsl.OpenAsync(ctx, wgsl.Options{})
+	if sr := sharedRunOf(ctx); sr != nil {
+		return sr.s.take(ctx, sr)
+	}
+	r := wgsl.OpenAsync(ctx, wgsl.Options{})
+	return r, func() { r.Close() }
 }
 
 // deviceErr waits for g's device (nil for cpu) and returns the error of a
@@ -63,15 +69,28 @@ func deviceErr(g *wgsl.Runner) error {
 }
 
 // openGPU returns the GPU of experiment name, which runs only on one: r
-// when the caller gave one (and a done that leaves it open), else a runner
-// wgsl.Open opens (done closes it); the error says how to get an adapter.
+// when the caller gave one (and a done that leaves it open), else the
+// SharedGPU's device in a run bound to one (done lets it go), else a
+// runner wgsl.Open opens (done closes it); the error says how to get an
+// adapter.
 func openGPU(ctx context.Context, r *wgsl.Runner, name string) (*wgsl.Runner, func(), error) {
 	if r != nil {
 		return r, func() {}, nil
 	}
+	needs := func(err error) error {
+		return fmt.Errorf("%s needs a WebGPU adapter (a GPU driver, or lavapipe: apt-get install mesa-vulkan-drivers): %w", name, err)
+	}
+	if sr := sharedRunOf(ctx); sr != nil {
+		r, done := sr.s.take(ctx, sr)
+		if err := r.Err(); err != nil {
+			done()
+			return nil, nil, needs(err)
+		}
+		return r, done, nil
+	}
 	r, err := wgsl.Open(ctx, wgsl.Options{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s needs a WebGPU adapter (a GPU driver, or lavapipe: apt-get install mesa-vulkan-drivers): %w", name, err)
+		return nil, nil, needs(err)
 	}
 	return r, func() { r.Close() }, nil
 }

@@ -410,15 +410,13 @@ func (t attnNeedle) replaced(kv *attention.KV, dr attnNeedleDraw) []wgsl.SimToke
 	return toks
 }
 
-// useDevice opens the GPU into t.gpu when the run's device is gpu; the
-// caller defers the returned function, which closes it.
+// useDevice opens the GPU into t.gpu when the run's device is gpu
+// (openDevice); the caller defers the returned function, which closes it
+// or lets the lab's shared device go.
 func (t *attnNeedle) useDevice(ctx context.Context, v sim.Values) (func(), error) {
-	g := openDevice(ctx, v)
-	if g == nil {
-		return func() {}, nil
-	}
+	g, done := openDevice(ctx, v)
 	t.gpu = g
-	return func() { g.Close() }, nil
+	return done, nil
 }
 
 // deviceNote says, for a run on the GPU, which series ran there and which

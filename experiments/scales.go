@@ -96,10 +96,8 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	if err != nil {
 		return err
 	}
-	g := openDevice(ctx, v) // opens while the first trials draw their caches
-	if g != nil {
-		defer g.Close()
-	}
+	g, closeGPU := openDevice(ctx, v) // opens while the first trials draw their caches
+	defer closeGPU()
 	run.AddTotal(int64(len(v.Ints("outlier")) * trials))
 	summary := map[string]float64{}
 	series := append(append([]string{}, scalesSchemes...), "bf16")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -524,5 +525,43 @@ func TestPage(t *testing.T) {
 		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 			t.Errorf("%s: CSP %q", path, csp)
 		}
+	}
+}
+
+// TestRunContext: Options.RunContext is asked for every server run's
+// context, and its function gets the run's error once the experiment has
+// returned (nil for a run that ends done), before the run reads ended.
+func TestRunContext(t *testing.T) {
+	var mu sync.Mutex
+	var errs []error // what the function got, one run after another
+	calls := 0
+	l := newTestLab(t, Options{RunContext: func(ctx context.Context) (context.Context, func(error)) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return ctx, func(err error) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	}})
+	for i, end := range []string{"ok", "error", "panic"} {
+		r := l.wait(l.start("lab-demo", map[string]any{"n": 3, "end": end}, 1).ID, 10*time.Second, ended)
+		mu.Lock()
+		n := len(errs)
+		var err error
+		if n == i+1 {
+			err = errs[i]
+		}
+		mu.Unlock()
+		switch {
+		case n != i+1:
+			t.Errorf("%s: RunContext's function called %d times by the end of run %d (%s)", end, n, i+1, r.State)
+		case end == "ok" && err != nil, end != "ok" && err == nil:
+			t.Errorf("%s: RunContext's function got %v, run %s", end, err, r.State)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("RunContext asked %d times for 3 runs", calls)
 	}
 }

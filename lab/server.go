@@ -73,6 +73,12 @@ type Options struct {
 	TensorsDir string
 	// Log receives the server's log (default slog.Default()).
 	Log *slog.Logger
+	// RunContext, when not nil, is asked for the context of every server
+	// run before it executes: it returns the context the experiment runs
+	// under and a function called with the run's error once the experiment
+	// has returned (cmd/lab: the GPU the server's runs share,
+	// experiments.SharedGPU.Bind).
+	RunContext func(context.Context) (context.Context, func(error))
 	// Slurm, when not nil, lets sweeps run as Slurm job arrays (sweep.go).
 	Slurm *SlurmOptions
 }
@@ -418,7 +424,12 @@ func (s *Server) execute(ctx context.Context, cancel context.CancelFunc, l *live
 	if s.opts.FilesDir != "" {
 		files = filepath.Join(s.opts.FilesDir, "run-"+l.id)
 	}
-	_, err := sim.Execute(sim.WithFilesDir(ctx, files), l.exp, l.values, l.meta.Seed, l)
+	runCtx, ran := sim.WithFilesDir(ctx, files), func(error) {}
+	if s.opts.RunContext != nil {
+		runCtx, ran = s.opts.RunContext(runCtx)
+	}
+	_, err := sim.Execute(runCtx, l.exp, l.values, l.meta.Seed, l)
+	ran(err)
 	st, msg := notebook.Done, ""
 	if err != nil {
 		l.mu.Lock()

@@ -15,12 +15,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fp8lab/fp8lab/experiments"
 	labserver "github.com/fp8lab/fp8lab/lab"
 	"github.com/fp8lab/fp8lab/lab/notebook"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-const serveUsage = "usage: lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-max-memory 4GiB] [-max-work 3.6e12] [-wasm DIR]"
+const serveUsage = "usage: lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-max-memory 4GiB] [-max-work 3.6e12] [-gpu-idle 30s] [-wasm DIR]"
 
 // cmdServe runs `lab serve`: it opens the notebook in the data folder
 // (marking runs a crash left unfinished as interrupted), serves the lab on
@@ -35,6 +36,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxMemory := byteSize(labserver.DefaultMaxMemory)
 	fs.Var(&maxMemory, "max-memory", "most memory the runs executing at once may hold together, by the experiments' estimates (e.g. 4GiB, 512MiB); a run estimated above it is refused")
 	maxWork := fs.Float64("max-work", labserver.DefaultMaxWork, "most work one run may be estimated to need, in operations of about a nanosecond (3.6e12: an hour of CPU time on one core)")
+	gpuIdle := fs.Duration("gpu-idle", experiments.DefaultGPUIdle, "how long the GPU the runs with device gpu share stays open after the last of them (0: each such run opens and closes its own, as `lab run` does); up to 1 hour")
 	wasmDir := fs.String("wasm", "", "serve lab.wasm and wasm_exec.js from this folder instead of the build embedded in the binary")
 	slurmOpts := slurmFlags(fs) // sweep.go
 	if err := fs.Parse(args); err != nil {
@@ -71,9 +73,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return fmt.Errorf("lab serve: -max-work %g: want 1 to 9e18 operations\n%s", *maxWork, serveUsage)
 	}
+	if *gpuIdle < 0 || *gpuIdle > time.Hour {
+		ln.Close()
+		return fmt.Errorf("lab serve: -gpu-idle %v: want 0 to 1h\n%s", *gpuIdle, serveUsage)
+	}
 	opts := labserver.Options{Store: store, Workers: *workers, Addr: ln.Addr().String(), Log: log,
 		MaxMemory: int64(maxMemory), MaxWork: int64(*maxWork), FilesDir: filepath.Join(*data, "files"), Slurm: slurmOpts(),
 		TensorsDir: filepath.Join(*data, "tensors")}
+	if *gpuIdle > 0 {
+		// One device for the runs with device gpu: a run takes it opened,
+		// with its pipelines compiled (experiments.SharedGPU).
+		gpu := experiments.NewSharedGPU(*gpuIdle)
+		defer gpu.Close() // after the runs have ended (Shutdown below)
+		opts.RunContext = gpu.Bind
+	}
 	if *wasmDir != "" {
 		if _, err := os.Stat(*wasmDir + "/lab.wasm"); err != nil {
 			ln.Close()

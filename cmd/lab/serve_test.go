@@ -217,6 +217,9 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"serve", "extra"}, `lab serve: unexpected argument "extra"`},
 		{[]string{"serve", "-bogus"}, "lab serve: flag provided but not defined: -bogus"},
 		{[]string{"serve", "-data", t.TempDir(), "-addr", "127.0.0.1:0", "-wasm", t.TempDir()}, "lab serve: -wasm"},
+		{[]string{"serve", "-data", t.TempDir(), "-addr", "127.0.0.1:0", "-gpu-idle", "-1s"}, "lab serve: -gpu-idle -1s: want 0 to 1h"},
+		{[]string{"serve", "-data", t.TempDir(), "-addr", "127.0.0.1:0", "-gpu-idle", "2h"}, "lab serve: -gpu-idle 2h0m0s: want 0 to 1h"},
+		{[]string{"serve", "-gpu-idle", "soon"}, `lab serve: invalid value "soon" for flag -gpu-idle`},
 	} {
 		_, _, err := lab(t, context.Background(), tt.args...)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
