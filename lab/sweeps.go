@@ -729,13 +729,18 @@ func (s *Server) handleResumeSweep(w http.ResponseWriter, r *http.Request) {
 }
 
 // cancel stops the sweep's runner, its Slurm jobs and its live runs, and
-// records it cancelled.
+// records it cancelled. The end is recorded first (a runner that stops
+// records nothing else, and no new task registers a run); the Slurm jobs
+// get scancel at once after it, so that no pending task starts in between
+// to find the sweep ended and fail, then again, for an array the runner
+// submitted while it was stopping, once the runner has stopped.
 func (sw *sweeper) cancel(rec notebook.Sweep) {
 	sw.end(rec.ID, notebook.Cancelled, "cancelled by a user")
+	cancelled := sw.scancel(rec.ID, nil)
 	sw.mu.Lock()
 	rn := sw.active[rec.ID]
 	sw.mu.Unlock()
-	if rn != nil { // stop the runner first, so that it starts nothing more
+	if rn != nil { // stop the runner, so that it starts nothing more
 		rn.stop()
 		select {
 		case <-rn.done:
@@ -743,15 +748,30 @@ func (sw *sweeper) cancel(rec notebook.Sweep) {
 			sw.s.log.Error("sweep: the runner did not stop within 10 s", "sweep", rec.ID)
 		}
 	}
-	if len(rec.SlurmJobs) > 0 && sw.s.opts.Slurm != nil {
-		if err := sw.s.opts.Slurm.scancel(context.Background(), rec.SlurmJobs); err != nil {
-			sw.s.log.Error("sweep: scancel", "sweep", rec.ID, "err", err)
-		}
-	}
+	sw.scancel(rec.ID, cancelled)
 	runs, _ := sw.store.SweepRuns(rec.ID)
 	for _, rid := range runs {
 		sw.s.cancelRun(rid)
 	}
+}
+
+// scancel cancels the Slurm jobs of sweep id that are not in done, as the
+// notebook holds them now, and returns them with done.
+func (sw *sweeper) scancel(id string, done []string) []string {
+	rec, err := sw.store.GetSweep(id)
+	if err != nil || sw.s.opts.Slurm == nil {
+		return done
+	}
+	var jobs []string
+	for _, j := range rec.SlurmJobs {
+		if j != "|" && !slices.Contains(done, j) {
+			jobs = append(jobs, j)
+		}
+	}
+	if err := sw.s.opts.Slurm.scancel(context.Background(), jobs); err != nil {
+		sw.s.log.Error("sweep: scancel", "sweep", id, "err", err)
+	}
+	return append(done, jobs...)
 }
 
 func (s *Server) handleTags(w http.ResponseWriter, r *http.Request) {
