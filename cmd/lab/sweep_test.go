@@ -159,9 +159,13 @@ func TestSweepSlurm(t *testing.T) {
 
 	var out, errb bytes.Buffer
 	start := time.Now()
-	err := dispatch(context.Background(), []string{"sweep", "demo", "-trials", "5,10", "-seeds", "1..3", "-lab", url, "-json"}, &out, &errb)
+	// 6 short runs take about 10 s; a Slurm that never runs them fails the
+	// test here, not at the package's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	err := dispatch(ctx, []string{"sweep", "demo", "-trials", "5,10", "-seeds", "1..3", "-lab", url, "-json"}, &out, &errb)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, errb.String())
+		t.Fatalf("%v (after %v)\n%s", err, time.Since(start).Round(time.Second), errb.String())
 	}
 	t.Logf("6 runs on Slurm in %v", time.Since(start))
 	if !strings.Contains(errb.String(), "6 runs of demo on the slurm") {
