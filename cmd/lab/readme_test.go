@@ -96,3 +96,35 @@ func readmeNoMeasuredCosts(t *testing.T, name string) bool {
 	v, ok := res.Summary["measured_costs"]
 	return err == nil && ok && v == 0 && len(rec.Points()) == 0
 }
+
+// TestReadmeServeFlags: every flag of `lab serve` is in the README, and
+// the README's usage line of lab serve names the flags of serveUsage.
+func TestReadmeServeFlags(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	help, _, err := lab(t, context.Background(), "serve", "-h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := regexp.MustCompile(`(?m)^  (-[a-z][a-z-]*)`).FindAllStringSubmatch(help, -1)
+	if len(flags) < 10 {
+		t.Fatalf("serve -h lists %d flags:\n%s", len(flags), help)
+	}
+	for _, f := range flags {
+		if !regexp.MustCompile(regexp.QuoteMeta(f[1]) + `\b[^-]`).MatchString(readme) {
+			t.Errorf("lab serve %s is not in the README", f[1])
+		}
+	}
+	line := regexp.MustCompile(`(?m)^lab serve (\[.*\])$`).FindStringSubmatch(readme)
+	if line == nil {
+		t.Fatal("the README has no usage line of lab serve")
+	}
+	for _, f := range regexp.MustCompile(`\[(-[a-z-]+)`).FindAllStringSubmatch(serveUsage, -1) {
+		if !strings.Contains(line[1], "["+f[1]+" ") && !strings.Contains(line[1], "["+f[1]+"]") {
+			t.Errorf("the README's usage line of lab serve lacks %s: %s", f[1], line[1])
+		}
+	}
+}

@@ -36,7 +36,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxMemory := byteSize(labserver.DefaultMaxMemory)
 	fs.Var(&maxMemory, "max-memory", "most memory the runs executing at once may hold together, by the experiments' estimates (e.g. 4GiB, 512MiB); a run estimated above it is refused")
 	maxWork := fs.Float64("max-work", labserver.DefaultMaxWork, "most work one run may be estimated to need, in operations of about a nanosecond (3.6e12: an hour of CPU time on one core)")
-	gpuIdle := fs.Duration("gpu-idle", experiments.DefaultGPUIdle, "how long the GPU the runs with device gpu share stays open after the last of them (0: each such run opens and closes its own, as `lab run` does); up to 1 hour")
+	gpuIdle := fs.Duration("gpu-idle", experiments.DefaultGPUIdle, "how long the GPU the runs with device gpu share stays open after the last of them (0: each such run opens and closes its own device, as in a terminal); up to 1 hour")
 	wasmDir := fs.String("wasm", "", "serve lab.wasm and wasm_exec.js from this folder instead of the build embedded in the binary")
 	slurmOpts := slurmFlags(fs) // sweep.go
 	if err := fs.Parse(args); err != nil {
