@@ -3,6 +3,8 @@ package fp8
 import (
 	"fmt"
 	"math"
+
+	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
 // Granularity says which elements of a [tokens][heads][dim] tensor share a
@@ -115,21 +117,27 @@ func Calibrate(x []float32, shape Shape, g Granularity, f Format) ([]float32, er
 	if err := shape.check(len(x)); err != nil {
 		return nil, err
 	}
-	amax := make([]float32, shape.NumScales(g))
-	i := 0
-	for t := 0; t < shape.Tokens; t++ {
-		for h := 0; h < shape.Heads; h++ {
-			k := ScaleIndex(g, t, h)
-			for d := 0; d < shape.Dim; d++ {
-				if a := float32(math.Abs(float64(x[i]))); a > amax[k] {
-					amax[k] = a
-				}
-				i++
-			}
+	// The largest magnitude of each group as its bits (pmath.MaxAbsBits:
+	// |x|'s bits order as |x| does, NaNs left out), over the group's
+	// contiguous runs: the whole tensor, a token's heads, or a head's row.
+	bits := make([]uint32, shape.NumScales(g))
+	row := shape.Heads * shape.Dim
+	switch g {
+	case PerHead:
+		for i := 0; i < len(x); i += shape.Dim {
+			h := i / shape.Dim % shape.Heads
+			bits[h] = max(bits[h], pmath.MaxAbsBits(x[i:i+shape.Dim]))
 		}
+	case PerToken:
+		for t := range shape.Tokens {
+			bits[t] = pmath.MaxAbsBits(x[t*row : (t+1)*row])
+		}
+	default:
+		bits[0] = pmath.MaxAbsBits(x)
 	}
-	for k, a := range amax {
-		amax[k] = AmaxScale(a, f)
+	amax := make([]float32, len(bits))
+	for k, b := range bits {
+		amax[k] = AmaxScale(math.Float32frombits(b), f)
 	}
 	return amax, nil
 }

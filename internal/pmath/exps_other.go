@@ -29,3 +29,11 @@ func dotsF64x8(out *[8]float64, q *float64, n int, k *[8]*float64) {
 func pairsToF32(a, b *float32, z *float64, n int, as, bs, bm float64) {
 	panic("pmath: no assembly pairs on this build")
 }
+
+func countAbsAbove(x *float32, n int, t *[4]uint32, out *[4]int) {
+	panic("pmath: no assembly magnitudes on this build")
+}
+
+func maxAbsBits(x *float32, n int) uint32 {
+	panic("pmath: no assembly magnitudes on this build")
+}

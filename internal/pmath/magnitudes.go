@@ -1,0 +1,76 @@
+package pmath
+
+import "math"
+
+// The magnitudes of float32 values as their bits: x's bits without the
+// sign bit order as |x| does, from +0 (0) through the subnormals and the
+// normals to +Inf (0x7f800000), with every NaN above +Inf. Counting or
+// taking the largest of those bits is an integer comparison per element,
+// which the AVX2 kernels do eight elements at a time.
+
+// absInf is the bits of +Inf; a magnitude's bits above it are a NaN's.
+const absInf = 0x7f800000
+
+// CountAbsAbove returns, for each threshold t[k], how many elements of x
+// have magnitude bits (math.Float32bits(x) without the sign bit) above
+// t[k]: for a t[k] at most +Inf's bits, the elements with |x| above
+// math.Float32frombits(t[k]), and every NaN. Each t[k] must be below 2^31:
+// it panics otherwise (a programming error). Eight elements a step (AVX2
+// on amd64 where the CPU has it), else a loop in Go: the same counts
+// (TestCountAbsAbove, FuzzMagnitudes).
+func CountAbsAbove(x []float32, t [4]uint32) [4]int {
+	for _, v := range t {
+		if v >= 1<<31 {
+			panic("pmath: CountAbsAbove with a threshold of 2^31 or more")
+		}
+	}
+	var c [4]int
+	for len(x) > 0 {
+		// A chunk whose lane counts cannot overflow 32 bits.
+		n := min(len(x), 1<<30)
+		chunk := x[:n]
+		x = x[n:]
+		i := 0
+		if haveExpAsm && n >= 8 {
+			i = n &^ 7
+			var v [4]int
+			countAbsAbove(&chunk[0], i, &t, &v)
+			for k := range c {
+				c[k] += v[k]
+			}
+		}
+		// Without a branch: for a and v below 2^31, (v−a)>>31 is 1 when
+		// a > v, else 0 (uint32 arithmetic).
+		var c0, c1, c2, c3 uint32
+		for _, y := range chunk[i:] {
+			a := math.Float32bits(y) &^ (1 << 31)
+			c0 += (t[0] - a) >> 31
+			c1 += (t[1] - a) >> 31
+			c2 += (t[2] - a) >> 31
+			c3 += (t[3] - a) >> 31
+		}
+		c[0], c[1], c[2], c[3] = c[0]+int(c0), c[1]+int(c1), c[2]+int(c2), c[3]+int(c3)
+	}
+	return c
+}
+
+// MaxAbsBits returns the largest magnitude bits (math.Float32bits(x)
+// without the sign bit) among the elements of x that are not NaN, 0 when
+// there is none: math.Float32frombits of it is the largest |x|, NaNs
+// ignored, +0 for an empty x. Eight elements a step (AVX2 on amd64 where
+// the CPU has it), else a loop in Go: the same result (TestMaxAbsBits,
+// FuzzMagnitudes).
+func MaxAbsBits(x []float32) uint32 {
+	var m uint32
+	i := 0
+	if haveExpAsm && len(x) >= 8 {
+		i = len(x) &^ 7
+		m = maxAbsBits(&x[0], i)
+	}
+	for _, y := range x[i:] {
+		if a := math.Float32bits(y) &^ (1 << 31); a <= absInf {
+			m = max(m, a)
+		}
+	}
+	return m
+}
