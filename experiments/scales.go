@@ -454,6 +454,9 @@ func scalesClamped(x []float32, shape fp8.Shape, scales []float32, f fp8.Format)
 	for h, s := range scales {
 		bounds[h] = scalesBounds(s, f)
 	}
+	if len(scales) == 1 && bounds[0].ok { // one scale: the whole tensor at once
+		return bounds[0].count(x[:shape.Len()])
+	}
 	i := 0
 	for t := 0; t < shape.Tokens; t++ {
 		for h := 0; h < shape.Heads; h++ {
@@ -471,19 +474,21 @@ func scalesClamped(x []float32, shape fp8.Shape, scales []float32, f fp8.Format)
 				}
 				continue
 			}
-			for _, y := range row {
-				a := math.Float32bits(y) &^ (1 << 31) // |y|'s bits: ordered as the magnitudes, NaNs above +Inf's
-				switch {
-				case a > 0x7f800000: // NaN: neither
-				case a > b.sat:
-					sat++
-				case a >= b.nonzero && a <= b.zero:
-					under++
-				}
-			}
+			s, u := b.count(row)
+			sat += s
+			under += u
 		}
 	}
 	return sat, under
+}
+
+// count is scalesClamped of x for valid bounds: the elements above sat
+// less the NaNs (above +Inf), and those at least nonzero less those above
+// zero (nonzero ≤ zero+1, so these are the ones between; a NaN is in
+// both), counted by their magnitudes' bits (pmath.CountAbsAbove).
+func (b scalesBound) count(x []float32) (sat, under float64) {
+	c := pmath.CountAbsAbove(x, [4]uint32{b.sat, 0x7f800000, b.nonzero - 1, b.zero})
+	return float64(c[0] - c[1]), float64(c[2] - c[3])
 }
 
 // scalesClampedOne is the cast's answer for one element: whether x/s
