@@ -89,6 +89,22 @@ func BenchmarkQuantizeKV(b *testing.B) {
 			})
 		}
 	}
+	// The same elements as 8 KV heads of 16k tokens (scales' caches): the
+	// transposed V rows of a block are 8 times as many.
+	const h8 = 8
+	p8 := newProblem(1, 1, n/h8, h8, h8, 128, 0.5)
+	for _, f := range []fp8.Format{fp8.FormatE4M3, fp8.FormatBF16} {
+		b.Run("NewKV_"+f.String()+"_h8/w1", func(b *testing.B) {
+			cpu := cputime.Start()
+			for b.Loop() {
+				c := newKV(n/h8, h8, 128, 128, f, fp8.SatFinite, []float32{1}, []float32{1})
+				if err := c.setTokens(ctx, p8.k, p8.v, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.Report(b, 0)
+		})
+	}
 	for _, spec := range []KVSpec{
 		{Format: KVE4M3},
 		{Format: KVE4M3, KScales: PerTokenHead, VScales: PerTokenHead, Path: PathDequantBF16},
