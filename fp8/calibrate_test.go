@@ -35,7 +35,7 @@ func calibrateLoop(x []float32, shape Shape, g Granularity, f Format) []float32 
 func TestCalibrateAmax(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(1),
-		math.Float32frombits(0x80000001), float32(math.Copysign(0, -1)), 448, -449}
+		math.Float32frombits(0x80000001), float32(math.Copysign(0, -1)), 448, -449, math.Float32frombits(0x7f800001), math.Float32frombits(0xff800002)}
 	for _, sh := range []Shape{{1, 1, 1}, {3, 2, 5}, {4, 3, 8}, {7, 4, 16}, {5, 8, 128}, {2, 1, 67}} {
 		for _, g := range []Granularity{PerTensor, PerHead, PerToken} {
 			for _, f := range []Format{FormatE4M3, FormatE5M2} {

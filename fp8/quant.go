@@ -3,8 +3,6 @@ package fp8
 import (
 	"fmt"
 	"math"
-
-	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
 // Granularity says which elements of a [tokens][heads][dim] tensor share a
@@ -117,23 +115,37 @@ func Calibrate(x []float32, shape Shape, g Granularity, f Format) ([]float32, er
 	if err := shape.check(len(x)); err != nil {
 		return nil, err
 	}
-	// The largest magnitude of each group as its bits (pmath.MaxAbsBits:
-	// |x|'s bits order as |x| does, NaNs left out), over the group's
-	// contiguous runs: the whole tensor, a token's heads, or a head's row.
+	// The largest magnitude of each group as its bits, over the group's
+	// contiguous runs (the whole tensor, a token's heads, or a head's row):
+	// MaxAbs, which orders magnitudes by their bits (+Inf's 0x7f800000,
+	// NaNs above), and for the rare run that holds a NaN the largest of the
+	// others.
+	runMax := func(run []float32) uint32 {
+		m := math.Float32bits(MaxAbs(run))
+		if m > 0x7f800000 {
+			m = 0
+			for _, y := range run {
+				if a := math.Float32bits(y) &^ (1 << 31); a <= 0x7f800000 {
+					m = max(m, a)
+				}
+			}
+		}
+		return m
+	}
 	bits := make([]uint32, shape.NumScales(g))
 	row := shape.Heads * shape.Dim
 	switch g {
 	case PerHead:
 		for i := 0; i < len(x); i += shape.Dim {
 			h := i / shape.Dim % shape.Heads
-			bits[h] = max(bits[h], pmath.MaxAbsBits(x[i:i+shape.Dim]))
+			bits[h] = max(bits[h], runMax(x[i:i+shape.Dim]))
 		}
 	case PerToken:
 		for t := range shape.Tokens {
-			bits[t] = pmath.MaxAbsBits(x[t*row : (t+1)*row])
+			bits[t] = runMax(x[t*row : (t+1)*row])
 		}
 	default:
-		bits[0] = pmath.MaxAbsBits(x)
+		bits[0] = runMax(x)
 	}
 	amax := make([]float32, len(bits))
 	for k, b := range bits {

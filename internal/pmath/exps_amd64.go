@@ -47,12 +47,8 @@ func dotsF64x8(out *[8]float64, q *float64, n int, k *[8]*float64)
 //go:noescape
 func pairsToF32(a, b *float32, z *float64, n int, as, bs, bm float64)
 
-// countAbsAbove and maxAbsBits are CountAbsAbove and MaxAbsBits on the
-// first n elements (n a positive multiple of 8) in AVX2; see
-// magnitudes_amd64.s.
+// countAbsAbove is CountAbsAbove on the first n elements (n a positive
+// multiple of 8) in AVX2; see magnitudes_amd64.s.
 //
 //go:noescape
 func countAbsAbove(x *float32, n int, t *[4]uint32, out *[4]int)
-
-//go:noescape
-func maxAbsBits(x *float32, n int) uint32

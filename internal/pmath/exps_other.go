@@ -33,7 +33,3 @@ func pairsToF32(a, b *float32, z *float64, n int, as, bs, bm float64) {
 func countAbsAbove(x *float32, n int, t *[4]uint32, out *[4]int) {
 	panic("pmath: no assembly magnitudes on this build")
 }
-
-func maxAbsBits(x *float32, n int) uint32 {
-	panic("pmath: no assembly magnitudes on this build")
-}

@@ -4,9 +4,9 @@ import "math"
 
 // The magnitudes of float32 values as their bits: x's bits without the
 // sign bit order as |x| does, from +0 (0) through the subnormals and the
-// normals to +Inf (0x7f800000), with every NaN above +Inf. Counting or
-// taking the largest of those bits is an integer comparison per element,
-// which the AVX2 kernels do eight elements at a time.
+// normals to +Inf (0x7f800000), with every NaN above +Inf. Counting them
+// above thresholds is an integer comparison per element, which the AVX2
+// kernel does eight elements at a time (fp8.MaxAbs takes their largest).
 
 // absInf is the bits of +Inf; a magnitude's bits above it are a NaN's.
 const absInf = 0x7f800000
@@ -52,25 +52,4 @@ func CountAbsAbove(x []float32, t [4]uint32) [4]int {
 		c[0], c[1], c[2], c[3] = c[0]+int(c0), c[1]+int(c1), c[2]+int(c2), c[3]+int(c3)
 	}
 	return c
-}
-
-// MaxAbsBits returns the largest magnitude bits (math.Float32bits(x)
-// without the sign bit) among the elements of x that are not NaN, 0 when
-// there is none: math.Float32frombits of it is the largest |x|, NaNs
-// ignored, +0 for an empty x. Eight elements a step (AVX2 on amd64 where
-// the CPU has it), else a loop in Go: the same result (TestMaxAbsBits,
-// FuzzMagnitudes).
-func MaxAbsBits(x []float32) uint32 {
-	var m uint32
-	i := 0
-	if haveExpAsm && len(x) >= 8 {
-		i = len(x) &^ 7
-		m = maxAbsBits(&x[0], i)
-	}
-	for _, y := range x[i:] {
-		if a := math.Float32bits(y) &^ (1 << 31); a <= absInf {
-			m = max(m, a)
-		}
-	}
-	return m
 }

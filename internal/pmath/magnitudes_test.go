@@ -25,8 +25,8 @@ func magnitudeCases(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-// countAbsAboveLoop and maxAbsLoop are the definitions: per element, its
-// |x| compared as a float (NaN by its bits).
+// countAbsAboveLoop is the definition: per element, its |x| compared as a
+// float (NaN by its bits).
 func countAbsAboveLoop(x []float32, t [4]uint32) [4]int {
 	var c [4]int
 	for _, y := range x {
@@ -42,16 +42,6 @@ func countAbsAboveLoop(x []float32, t [4]uint32) [4]int {
 		}
 	}
 	return c
-}
-
-func maxAbsLoop(x []float32) uint32 {
-	var m float32
-	for _, y := range x {
-		if a := float32(math.Abs(float64(y))); a > m { // false for a NaN
-			m = a
-		}
-	}
-	return math.Float32bits(m)
 }
 
 func TestCountAbsAbove(t *testing.T) {
@@ -85,23 +75,6 @@ func TestCountAbsAbove(t *testing.T) {
 	CountAbsAbove([]float32{1}, [4]uint32{0, 0, 1 << 31, 0})
 }
 
-func TestMaxAbsBits(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	for n := range 70 {
-		for range 20 {
-			x := magnitudeCases(r, n)
-			if got, want := MaxAbsBits(x), maxAbsLoop(x); got != want {
-				t.Fatalf("n=%d: %x, want %x", n, got, want)
-			}
-		}
-	}
-	// Only NaNs and zeros: +0.
-	nan := math.Float32frombits(0x7fc00000)
-	if got := MaxAbsBits([]float32{nan, -0, nan, nan, nan, nan, nan, nan, nan}); got != 0 {
-		t.Errorf("NaNs and −0: %x, want 0", got)
-	}
-}
-
 func FuzzMagnitudes(f *testing.F) {
 	f.Add([]byte{0, 0, 0x80, 0x7f, 1, 0, 0xc0, 0xff}, uint32(0x3f800000), uint32(0x7f800000))
 	f.Fuzz(func(t *testing.T, b []byte, t0, t1 uint32) {
@@ -113,9 +86,6 @@ func FuzzMagnitudes(f *testing.F) {
 		if got, want := CountAbsAbove(x, th), countAbsAboveLoop(x, th); got != want {
 			t.Fatalf("thresholds %x: %v, want %v", th, got, want)
 		}
-		if got, want := MaxAbsBits(x), maxAbsLoop(x); got != want {
-			t.Fatalf("max: %x, want %x", got, want)
-		}
 	})
 }
 
@@ -125,12 +95,6 @@ func BenchmarkMagnitudes(b *testing.B) {
 		b.SetBytes(4 << 20)
 		for b.Loop() {
 			CountAbsAbove(x, [4]uint32{0x3f800000, absInf, 0x00800000, 0x01000000})
-		}
-	})
-	b.Run("MaxAbsBits", func(b *testing.B) {
-		b.SetBytes(4 << 20)
-		for b.Loop() {
-			MaxAbsBits(x)
 		}
 	})
 }
