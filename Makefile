@@ -88,7 +88,8 @@ test: test-deps vet
 	$(GO) run ./cmd/lab verify $(VERIFY_PATHS) >$$tmp/verify.txt 2>&1 || { plain=1; tail -n 40 $$tmp/verify.txt; }; \
 	echo "lab verify: $$(tail -n 1 $$tmp/verify.txt)"; \
 	race=0; $(GO) test -race -timeout 10m ./sim/... ./lab/... ./cmd/lab ./capi || race=$$?; \
-	$(GO) test -race -timeout 10m -run '^(TestNormalsPCG|TestPCGAdvance|TestSimDecodeBatch|TestSimDecodeBatchConcurrent|TestSimPackedCache|TestOpenAsync|TestUploadPieces|TestRunHeadsParallel|TestReferenceHeadsParallel|TestRunSharedEqualsRunPromotions)$$' ./internal/pmath ./wgsl ./attention || race=$$?; \
+	$(GO) test -race -timeout 10m -run '^(TestNormalsPCG|TestPCGAdvance|TestSimDecodeBatch|TestSimDecodeBatchConcurrent|TestSimPackedCache|TestOpenAsync|TestUploadPieces|TestRunHeadsParallel|TestReferenceHeadsParallel|TestRunSharedEqualsRunPromotions|TestReferenceQuantizedTrials|TestSetTokensBlocks)$$' ./internal/pmath ./wgsl ./attention || race=$$?; \
+	$(GO) test -race -timeout 10m -run '^TestSharedGPU' ./experiments || race=$$?; \
 	py=0; $(MAKE) --no-print-directory test-python || py=$$?; \
 	echo "make test: plain tests exit $$plain, race tests exit $$race, Python tests exit $$py"; \
 	[ $$plain = 0 ] && [ $$race = 0 ] && [ $$py = 0 ]
