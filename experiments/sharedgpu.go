@@ -30,8 +30,8 @@ import (
 // them lets it go. The methods are safe for concurrent use.
 type SharedGPU struct {
 	idle time.Duration
-	// open opens a device (wgsl.OpenAsync; tests give an adapter that does
-	// not exist, for a Runner whose open fails without a GPU).
+	// open opens a device (wgsl.OpenAsync; tests give one whose open has
+	// failed at once, for a Runner without a GPU).
 	open func(context.Context) *wgsl.Runner
 	// afterFunc is time.AfterFunc (tests fire the idle timers themselves).
 	afterFunc func(time.Duration, func())
