@@ -3,6 +3,8 @@ package experiments
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -35,6 +37,9 @@ type SharedGPU struct {
 	open func(context.Context) *wgsl.Runner
 	// afterFunc is time.AfterFunc (tests fire the idle timers themselves).
 	afterFunc func(time.Duration, func())
+	// Log, when set, is told when a device opens (its adapter, or why it
+	// did not) and when it closes, and why.
+	Log *slog.Logger
 
 	mu     sync.Mutex
 	cur    *sharedDevice // the device the next run takes; nil: open one
@@ -46,8 +51,10 @@ type SharedGPU struct {
 type sharedDevice struct {
 	r       *wgsl.Runner
 	users   int
-	dropped bool // no longer the current one: closed when users reaches 0
-	gen     int  // bumped by every take: an idle timer started before does nothing
+	dropped bool   // no longer the current one: closed when users reaches 0
+	why     string // why it was dropped (for the log)
+	closed  bool   // its runner is closed (or being closed)
+	gen     int    // bumped by every take: an idle timer started before does nothing
 }
 
 // sharedRun is what Bind puts in a run's context: the shared device and
@@ -89,7 +96,7 @@ func (s *SharedGPU) Bind(ctx context.Context) (context.Context, func(error)) {
 		d := sr.took
 		sr.mu.Unlock()
 		if d != nil {
-			s.drop(d)
+			s.drop(d, fmt.Sprintf("a run on it failed (%v)", err))
 		}
 	}
 }
@@ -103,23 +110,34 @@ func (s *SharedGPU) Close() error {
 	d := s.cur
 	s.mu.Unlock()
 	if d != nil {
-		s.drop(d)
+		s.drop(d, "closed with the lab")
 	}
 	return nil
 }
 
+// closeDevice closes a dropped d's runner, telling Log why.
+func (s *SharedGPU) closeDevice(d *sharedDevice) {
+	if s.Log != nil {
+		s.Log.Info("shared GPU: device closed", "why", d.why)
+	}
+	d.r.Close()
+}
+
 // drop stops d being the device runs take, and closes it if no run holds
 // it.
-func (s *SharedGPU) drop(d *sharedDevice) {
+func (s *SharedGPU) drop(d *sharedDevice, why string) {
 	s.mu.Lock()
 	if s.cur == d {
 		s.cur = nil
 	}
-	d.dropped = true
-	closeNow := d.users == 0
+	if !d.dropped {
+		d.dropped, d.why = true, why
+	}
+	closeNow := d.users == 0 && !d.closed
+	d.closed = d.closed || closeNow
 	s.mu.Unlock()
 	if closeNow {
-		d.r.Close()
+		s.closeDevice(d)
 	}
 }
 
@@ -139,6 +157,15 @@ func (s *SharedGPU) take(ctx context.Context, sr *sharedRun) (*wgsl.Runner, func
 		d = &sharedDevice{r: s.open(context.WithoutCancel(ctx))}
 		s.cur = d
 		s.opens++
+		if s.Log != nil {
+			go func(r *wgsl.Runner) { // Info waits for the open
+				if err := r.Err(); err != nil {
+					s.Log.Warn("shared GPU: the device did not open; the next GPU run tries again", "err", err)
+					return
+				}
+				s.Log.Info("shared GPU: device open for the lab's GPU runs", "adapter", r.Info().Name, "idle", s.idle)
+			}(d.r)
+		}
 	}
 	d.users++
 	d.gen++
@@ -155,14 +182,15 @@ func (s *SharedGPU) take(ctx context.Context, sr *sharedRun) (*wgsl.Runner, func
 func (s *SharedGPU) letGo(d *sharedDevice) {
 	s.mu.Lock()
 	d.users--
-	closeNow := d.users == 0 && d.dropped
+	closeNow := d.users == 0 && d.dropped && !d.closed
+	d.closed = d.closed || closeNow
 	if d.users == 0 && !d.dropped {
 		gen := d.gen
 		s.afterFunc(s.idle, func() { s.expire(d, gen) })
 	}
 	s.mu.Unlock()
 	if closeNow {
-		d.r.Close()
+		s.closeDevice(d)
 	}
 }
 
@@ -177,9 +205,9 @@ func (s *SharedGPU) expire(d *sharedDevice, gen int) {
 	if s.cur == d {
 		s.cur = nil
 	}
-	d.dropped = true
+	d.dropped, d.why, d.closed = true, fmt.Sprintf("no GPU run for %v", s.idle), true
 	s.mu.Unlock()
-	d.r.Close()
+	s.closeDevice(d)
 }
 
 // sharedRunOf returns the SharedGPU binding of a run's context, or nil.

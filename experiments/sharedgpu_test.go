@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -276,5 +278,67 @@ func TestSharedGPURuns(t *testing.T) {
 	}
 	if _, opens := s.state(); opens != 1 {
 		t.Errorf("%d devices opened for the shared runs, want 1", opens)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the log's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestSharedGPULog: the log says when a device opens (or why not) and when
+// it closes, and why: idle, a failed run, the lab's end.
+func TestSharedGPULog(t *testing.T) {
+	s, fire := newTestShared()
+	var out syncBuffer
+	s.Log = slog.New(slog.NewTextHandler(&out, nil))
+	gpu, err := sim.ParseValues(Scales{}.Params(), map[string]string{"device": "gpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			if strings.Contains(out.String(), want) {
+				return
+			}
+		}
+		t.Fatalf("the log does not say %q:\n%s", want, out.String())
+	}
+	ctx, ran := s.Bind(context.Background())
+	_, done := openDevice(ctx, gpu)
+	waitFor(`msg="shared GPU: the device did not open; the next GPU run tries again"`)
+	done()
+	ran(nil)
+	fire(-1)
+	waitFor(`msg="shared GPU: device closed" why="no GPU run for 1m0s"`)
+	ctx, ran = s.Bind(context.Background())
+	_, done = openDevice(ctx, gpu)
+	done()
+	ran(errors.New("device lost"))
+	waitFor(`why="a run on it failed (device lost)"`)
+	ctx, _ = s.Bind(context.Background())
+	_, done = openDevice(ctx, gpu)
+	s.Close()
+	if strings.Contains(out.String(), "closed with the lab") {
+		t.Fatal("Close closed a device a run still held")
+	}
+	done()
+	waitFor(`why="closed with the lab"`)
+	if n := strings.Count(out.String(), "device closed"); n != 3 {
+		t.Errorf("%d closes logged for 3 devices:\n%s", n, out.String())
 	}
 }

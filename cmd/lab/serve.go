@@ -84,6 +84,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// One device for the runs with device gpu: a run takes it opened,
 		// with its pipelines compiled (experiments.SharedGPU).
 		gpu := experiments.NewSharedGPU(*gpuIdle)
+		gpu.Log = log
 		defer gpu.Close() // after the runs have ended (Shutdown below)
 		opts.RunContext = gpu.Bind
 	}
