@@ -62,22 +62,7 @@ func TestReferenceCodesBits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProblem(uint64(40+i), tc.mq, tc.n, tc.qh, tc.kvh, tc.d, 0.5)
-			cfg := tc.cfg
-			cfg.HeadDim, cfg.QHeads, cfg.KVHeads, cfg.DType = tc.d, tc.qh, tc.kvh, tc.f
-			if tc.name == "prefill mask" {
-				cfg.Mask = refTestMask(tc.mq, tc.n)
-			}
-			if tc.sink {
-				cfg.Sinks = make([]float64, tc.qh)
-				for h := range cfg.Sinks {
-					cfg.Sinks[h] = 0.5 * float64(h)
-				}
-			}
-			var ks, vs []float32
-			if tc.perHeadScale {
-				ks, vs = refTestScales(tc.kvh)
-			}
-			kv := p.kv(t, tc.f, ks, vs)
+			cfg, kv := refTestSetup(t, p, tc.cfg, tc.f, tc.name == "prefill mask", tc.sink, tc.perHeadScale)
 			k, err := newKernel(cfg, []int{0}, p.q, nil, kv)
 			if err != nil {
 				t.Fatal(err)
@@ -133,19 +118,7 @@ func TestReferencePatchedBits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProblem(uint64(70+i), tc.mq, tc.n, tc.qh, tc.kvh, tc.d, 0.5)
-			cfg := tc.cfg
-			cfg.HeadDim, cfg.QHeads, cfg.KVHeads, cfg.DType = tc.d, tc.qh, tc.kvh, tc.f
-			if tc.name == "prefill mask" {
-				cfg.Mask = refTestMask(tc.mq, tc.n)
-			}
-			if tc.name == "decode window, sinks" {
-				cfg.Sinks = []float64{0, 0.5, 1, 1.5}
-			}
-			var ks, vs []float32
-			if tc.kvh > 1 {
-				ks, vs = refTestScales(tc.kvh)
-			}
-			kv := p.kv(t, tc.f, ks, vs)
+			cfg, kv := refTestSetup(t, p, tc.cfg, tc.f, tc.name == "prefill mask", tc.name == "decode window, sinks", tc.kvh > 1)
 			// The patches: codes of another token of the cache, or for
 			// specials e5m2's +∞, −∞ and a NaN in a few elements.
 			var patch []TokenPatch
@@ -195,6 +168,30 @@ func TestReferencePatchedBits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refTestSetup is a references' test case on problem p: cfg with p's
+// shape and format f, refTestMask's mask when mask is set, sinks 0.5·h on
+// query head h when sinks is, and p's cache in f, with refTestScales'
+// per-head descales when perHeadScales is.
+func refTestSetup(t *testing.T, p problem, cfg Config, f fp8.Format, mask, sinks, perHeadScales bool) (Config, *KV) {
+	t.Helper()
+	qh, kvh := len(p.q)/(p.mq*p.shape.Dim), p.shape.Heads
+	cfg.HeadDim, cfg.QHeads, cfg.KVHeads, cfg.DType = p.shape.Dim, qh, kvh, f
+	if mask {
+		cfg.Mask = refTestMask(p.mq, p.n)
+	}
+	if sinks {
+		cfg.Sinks = make([]float64, qh)
+		for h := range cfg.Sinks {
+			cfg.Sinks[h] = 0.5 * float64(h)
+		}
+	}
+	var ks, vs []float32
+	if perHeadScales {
+		ks, vs = refTestScales(kvh)
+	}
+	return cfg, p.kv(t, f, ks, vs)
 }
 
 // refTestMask is the references' tests' mask of mq query rows over n keys:

@@ -47,19 +47,7 @@ func TestReferenceQuantizedTrials(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProblem(uint64(90+i), tc.mq, tc.n, tc.qh, tc.kvh, tc.d, 0.5)
-			cfg := tc.cfg
-			cfg.HeadDim, cfg.QHeads, cfg.KVHeads, cfg.DType = tc.d, tc.qh, tc.kvh, tc.f
-			if tc.name == "prefill mask" {
-				cfg.Mask = refTestMask(tc.mq, tc.n)
-			}
-			if tc.name == "decode window, sinks" {
-				cfg.Sinks = []float64{0, 0.5, 1, 1.5}
-			}
-			var ks, vs []float32
-			if tc.kvh > 1 {
-				ks, vs = refTestScales(tc.kvh)
-			}
-			kv := p.kv(t, tc.f, ks, vs)
+			cfg, kv := refTestSetup(t, p, tc.cfg, tc.f, tc.name == "prefill mask", tc.name == "decode window, sinks", tc.kvh > 1)
 			r := rand.New(rand.NewPCG(uint64(i), 3))
 			qs := make([][]float32, tc.trials)
 			patches := make([][]TokenPatch, tc.trials)
