@@ -10,13 +10,25 @@ import (
 // -max-work` change them.
 const (
 	// DefaultMaxMemory is the most memory the runs the lab executes at
-	// once may hold together, by their estimates; a run estimated above it
+	// once may hold together, by their estimates, where the machine's
+	// memory is not known (DefaultMaxMemoryFor); a run estimated above it
 	// is refused.
 	DefaultMaxMemory = 4 << 30
 	// DefaultMaxWork is the most work one run may be estimated to need:
 	// 3.6e12 operations, about an hour of CPU time on one core.
 	DefaultMaxWork = 3600e9
 )
+
+// DefaultMaxMemoryFor is the default memory budget of a lab on a machine
+// with mem bytes of memory (0: unknown): a quarter of it, at least
+// DefaultMaxMemory. The experiments' estimates grow with the cores their
+// trials run on (a buffer per worker, a haystack group per device), and a
+// machine with more cores has more memory: a fixed 4 GiB refused the
+// default needle (5.9 GiB estimated with -device gpu) on a 16-core,
+// 128 GiB host.
+func DefaultMaxMemoryFor(mem int64) int64 {
+	return max(DefaultMaxMemory, mem/4)
+}
 
 // budgetError is a run refused for its estimated cost (answered 400).
 type budgetError struct{ msg string }

@@ -64,3 +64,17 @@ func TestBudgetMemoryAcrossRuns(t *testing.T) {
 		t.Errorf("runs executing hold %d bytes by their estimates", mem)
 	}
 }
+
+func TestDefaultMaxMemoryFor(t *testing.T) {
+	for _, c := range []struct{ mem, want int64 }{
+		{0, DefaultMaxMemory},        // unknown
+		{8 << 30, DefaultMaxMemory},  // a laptop: the floor
+		{16 << 30, DefaultMaxMemory}, // a quarter is the floor
+		{23 << 30, 23 << 28},         // 5.75 GiB
+		{128 << 30, 32 << 30},        // the H200 host
+	} {
+		if got := DefaultMaxMemoryFor(c.mem); got != c.want {
+			t.Errorf("DefaultMaxMemoryFor(%d) = %d, want %d", c.mem, got, c.want)
+		}
+	}
+}

@@ -21,7 +21,7 @@ import (
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-const serveUsage = "usage: lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-max-memory 4GiB] [-max-work 3.6e12] [-gpu-idle 30s] [-wasm DIR]"
+const serveUsage = "usage: lab [serve] [-addr 127.0.0.1:8080] [-data DIR] [-workers N] [-max-memory SIZE] [-max-work 3.6e12] [-gpu-idle 30s] [-wasm DIR]"
 
 // cmdServe runs `lab serve`: it opens the notebook in the data folder
 // (marking runs a crash left unfinished as interrupted), serves the lab on
@@ -33,8 +33,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; keep it on 127.0.0.1 unless the network is trusted")
 	data := fs.String("data", "data", "data folder holding the notebook ("+notebook.FileName+")")
 	workers := fs.Int("workers", 0, "server runs executing at once (default: the number of CPUs, at least 2)")
-	maxMemory := byteSize(labserver.DefaultMaxMemory)
-	fs.Var(&maxMemory, "max-memory", "most memory the runs executing at once may hold together, by the experiments' estimates (e.g. 4GiB, 512MiB); a run estimated above it is refused")
+	maxMemory := byteSize(labserver.DefaultMaxMemoryFor(machineMemory()))
+	fs.Var(&maxMemory, "max-memory", "most memory the runs executing at once may hold together, by the experiments' estimates (e.g. 4GiB, 512MiB); a run estimated above it is refused; by default a quarter of the machine's memory (or of its cgroup's limit), at least 4GiB")
 	maxWork := fs.Float64("max-work", labserver.DefaultMaxWork, "most work one run may be estimated to need, in operations of about a nanosecond (3.6e12: an hour of CPU time on one core)")
 	gpuIdle := fs.Duration("gpu-idle", experiments.DefaultGPUIdle, "how long the GPU the runs with device gpu share stays open after the last of them (0: each such run opens and closes its own device, as in a terminal); up to 1 hour")
 	wasmDir := fs.String("wasm", "", "serve lab.wasm and wasm_exec.js from this folder instead of the build embedded in the binary")
@@ -107,6 +107,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	log.Info("the lab's budget", "max-memory", sim.Bytes(opts.MaxMemory), "max-work", fmt.Sprintf("%.2g", float64(opts.MaxWork)), "machine-memory", sim.Bytes(machineMemory()))
 	b := sim.Build()
 	fmt.Fprintf(stdout, "fp8lab lab on http://%s/  (notebook %s; fp8lab %s %s)\n", ln.Addr(), store.Path(), b.Version, b.Revision)
 	served := make(chan error, 1)
