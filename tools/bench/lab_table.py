@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from datetime import datetime
 
@@ -37,23 +38,31 @@ def parse_time(s):
 
 
 class Lab:
-    def __init__(self, binary, idle):
+    def __init__(self, binary, idle, max_memory):
         self.data = tempfile.mkdtemp(prefix="lab_table.")
-        self.proc = subprocess.Popen(
-            [binary, "serve", "-addr", "127.0.0.1:0", "-data", self.data, "-workers", "1", "-gpu-idle", idle],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        args = [binary, "serve", "-addr", "127.0.0.1:0", "-data", self.data, "-workers", "1"]
+        if idle:  # a lab from before -gpu-idle (2026-12-07) takes none: give --idle ''
+            args += ["-gpu-idle", idle]
+        if max_memory:
+            args += ["-max-memory", max_memory]
+        self.log = open(os.path.join(self.data, "serve.log"), "w+")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline()  # "fp8lab lab on http://ADDR/  (notebook …)"
         if "http://" not in line:
             self.proc.kill()
-            raise SystemExit(f"lab_table: {binary} serve printed {line!r}")
+            self.log.seek(0)
+            raise SystemExit(f"lab_table: {' '.join(args)} printed {line!r}; its log:\n{self.log.read()}")
         self.url = line.split("http://", 1)[1].split("/", 1)[0]
 
     def call(self, method, path, body=None):
         req = urllib.request.Request(f"http://{self.url}{path}", method=method,
                                      data=json.dumps(body).encode() if body is not None else None,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return json.load(r)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:  # the lab's answer says why (a budget, a parameter)
+            raise SystemExit(f"lab_table: {method} {path} {json.dumps(body)}: {e.code} {e.read().decode(errors='replace')}")
 
     def run(self, exp, params, timeout=600):
         r = self.call("POST", "/api/runs", {"experiment": exp, "params": params, "seed": 1})
@@ -73,17 +82,19 @@ class Lab:
             self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        self.log.close()
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--params", default="{}", help="JSON object of parameters for every run")
-    ap.add_argument("--idle", default="10m", help="the lab's -gpu-idle")
+    ap.add_argument("--idle", default="10m", help="the lab's -gpu-idle ('': none given, for a lab from before it)")
+    ap.add_argument("--max-memory", default="", help="the lab's -max-memory (default: the lab's own)")
     ap.add_argument("exps", nargs="*", default=DEFAULT_EXPS)
     a = ap.parse_args(argv)
     extra = json.loads(a.params)
-    lab = Lab(os.environ.get("LAB", "bin/lab"), a.idle)
+    lab = Lab(os.environ.get("LAB", "bin/lab"), a.idle, a.max_memory)
     bad = False
     try:
         for e in a.exps:  # warm-up: one GPU run each, not counted

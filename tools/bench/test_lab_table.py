@@ -15,9 +15,30 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class LabTableTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lab = os.path.join(tempfile.mkdtemp(), "lab")
+        subprocess.run([os.environ.get("GO", "go"), "build", "-o", cls.lab, "./cmd/lab"], cwd=ROOT, check=True)
+
+    def test_refused_run_says_why(self):
+        # A run over the lab's budget stops the table with the lab's reason,
+        # not a bare "400 Bad Request" (the H200 host's 16 cores put the
+        # default needle over the old fixed 4 GiB).
+        os.environ["LAB"] = self.lab
+        with self.assertRaises(SystemExit) as cm:
+            lab_table.main(["--reps", "1", "--max-memory", "64MiB", "needle"])
+        msg = str(cm.exception)
+        self.assertIn("400", msg)
+        self.assertIn("over the lab's budget", msg)
+        self.assertIn("-max-memory", msg)
+
+    def test_serve_failure_shows_log(self):
+        with self.assertRaises(SystemExit) as cm:
+            lab_table.Lab(self.lab, "2h", "")  # -gpu-idle above its 1h limit: serve exits
+        self.assertIn("-gpu-idle 2h0m0s: want 0 to 1h", str(cm.exception))
+
     def test_scales_cpu_and_gpu(self):
-        lab = os.path.join(tempfile.mkdtemp(), "lab")
-        subprocess.run([os.environ.get("GO", "go"), "build", "-o", lab, "./cmd/lab"], cwd=ROOT, check=True)
+        lab = self.lab
         # lavapipe's window-system probe wants a runtime folder
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
         os.environ["LAB"] = lab
