@@ -1049,37 +1049,51 @@ func (t attnNeedle) groupMemory() int64 {
 }
 
 // attnGroup is the number of haystacks drawn at once: as many as hold
-// the group budget (t.groupMemory, the group-memory parameter) together (their unquantized values, 8 bytes a
-// token-channel, and every cache of runs with the view its references keep
-// of it on either device (attnRefs), and without a GPU the views the CPU
-// kernels keep; with a GPU each GPU run's cache
-// packed ahead is held beside them, at most as much again, as
-// attnNeedleCost counts it), at least 1, at most haystacks;
-// 1 on one core without a GPU (drawing several gains nothing there).
+// the group budget (t.groupMemory, the group-memory parameter) together,
+// at least 1, at most haystacks; 1 on one core without a GPU (drawing
+// several gains nothing there). A haystack holds every cache of runs and,
+// first, its unquantized values (8 bytes a token-channel), later instead
+// of them the view its references keep of each cache on either device
+// (attnRefs) and without a GPU the V tiles the CPU kernels keep: the more
+// of the two counts (both with t.exactErr, which keeps the values). With
+// a GPU each GPU run's cache packed ahead is held beside them, at most as
+// much again, as attnNeedleCost counts it.
+//
+// The two phases were once added up (f2a3c33 counted the views on the GPU
+// path too): that halved the default group at 128k tokens (4 → 2
+// haystacks) and made the default needle's GPU run 10–25 % slower on the
+// H200 (BENCHMARKS.md, 2026-12-07).
 func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 	if t.gpu == nil && runtime.GOMAXPROCS(0) == 1 {
 		return 1
 	}
 	nd := int64(n) * int64(t.d)
-	per := 8 * nd
+	values := 8 * nd // K and V as float32 while they are quantized
+	var codes, later int64
 	seen := map[string]bool{}
 	for _, r := range runs {
 		blockScaled := r.spec != nil && r.spec.Path == attention.PathBlockScaled
 		if t.gpu == nil && !blockScaled {
-			per += 2 * nd // the CPU kernels' tile-major V, one per run (its tile width)
+			later += 2 * nd // the CPU kernels' tile-major V, one per run (its tile width)
 		}
 		if seen[r.cache()] {
 			continue
 		}
 		seen[r.cache()] = true
-		per += 4 * nd // 16-bit K and V codes
+		codes += 4 * nd // 16-bit K and V codes
 		if blockScaled {
-			per += 6 * nd // the block codes and V's raw values
+			codes += 6 * nd // the block codes and V's raw values
 		} else {
-			per += 4 * nd // the references' view of the cache (attention's refView: K and V again), on either device
+			later += 4 * nd // the references' view of the cache (attention's refView: K and V again), on either device
 		}
 	}
-
+	// A haystack's values are dropped once it is quantized (and packed),
+	// before its trials build the views and tiles (attnNeedle.haystacks);
+	// only the exact reference keeps them.
+	per := codes + max(values, later)
+	if t.exactErr {
+		per = codes + values + later
+	}
 	return int(max(1, min(int64(haystacks), t.groupMemory()/per)))
 }
 

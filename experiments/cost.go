@@ -24,8 +24,9 @@ const (
 
 // attnNeedleCost is the cost of attnNeedleContext over contexts with the
 // given runs: per context, a group of haystacks at a time (attnGroup: as
-// many as hold 1 GiB, each K and V as float32 and a cache per dtype with
-// the view the references keep of it (attention's refView); with
+// many as hold 1 GiB, each a cache per dtype and the more of K and V as
+// float32 and the views the references keep of the caches (attention's
+// refView); with
 // device gpu the group's packed caches too, and the groups drawn ahead),
 // a borrowed copy of each cache per worker (an upper bound: only a
 // block-scaled cache is copied, the others are read through the trial's
@@ -43,7 +44,9 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 	for _, c := range contexts {
 		n := int64(c)
 		nd := sim.MulSat(n, d)
-		per := sim.AddSat(sim.MulSat(nd, 8), sim.MulSat(dtypes, nd, 8)) // one haystack: values, caches and the references' views of them
+		// one haystack: its caches, and first its values, then instead of
+		// them the references' views of the caches (attnGroup)
+		per := sim.AddSat(sim.MulSat(dtypes, nd, 4), max(sim.MulSat(nd, 8), sim.MulSat(dtypes, nd, 4)))
 		group := min(haystacks, max(1, attnGroupMemory(v)/max(per, 1)))
 		if wantsGPU(v) {
 			per = sim.AddSat(per, sim.MulSat(dtypes, nd, 4)) // its caches packed for the GPU as it is drawn (at most 16 bits a code)
