@@ -96,3 +96,32 @@ func TestCostCalibration(t *testing.T) {
 		t.Logf("%-14s %v: estimated %s, took %v: ratio %.2f", tt.exp.Name(), tt.args, sim.CPUTime(c.Work), took.Round(time.Millisecond), float64(c.Work)/float64(took.Nanoseconds()))
 	}
 }
+
+// TestScalesCostGPU: with device gpu a scales run holds its caches packed
+// for the GPU and starts extra workers while trials wait for the device
+// (Scales.Run), so on 16 cores its estimate is above the CPU run's by at
+// least that: 23 trials of 50 bytes a K element against 16 of 40. On the
+// H200 host the default GPU run's peak RSS was 3.42 GiB against an
+// estimate of 2.56 GiB before it counted them.
+func TestScalesCostGPU(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
+	est := func(dev string) sim.Cost {
+		v, err := sim.ParseValues(Scales{}.Params(), map[string]string{"device": dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := sim.Estimate(Scales{}, v)
+		return c
+	}
+	cpu, gpu := est("cpu"), est("gpu")
+	nhd := int64(4096 * 8 * 128)
+	if want := int64(costBase) + 23*50*nhd; gpu.Memory < want {
+		t.Errorf("scales -device gpu on 16 cores: %v, want at least %s", gpu, sim.Bytes(want))
+	}
+	if want := int64(costBase) + 16*40*nhd; cpu.Memory != want {
+		t.Errorf("scales -device cpu on 16 cores: %v, want %s", cpu, sim.Bytes(want))
+	}
+	if gpu.Memory < 3672000000 { // 3.42 GiB
+		t.Errorf("scales -device gpu on 16 cores: %v, below the 3.42 GiB measured on the H200 host", gpu)
+	}
+}

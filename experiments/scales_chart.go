@@ -1,6 +1,8 @@
 package experiments
 
 import (
+	"runtime"
+
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -48,8 +50,17 @@ func (Scales) Cost(v sim.Values) sim.Cost {
 	// series run side by side), K and V 16-bit codes each.
 	perTrial := sim.AddSat(sim.MulSat(nhd, 2*4+2*8), sim.MulSat(nhd, 4*4))
 	// Every factor's trials share one pool (sim.TrialSets): as many at once
-	// as there are cores.
-	mem := sim.AddSat(costBase, sim.MulSat(int64(sim.Workers(int(min(sim.MulSat(factors, int64(trials)), 1<<30)))), perTrial))
+	// as there are cores; with device gpu each trial's caches packed for
+	// the GPU too, and the extra workers Run starts while trials wait for
+	// the device (scalesWaitBytes of their inputs).
+	all := min(sim.MulSat(factors, int64(trials)), 1<<30)
+	workers := int64(sim.Workers(int(all)))
+	if wantsGPU(v) {
+		perTrial = sim.AddSat(perTrial, sim.MulSat(nhd, 10))
+		cores := int64(runtime.GOMAXPROCS(0))
+		workers = min(all, cores+min(cores, scalesWaitBytes/max(sim.MulSat(nhd, scalesTrialBytes), 1)))
+	}
+	mem := sim.AddSat(costBase, sim.MulSat(workers, perTrial))
 	// Per trial: drawing, the reference for every query head, two caches
 	// and three kernel runs (per-head scales, per-tensor scale, bf16).
 	// The parts add up to a fifth of what TestCostCalibration measures (one
