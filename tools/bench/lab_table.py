@@ -4,7 +4,8 @@ regime where a run with -device gpu takes the device the lab's runs share
 (`lab serve -gpu-idle`), opened and with its pipelines compiled, instead of
 opening its own as a fresh `lab run` process does (gpu-cpu-table.sh).
 
-    LAB=bin/lab python3 tools/bench/lab_table.py [--reps 3] [--params JSON] [EXP ...]
+    LAB=bin/lab python3 tools/bench/lab_table.py [--reps 3] [--params JSON]
+        [--idle 10m] [--max-memory SIZE] [EXP ...]
 
 It starts `LAB serve` on a free port of 127.0.0.1 with a private data folder
 and one worker (runs one at a time), runs each experiment once with -device
@@ -15,8 +16,10 @@ polling are not in it. Per experiment it prints every run's time, the median
 cpu/gpu ratio with the range of the per-rep ratios, and whether every GPU
 run's summary equals every CPU run's (NaN as null). EXP defaults to needle,
 promotion, kv-formats and scales at their defaults; --params adds parameters
-to every run (e.g. '{"trials": 2}'). The exit status is 1 if a run fails or
-the summaries differ.
+to every run (e.g. '{"trials": 2}'); --idle is the lab's -gpu-idle ('' for a
+lab from before it, whose GPU runs each open their own device), --max-memory
+its budget. A run the lab refuses stops the table with the lab's reason. The
+exit status is 1 if a run fails or the summaries differ.
 """
 import argparse
 import json
