@@ -228,7 +228,7 @@ func attnNeedleParams(margin float64) []sim.Param {
 		{Name: "stats", Doc: "statistics of the haystack: synthetic (the parameters as given) or llama31-8b (score-std, value-std, sinks, sink-logit, sink-value, k-band and k-band-mean from published measurements of Llama-3/3.1-8B, docs/real-stats.md; margin, value-mean and amp stay as given: nothing published fixes them)",
 			Kind: sim.KindChoice, Default: "synthetic", Choices: attnStatsNames()},
 		{Name: "haystacks", Doc: "independent haystacks per context length, the trials spread over them; intervals come from the variation between haystacks", Kind: sim.KindInt, Default: 8, Min: 1, Max: 100000},
-		{Name: "group-memory", Doc: "memory the haystacks drawn at once may hold (their values and caches; with device gpu their packed caches too, and one group drawn ahead): with device gpu a group is one GPU batch, so on a large machine more lets long contexts run several haystacks side by side; the results are the same bits whatever it is, and the run's memory estimate grows with it",
+		{Name: "group-memory", Doc: "memory the haystacks drawn at once may hold (their caches, with their values while they are quantized or the references' views after; with device gpu their packed caches too, and one group drawn ahead): with device gpu a group is one GPU batch, so on a large machine more lets long contexts run several haystacks side by side; the results are the same bits whatever it is, and the run's memory estimate grows with it",
 			Unit: "MiB", Kind: sim.KindInt, Default: attnGroupBytes >> 20, Min: 64, Max: 1 << 20},
 		deviceParam(),
 	}
