@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,28 @@ func TestDefaultMaxMemoryFor(t *testing.T) {
 	} {
 		if got := DefaultMaxMemoryFor(c.mem); got != c.want {
 			t.Errorf("DefaultMaxMemoryFor(%d) = %d, want %d", c.mem, got, c.want)
+		}
+	}
+}
+
+// TestInfoBudget: /api/info gives the lab's budget, the one its refusals
+// name (Options, or the defaults where they are not set).
+func TestInfoBudget(t *testing.T) {
+	for _, c := range []struct {
+		opts         Options
+		memory, work int64
+	}{
+		{Options{Workers: 1, MaxMemory: 3 << 30, MaxWork: 5e9}, 3 << 30, 5e9},
+		{Options{Workers: 1}, DefaultMaxMemory, DefaultMaxWork},
+	} {
+		l := newTestLab(t, c.opts)
+		var info Info
+		status, b := l.do("GET", "/api/info", nil)
+		if err := json.Unmarshal(b, &info); status != 200 || err != nil {
+			t.Fatalf("GET /api/info: %d %v %s", status, err, b)
+		}
+		if info.MaxMemory != c.memory || info.MaxWork != c.work {
+			t.Errorf("options %+v: info's budget %d bytes, %d operations; want %d, %d", c.opts, info.MaxMemory, info.MaxWork, c.memory, c.work)
 		}
 	}
 }

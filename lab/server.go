@@ -531,6 +531,10 @@ type Info struct {
 	Queued  int           `json:"queued"`
 	Viewers int64         `json:"viewers"` // open run streams
 	WASM    bool          `json:"wasm"`    // the page can run experiments in the browser
+	// MaxMemory and MaxWork are the lab's budget (Options): a run
+	// estimated above either is refused.
+	MaxMemory int64 `json:"max_memory"`
+	MaxWork   int64 `json:"max_work"`
 	// NotebookError is set while writes to the notebook fail (since
 	// NotebookErrorSince): runs are kept in memory and written when a write
 	// succeeds; DiskFull says the cause is a full disk.
@@ -543,7 +547,8 @@ func (s *Server) info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, err := fs.Stat(s.opts.WASM, "lab.wasm")
-	in := Info{Build: s.build, Workers: s.opts.Workers, Running: s.running, Queued: len(s.queue), Viewers: s.viewers.Load(), WASM: err == nil}
+	in := Info{Build: s.build, Workers: s.opts.Workers, Running: s.running, Queued: len(s.queue), Viewers: s.viewers.Load(), WASM: err == nil,
+		MaxMemory: s.opts.MaxMemory, MaxWork: s.opts.MaxWork}
 	s.nbMu.Lock()
 	if s.nbErr != nil {
 		since := s.nbSince

@@ -100,6 +100,9 @@ def main(argv=None):
     lab = Lab(os.environ.get("LAB", "bin/lab"), a.idle, a.max_memory)
     bad = False
     try:
+        info = lab.call("GET", "/api/info")
+        if "max_memory" in info:  # a lab from before 2026-12-07 does not say
+            print(f"lab: budget {info['max_memory'] / 2**30:.3g} GiB, {info['max_work']:.2g} operations a run", flush=True)
         for e in a.exps:  # warm-up: one GPU run each, not counted
             r = lab.run(e, {**extra, "device": "gpu"})
             print(f"warm-up {e} gpu: {r['state']} {parse_time(r['ended']) - parse_time(r['started']):.3f} s", flush=True)

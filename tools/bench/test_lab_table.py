@@ -51,6 +51,7 @@ class LabTableTest(unittest.TestCase):
             self.skipTest("no WebGPU adapter here (CI installs lavapipe)")
         self.assertEqual(rc, 0, text)
         self.assertIn("warm-up scales gpu: done ", text)
+        self.assertRegex(text, r"lab: budget [0-9.]+ GiB, ")
         for rep in (0, 1):
             for dev in ("cpu", "gpu"):
                 self.assertIn(f"rep {rep} scales {dev}: done ", text)
