@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
@@ -303,5 +304,33 @@ func TestSimPackedCache(t *testing.T) {
 		if p, err := PackSimCache(attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 2}, nil, bkv); p != nil || err != nil {
 			t.Errorf("a block-scaled cache packed ahead: %v, %v; want nil, nil", p, err)
 		}
+	}
+}
+
+// TestBenchSimDecodeRepeats: a timed run of BenchSimDecode is the
+// submission's dispatches back to back for about decodeBenchWork (a single
+// short submission let the H200's clock settle at 1530 of 1980 MHz), its
+// time divided by the repeats; the rate is per submission.
+func TestBenchSimDecodeRepeats(t *testing.T) {
+	r := testGPU(t)
+	c := simcase.Case{Tokens: 1000, Cfg: attention.Config{HeadDim: 64, KVHeads: 1, QHeads: 1, KBlockN: 64}}
+	q0, qScale, kv, err := simcase.Inputs(c, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, _ := batchTrials(t, kv, q0, 3, 1)
+	b, err := r.BenchSimDecode(context.Background(), []SimJob{{Cfg: c.Cfg, QScale: qScale, KV: kv, Trials: trials}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d repeats of %v (%s), %.3g products/s", b.Repeats, b.Time, b.Source, b.Rate)
+	if b.Repeats < 1 || b.Repeats > decodeBenchMaxSteps {
+		t.Fatalf("repeats %d: want 1 … %d", b.Repeats, decodeBenchMaxSteps)
+	}
+	if run := b.Time * time.Duration(b.Repeats); run < decodeBenchWork/2 && b.Repeats < decodeBenchMaxSteps {
+		t.Errorf("a timed run is %d × %v = %v of work, want about %v", b.Repeats, b.Time, run, decodeBenchWork)
+	}
+	if want := float64(b.Products) / b.Time.Seconds(); math.Abs(b.Rate-want) > 1e-9*want {
+		t.Errorf("rate %g, want products / time %g", b.Rate, want)
 	}
 }

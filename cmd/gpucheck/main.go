@@ -205,6 +205,7 @@ type SimRate struct {
 	Trials       int    `json:"trials"`
 	Workgroups   int    `json:"workgroups"`
 	Dispatches   int    `json:"dispatches"`
+	Repeats      int    `json:"repeats"` // a timed run: the dispatches this many times back to back (wgsl.BenchSimDecode)
 	PerTrialMS   Num    `json:"per_trial_ms"`
 	ProductsPerS Num    `json:"products_per_s"`
 	Timing
@@ -515,10 +516,10 @@ func (c *checker) simBench(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sr := SimRate{Name: b.name, Tokens: n, KBlockN: b.kbn, Splits: b.splits, Caches: b.h, Trials: sb.Trials, Workgroups: sb.Workgroups, Dispatches: sb.Dispatches,
+		sr := SimRate{Name: b.name, Tokens: n, KBlockN: b.kbn, Splits: b.splits, Caches: b.h, Trials: sb.Trials, Workgroups: sb.Workgroups, Dispatches: sb.Dispatches, Repeats: sb.Repeats,
 			PerTrialMS: Num(sb.Time.Seconds() * 1e3 / float64(sb.Trials)), ProductsPerS: Num(sb.Rate), Timing: timingOf(sb.Measurement, c.clk.window(t0, time.Now()))}
 		c.rep.Sim = append(c.rep.Sim, sr)
-		c.logf("sim bench %s, %d tokens: %d workgroups, %d dispatches: %.4g ms a trial, %.3g products/s at the median", b.name, n, sb.Workgroups, sb.Dispatches, float64(sr.PerTrialMS), sb.Rate)
+		c.logf("sim bench %s, %d tokens: %d workgroups, %d dispatches (a timed run: %d× back to back): %.4g ms a trial, %.3g products/s at the median", b.name, n, sb.Workgroups, sb.Dispatches, sb.Repeats, float64(sr.PerTrialMS), sb.Rate)
 		c.logf("  %s", sr.Timing)
 		c.logf("  %s", sr.Clocks)
 	}
