@@ -35,25 +35,52 @@ type GPU struct {
 	// (0 where the source gives none).
 	BF16FLOPS, FP8FLOPS float64
 	Source              string // where the figures come from
+	// Adapters are the names the driver gives this card (the WebGPU
+	// adapter's, as nvidia-smi's), any part of which identifies it
+	// (GPUForAdapter); none where it is not known.
+	Adapters []string
 }
 
 // gpuPresets are the GPUs of fp8-attention.md §4.3.
 var gpuPresets = []GPU{
 	{ID: "h100-sxm", Name: "H100 SXM", Memory: 80 * GB, Bandwidth: 3.35 * TB, BF16FLOPS: 989e12, FP8FLOPS: 1979e12,
 		Source: "fp8-attention.md §4.3 (NVIDIA headline specs): H100 SXM5, 80 GB HBM3, 3.35 TB/s, ≈989 / 1979 dense BF16 / FP8 TFLOP/s; " +
-			"the card of the published H100 figures (§4.3: their slope needs 3.0 TB/s, more than a PCIe card has)"},
+			"the card of the published H100 figures (§4.3: their slope needs 3.0 TB/s, more than a PCIe card has)",
+		Adapters: []string{"H100 80GB HBM3", "H100 SXM"}},
 	{ID: "h100-nvl", Name: "H100 NVL", Memory: 94 * GB, Bandwidth: 3.9 * TB,
-		Source: "fp8-attention.md §4.3: H100 NVL, 94 GB, 3.9 TB/s (no compute figures given)"},
+		Source:   "fp8-attention.md §4.3: H100 NVL, 94 GB, 3.9 TB/s (no compute figures given)",
+		Adapters: []string{"H100 NVL"}},
 	{ID: "h100-pcie", Name: "H100 PCIe", Memory: 80 * GB, Bandwidth: 2.0 * TB,
-		Source: "fp8-attention.md §4.3: H100 PCIe, 80 GB, ≈2.0 TB/s (no compute figures given)"},
+		Source:   "fp8-attention.md §4.3: H100 PCIe, 80 GB, ≈2.0 TB/s (no compute figures given)",
+		Adapters: []string{"H100 PCIe"}},
 	{ID: "h200", Name: "H200", Memory: 141 * GB, Bandwidth: 4.8 * TB, BF16FLOPS: 989e12, FP8FLOPS: 1979e12,
-		Source: "fp8-attention.md §4.3: H200, 141 GB HBM3e, 4.8 TB/s, compute as H100 SXM"},
+		Source:   "fp8-attention.md §4.3: H200, 141 GB HBM3e, 4.8 TB/s, compute as H100 SXM",
+		Adapters: []string{"H200"}},
 	{ID: "b200", Name: "B200", Memory: 180 * GB, Bandwidth: 8 * TB, BF16FLOPS: 2.25e15, FP8FLOPS: 4.5e15,
-		Source: "fp8-attention.md §4.3: B200, 180–192 GB HBM3e (the lower figure here), 8 TB/s (\"up to\"), ≈2.25 / 4.5 dense BF16 / FP8 PFLOP/s"},
+		Source:   "fp8-attention.md §4.3: B200, 180–192 GB HBM3e (the lower figure here), 8 TB/s (\"up to\"), ≈2.25 / 4.5 dense BF16 / FP8 PFLOP/s",
+		Adapters: []string{"B200"}},
 }
 
 // GPUs returns the GPU presets in a fixed order (a copy).
 func GPUs() []GPU { return slices.Clone(gpuPresets) }
+
+// GPUForAdapter returns the GPU preset whose Adapters name a part of the
+// adapter name (case aside; the longest such part wins, so that "H100 NVL"
+// is not taken for another H100), and false where none does: an adapter
+// of unknown peak figures, which a caller must not guess.
+func GPUForAdapter(name string) (GPU, bool) {
+	name = strings.ToLower(name)
+	var best GPU
+	n := 0
+	for _, g := range gpuPresets {
+		for _, a := range g.Adapters {
+			if len(a) > n && strings.Contains(name, strings.ToLower(a)) {
+				best, n = g, len(a)
+			}
+		}
+	}
+	return best, n > 0
+}
 
 // GPUIDs returns the IDs of the GPU presets, for a choice parameter.
 func GPUIDs() []string {

@@ -88,3 +88,35 @@ func TestPresetsDocumented(t *testing.T) {
 		t.Error("LookupModel returned the table's own slice")
 	}
 }
+
+// TestGPUForAdapter: adapter names as drivers give them pick their preset
+// (the H100 80GB HBM3 and H200 names are those of the device machines,
+// 2026-12-07); an unknown card gets none, not a guess.
+func TestGPUForAdapter(t *testing.T) {
+	for _, c := range []struct {
+		adapter, want string // want "": none
+	}{
+		{"NVIDIA H200", "h200"},
+		{"NVIDIA H200 NVL", "h200"},
+		{"NVIDIA H100 80GB HBM3", "h100-sxm"},
+		{"nvidia h100 sxm5 80gb", "h100-sxm"},
+		{"NVIDIA H100 NVL", "h100-nvl"},
+		{"NVIDIA H100 PCIe", "h100-pcie"},
+		{"NVIDIA B200", "b200"},
+		{"NVIDIA A100-SXM4-80GB", ""},
+		{"llvmpipe (LLVM 15.0.6, 256 bits)", ""},
+		{"", ""},
+	} {
+		g, ok := GPUForAdapter(c.adapter)
+		if got := map[bool]string{true: g.ID}[ok]; got != c.want {
+			t.Errorf("GPUForAdapter(%q) = %q, %v; want %q", c.adapter, g.ID, ok, c.want)
+		}
+	}
+	for _, g := range GPUs() {
+		for _, a := range g.Adapters {
+			if h, ok := GPUForAdapter("NVIDIA " + a); !ok || h.ID != g.ID {
+				t.Errorf("preset %s: its adapter name %q gives %q", g.ID, a, h.ID)
+			}
+		}
+	}
+}

@@ -66,6 +66,7 @@ import (
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/experiments"
 	"github.com/fp8lab/fp8lab/internal/simcase"
+	"github.com/fp8lab/fp8lab/presets"
 	"github.com/fp8lab/fp8lab/sim"
 	"github.com/fp8lab/fp8lab/wgsl"
 	"github.com/fp8lab/fp8lab/wgsl/wgslcheck"
@@ -86,7 +87,6 @@ const (
 	targetProductsPerS = 6e11
 	targetBWFraction   = 0.6
 	targetSlopeRatio   = 0.6
-	h200PeakGBs        = 4800
 )
 
 // Num is a number of the JSON report: null when it is not finite (a timing
@@ -249,6 +249,7 @@ type options struct {
 	trials            int
 	simTokens         int
 	peakGBs           float64
+	peakFrom          string // where peakGBs comes from: "-peak-gbs" or a GPU preset's datasheet
 	math              string
 	only              map[string]bool
 }
@@ -352,7 +353,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&accumK, "accum-k", "", "gpu-accum contraction lengths (default 1024 … 1048576 by 4 on a GPU, 256 … 16384 on a CPU adapter)")
 	fs.IntVar(&o.trials, "trials", 0, "gpu-accum trials per K (default 32 / 16)")
 	fs.StringVar(&only, "only", "", "run only these steps (comma-separated: "+strings.Join(steps, ", ")+"); the adapter, loop and FMA probes always run")
-	fs.Float64Var(&o.peakGBs, "peak-gbs", 0, "peak memory bandwidth in GB/s for the bandwidth target (default 4800 when the adapter is an H200, else not checked)")
+	fs.Float64Var(&o.peakGBs, "peak-gbs", 0, "peak memory bandwidth in GB/s for the bandwidth target (default: the datasheet figure of the GPU preset the adapter name matches, presets.GPUForAdapter, e.g. 4800 for an H200, 3350 for an H100 80GB HBM3; else not checked)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -644,8 +645,11 @@ func (o *options) defaults(small bool, info wgsl.AdapterInfo) {
 			}
 		}
 	}
-	if o.peakGBs == 0 && strings.Contains(info.Name, "H200") {
-		o.peakGBs = h200PeakGBs
+	if o.peakGBs == 0 {
+		if g, ok := presets.GPUForAdapter(info.Name); ok {
+			o.peakGBs = g.Bandwidth / 1e9 // the datasheet's, of the GPU presets
+			o.peakFrom = "the " + g.Name + " datasheet, preset " + g.ID
+		}
 	}
 }
 
@@ -773,7 +777,11 @@ func targets(rep *Report, info wgsl.AdapterInfo, o options) []Target {
 	}
 	bw := Target{Name: fmt.Sprintf("decode FP16 bandwidth at %d tokens, GB/s", o.contexts[len(o.contexts)-1]), Value: s["fp16_bw_gbs"]}
 	if o.peakGBs > 0 {
-		bw.Want = fmt.Sprintf(">= %.0f", targetBWFraction*o.peakGBs)
+		from := o.peakFrom
+		if from == "" {
+			from = "-peak-gbs"
+		}
+		bw.Want = fmt.Sprintf(">= %.0f (%.0f%% of %.0f GB/s, %s)", targetBWFraction*o.peakGBs, 100*targetBWFraction, o.peakGBs, from)
 		bw.Status = status(float64(s["fp16_bw_gbs"]) >= targetBWFraction*o.peakGBs)
 	} else {
 		bw.Want = "60% of peak"
