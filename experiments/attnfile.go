@@ -1084,7 +1084,7 @@ func (e AttentionFile) Cost(v sim.Values) sim.Cost {
 	ix := attnIndex{}
 	opt := attnReadOptions(v)
 	opt.MaxElements = e.maxElements()
-	var work, mem int64
+	var work, mem, device int64
 	sized := map[string]bool{}
 	for _, l := range layers {
 		shapes, names := map[string][]int{}, map[string]string{}
@@ -1124,8 +1124,9 @@ func (e AttentionFile) Cost(v sim.Values) sim.Cost {
 			m = sim.AddSat(m, sim.MulSat(int64(dm.mq), int64(dm.n), 5))
 		}
 		mem = max(mem, m)
+		device = max(device, sim.MulSat(kvElems, 5)) // a layer's cache packed on the device (as scales counts it)
 	}
-	return sim.Cost{Memory: mem, Work: max(work, 1e6)} // reading and checking the files: at least a millisecond
+	return withGPU(v, sim.Cost{Memory: mem, Work: max(work, 1e6)}, device) // reading and checking the files: at least a millisecond
 }
 
 // dv1 is the V head dim, at least 1.

@@ -125,3 +125,47 @@ func TestScalesCostGPU(t *testing.T) {
 		t.Errorf("scales -device gpu on 16 cores: %v, below the 3.42 GiB measured on the H200 host", gpu)
 	}
 }
+
+// TestCostOutside: a GPU run's estimate counts what its GPU holds outside
+// Go's heap (the stack and the device's buffers), as part of its memory; a
+// CPU run's counts nothing there.
+func TestCostOutside(t *testing.T) {
+	for _, name := range []string{"needle", "promotion", "kv-formats", "sensitivity", "scales"} {
+		e, err := sim.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		est := func(dev string) sim.Cost {
+			v, err := sim.ParseValues(e.Params(), map[string]string{"device": dev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e.(sim.Coster).Cost(v)
+		}
+		cpu, gpu := est("cpu"), est("gpu")
+		if cpu.Outside != 0 {
+			t.Errorf("%s -device cpu: Outside %d, want 0", name, cpu.Outside)
+		}
+		// more than the stack: the device's buffers of a batch count too
+		if gpu.Outside <= gpuStackBytes || gpu.Outside >= gpu.Memory {
+			t.Errorf("%s -device gpu: Outside %s of Memory %s, want above the stack's %s and below Memory",
+				name, sim.Bytes(gpu.Outside), sim.Bytes(gpu.Memory), sim.Bytes(gpuStackBytes))
+		}
+	}
+	// withGPU adds the stack and the device's bytes to Memory and Outside
+	// alike, and nothing with device cpu.
+	for _, dev := range []string{"cpu", "gpu"} {
+		v, err := sim.ParseValues(Needle{}.Params(), map[string]string{"device": dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := withGPU(v, sim.Cost{Memory: 100, Outside: 0, Work: 7}, 1000)
+		want := sim.Cost{Memory: 100, Work: 7}
+		if dev == "gpu" {
+			want = sim.Cost{Memory: 100 + gpuStackBytes + 1000, Outside: gpuStackBytes + 1000, Work: 7}
+		}
+		if got != want {
+			t.Errorf("withGPU, device %s: %+v, want %+v", dev, got, want)
+		}
+	}
+}

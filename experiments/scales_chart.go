@@ -66,5 +66,8 @@ func (Scales) Cost(v sim.Values) sim.Cost {
 	// The parts add up to a fifth of what TestCostCalibration measures (one
 	// core, 2026-11-30: 57.6 s for 10.3 s estimated), hence the factor 5.
 	perTrialWork := sim.MulSat(5, sim.AddSat(sim.MulSat(nhd, 2*costNormal+4*costQuant), sim.MulSat(nhd, group, costRef+3*costKernel)))
-	return sim.Cost{Memory: mem, Work: sim.MulSat(factors, int64(trials), perTrialWork)}
+	// On the device: each waiting trial's packed caches (as many bytes as
+	// on the host).
+	device := sim.MulSat(workers, nhd, 10)
+	return withGPU(v, sim.Cost{Memory: mem, Work: sim.MulSat(factors, int64(trials), perTrialWork)}, device)
 }

@@ -16,8 +16,17 @@ import (
 // meant to be right within a small factor, which is what a budget needs.
 type Cost struct {
 	// Memory is the most bytes the run holds at once, counting the trials
-	// it runs in parallel ([Workers] of them).
+	// it runs in parallel ([Workers] of them), Outside included. Go's
+	// collector lets a heap grow to about twice its live bytes before it
+	// collects unless a memory limit stops it first, so lab run sets
+	// Memory − Outside as the runtime's soft limit
+	// (runtime/debug.SetMemoryLimit) for its run, and lab serve its budget.
 	Memory int64
+	// Outside is the part of Memory held outside Go's heap, which no Go
+	// limit bounds: with a GPU the driver's own host memory and the
+	// device's buffers (host memory on lavapipe; in the GPU's memory on a
+	// discrete card, where the figure is an upper end).
+	Outside int64
 	// Work is the run's computation in operations of about one nanosecond
 	// on one core (one simulated multiply-add of a tensor-core model is
 	// about 20): Work / 1e9 is roughly the CPU seconds the run takes.
