@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +38,12 @@ func (demo) Cost(v sim.Values) sim.Cost {
 	return sim.Cost{Memory: 1 << 20, Work: int64(len(v.Ints("contexts")) * v.Int("trials") * 1000)}
 }
 
+// demoLimit is the Go memory limit the last demo run ran under
+// (TestRunSetsMemoryLimit).
+var demoLimit atomic.Int64
+
 func (demo) Run(ctx context.Context, run *sim.Run) error {
+	demoLimit.Store(debug.SetMemoryLimit(-1))
 	v := run.Values
 	sleep := time.Duration(v.Float("sleep") * float64(time.Millisecond))
 	run.AddTotal(int64(len(v.Ints("contexts")) * v.Int("trials")))

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -59,3 +62,63 @@ func TestServeDefaultMaxMemory(t *testing.T) {
 }
 
 func ptr(v int64) *int64 { return &v }
+
+// TestGoMemoryLimit: the limit is set from a positive budget or estimate
+// (at least minGoLimit), left alone where GOMEMLIMIT is set (whatever its
+// value) or there is nothing to set it from, and put back after.
+func TestGoMemoryLimit(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		env   string // "" leaves GOMEMLIMIT unset
+		limit int64
+		want  int64 // math.MaxInt64: none set
+	}{
+		{"a budget", "", 3 << 30, 3 << 30},
+		{"a small estimate", "", 1 << 20, minGoLimit},
+		{"no estimate", "", 0, math.MaxInt64},
+		{"negative", "", -1, math.MaxInt64},
+		{"the user's limit", "2GiB", 3 << 30, math.MaxInt64},
+		{"the user's off", "off", 3 << 30, math.MaxInt64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv("GOMEMLIMIT", c.env)
+			} else if v, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+				t.Setenv("GOMEMLIMIT", v) // restored after the subtest
+				os.Unsetenv("GOMEMLIMIT")
+			}
+			before := debug.SetMemoryLimit(math.MaxInt64)
+			defer debug.SetMemoryLimit(before)
+			got, restore := goMemoryLimit(c.limit)
+			if now := debug.SetMemoryLimit(-1); got != c.want || now != c.want {
+				t.Errorf("goMemoryLimit(%d) = %d, the runtime's limit %d; want %d", c.limit, got, now, c.want)
+			}
+			if s := goLimitText(got); (c.want == math.MaxInt64) != (s == "none") {
+				t.Errorf("goLimitText(%d) = %q", got, s)
+			}
+			restore()
+			if now := debug.SetMemoryLimit(-1); now != math.MaxInt64 {
+				t.Errorf("after restore the limit is %d, want none", now)
+			}
+		})
+	}
+}
+
+// TestRunSetsMemoryLimit: lab run holds its process to the run's estimate
+// while it runs (the demo's 1 MiB, raised to minGoLimit), and no longer.
+func TestRunSetsMemoryLimit(t *testing.T) {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		t.Skip("GOMEMLIMIT is set: lab run leaves the user's limit alone (TestGoMemoryLimit)")
+	}
+	before := debug.SetMemoryLimit(-1)
+	demoLimit.Store(0)
+	if _, _, err := lab(t, context.Background(), "run", "demo", "-trials", "2", "-contexts", "1", "-quiet"); err != nil {
+		t.Fatal(err)
+	}
+	if got := demoLimit.Load(); got != minGoLimit {
+		t.Errorf("the limit during the run was %d, want %d", got, minGoLimit)
+	}
+	if now := debug.SetMemoryLimit(-1); now != before {
+		t.Errorf("after the run the limit is %d, want %d as before", now, before)
+	}
+}

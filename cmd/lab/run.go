@@ -112,6 +112,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 
+	// The run's estimate, less what it holds outside Go's heap, is its
+	// process's soft memory limit while it runs (goMemoryLimit).
+	if c, ok := sim.Estimate(exp, values); ok {
+		_, restore := goMemoryLimit(c.Memory - c.Outside)
+		defer restore()
+	}
+
 	var out sim.Sink
 	if *jsonOut {
 		out = sim.NewJSONSink(stdout)

@@ -107,7 +107,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("the lab's budget", "max-memory", sim.Bytes(opts.MaxMemory), "max-work", fmt.Sprintf("%.2g", float64(opts.MaxWork)), "machine-memory", sim.Bytes(machineMemory()))
+	goLimit, restoreLimit := goMemoryLimit(opts.MaxMemory)
+	defer restoreLimit()
+	log.Info("the lab's budget", "max-memory", sim.Bytes(opts.MaxMemory), "max-work", fmt.Sprintf("%.2g", float64(opts.MaxWork)), "machine-memory", sim.Bytes(machineMemory()), "go-memory-limit", goLimitText(goLimit))
 	b := sim.Build()
 	fmt.Fprintf(stdout, "fp8lab lab on http://%s/  (notebook %s; fp8lab %s %s)\n", ln.Addr(), store.Path(), b.Version, b.Revision)
 	served := make(chan error, 1)
