@@ -54,7 +54,7 @@ func cgroupLimit(path string) int64 {
 // heap grow to about twice its live bytes before it collects (GOGC=100),
 // so without a limit a run may hold more than its estimate although its
 // live bytes are well under it: the default needle with -device gpu held
-// 4.4 GB of Go heap for at most 2.4–3.0 GB live on lavapipe with 16 Ps
+// 4.4–4.7 GB of Go heap for 2.9–3.0 GB live at most on lavapipe with 16 Ps
 // (2026-12-07). With a limit the collector runs earlier as the heap nears
 // it, and only then. Memory outside Go's heap (a GPU driver's, lavapipe's
 // device buffers: sim.Cost.Outside) is not under the limit, which is why
