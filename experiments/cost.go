@@ -80,8 +80,8 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 // gpuStackBytes is the host memory a GPU run's stack holds beside the
 // run's own (the WebGPU library, the driver, its pipelines and upload's
 // two 32 MiB staging buffers). Needle -contexts 4096 -trials 8 peaked
-// 268 MB higher with -device gpu than with -device cpu on lavapipe
-// (2026-12-07); NVIDIA's driver is not measured alone (kv-formats' default
+// 261 MiB higher with -device gpu than with -device cpu on lavapipe
+// (2026-12-07: 373 against 111 MiB RSS); NVIDIA's driver is not measured alone (kv-formats' default
 // GPU run held 0.55 GiB more than its CPU run on the H200, its own packed
 // caches included), so the figure is twice lavapipe's, not a measurement.
 const gpuStackBytes = 512 << 20
