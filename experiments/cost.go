@@ -79,11 +79,11 @@ func attnNeedleCost(v sim.Values, contexts []int, trials int, dtypes, cpuDtypes,
 
 // gpuStackBytes is the host memory a GPU run's stack holds beside the
 // run's own (the WebGPU library, the driver, its pipelines and upload's
-// two 32 MiB staging buffers). Needle -contexts 4096 -trials 8 peaked
-// 261 MiB higher with -device gpu than with -device cpu on lavapipe
-// (2026-12-07: 373 against 111 MiB RSS); NVIDIA's driver is not measured alone (kv-formats' default
-// GPU run held 0.55 GiB more than its CPU run on the H200, its own packed
-// caches included), so the figure is twice lavapipe's, not a measurement.
+// two 32 MiB staging buffers), an upper-end figure. Measured as the peak
+// RSS of a small run with -device gpu less that with -device cpu
+// (2026-12-07): needle -contexts 4096 -trials 8, 261 MiB on lavapipe and
+// 293 MiB on an H200 (NVIDIA 580.159.04); kv-formats the same, 256 MiB on
+// the H200.
 const gpuStackBytes = 512 << 20
 
 // withGPU adds to c, for a run whose values ask for the GPU, what its GPU
