@@ -93,7 +93,7 @@ func withGPU(v sim.Values, c sim.Cost, device int64) sim.Cost {
 	if !wantsGPU(v) {
 		return c
 	}
-	c.Outside = sim.AddSat(c.Outside, sim.AddSat(gpuStackBytes, device))
-	c.Memory = sim.AddSat(c.Memory, sim.AddSat(gpuStackBytes, device))
+	gpu := sim.AddSat(gpuStackBytes, device)
+	c.Outside, c.Memory = sim.AddSat(c.Outside, gpu), sim.AddSat(c.Memory, gpu)
 	return c
 }

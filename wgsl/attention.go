@@ -569,6 +569,36 @@ const (
 	decodeBenchMaxSteps = 512
 )
 
+// measureRepeated times calls once alone, then measures (measure, after
+// r's warm-up) reps runs of them repeated back to back for about
+// decodeBenchWork of GPU time, and divides each run's times by the repeats,
+// which it returns too: at least 1, at most decodeBenchMaxSteps, the work
+// over the first time rounded down, or up with roundUp (BenchDecode's
+// steps of microseconds round down, BenchSimDecode's submissions of
+// milliseconds up, so that a run is never shorter than decodeBenchWork).
+// Callers hold r's lock.
+func (r *Runner) measureRepeated(ctx context.Context, calls []call, reps int, roundUp bool) (Measurement, int, error) {
+	first, err := r.be.run(ctx, calls, true)
+	if err != nil {
+		return Measurement{}, 0, err
+	}
+	n := 1
+	if t := first.Best(); t > 0 {
+		w := decodeBenchWork
+		if roundUp {
+			w += t - 1
+		}
+		n = int(min(decodeBenchMaxSteps, max(1, int64(w/t))))
+	}
+	runs := slices.Repeat(calls, n)
+	m, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) {
+		t, err := r.be.run(ctx, runs, true)
+		t.Wall, t.GPU = t.Wall/time.Duration(n), t.GPU/time.Duration(n)
+		return t, err
+	})
+	return m, n, err
+}
+
 // DecodeBench is the timing of one decode step configuration.
 type DecodeBench struct {
 	Config DecodeConfig
@@ -649,21 +679,8 @@ func (r *Runner) benchDecode(ctx context.Context, plan decodePlan, reps int) (De
 	// the warm-up rule accepted it. A decode step of a served model runs
 	// back to back with its other layers' kernels, so a repetition is
 	// Steps steps, about decodeBenchWork of GPU time after a first step
-	// timed alone, and its time is divided by Steps.
-	first, err := r.be.run(ctx, step, true)
-	if err != nil {
-		return DecodeBench{}, err
-	}
-	n := 1
-	if t := first.Best(); t > 0 {
-		n = int(min(decodeBenchMaxSteps, max(1, int64(decodeBenchWork/t))))
-	}
-	steps := slices.Repeat(step, n)
-	meas, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) {
-		t, err := r.be.run(ctx, steps, true)
-		t.Wall, t.GPU = t.Wall/time.Duration(n), t.GPU/time.Duration(n)
-		return t, err
-	})
+	// timed alone, and its time is divided by Steps (measureRepeated).
+	meas, n, err := r.measureRepeated(ctx, step, reps, false)
 	if err != nil {
 		return DecodeBench{}, err
 	}

@@ -1209,9 +1209,10 @@ type SimBench struct {
 // start from the state the one before left (finite values, the same work),
 // so only the timing is meaningful: bit-exactness is wgslcheck.CheckSimDecode's.
 // A run is the dispatches repeated back to back for about decodeBenchWork
-// of GPU time (at least once, ceil(decodeBenchWork / one submission's time)
-// after a first one timed alone, at most decodeBenchMaxSteps), its time
-// divided by the repeats, as BenchDecode's steps: one submission of a few
+// of GPU time (measureRepeated, rounding up: at least once,
+// ceil(decodeBenchWork / one submission's time) after a first one timed
+// alone, at most decodeBenchMaxSteps), its time divided by the repeats, as
+// BenchDecode's steps: one submission of a few
 // milliseconds waited on by the host leaves the GPU idle between runs, and
 // its clock may settle low (the H200's decode tile, 16 splits, 3.7 ms:
 // 1530 MHz of 1980 at the end of its warm-up in the first gpucheck on a
@@ -1255,20 +1256,7 @@ func (r *Runner) BenchSimDecode(ctx context.Context, jobs []SimJob, reps int) (S
 	if err != nil {
 		return SimBench{}, err
 	}
-	first, err := r.be.run(ctx, calls, true)
-	if err != nil {
-		return SimBench{}, err
-	}
-	n := 1
-	if t := first.Best(); t > 0 {
-		n = int(min(decodeBenchMaxSteps, max(1, int64((decodeBenchWork+t-1)/t))))
-	}
-	runs := slices.Repeat(calls, n)
-	m, err := measure(ctx, r.warmupLocked(), reps, func() (Timing, error) {
-		t, err := r.be.run(ctx, runs, true)
-		t.Wall, t.GPU = t.Wall/time.Duration(n), t.GPU/time.Duration(n)
-		return t, err
-	})
+	m, n, err := r.measureRepeated(ctx, calls, reps, true)
 	if err != nil {
 		return SimBench{}, err
 	}
