@@ -569,8 +569,10 @@ const (
 	decodeBenchMaxSteps = 512
 )
 
-// measureRepeated times calls once alone, then measures (measure, after
-// r's warm-up) reps runs of them repeated back to back for about
+// measureRepeated runs calls once untimed (a pipeline's first dispatch may
+// include its compile: LLVM's on lavapipe with an empty shader cache, which
+// sized a run of BenchSimDecode at one 3 ms repeat), times them once alone,
+// then measures (measure, after r's warm-up) reps runs of them repeated back to back for about
 // decodeBenchWork of GPU time, and divides each run's times by the repeats,
 // which it returns too: at least 1, at most decodeBenchMaxSteps, the work
 // over the first time rounded down, or up with roundUp (BenchDecode's
@@ -578,6 +580,9 @@ const (
 // milliseconds up, so that a run is never shorter than decodeBenchWork).
 // Callers hold r's lock.
 func (r *Runner) measureRepeated(ctx context.Context, calls []call, reps int, roundUp bool) (Measurement, int, error) {
+	if _, err := r.be.run(ctx, calls, false); err != nil {
+		return Measurement{}, 0, err
+	}
 	first, err := r.be.run(ctx, calls, true)
 	if err != nil {
 		return Measurement{}, 0, err
