@@ -99,7 +99,7 @@ test: test-deps vet
 # into a temporary folder, offline).
 test-python: python-lib
 	@test -n "$(PYTHON)" || { echo "no python3 with NumPy (apt-get install python3-numpy; make test-deps does)"; exit 1; }
-	cd python && PYTHONPATH=$(CURDIR)/python GO=$(GO) $(PYTHON) -m pytest -q -p no:cacheprovider -rs tests ../tools/bench/test_trace_regions.py ../tools/bench/test_lab_table.py
+	cd python && PYTHONPATH=$(CURDIR)/python GO=$(GO) $(PYTHON) -m pytest -q -p no:cacheprovider -rs tests ../tools/bench/test_trace_regions.py ../tools/bench/test_lab_table.py ../tools/bench/test_gpu_cpu_scale.py
 
 # The Debian packages of the Python package alone (make python).
 python-deps:

@@ -333,24 +333,56 @@ func init() {
 }
 
 func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error) {
-	inst := wgpu.CreateInstance(nil)
-	if inst == nil {
-		return nil, AdapterInfo{}, fmt.Errorf("%w: wgpu-native could not create an instance", ErrNoAdapter)
-	}
-	adapters := inst.EnumerateAdapters(nil)
-	descs := make([]adapterDesc, len(adapters))
-	for i, a := range adapters {
-		descs[i] = describe(a)
-	}
-	idx, err := chooseAdapter(descs, opt.adapterWanted())
+	t0 := time.Now()
+	backends, err := backendsWanted()
 	if err != nil {
+		return nil, AdapterInfo{}, err
+	}
+	// Primary first: the default choice never takes an OpenGL adapter, and
+	// starting the OpenGL backend (EGL, the driver's GL) costs time on
+	// every open. All backends when asked for (FP8LAB_WGPU_BACKENDS=all),
+	// or when no primary adapter fits the request.
+	tries := []string{BackendsPrimary, BackendsAll}
+	if backends == BackendsAll {
+		tries = tries[1:]
+	}
+	var inst *wgpu.Instance
+	var adapters []*wgpu.Adapter
+	var descs []adapterDesc
+	var idx int
+	var tInst, tEnum time.Duration
+	for i, try := range tries {
+		t := time.Now()
+		var desc *wgpu.InstanceDescriptor // nil: every backend
+		if try == BackendsPrimary {
+			desc = &wgpu.InstanceDescriptor{Backends: wgpu.InstanceBackendPrimary}
+		}
+		inst = wgpu.CreateInstance(desc)
+		if inst == nil {
+			return nil, AdapterInfo{}, fmt.Errorf("%w: wgpu-native could not create an instance (backends: %s)", ErrNoAdapter, try)
+		}
+		tInst += time.Since(t)
+		t = time.Now()
+		adapters = inst.EnumerateAdapters(nil)
+		tEnum += time.Since(t)
+		descs = make([]adapterDesc, len(adapters))
+		for j, a := range adapters {
+			descs[j] = describe(a)
+		}
+		if idx, err = chooseAdapter(descs, opt.adapterWanted()); err == nil {
+			backends = try
+			break
+		}
 		for _, a := range adapters {
 			a.Release()
 		}
 		inst.Release()
-		return nil, AdapterInfo{}, err
+		if i == len(tries)-1 {
+			return nil, AdapterInfo{}, err
+		}
 	}
 	info := descs[idx].info()
+	info.Backends = backends
 	for i, a := range adapters {
 		if i != idx {
 			info.Others = append(info.Others, descs[i].info().String())
@@ -396,6 +428,7 @@ func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error)
 	if err != nil || dev == nil {
 		return fail(fmt.Errorf("%w (%s, limits %+v): %v", errNoDevice, info, req, err))
 	}
+	tDev := time.Since(t0) - tInst - tEnum
 	g.dev = dev
 	g.queue = dev.GetQueue()
 	g.plat = platform{inst: inst, adapter: a}
@@ -422,6 +455,7 @@ func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error)
 			info.Timestamps = false
 		}
 	}
+	info.Open = OpenTimes{Instance: tInst, Adapters: tEnum, Device: tDev, Total: time.Since(t0)}
 	return g, info, nil
 }
 
