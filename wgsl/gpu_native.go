@@ -334,55 +334,34 @@ func init() {
 
 func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error) {
 	t0 := time.Now()
-	backends, err := backendsWanted()
+	// Every backend: wgpu-native starts OpenGL's too, which the default
+	// choice never takes. Starting only the primary ones (an
+	// InstanceDescriptor) saved nothing measurable on the H100 host
+	// (2026-12-07: 197-244 ms an open with every backend, 207-217 with the
+	// primary ones), and the binding's descriptor path hands wgpu-native
+	// a malloc'd, partly uninitialized InstanceExtras (its GLES minor
+	// version: a panic in wgpu-native under -race).
+	inst := wgpu.CreateInstance(nil)
+	if inst == nil {
+		return nil, AdapterInfo{}, fmt.Errorf("%w: wgpu-native could not create an instance", ErrNoAdapter)
+	}
+	tInst := time.Since(t0)
+	t := time.Now()
+	adapters := inst.EnumerateAdapters(nil)
+	tEnum := time.Since(t)
+	descs := make([]adapterDesc, len(adapters))
+	for i, a := range adapters {
+		descs[i] = describe(a)
+	}
+	idx, err := chooseAdapter(descs, opt.adapterWanted())
 	if err != nil {
-		return nil, AdapterInfo{}, err
-	}
-	// Primary first: the default choice never takes an OpenGL adapter, and
-	// starting the OpenGL backend (EGL, the driver's GL) costs time on
-	// every open. All backends when asked for (FP8LAB_WGPU_BACKENDS=all),
-	// or when no primary adapter fits the request.
-	tries := []string{BackendsPrimary, BackendsAll}
-	if backends == BackendsAll {
-		tries = tries[1:]
-	}
-	var inst *wgpu.Instance
-	var adapters []*wgpu.Adapter
-	var descs []adapterDesc
-	var idx int
-	var tInst, tEnum time.Duration
-	for i, try := range tries {
-		t := time.Now()
-		var desc *wgpu.InstanceDescriptor // nil: every backend
-		if try == BackendsPrimary {
-			desc = &wgpu.InstanceDescriptor{Backends: wgpu.InstanceBackendPrimary}
-		}
-		inst = wgpu.CreateInstance(desc)
-		if inst == nil {
-			return nil, AdapterInfo{}, fmt.Errorf("%w: wgpu-native could not create an instance (backends: %s)", ErrNoAdapter, try)
-		}
-		tInst += time.Since(t)
-		t = time.Now()
-		adapters = inst.EnumerateAdapters(nil)
-		tEnum += time.Since(t)
-		descs = make([]adapterDesc, len(adapters))
-		for j, a := range adapters {
-			descs[j] = describe(a)
-		}
-		if idx, err = chooseAdapter(descs, opt.adapterWanted()); err == nil {
-			backends = try
-			break
-		}
 		for _, a := range adapters {
 			a.Release()
 		}
 		inst.Release()
-		if i == len(tries)-1 {
-			return nil, AdapterInfo{}, err
-		}
+		return nil, AdapterInfo{}, err
 	}
 	info := descs[idx].info()
-	info.Backends = backends
 	for i, a := range adapters {
 		if i != idx {
 			info.Others = append(info.Others, descs[i].info().String())

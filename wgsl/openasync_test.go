@@ -30,6 +30,11 @@ func TestOpenAsync(t *testing.T) {
 			t.Fatalf("code %#x: %#x, Open's runner %#x", codes[i], got[i], want[i])
 		}
 	}
+	// The open's phases are timed, and add up to no more than the whole.
+	ot := r.Info().Open
+	if ot.Instance <= 0 || ot.Device <= 0 || ot.Adapters < 0 || ot.Instance+ot.Adapters+ot.Device > ot.Total {
+		t.Errorf("open times %+v: want positive phases within the total", ot)
+	}
 	if r.Err() != nil || r.Info().Name != testGPU(t).Info().Name {
 		t.Errorf("Err %v, Info %q; want nil, %q", r.Err(), r.Info().Name, testGPU(t).Info().Name)
 	}

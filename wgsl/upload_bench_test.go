@@ -102,3 +102,54 @@ func BenchmarkUpload(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUploadStage is upload's throughput against the size of its two
+// staging buffers (stageBytes, 32 MB since 2026-12-02): GB/s of a buffer
+// of each size until a 4-byte read back of it returns, a runner opened
+// per staging size (its staging buffers are made at its first upload).
+func BenchmarkUploadStage(b *testing.B) {
+	testGPU(b) // skips where there is no adapter
+	ctx := context.Background()
+	for _, stage := range []int{8, 32, 128} {
+		func() {
+			defer func(old uint64) { stageBytes = old }(stageBytes)
+			stageBytes = uint64(stage) << 20
+			r, err := Open(ctx, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			g, ok := r.be.(*gpu)
+			if !ok {
+				b.Skip("not the native backend")
+			}
+			for _, mb := range []int{16, 128, 512} {
+				size := mb << 20
+				if uint64(size) > r.info.MaxStorageBinding {
+					continue
+				}
+				data := make([]byte, size)
+				for i := range data {
+					data[i] = byte(i * 7)
+				}
+				b.Run(fmt.Sprintf("stage%dMB/%dMB", stage, mb), func(b *testing.B) {
+					for b.Loop() {
+						x, err := g.upload("bench", data)
+						if err != nil {
+							b.Fatal(err)
+						}
+						out, err := g.mapRead(ctx, x.(*gpuBuffer).b, 4)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if out[1] != data[1] {
+							b.Fatalf("read back %d, want %d", out[1], data[1])
+						}
+						g.free(x)
+					}
+					b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+				})
+			}
+		}()
+	}
+}
