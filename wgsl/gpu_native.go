@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
+	"github.com/fp8lab/fp8lab/internal/wgpuinst"
 )
 
 // platform is the native side: wgpu-native through cgo. Its create calls
@@ -334,34 +335,57 @@ func init() {
 
 func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error) {
 	t0 := time.Now()
-	// Every backend: wgpu-native starts OpenGL's too, which the default
-	// choice never takes. Starting only the primary ones (an
-	// InstanceDescriptor) saved nothing measurable on the H100 host
-	// (2026-12-07: 197-244 ms an open with every backend, 207-217 with the
-	// primary ones), and the binding's descriptor path hands wgpu-native
-	// a malloc'd, partly uninitialized InstanceExtras (its GLES minor
-	// version: a panic in wgpu-native under -race).
-	inst := wgpu.CreateInstance(nil)
-	if inst == nil {
-		return nil, AdapterInfo{}, fmt.Errorf("%w: wgpu-native could not create an instance", ErrNoAdapter)
-	}
-	tInst := time.Since(t0)
-	t := time.Now()
-	adapters := inst.EnumerateAdapters(nil)
-	tEnum := time.Since(t)
-	descs := make([]adapterDesc, len(adapters))
-	for i, a := range adapters {
-		descs[i] = describe(a)
-	}
-	idx, err := chooseAdapter(descs, opt.adapterWanted())
+	backends, err := backendsWanted()
 	if err != nil {
+		return nil, AdapterInfo{}, err
+	}
+	// The primary backends first: the default choice never takes an
+	// OpenGL adapter, and an instance of every backend starts OpenGL's
+	// too (on the H100 host, NVIDIA's EGL and GL: about 0.1 s more wall
+	// time a GPU run, 2026-12-07). Every backend when asked for
+	// (FP8LAB_WGPU_BACKENDS=all) or when no primary adapter fits the
+	// request (an adapter named as OpenGL, a machine without Vulkan).
+	tries := []string{BackendsPrimary, BackendsAll}
+	if backends == BackendsAll {
+		tries = tries[1:]
+	}
+	var inst *wgpu.Instance
+	var adapters []*wgpu.Adapter
+	var descs []adapterDesc
+	var idx int
+	var tInst, tEnum time.Duration
+	for i, try := range tries {
+		t := time.Now()
+		if try == BackendsPrimary {
+			inst = wgpuinst.Create(wgpu.InstanceBackendPrimary)
+		} else {
+			inst = wgpu.CreateInstance(nil) // every backend (the binding panics rather than return nil)
+		}
+		if inst == nil {
+			return nil, AdapterInfo{}, fmt.Errorf("%w: wgpu-native could not create an instance (backends: %s)", ErrNoAdapter, try)
+		}
+		tInst += time.Since(t)
+		t = time.Now()
+		adapters = inst.EnumerateAdapters(nil)
+		tEnum += time.Since(t)
+		descs = make([]adapterDesc, len(adapters))
+		for j, a := range adapters {
+			descs[j] = describe(a)
+		}
+		if idx, err = chooseAdapter(descs, opt.adapterWanted()); err == nil {
+			backends = try
+			break
+		}
 		for _, a := range adapters {
 			a.Release()
 		}
 		inst.Release()
-		return nil, AdapterInfo{}, err
+		if i == len(tries)-1 {
+			return nil, AdapterInfo{}, err
+		}
 	}
 	info := descs[idx].info()
+	info.Backends = backends
 	for i, a := range adapters {
 		if i != idx {
 			info.Others = append(info.Others, descs[i].info().String())

@@ -3,6 +3,7 @@ package wgsl
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/fp8lab/fp8lab/fp8"
@@ -35,6 +36,9 @@ func TestOpenAsync(t *testing.T) {
 	if ot.Instance <= 0 || ot.Device <= 0 || ot.Adapters < 0 || ot.Instance+ot.Adapters+ot.Device > ot.Total {
 		t.Errorf("open times %+v: want positive phases within the total", ot)
 	}
+	if b := r.Info().Backends; b != BackendsPrimary && b != BackendsAll {
+		t.Errorf("Backends %q", b)
+	}
 	if r.Err() != nil || r.Info().Name != testGPU(t).Info().Name {
 		t.Errorf("Err %v, Info %q; want nil, %q", r.Err(), r.Info().Name, testGPU(t).Info().Name)
 	}
@@ -59,5 +63,23 @@ func TestOpenAsync(t *testing.T) {
 	cancel()
 	if err := OpenAsync(cctx, Options{}).Err(); !errors.Is(err, context.Canceled) {
 		t.Errorf("OpenAsync with a cancelled context: %v", err)
+	}
+}
+
+// TestBackendsWanted: FP8LAB_WGPU_BACKENDS reads "primary" by default,
+// either value whatever its case and spaces, and anything else as an
+// error naming the variable.
+func TestBackendsWanted(t *testing.T) {
+	for _, c := range []struct{ env, want string }{
+		{"", BackendsPrimary}, {"primary", BackendsPrimary}, {" ALL ", BackendsAll}, {"all", BackendsAll}, {"vulkan", ""},
+	} {
+		t.Setenv(EnvBackends, c.env)
+		got, err := backendsWanted()
+		if got != c.want || (err != nil) != (c.want == "") {
+			t.Errorf("%s=%q: %q, %v; want %q", EnvBackends, c.env, got, err, c.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), EnvBackends) {
+			t.Errorf("error %q does not name %s", err, EnvBackends)
+		}
 	}
 }

@@ -15,11 +15,38 @@ import (
 // case-insensitive substring of its description (see [Options.Adapter]).
 const EnvAdapter = "FP8LAB_ADAPTER"
 
+// EnvBackends names the environment variable that says which of
+// wgpu-native's backends an open starts: "primary" (the default: Vulkan,
+// Metal, D3D12; every backend only when no adapter of those fits the
+// request, such as FP8LAB_ADAPTER=opengl) or "all" (every backend at once,
+// OpenGL's too, as before 2026-12-07). Other values are an error of
+// [Open].
+const EnvBackends = "FP8LAB_WGPU_BACKENDS"
+
+// The values of [EnvBackends] and of [AdapterInfo.Backends].
+const (
+	BackendsPrimary = "primary"
+	BackendsAll     = "all"
+)
+
+// backendsWanted reads [EnvBackends].
+func backendsWanted() (string, error) {
+	switch v := strings.ToLower(strings.TrimSpace(os.Getenv(EnvBackends))); v {
+	case "", BackendsPrimary:
+		return BackendsPrimary, nil
+	case BackendsAll:
+		return BackendsAll, nil
+	default:
+		return "", fmt.Errorf("wgsl: %s=%q: want %q or %q", EnvBackends, v, BackendsPrimary, BackendsAll)
+	}
+}
+
 // OpenTimes is how long the phases of opening a device took, on the
 // host's clock.
 type OpenTimes struct {
 	// Instance is creating wgpu-native's instance (loading and starting
-	// the drivers of its backends), Adapters listing the adapters.
+	// the drivers of its backends), Adapters listing the adapters; both
+	// summed over the two tries when no primary adapter fitted.
 	Instance, Adapters time.Duration
 	// Device is choosing the adapter and creating the device.
 	Device time.Duration
@@ -82,8 +109,13 @@ type AdapterInfo struct {
 	MaxBuffer, MaxStorageBinding uint64
 	// MaxWorkgroupStorage is the requested workgroup memory limit, in bytes.
 	MaxWorkgroupStorage uint32
-	// Others lists the adapters that were not chosen, as String gives them.
+	// Others lists the adapters that were not chosen, as String gives them:
+	// those of the backends started (OpenGL's only with Backends "all").
 	Others []string
+	// Backends is which of wgpu-native's backends the open started:
+	// [BackendsPrimary] or [BackendsAll] (see [EnvBackends]); empty in a
+	// browser.
+	Backends string
 	// Open is how long the open took, by phase (zero in a browser).
 	Open OpenTimes
 }

@@ -403,7 +403,7 @@ func (c *checker) probes(ctx context.Context) error {
 	for _, other := range info.Others {
 		logf("  also present: %s", other)
 	}
-	logf("  opened in %s", info.Open)
+	logf("  opened in %s; backends started: %s (%s)", info.Open, info.Backends, wgsl.EnvBackends)
 	var err error
 	if rep.LoopIterations, err = r.LoopIterations(ctx, 200000); err != nil {
 		return err

@@ -11,7 +11,11 @@ device's wall time as a + b*n by least squares over every run:
   a  the fixed cost of a run (s), b  the cost of one more unit (s/unit),
 
 so that cpu/gpu at size n is (a_c + b_c n) / (a_g + b_g n), and the ratio
-toward which it tends for large runs is b_c / b_g. Intervals are 95 %
+toward which it tends for large runs is b_c / b_g. Two more figures follow
+from the fit: the size from which cpu/gpu reaches --target (3 by default;
+n* = (T a_g - a_c) / (b_c - T b_g), none when b_c <= T b_g), and, at each
+measured size, the most cpu/gpu could be if the GPU run's cost per unit
+were zero while its fixed cost stayed, (a_c + b_c n) / a_g. Intervals are 95 %
 percentile bootstraps over the runs (resampled within each size), so they
 say how well these runs pin the figures down on this machine, not how
 another machine would do. Every run's summary must equal its pair's on the
@@ -92,7 +96,15 @@ def bootstrap(runs, sizes, stat, reps=2000, seed=1):
     return vals[int(0.025 * (len(vals) - 1))], vals[int(0.975 * (len(vals) - 1))]
 
 
-def analyse(runs, sizes):
+def crossover(ag, bg, ac, bc, target):
+    """The size at which (ac + bc n) / (ag + bg n) reaches target; inf
+    when it never does, 0 when it always does."""
+    if bc <= target * bg:
+        return 0.0 if ac >= target * ag else float("inf")
+    return max(0.0, (target * ag - ac) / (bc - target * bg))
+
+
+def analyse(runs, sizes, target=3.0):
     """The fit per device, the ratio at each size and its limit, with intervals."""
     def ab(sample, dev):
         return fit([(r["n"], r["wall"]) for r in sample if r["device"] == dev])
@@ -108,14 +120,31 @@ def analyse(runs, sizes):
                     "b_ci": bootstrap(runs, sizes, lambda s, d=dev: ab(s, d)[1])}
     out["limit"] = limit(runs)
     out["limit_ci"] = bootstrap(runs, sizes, limit)
+
+    def cross(sample):
+        (ag, bg), (ac, bc) = ab(sample, "gpu"), ab(sample, "cpu")
+        return crossover(ag, bg, ac, bc, target)
+
+    out["target"] = target
+    out["crossover"] = cross(runs)
+    out["crossover_ci"] = bootstrap(runs, sizes, cross)
     out["ratios"] = []
     for n in sizes:
         g = [r["wall"] for r in runs if r["n"] == n and r["device"] == "gpu"]
         c = [r["wall"] for r in runs if r["n"] == n and r["device"] == "cpu"]
         med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
+        bound = lambda s, n=n: (ab(s, "cpu")[0] + ab(s, "cpu")[1] * n) / ab(s, "gpu")[0]
         out["ratios"].append({"n": n, "gpu": med(g), "cpu": med(c), "ratio": med(c) / med(g),
-                              "lo": min(c) / max(g), "hi": max(c) / min(g)})
+                              "lo": min(c) / max(g), "hi": max(c) / min(g),
+                              "free_gpu": bound(runs), "free_gpu_ci": bootstrap(runs, sizes, bound)})
     return out
+
+
+def reanalyse(path, target=3.0):
+    """The fit of a --json file written before, printed again."""
+    d = json.load(open(path))
+    ok = [r for r in d["runs"] if r["rc"] == 0]
+    return analyse(ok, d["sizes"], target)
 
 
 def main(argv=None):
@@ -125,6 +154,7 @@ def main(argv=None):
     ap.add_argument("sizes", help="comma-separated values, at least two")
     ap.add_argument("--reps", type=int, default=2, help="runs per size and device (default 2)")
     ap.add_argument("--json", help="write every run and the fit here")
+    ap.add_argument("--target", type=float, default=3.0, help="the cpu/gpu ratio whose crossover size is given (default 3)")
     argv = sys.argv[1:] if argv is None else argv
     extra = []
     if "--" in argv:
@@ -155,15 +185,18 @@ def main(argv=None):
                 pair[dev]["summaries_equal"] = same
             print(f"  summaries {'EQUAL' if same else 'DIFFER'}", flush=True)
     ok = [r for r in runs if r["rc"] == 0]
-    res = analyse(ok, sizes)
+    res = analyse(ok, sizes, a.target)
     for dev in ("gpu", "cpu"):
         f = res[dev]
         print(f"{dev}: wall = {f['a']:.3f} s [{f['a_ci'][0]:.3f}, {f['a_ci'][1]:.3f}] + "
               f"{f['b'] * 1e3:.3f} ms [{f['b_ci'][0] * 1e3:.3f}, {f['b_ci'][1] * 1e3:.3f}] per unit of {a.flag}")
     for r in res["ratios"]:
         print(f"{a.flag} {r['n']:>8}: gpu {r['gpu']:.2f} s, cpu {r['cpu']:.2f} s, cpu/gpu {r['ratio']:.2f} "
-              f"(runs' range {r['lo']:.2f}-{r['hi']:.2f})")
+              f"(runs' range {r['lo']:.2f}-{r['hi']:.2f}); at most {r['free_gpu']:.2f} "
+              f"[{r['free_gpu_ci'][0]:.2f}, {r['free_gpu_ci'][1]:.2f}] with a free GPU cost per unit")
     print(f"cpu/gpu for large runs (b_cpu / b_gpu): {res['limit']:.2f} [{res['limit_ci'][0]:.2f}, {res['limit_ci'][1]:.2f}]")
+    print(f"cpu/gpu reaches {a.target:g} from {a.flag} {res['crossover']:.0f} "
+          f"[{res['crossover_ci'][0]:.0f}, {res['crossover_ci'][1]:.0f}] (inf: never, on this fit)")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"experiment": a.experiment, "flag": a.flag, "sizes": sizes, "runs": runs, "fit": res}, f, indent=1)

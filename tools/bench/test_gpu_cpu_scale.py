@@ -48,3 +48,18 @@ def test_interval_widens_with_noise():
     quiet = g.analyse(runs(0.5, 0.01, 0.1, 0.04, sizes, noise=0.001), sizes)["limit_ci"]
     loud = g.analyse(runs(0.5, 0.01, 0.1, 0.04, sizes, noise=0.2), sizes)["limit_ci"]
     assert loud[1] - loud[0] > quiet[1] - quiet[0] > 0
+
+
+def test_crossover():
+    # (0.1 + 0.04 n) / (0.5 + 0.01 n) = 3 at n = (1.5 - 0.1) / (0.04 - 0.03) = 140
+    assert abs(g.crossover(0.5, 0.01, 0.1, 0.04, 3) - 140) < 1e-9
+    assert g.crossover(0.5, 0.02, 0.1, 0.04, 3) == float("inf")  # tends to 2
+    assert g.crossover(0.1, 0.02, 0.5, 0.04, 2) == 0  # 5 at n = 0, 2 for large n
+    sizes = [10, 40, 160]
+    res = g.analyse(runs(0.5, 0.01, 0.1, 0.04, sizes), sizes, 3.0)
+    assert abs(res["crossover"] - 140) < 1e-6
+    lo, hi = res["crossover_ci"]
+    assert lo - 1e-6 <= 140 <= hi + 1e-6
+    # a free GPU cost per unit: the CPU line over the GPU's fixed cost
+    for r in res["ratios"]:
+        assert abs(r["free_gpu"] - (0.1 + 0.04 * r["n"]) / 0.5) < 1e-9
