@@ -8,7 +8,9 @@
 //
 // [Open] picks an adapter (a discrete GPU before an integrated one, a virtual
 // one, a CPU implementation; Vulkan, Metal or D3D12, an OpenGL one only when
-// named; or the one named by [Options.Adapter] / $FP8LAB_ADAPTER), requests every device limit
+// named; or the one named by [Options.Adapter] / $FP8LAB_ADAPTER; the
+// OpenGL backend is started only when no other adapter fits, see
+// [EnvBackends]), requests every device limit
 // field by field with explicit numbers (larger buffers and workgroup memory
 // than WebGPU's defaults, capped by what the adapter offers), and reports
 // what it chose in [AdapterInfo]. Shader compilation and validation errors
@@ -103,6 +105,7 @@
 // the library files it includes, its kernel file, common.wgsl. Package
 // wgsl depends on fp8, accum (the models' parameters, from which the
 // kernels' constants and tables are derived), attention (the
-// configuration, plan and cache types of SimDecode, and its combine) and
-// internal/cpufeat (whether the host runs packBytes' AVX2 kernel).
+// configuration, plan and cache types of SimDecode, and its combine),
+// internal/cpufeat (whether the host runs packBytes' AVX2 kernel) and
+// internal/wgpuinst (a wgpu-native instance of the primary backends).
 package wgsl
