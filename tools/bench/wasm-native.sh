@@ -11,6 +11,12 @@
 #
 #   tools/bench/wasm-native.sh [OLD_TREE]      # OLD_TREE: a worktree of the previous code
 #
+# PUREGO=1 also runs the native build with -tags purego (the pure-Go
+# kernels WebAssembly runs, compiled for amd64), so that wasm/native splits
+# into wasm/purego (what Go's WebAssembly code costs against its amd64
+# code for the same source) times purego/native (what the vector kernels
+# save natively).
+#
 # Output: one line per run, "build platform experiment wall_s cpu_s check
 # points", then per build, platform and experiment the minimum wall and
 # CPU times over the repetitions and the wasm/native ratios.
@@ -23,16 +29,19 @@ trees=("new=$PWD")
 for t in "${trees[@]}"; do
   name=${t%%=*} dir=${t#*=}
   (cd "$dir" && go test -c -o "$OUT/$name-native.test" ./wasm &&
-    GOOS=js GOARCH=wasm go test -c -o "$OUT/$name-wasm.test" ./wasm)
+    GOOS=js GOARCH=wasm go test -c -o "$OUT/$name-wasm.test" ./wasm &&
+    if [ -n "${PUREGO:-}" ]; then go test -tags purego -c -o "$OUT/$name-purego.test" ./wasm; fi)
 done
+plats="native wasm"
+[ -n "${PUREGO:-}" ] && plats="native purego wasm"
 cd wasm # the test binaries' working directory, as go test gives it
 for rep in $(seq "$REPS"); do
   for e in contraction needle scales; do
     for t in "${trees[@]}"; do
       name=${t%%=*}
-      for plat in native wasm; do
-        if [ $plat = native ]; then
-          cmd=("$OUT/$name-native.test" -test.cpu 1)
+      for plat in $plats; do
+        if [ $plat != wasm ]; then
+          cmd=("$OUT/$name-$plat.test" -test.cpu 1)
         else
           cmd=(node --stack-size=8192 "$EXEC" "$OUT/$name-wasm.test")
         fi
@@ -53,6 +62,15 @@ awk '{key = $1 " " $3 " " $2
     ks[$1 " " $3] = 1}
   END {for (k in ks) printf "%s  %.2f %.2f  %.2f %.2f  %.2f %.2f\n", k, w[k " native"], c[k " native"], w[k " wasm"], c[k " wasm"],
       w[k " wasm"] / w[k " native"], c[k " wasm"] / c[k " native"]}' "$OUT/runs.txt" | sort
+if [ -n "${PUREGO:-}" ]; then
+  echo "--- purego: build experiment purego(wall cpu) wasm/purego(cpu) purego/native(cpu)"
+  awk '{key = $1 " " $3 " " $2
+      if (!(key in c) || $5 < c[key]) c[key] = $5
+      if (!(key in w) || $4 < w[key]) w[key] = $4
+      ks[$1 " " $3] = 1}
+    END {for (k in ks) printf "%s  %.2f %.2f  %.2f  %.2f\n", k, w[k " purego"], c[k " purego"],
+        c[k " wasm"] / c[k " purego"], c[k " purego"] / c[k " native"]}' "$OUT/runs.txt" | sort
+fi
 echo "--- experiment checksum points: one line per experiment when every build and platform agree"
 awk '{print $3, $6, $7}' "$OUT/runs.txt" | sort -u
 echo "runs in $OUT/runs.txt"
