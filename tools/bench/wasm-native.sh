@@ -23,6 +23,8 @@
 set -euo pipefail
 REPS=${REPS:-3}
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+rm -f "$OUT/runs.txt" # an OUT used before keeps no runs of its own in the minimums
 EXEC="$(go env GOROOT)/lib/wasm/wasm_exec_node.js"
 trees=("new=$PWD")
 [ $# -ge 1 ] && trees=("old=$1" "${trees[@]}")
