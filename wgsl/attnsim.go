@@ -2,6 +2,7 @@ package wgsl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -895,11 +896,14 @@ func packBytesGo(dst []uint32, src []uint16) {
 	}
 }
 
-// packTrial appends trial tr's replacements to B for the FP8 and 16-bit
-// paths: per replaced token its K row, and one V tile per (tile, KV head)
-// the trial touches, the codes of the trial's cache (at c) with its tokens
-// written in.
-func (p *simPlan) packTrial(b []uint32, c simCache, tr SimTrial) ([]uint32, trialTables) {
+// packTrial writes trial tr's replacements into B at word at for the FP8
+// and 16-bit paths (b[at:] zero, trialSize(tr) words long with the
+// tables that writeAt puts after them): per replaced token its K row, and
+// one V tile per (tile, KV head) the trial touches, the codes of the
+// trial's cache (at c) with its tokens written in. It returns the trial's
+// tables and the word after its replacements. Trials write disjoint
+// stretches of b and only read the caches, so that several run at once.
+func (p *simPlan) packTrial(b []uint32, at int, c simCache, tr SimTrial) (trialTables, int) {
 	d, kbn, cpw, cb := p.d, p.kbn, p.cpw(), uint(p.e.Bits)
 	mask := uint32(1)<<cb - 1
 	put := func(w *uint32, i int, code uint16) { *w |= uint32(code) & mask << (cb * uint(i%cpw)) }
@@ -908,8 +912,8 @@ func (p *simPlan) packTrial(b []uint32, c simCache, tr SimTrial) ([]uint32, tria
 	var tt trialTables
 	// Token entries (token, KV head, K row offset) with the K rows.
 	for _, tk := range tr.Tokens {
-		off := len(b)
-		b = append(b, make([]uint32, d/cpw)...)
+		off := at
+		at += d / cpw
 		for i := 0; i < d; i++ {
 			put(&b[off+i/cpw], i, tk.K[i])
 		}
@@ -918,8 +922,8 @@ func (p *simPlan) packTrial(b []uint32, c simCache, tr SimTrial) ([]uint32, tria
 	for _, tk := range tr.Tokens {
 		start := tk.Pos / kbn * kbn
 		off := tt.tile(start, tk.Head, func() int {
-			off := len(b)
-			b = append(b, make([]uint32, d*tw)...)
+			off := at
+			at += d * tw
 			for i := 0; i < d; i++ {
 				copy(b[off+i*tw:off+(i+1)*tw], c.words(b, c.v+(tk.Head*d+i)*vStride+start/cpw))
 			}
@@ -932,7 +936,20 @@ func (p *simPlan) packTrial(b []uint32, c simCache, tr SimTrial) ([]uint32, tria
 			put(w, t, tk.V[i])
 		}
 	}
-	return b, tt
+	return tt, at
+}
+
+// trialSize is the words packTrial and writeAt take in B for tr: a K row
+// per replaced token, a V tile per distinct (tile, KV head) its tokens
+// touch, and three words per entry of its tables.
+func (p *simPlan) trialSize(tr SimTrial) int {
+	var tiles [][2]int
+	for _, tk := range tr.Tokens {
+		if key := [2]int{tk.Pos / p.kbn * p.kbn, tk.Head}; !slices.Contains(tiles, key) {
+			tiles = append(tiles, key)
+		}
+	}
+	return len(tr.Tokens)*(p.d/p.cpw()+3) + len(tiles)*(p.d*(p.kbn/p.cpw())+3)
 }
 
 // simEntry is one entry of a trial's tables that the kernel searches: a
@@ -956,6 +973,24 @@ func (t *trialTables) tile(start, head int, add func() int) int {
 	off := add()
 	t.tiles = append(t.tiles, simEntry{start, head, off})
 	return off
+}
+
+// writeAt writes the token and tile tables into b at word at, as appendTo
+// appends them, sets the first four of the trial's meta words at b[meta:]
+// and returns the word after the tables.
+func (t *trialTables) writeAt(b []uint32, at, meta int) int {
+	e0 := at
+	for _, e := range t.toks {
+		b[at], b[at+1], b[at+2] = uint32(e.pos), uint32(e.head), uint32(e.off)
+		at += 3
+	}
+	f0 := at
+	for _, e := range t.tiles {
+		b[at], b[at+1], b[at+2] = uint32(e.pos), uint32(e.head), uint32(e.off)
+		at += 3
+	}
+	b[meta], b[meta+1], b[meta+2], b[meta+3] = uint32(e0), uint32(f0), uint32(f0), uint32(at)
+	return at
 }
 
 // appendTo appends the token and tile tables to b and writes the first
@@ -1096,25 +1131,66 @@ func packSim(parts []simPart) (*simPacked, error) {
 	meta := len(b)
 	b = append(b, make([]uint32, simMetaWords*pk.total)...)
 	var a []uint32
-	g := 0
-	for k, pt := range parts {
-		c := caches[pt.kv]
+	for _, pt := range parts {
 		qa, err := pt.p.packQ(pt.trials)
 		if err != nil {
 			return nil, err
 		}
 		a = append(a, qa...)
-		for _, tr := range pt.trials {
-			var tt trialTables
-			if p.blk != nil {
+	}
+	metaRest := func(m, k int, c simCache) {
+		copy(b[m+4:m+simMetaWords], []uint32{uint32(parts[k].p.cfg.Promotion), uint32(c.k), uint32(c.v), uint32(c.ks), uint32(c.vs), uint32(xs[k])})
+	}
+	if p.blk != nil {
+		g := 0
+		for k, pt := range parts {
+			c := caches[pt.kv]
+			for _, tr := range pt.trials {
+				var tt trialTables
 				b, tt = p.packTrialBlock(b, c, tr)
-			} else {
-				b, tt = p.packTrial(b, c, tr)
+				m := meta + simMetaWords*g
+				b = tt.appendTo(b, m)
+				metaRest(m, k, c)
+				g++
 			}
-			m := meta + simMetaWords*g
-			b = tt.appendTo(b, m)
-			copy(b[m+4:m+simMetaWords], []uint32{uint32(pt.p.cfg.Promotion), uint32(c.k), uint32(c.v), uint32(c.ks), uint32(c.vs), uint32(xs[k])})
-			g++
+		}
+	} else {
+		// Each trial's words and tables at the offset the ones before it
+		// end at (trialSize), packed on every core: the same words as
+		// packing them one after another.
+		type slot struct{ k, g, at, n int }
+		var slots []slot
+		var trials []SimTrial
+		at := len(b)
+		for k, pt := range parts {
+			for _, tr := range pt.trials {
+				n := p.trialSize(tr)
+				slots = append(slots, slot{k, len(slots), at, n})
+				trials = append(trials, tr)
+				at += n
+			}
+		}
+		if at > tail {
+			return nil, fmt.Errorf("wgsl: internal error: a submission's trials need B up to word %d, more than the %d counted", at, tail)
+		}
+		b = b[:at]
+		var bad atomic.Bool
+		parallelRows(len(slots), max(1, (at-meta)/max(1, len(slots))), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				sl := slots[i]
+				c := caches[parts[sl.k].kv]
+				clear(b[sl.at : sl.at+sl.n])
+				tt, end := p.packTrial(b, sl.at, c, trials[i])
+				m := meta + simMetaWords*sl.g
+				if tt.writeAt(b, end, m) != sl.at+sl.n {
+					bad.Store(true)
+					continue
+				}
+				metaRest(m, sl.k, c)
+			}
+		})
+		if bad.Load() {
+			return nil, errors.New("wgsl: internal error: a trial's words differ from trialSize")
 		}
 	}
 	if len(b) > tail {

@@ -118,3 +118,49 @@ func BenchmarkSimPack(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSimPackTrials is packSim of 384 trials of two replaced tokens
+// each (a needle and a sink) over a 16k-token e4m3 cache packed ahead:
+// the trials' words and tables, which a GPU batch packs before its first
+// submission, on one goroutine (w1) and on every core (wN).
+func BenchmarkSimPackTrials(b *testing.B) {
+	c := simcase.Case{Tokens: 16384, Cfg: attention.Config{HeadDim: 128, KVHeads: 1, QHeads: 1, DType: fp8.FormatE4M3, KBlockN: 96}}
+	q, _, kv, err := simcase.Inputs(c, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trials := make([]SimTrial, 384)
+	for i := range trials {
+		needle, err := SimTokenOf(kv, (37*i+500)%c.Tokens, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink, err := SimTokenOf(kv, 0, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		trials[i] = SimTrial{Q: q, Tokens: []SimToken{sink, needle}}
+	}
+	pc, err := PackSimCache(c.Cfg, nil, kv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, w := range []struct {
+		name string
+		n    int
+	}{{"w1", 1}, {"wN", runtime.GOMAXPROCS(0)}} {
+		b.Run(w.name, func(b *testing.B) {
+			prev := runtime.GOMAXPROCS(w.n)
+			defer runtime.GOMAXPROCS(prev)
+			for b.Loop() {
+				p, err := planSim(c.Cfg, nil, kv, trials)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := packSim([]simPart{{p: p, kv: kv, trials: trials, packed: pc}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
