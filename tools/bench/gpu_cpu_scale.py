@@ -164,7 +164,14 @@ def main(argv=None):
     a.extra = extra
     lab = os.environ.get("LAB", "bin/lab")
     a.flag = "-" + a.flag.lstrip("-")
-    sizes = [int(s) for s in a.sizes.split(",")]
+    if not (os.path.isfile(lab) and os.access(lab, os.X_OK)):
+        ap.error(f"LAB={lab}: not an executable file (build it: make build, or go build -o bin/lab ./cmd/lab)")
+    try:
+        sizes = [int(s) for s in a.sizes.split(",")]
+    except ValueError:
+        ap.error(f"sizes {a.sizes!r}: want comma-separated integers, e.g. 96,288,864")
+    if any(n <= 0 for n in sizes):
+        ap.error(f"sizes {a.sizes!r}: each must be positive")
     if len(set(sizes)) < 2:
         ap.error("give at least two different sizes")
     runs = []

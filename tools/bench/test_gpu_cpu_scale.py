@@ -63,3 +63,28 @@ def test_crossover():
     # a free GPU cost per unit: the CPU line over the GPU's fixed cost
     for r in res["ratios"]:
         assert abs(r["free_gpu"] - (0.1 + 0.04 * r["n"]) / 0.5) < 1e-9
+
+
+def test_bad_input_is_a_clear_error(capsys, monkeypatch):
+    monkeypatch.setenv("LAB", "/nonexistent/lab")
+    for argv, want in [(["needle", "trials", "96,288"], "not an executable file"),
+                       (["needle", "trials", "96,x"], None), (["needle", "trials", "96"], None)]:
+        try:
+            g.main(argv)
+        except SystemExit as e:
+            assert e.code == 2
+        else:
+            raise AssertionError(f"{argv}: no error")
+        err = capsys.readouterr().err
+        if want:
+            assert want in err, err
+    monkeypatch.setenv("LAB", "/bin/true")
+    for argv, want in [(["needle", "trials", "96,x"], "comma-separated integers"),
+                       (["needle", "trials", "96,0"], "positive"), (["needle", "trials", "96,96"], "two different")]:
+        try:
+            g.main(argv)
+        except SystemExit as e:
+            assert e.code == 2
+        else:
+            raise AssertionError(f"{argv}: no error")
+        assert want in capsys.readouterr().err
