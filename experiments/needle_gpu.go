@@ -286,8 +286,8 @@ func (t attnNeedle) trialsGPU(ctx context.Context, run *sim.Run, key string, g0 
 	}
 	// hit[i][j][s], errs[i][j][s]: haystack i, trial j, series s (in the
 	// order of runs). The GPU's outputs are scored (the needle retrieved,
-	// the errors against O*) on every core: at a few hundred trials a
-	// context, one goroutine doing it was a third of a run's wall time.
+	// the errors against O*) on every core: at 384 trials a context, one
+	// goroutine doing it was more than a quarter of kv-formats' wall time.
 	score := trace.StartRegion(ctx, "needle: score the GPU's outputs")
 	defer score.End()
 	gpuRun := make([]bool, len(runs)) // onGPU per run, asked once

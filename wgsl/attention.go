@@ -572,8 +572,9 @@ const (
 // measureRepeated runs calls once untimed (a pipeline's first dispatch may
 // include its compile: LLVM's on lavapipe with an empty shader cache, which
 // sized a run of BenchSimDecode at one 3 ms repeat), times them once alone,
-// then measures (measure, after r's warm-up) reps runs of them repeated back to back for about
-// decodeBenchWork of GPU time, and divides each run's times by the repeats,
+// then measures (measure, after r's warm-up) reps runs of them repeated
+// back to back for about decodeBenchWork of GPU time, and divides each
+// run's times by the repeats,
 // which it returns too: at least 1, at most decodeBenchMaxSteps, the work
 // over the first time rounded down, or up with roundUp (BenchDecode's
 // steps of microseconds round down, BenchSimDecode's submissions of

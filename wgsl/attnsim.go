@@ -975,9 +975,10 @@ func (t *trialTables) tile(start, head int, add func() int) int {
 	return off
 }
 
-// writeAt writes the token and tile tables into b at word at, as appendTo
-// appends them, sets the first four of the trial's meta words at b[meta:]
-// and returns the word after the tables.
+// writeAt writes the token and tile tables into b at word at (three
+// words an entry), sets the first four of the trial's meta words at
+// b[meta:] (tokens from, tiles from, tiles from, end) and returns the word
+// after the tables.
 func (t *trialTables) writeAt(b []uint32, at, meta int) int {
 	e0 := at
 	for _, e := range t.toks {
@@ -993,19 +994,11 @@ func (t *trialTables) writeAt(b []uint32, at, meta int) int {
 	return at
 }
 
-// appendTo appends the token and tile tables to b and writes the first
-// four of the trial's meta words at b[meta:] (tokens from, tiles from,
-// tiles from, end).
+// appendTo is writeAt at the end of b, which it grows by the tables.
 func (t *trialTables) appendTo(b []uint32, meta int) []uint32 {
-	e0 := len(b)
-	for _, e := range t.toks {
-		b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
-	}
-	f0 := len(b)
-	for _, e := range t.tiles {
-		b = append(b, uint32(e.pos), uint32(e.head), uint32(e.off))
-	}
-	b[meta], b[meta+1], b[meta+2], b[meta+3] = uint32(e0), uint32(f0), uint32(f0), uint32(len(b))
+	at := len(b)
+	b = append(b, make([]uint32, 3*(len(t.toks)+len(t.tiles)))...)
+	t.writeAt(b, at, meta)
 	return b
 }
 

@@ -98,24 +98,7 @@ func BenchmarkSimPack(b *testing.B) {
 			}
 			trials[i] = SimTrial{Q: q, Tokens: []SimToken{tk}}
 		}
-		for _, w := range []struct {
-			name string
-			n    int
-		}{{"w1", 1}, {"wN", runtime.GOMAXPROCS(0)}} {
-			b.Run(f.String()+"/"+w.name, func(b *testing.B) {
-				prev := runtime.GOMAXPROCS(w.n)
-				defer runtime.GOMAXPROCS(prev)
-				for b.Loop() {
-					p, err := planSim(c.Cfg, nil, kv, trials)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := packSim([]simPart{{p: p, kv: kv, trials: trials}}); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		}
+		benchPackSim(b, f.String()+"/", c.Cfg, kv, trials, nil)
 	}
 }
 
@@ -145,15 +128,22 @@ func BenchmarkSimPackTrials(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchPackSim(b, "", c.Cfg, kv, trials, pc)
+}
+
+// benchPackSim times planSim and packSim of trials over kv (its cache
+// packed ahead when pc is not nil) on one goroutine (sub-benchmark
+// prefix+"w1") and on every core (prefix+"wN").
+func benchPackSim(b *testing.B, prefix string, cfg attention.Config, kv *attention.KV, trials []SimTrial, pc *SimPackedCache) {
 	for _, w := range []struct {
 		name string
 		n    int
 	}{{"w1", 1}, {"wN", runtime.GOMAXPROCS(0)}} {
-		b.Run(w.name, func(b *testing.B) {
+		b.Run(prefix+w.name, func(b *testing.B) {
 			prev := runtime.GOMAXPROCS(w.n)
 			defer runtime.GOMAXPROCS(prev)
 			for b.Loop() {
-				p, err := planSim(c.Cfg, nil, kv, trials)
+				p, err := planSim(cfg, nil, kv, trials)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -341,8 +341,9 @@ func openBackend(ctx context.Context, opt Options) (backend, AdapterInfo, error)
 	}
 	// The primary backends first: the default choice never takes an
 	// OpenGL adapter, and an instance of every backend starts OpenGL's
-	// too (on the H100 host, NVIDIA's EGL and GL: about 0.1 s more wall
-	// time a GPU run, 2026-12-07). Every backend when asked for
+	// too (on the H100 host, NVIDIA's EGL and GL: kv-formats' default GPU
+	// run took 0.59 s against 0.51, medians of four, 2026-12-07; the
+	// needle's and scales' did not move). Every backend when asked for
 	// (FP8LAB_WGPU_BACKENDS=all) or when no primary adapter fits the
 	// request (an adapter named as OpenGL, a machine without Vulkan).
 	tries := []string{BackendsPrimary, BackendsAll}

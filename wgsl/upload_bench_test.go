@@ -30,10 +30,7 @@ func BenchmarkUpload(b *testing.B) {
 		if uint64(size) > r.info.MaxStorageBinding {
 			continue
 		}
-		data := make([]byte, size)
-		for i := range data {
-			data[i] = byte(i * 7)
-		}
+		data := uploadData(size)
 		check := func(b *testing.B, buf *wgpu.Buffer) {
 			out, err := g.mapRead(ctx, buf, 4)
 			if err != nil {
@@ -128,10 +125,7 @@ func BenchmarkUploadStage(b *testing.B) {
 				if uint64(size) > r.info.MaxStorageBinding {
 					continue
 				}
-				data := make([]byte, size)
-				for i := range data {
-					data[i] = byte(i * 7)
-				}
+				data := uploadData(size)
 				b.Run(fmt.Sprintf("stage%dMB/%dMB", stage, mb), func(b *testing.B) {
 					for b.Loop() {
 						x, err := g.upload("bench", data)
@@ -152,4 +146,13 @@ func BenchmarkUploadStage(b *testing.B) {
 			}
 		}()
 	}
+}
+
+// uploadData is the upload benchmarks' size bytes (byte i is i·7 mod 256).
+func uploadData(size int) []byte {
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	return data
 }

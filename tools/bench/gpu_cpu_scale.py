@@ -34,6 +34,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -74,26 +75,34 @@ def fit(points):
     return (sy - b * sx) / m, b
 
 
-def bootstrap(runs, sizes, stat, reps=2000, seed=1):
-    """95 % percentile interval of stat(resampled runs), resampling the runs
-    of each (size, device) with replacement."""
+def bootstrap(runs, stats, reps=2000, seed=1):
+    """95 % percentile intervals of each of stats(resampled runs), a dict
+    of named figures, resampling the runs of each (size, device) with
+    replacement; a figure a resample cannot give (a fit of one size, a
+    division by zero) is left out of that figure's interval."""
     rng = random.Random(seed)
     cells = {}
     for r in runs:
         cells.setdefault((r["n"], r["device"]), []).append(r)
-    vals = []
+    vals = {}
     for _ in range(reps):
         sample = []
         for cell in cells.values():
             sample += [rng.choice(cell) for _ in cell]
         try:
-            vals.append(stat(sample))
-        except (ValueError, ZeroDivisionError):
-            pass
-    vals.sort()
-    if not vals:
-        return float("nan"), float("nan")
-    return vals[int(0.025 * (len(vals) - 1))], vals[int(0.975 * (len(vals) - 1))]
+            figs = stats(sample)
+        except ValueError:
+            continue
+        for k, f in figs.items():
+            try:
+                vals.setdefault(k, []).append(f())
+            except ZeroDivisionError:
+                pass
+    out = {}
+    for k, v in vals.items():
+        v.sort()
+        out[k] = (v[int(0.025 * (len(v) - 1))], v[int(0.975 * (len(v) - 1))]) if v else (float("nan"), float("nan"))
+    return out
 
 
 def crossover(ag, bg, ac, bc, target):
@@ -106,37 +115,30 @@ def crossover(ag, bg, ac, bc, target):
 
 def analyse(runs, sizes, target=3.0):
     """The fit per device, the ratio at each size and its limit, with intervals."""
-    def ab(sample, dev):
-        return fit([(r["n"], r["wall"]) for r in sample if r["device"] == dev])
+    def stats(sample):
+        # Each figure as a function of the two fits, computed once a sample.
+        (ag, bg), (ac, bc) = [fit([(r["n"], r["wall"]) for r in sample if r["device"] == d]) for d in ("gpu", "cpu")]
+        figs = {"gpu.a": lambda: ag, "gpu.b": lambda: bg, "cpu.a": lambda: ac, "cpu.b": lambda: bc,
+                "limit": lambda: bc / bg, "crossover": lambda: crossover(ag, bg, ac, bc, target)}
+        for n in sizes:
+            figs[f"free_gpu.{n}"] = lambda n=n: (ac + bc * n) / ag
+        return figs
 
-    def limit(sample):
-        return ab(sample, "cpu")[1] / ab(sample, "gpu")[1]
-
-    out = {}
-    for dev in ("gpu", "cpu"):
-        a, b = ab(runs, dev)
-        out[dev] = {"a": a, "b": b,
-                    "a_ci": bootstrap(runs, sizes, lambda s, d=dev: ab(s, d)[0]),
-                    "b_ci": bootstrap(runs, sizes, lambda s, d=dev: ab(s, d)[1])}
-    out["limit"] = limit(runs)
-    out["limit_ci"] = bootstrap(runs, sizes, limit)
-
-    def cross(sample):
-        (ag, bg), (ac, bc) = ab(sample, "gpu"), ab(sample, "cpu")
-        return crossover(ag, bg, ac, bc, target)
-
+    point = {k: f() for k, f in stats(runs).items()}
+    ci = bootstrap(runs, stats)
+    out = {dev: {"a": point[dev + ".a"], "b": point[dev + ".b"], "a_ci": ci[dev + ".a"], "b_ci": ci[dev + ".b"]}
+           for dev in ("gpu", "cpu")}
+    out["limit"], out["limit_ci"] = point["limit"], ci["limit"]
     out["target"] = target
-    out["crossover"] = cross(runs)
-    out["crossover_ci"] = bootstrap(runs, sizes, cross)
+    out["crossover"], out["crossover_ci"] = point["crossover"], ci["crossover"]
     out["ratios"] = []
     for n in sizes:
         g = [r["wall"] for r in runs if r["n"] == n and r["device"] == "gpu"]
         c = [r["wall"] for r in runs if r["n"] == n and r["device"] == "cpu"]
-        med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
-        bound = lambda s, n=n: (ab(s, "cpu")[0] + ab(s, "cpu")[1] * n) / ab(s, "gpu")[0]
-        out["ratios"].append({"n": n, "gpu": med(g), "cpu": med(c), "ratio": med(c) / med(g),
+        out["ratios"].append({"n": n, "gpu": statistics.median(g), "cpu": statistics.median(c),
+                              "ratio": statistics.median(c) / statistics.median(g),
                               "lo": min(c) / max(g), "hi": max(c) / min(g),
-                              "free_gpu": bound(runs), "free_gpu_ci": bootstrap(runs, sizes, bound)})
+                              "free_gpu": point[f"free_gpu.{n}"], "free_gpu_ci": ci[f"free_gpu.{n}"]})
     return out
 
 
