@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/hugemem"
 )
 
 // KV is the quantized KV cache of one sequence: the codes of K and V in one
@@ -148,8 +149,8 @@ func newKV(tokens, heads, dim, vdim int, f fp8.Format, sat fp8.Saturation, kScal
 	c := &KV{tokens: tokens, heads: heads, dim: dim, vdim: vdim, format: f, sat: sat,
 		kScale: slices.Clone(kScale), vScale: slices.Clone(vScale), views: new(kvViews)}
 	c.stride = (c.tokens + padTokens - 1) / padTokens * padTokens
-	c.k = make([]uint16, c.heads*c.tokens*c.dim)
-	c.vt = make([]uint16, c.heads*c.vdim*c.stride)
+	c.k = hugemem.Advise(make([]uint16, c.heads*c.tokens*c.dim))
+	c.vt = hugemem.Advise(make([]uint16, c.heads*c.vdim*c.stride))
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/hugemem"
 	"github.com/fp8lab/fp8lab/internal/pmath"
 )
 
@@ -236,7 +237,7 @@ func transposeTiles(dst, src []uint16, stride, tiles int) {
 // alignedCodes returns n +0 codes starting on a 64-byte boundary, so that
 // no 32-byte load of a kernel's step splits a cache line.
 func alignedCodes(n int) []uint16 {
-	b := make([]uint16, n+32)
+	b := hugemem.Advise(make([]uint16, n+32))
 	off := int(uintptr(unsafe.Pointer(&b[0])) % 64 / 2)
 	return b[(32-off)%32:][:n:n]
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fp8lab/fp8lab/attention"
 	"github.com/fp8lab/fp8lab/fp8"
+	"github.com/fp8lab/fp8lab/internal/hugemem"
 	"github.com/fp8lab/fp8lab/internal/pmath"
 	"github.com/fp8lab/fp8lab/internal/stats"
 	"github.com/fp8lab/fp8lab/sim"
@@ -523,7 +524,7 @@ func (h *attnHaystack) dropCopies() {
 // (normals from pmath, the same on every platform). It stops with
 // ctx.Err() once ctx is cancelled, looking every 4096 elements.
 func (t attnNeedle) haystack(ctx context.Context, n int, src rand.Source, runs []attnNeedleRun) (*attnHaystack, error) {
-	k, v := make([]float32, n*t.d), make([]float32, n*t.d)
+	k, v := hugemem.Advise(make([]float32, n*t.d)), hugemem.Advise(make([]float32, n*t.d))
 	band := t.bandOffset()
 	// k[i] and v[i] are the normals 2i and 2i+1 of src, as NormFloat64
 	// would draw them one by one: the same variates, in the same order

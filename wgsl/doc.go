@@ -106,6 +106,7 @@
 // wgsl depends on fp8, accum (the models' parameters, from which the
 // kernels' constants and tables are derived), attention (the
 // configuration, plan and cache types of SimDecode, and its combine),
-// internal/cpufeat (whether the host runs packBytes' AVX2 kernel) and
-// internal/wgpuinst (a wgpu-native instance of the primary backends).
+// internal/cpufeat (whether the host runs packBytes' AVX2 kernel),
+// internal/wgpuinst (a wgpu-native instance of the primary backends) and
+// internal/hugemem (huge pages for the packed caches' buffers).
 package wgsl

@@ -10,12 +10,12 @@ import (
 )
 
 // The package doc's dependencies are the whole list: the GPU runtime
-// imports fp8, accum, attention, internal/cpufeat and internal/wgpuinst
-// of the module and
+// imports fp8, accum, attention, internal/cpufeat, internal/wgpuinst and
+// internal/hugemem of the module and
 // nothing else of it (no accum/golden: the checks against captures are
 // package wgslcheck's).
 func TestModuleImports(t *testing.T) {
-	allowed := map[string]bool{"fp8": true, "accum": true, "attention": true, "internal/cpufeat": true, "internal/wgpuinst": true}
+	allowed := map[string]bool{"fp8": true, "accum": true, "attention": true, "internal/cpufeat": true, "internal/wgpuinst": true, "internal/hugemem": true}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestModuleImports(t *testing.T) {
 		for _, im := range ast.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
 			if rest, ok := strings.CutPrefix(p, mod); ok && !allowed[rest] {
-				t.Errorf("%s imports %s: package wgsl depends only on fp8, accum, attention, internal/cpufeat and internal/wgpuinst", f, p)
+				t.Errorf("%s imports %s: package wgsl depends only on fp8, accum, attention, internal/cpufeat, internal/wgpuinst and internal/hugemem", f, p)
 			}
 		}
 	}

@@ -1,6 +1,10 @@
 package wgsl
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/fp8lab/fp8lab/internal/hugemem"
+)
 
 // wordPool keeps the word buffers of released packed caches
 // ([SimPackedCache.Release]) for the next [PackSimCache] whose cache fits
@@ -42,7 +46,7 @@ func (p *wordPool) get(n int) []uint32 {
 		return b[:0]
 	}
 	p.mu.Unlock()
-	return make([]uint32, 0, n)
+	return hugemem.Advise(make([]uint32, 0, n))
 }
 
 // put keeps b for a later get, unless the pool is full.
