@@ -30,22 +30,28 @@ func (t attnNeedle) groups(c attnCall) [][2]int {
 
 // attnDrawer draws the haystack groups of a Run's calls of
 // attnNeedleContext, in the order the calls read them, on its own
-// goroutine, at most ahead groups before the one being read: with ahead 1
-// the next group is drawn and quantized while the trials of the current
-// one run (on the GPU and the CPU), so that those phases overlap instead of
-// following each other, at the memory of one more group. A group equal to
-// the one before it (the same key, context and haystacks, its caches among
-// those drawn; promotion's kernel runs over one cache) is the same
-// haystacks again, not drawn twice. The haystacks are the bits
-// attnNeedle.haystacks draws (each from its own generator, whenever it is
-// drawn).
+// goroutine. With ahead 0 it draws a group when next asks for it. With
+// ahead ≥ 1 it draws ahead of the reader as far as memory allows: a group
+// is drawn once it fits, with the group being read and those drawn before
+// it, in ahead+1 times the bytes of the run's largest group (what
+// attnNeedleCost counts). With equal groups that is ahead groups beyond
+// the one read: with ahead 1 the next group is drawn and quantized while
+// the trials of the current one run (on the GPU and the CPU), so that
+// those phases overlap instead of following each other. Small groups
+// (short contexts before long ones) go further ahead: while a GPU device
+// opens, the first groups' trials wait for it and the drawer goes on
+// drawing instead of leaving the cores idle. A group equal to the one
+// before it (the same key, context and haystacks, its caches among those
+// drawn; promotion's kernel runs over one cache) is the same haystacks
+// again, not drawn twice. The haystacks are the bits attnNeedle.haystacks
+// draws (each from its own generator, whenever it is drawn).
 //
 // next returns the groups in order; stop cancels the drawing and waits for
 // the goroutine to end (call it once, deferred, whatever happened). The
 // drawing stops with ctx.
 type attnDrawer struct {
 	t      attnNeedle
-	want   chan struct{} // a permit to draw one more group
+	want   chan struct{} // one per next call: the reader asks for one more group
 	out    chan attnDrawn
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -85,22 +91,45 @@ func (t attnNeedle) newDrawer(ctx context.Context, run *sim.Run, calls []attnCal
 			jobs = append(jobs, job{c, g[0], g[1]})
 		}
 	}
-	dctx, cancel := context.WithCancel(ctx)
-	d := &attnDrawer{t: t, want: make(chan struct{}, len(jobs)+ahead), out: make(chan attnDrawn, len(jobs)),
-		cancel: cancel, done: make(chan struct{})}
-	for range ahead {
-		d.want <- struct{}{}
+	// bytes[i] is job i's memory in the units of attnNeedle.haystackBytes;
+	// the drawer holds at most (ahead+1)·max of them.
+	bytes := make([]int64, len(jobs))
+	var largest int64
+	for i, j := range jobs {
+		bytes[i] = int64(j.g1-j.g0) * t.haystackBytes(j.c.n, j.c.runs)
+		largest = max(largest, bytes[i])
 	}
+	budget := int64(ahead+1) * largest
+	dctx, cancel := context.WithCancel(ctx)
+	d := &attnDrawer{t: t, want: make(chan struct{}, len(jobs)+1),
+		out: make(chan attnDrawn, len(jobs)), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
 		var prev *job
 		var prevHays []*attnHaystack
+		asked := 0 // next calls so far: the reader holds group asked−1
+		fits := func(i int) bool {
+			if i < asked {
+				return true // the reader waits for it
+			}
+			if ahead == 0 {
+				return false
+			}
+			var held int64
+			for k := max(asked-1, 0); k <= i; k++ {
+				held += bytes[k]
+			}
+			return held <= budget
+		}
 		for i := range jobs {
 			j := &jobs[i]
-			select {
-			case <-d.want:
-			case <-dctx.Done():
-				return
+			for !fits(i) {
+				select {
+				case <-d.want:
+					asked++
+				case <-dctx.Done():
+					return
+				}
 			}
 			if prev != nil && prev.c.key == j.c.key && prev.c.n == j.c.n && prev.g0 == j.g0 && prev.g1 == j.g1 && hasCaches(prevHays, j.c.runs) {
 				d.out <- attnDrawn{hays: slices.Clone(prevHays)} // the reader may clear its slice

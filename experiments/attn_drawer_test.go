@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -146,4 +147,51 @@ func TestDrawerStopsWithoutLeak(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > base {
 		t.Errorf("%d goroutines after stop, %d before the drawers", n, base)
 	}
+}
+
+// TestDrawerAheadByMemory: drawing ahead, the drawer goes as far as the
+// group being read and those drawn after it fit in ahead+1 of the run's
+// largest group: small groups before large ones are drawn before the
+// reader asks for them (a GPU run's first groups while its device opens),
+// a group that would not fit waits for the reader; without drawing ahead
+// nothing is drawn before it is asked for.
+func TestDrawerAheadByMemory(t *testing.T) {
+	tk, runs := drawerTask(t)
+	run := &sim.Run{Seed: 5}
+	var calls []attnCall
+	for i, n := range []int{1000, 1000, 1000, 4000, 4000} { // bytes ∝ n: budget 2·4000 with ahead 1
+		calls = append(calls, attnCall{key: fmt.Sprintf("mem/%d", i), n: n, trials: 1, haystacks: 1, runs: runs})
+	}
+	drawn := func(dr *attnDrawer, want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(dr.out) < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // room to draw one too many
+		if got := len(dr.out); got != want {
+			t.Fatalf("%d groups drawn ahead of the reader, want %d", got, want)
+		}
+	}
+	ctx := context.Background()
+	dr := tk.newDrawer(ctx, run, calls, 1)
+	defer dr.stop()
+	drawn(dr, 4) // 1000+1000+1000+4000 fit in 8000, the fifth would not
+	for range 3 {
+		if _, err := dr.next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drawn(dr, 1) // read: group 2; held 1000+4000, the fifth still waits
+	if _, err := dr.next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drawn(dr, 1) // read: group 3 (4000), the fifth (4000) drawn
+	if _, err := dr.next(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	dr0 := tk.newDrawer(ctx, run, calls, 0)
+	defer dr0.stop()
+	drawn(dr0, 0)
 }

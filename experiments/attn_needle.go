@@ -1068,6 +1068,12 @@ func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 	if t.gpu == nil && runtime.GOMAXPROCS(0) == 1 {
 		return 1
 	}
+	return int(max(1, min(int64(haystacks), t.groupMemory()/t.haystackBytes(n, runs))))
+}
+
+// haystackBytes is the memory attnGroup counts for one haystack of n
+// tokens with the caches of runs (at least 1).
+func (t attnNeedle) haystackBytes(n int, runs []attnNeedleRun) int64 {
 	nd := int64(n) * int64(t.d)
 	values := 8 * nd // K and V as float32 while they are quantized
 	var codes, later int64
@@ -1095,7 +1101,7 @@ func (t attnNeedle) attnGroup(n, haystacks int, runs []attnNeedleRun) int {
 	if t.exactErr {
 		per = codes + values + later
 	}
-	return int(max(1, min(int64(haystacks), t.groupMemory()/per)))
+	return max(per, 1)
 }
 
 // haystacks draws and quantizes haystacks g0 … g1−1 of key at once, each
