@@ -52,7 +52,11 @@ func openDevice(ctx context.Context, v sim.Values) (*wgsl.Runner, func()) {
 	if sr := sharedRunOf(ctx); sr != nil {
 		return sr.s.take(ctx, sr)
 	}
-	r := wgsl.OpenAsync(ctx, wgsl.Options{})
+	// These runs time nothing (their kernels run untimed): no timestamp
+	// queries, and so no probe of them on the open's critical path
+	// (compiling and running one kernel: about 55 ms of a 205 ms open on
+	// an H100, BENCHMARKS.md).
+	r := wgsl.OpenAsync(ctx, wgsl.Options{NoTimestamps: true})
 	return r, func() { r.Close() }
 }
 
