@@ -165,7 +165,7 @@ func (d *attnDrawer) next(ctx context.Context) ([]*attnHaystack, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	d.want <- struct{}{} // never blocks: room for every group's permit
+	d.want <- struct{}{} // never blocks: room for one a group, and one past the last
 	select {
 	case g := <-d.out:
 		if g.err != nil {
