@@ -108,25 +108,15 @@ func BenchmarkUploadStage(b *testing.B) {
 	testGPU(b) // skips where there is no adapter
 	ctx := context.Background()
 	for _, stage := range []int{8, 32, 128} {
-		func() {
-			defer func(old uint64) { stageBytes = old }(stageBytes)
-			stageBytes = uint64(stage) << 20
-			r, err := Open(ctx, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
-			g, ok := r.be.(*gpu)
-			if !ok {
-				b.Skip("not the native backend")
-			}
+		b.Run(fmt.Sprintf("stage%dMB", stage), func(b *testing.B) {
+			r, g := stagedGPU(b, uint64(stage)<<20)
 			for _, mb := range []int{16, 128, 512} {
 				size := mb << 20
 				if uint64(size) > r.info.MaxStorageBinding {
 					continue
 				}
 				data := uploadData(size)
-				b.Run(fmt.Sprintf("stage%dMB/%dMB", stage, mb), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
 					for b.Loop() {
 						x, err := g.upload("bench", data)
 						if err != nil {
@@ -144,7 +134,7 @@ func BenchmarkUploadStage(b *testing.B) {
 					b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 				})
 			}
-		}()
+		})
 	}
 }
 

@@ -13,18 +13,7 @@ import (
 // given, for sizes below, at and across a staging buffer's size, one
 // upload after another (the two buffers alternate and are mapped again).
 func TestUploadPieces(t *testing.T) {
-	testGPU(t) // skips where there is no adapter
-	defer func(old uint64) { stageBytes = old }(stageBytes)
-	stageBytes = 64 << 10
-	r, err := Open(context.Background(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	g, ok := r.be.(*gpu)
-	if !ok {
-		t.Skip("not the native backend")
-	}
+	_, g := stagedGPU(t, 64<<10)
 	sb := int(stageBytes)
 	for k, n := range []int{4, sb - 4, sb, sb + 4, 2 * sb, 5*sb + 12, 8} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -63,4 +52,26 @@ func TestUploadPieces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stagedGPU opens a runner of its own whose uploads go through staging
+// buffers of stage bytes, and returns it and its native backend; tb ends
+// with the runner closed and stageBytes as it was. It skips tb where there
+// is no adapter or the backend is not the native one.
+func stagedGPU(tb testing.TB, stage uint64) (*Runner, *gpu) {
+	tb.Helper()
+	testGPU(tb) // skips where there is no adapter
+	old := stageBytes
+	tb.Cleanup(func() { stageBytes = old })
+	stageBytes = stage
+	r, err := Open(context.Background(), Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	g, ok := r.be.(*gpu)
+	if !ok {
+		tb.Skip("not the native backend")
+	}
+	return r, g
 }
