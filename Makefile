@@ -24,7 +24,7 @@ ECHARTS_VERSION ?= 5.6.0
 PYLIB   := python/fp8lab/libfp8lab.so
 PYTHON  ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 
-.PHONY: lab build lab-wasm verify verify-exhaustive test test-cold test-deps vet bench fuzz vendor-echarts lab-screenshot gpucheck python python-lib python-deps test-python bench-python
+.PHONY: lab build lab-wasm wasm-kernels verify verify-exhaustive test test-cold test-deps vet bench fuzz vendor-echarts lab-screenshot gpucheck python python-lib python-deps test-python bench-python
 
 # The experiment registry for the page's Web Worker, and the wasm_exec.js of
 # the same Go (they must match); go:embed picks them up from web/static/wasm.
@@ -57,12 +57,13 @@ verify-exhaustive: build
 # Debian packages the tests need: lavapipe (Vulkan on the CPU) for the WGSL
 # tests, Chromium for the browser tests, NumPy for the tests that read files
 # np.save writes (attention-file) and for the Python package, Node.js for
-# the tests that run the WebAssembly build (TestWasmEqualsNative), pytest,
-# pip and setuptools for the Python package's tests and install. Installed
-# only when missing.
+# the tests that run the WebAssembly build (TestWasmEqualsNative), wabt's
+# wat2wasm for the check that the embedded WebAssembly kernels are the build
+# of their sources (TestWasmKernelsBuilt), pytest, pip and setuptools for
+# the Python package's tests and install. Installed only when missing.
 test-deps:
 	@missing=""; \
-	for p in mesa-vulkan-drivers libvulkan1 chromium python3-numpy nodejs python3-pytest python3-pip python3-setuptools; do \
+	for p in mesa-vulkan-drivers libvulkan1 chromium python3-numpy nodejs wabt python3-pytest python3-pip python3-setuptools; do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -70,6 +71,15 @@ test-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			-o Dpkg::Use-Pty=0 $$missing >/dev/null || exit 1; \
 	fi
+
+# The hand-written WebAssembly kernels of the js/wasm build (internal/wasmk):
+# each .wat source built into the .wasm file beside it, which go:embed
+# takes (committed, so that a build needs no wat2wasm; TestWasmKernelsBuilt
+# checks that they match).
+WASM_KERNELS = $(patsubst %.wat,%.wasm,$(wildcard */wasmk/*.wat))
+wasm-kernels: $(WASM_KERNELS)
+%.wasm: %.wat
+	wat2wasm $< -o $@
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -42,7 +42,7 @@ func DotRows(m Model, a, b []uint16, stride int, c, out []float32) {
 func DotRowsMulti(m Model, a, b []uint16, stride int, cs, outs [][]float32) {
 	t, ok := m.(*tfdpa)
 	if !ok || t.fast == nil || len(a) > maxRowsA || len(outs) < 2 || t.info.Step.L > 64 ||
-		t.fast.ent != nil && t.info.Step.L&3 == 0 && !multiGoOnly {
+		(t.fast.ent != nil && t.info.Step.L&3 == 0 || wasmRowsReady()) && !multiGoOnly {
 		for j := range outs {
 			var c []float32
 			if cs != nil {
@@ -177,6 +177,9 @@ func (m *tfdpa) dotRows(a, b []uint16, stride int, c, out []float32) {
 	s := m.fast
 	if s.ent != nil && m.info.Step.L&3 == 0 {
 		m.dotRowsAsm(a, b, stride, c, out)
+		return
+	}
+	if m.dotRowsWasm(a, b, stride, c, out) {
 		return
 	}
 	var expA [maxRowsA]int32

@@ -1,0 +1,12 @@
+//go:build !js || !wasm || purego
+
+package accum
+
+// wasmRowsReady is false outside js/wasm: no WebAssembly kernel.
+func wasmRowsReady() bool { return false }
+
+// wasmRowsOff is chain_wasm.go's switch (no effect here).
+var wasmRowsOff = false
+
+// dotRowsWasm does nothing outside js/wasm.
+func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool { return false }

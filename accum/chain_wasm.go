@@ -1,0 +1,115 @@
+//go:build js && wasm && !purego
+
+package accum
+
+import (
+	_ "embed"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/fp8lab/fp8lab/internal/wasmk"
+)
+
+// chainWasm is wasmk/chain.wat built by wat2wasm (make wasm-kernels;
+// TestWasmKernelsBuilt checks that it is the build of the source).
+//
+//go:embed wasmk/chain.wasm
+var chainWasm []byte
+
+// wasmDotRows is chain.wat's dotrows kernel, loaded on first use; an error
+// (no WebAssembly API to load it with) leaves the Go step in charge.
+var wasmDotRows = sync.OnceValues(func() (wasmk.Func, error) {
+	m, err := wasmk.Load(chainWasm)
+	if err != nil {
+		return wasmk.Func{}, err
+	}
+	return m.Func("dotrows")
+})
+
+// wasmRowsReady reports whether dotRowsWasm runs (the kernel loaded).
+func wasmRowsReady() bool {
+	_, err := wasmDotRows()
+	return err == nil && !wasmRowsOff
+}
+
+// wasmRowsOff turns the kernel off (the tests that compare it with the Go
+// step).
+var wasmRowsOff = false
+
+// wasmRowsScratch is one dotRowsWasm call's parameter block, a's prepared
+// exponents and values and the rows' progress: on the heap (a kernel reads
+// only heap memory: package wasmk), reused through wasmRowsPool.
+type wasmRowsScratch struct {
+	params [15]uint32
+	expA   [maxRowsA]int32
+	valA   [maxRowsA]float64
+	done   []int32
+}
+
+var wasmRowsPool = sync.Pool{New: func() any { return new(wasmRowsScratch) }}
+
+// dotRowsWasm is dotRows through chain.wat's kernel: every row's whole
+// steps up to its first special there, the rest (a step with a NaN or inf,
+// a partial step at the end) here with the Go step, as dotRowsAsm does. It
+// returns false, having done nothing, when the kernel is not loaded or
+// the step's length is not a multiple of 4 up to 64 (the kernel's four
+// lanes, and its float64 sum's exactness).
+func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
+	if len(a) == 0 || len(out) == 0 || m.info.Step.L&3 != 0 || m.info.Step.L > 64 || !wasmRowsReady() {
+		return false
+	}
+	k, _ := wasmDotRows()
+	s := m.fast
+	w := wasmRowsPool.Get().(*wasmRowsScratch)
+	defer wasmRowsPool.Put(w)
+	n, L := len(a), m.info.Step.L
+	for i, x := range a {
+		w.expA[i], w.valA[i] = s.exp[x], s.val[x]
+	}
+	if cap(w.done) < len(out) {
+		w.done = make([]int32, len(out))
+	}
+	done := w.done[:len(out)]
+	p := &w.params
+	p[0] = wasmk.Addr(unsafe.Pointer(s.exp))
+	p[1] = wasmk.Addr(unsafe.Pointer(s.val))
+	p[2] = wasmk.Addr(unsafe.Pointer(&w.expA[0]))
+	p[3] = wasmk.Addr(unsafe.Pointer(&w.valA[0]))
+	p[4] = wasmk.Addr(unsafe.Pointer(&b[0]))
+	p[5] = uint32(stride)
+	p[6] = uint32(len(out))
+	p[7] = uint32(n)
+	p[8] = uint32(L)
+	p[9] = uint32(s.f)
+	p[10] = uint32(s.fb)
+	p[11] = uint32(s.ezero)
+	p[12] = 0
+	if c != nil {
+		p[12] = wasmk.Addr(unsafe.Pointer(&c[0]))
+	}
+	p[13] = wasmk.Addr(unsafe.Pointer(&out[0]))
+	p[14] = wasmk.Addr(unsafe.Pointer(&done[0]))
+	k.Call(wasmk.Addr(unsafe.Pointer(p)))
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(out)
+	for r, d := range done {
+		if int(d) >= n {
+			continue
+		}
+		cr := out[r]
+		row := b[r*stride:][:n]
+		for i := int(d); i < n; {
+			j := min(i+L, n)
+			v, ok := s.step(a[i:j], row[i:j], cr)
+			if !ok {
+				v = m.refStep(a[i:j], row[i:j], cr)
+			}
+			cr, i = v, j
+		}
+		out[r] = cr
+	}
+	return true
+}

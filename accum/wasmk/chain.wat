@@ -1,0 +1,176 @@
+;; chain.wat: the T-FDPA chain of accum's pure-Go step (tableStep's
+;; stepPreparedInt, rows.go) as hand-written WebAssembly, for the js/wasm
+;; build, where Go's own WebAssembly code for the same loop is 2-3x slower
+;; than its amd64 code (BENCHMARKS.md, "The browser against one native
+;; core"). The same operations in the same order, so the same bits:
+;;
+;;   emax  = max over the step of expA[k] + exp[b[k]]   (i32; -2000 to start)
+;;   stop if emax > 1000 (a NaN or inf among the inputs) or c is NaN or inf
+;;   emax  = max(emax, cExponent(c))
+;;   scale = 2^(F - emax) as the float64 whose bits are (1023+F-emax) << 52
+;;   sum   = i64(f64(c)*scale) + sum over k of i64((valA[k]*val[b[k]])*scale)
+;;   c     = 0 if sum == 0, else sign | roundRZ(|sum|, emax - F, fb)
+;;
+;; Every float64 operation is IEEE round to nearest even in WebAssembly (no
+;; fused multiply-add), as in Go; the truncations are in range (|term| <
+;; 2^(F+2)), so i64.trunc_f64_s never traps.
+;;
+;; The module imports the Go program's own linear memory (env.mem) and
+;; reads and writes the Go slices in place; internal/wasmk instantiates it
+;; and accum/chain_wasm.go passes the addresses.
+;;
+;; dotrows(P): P is the address of 15 u32 words:
+;;   0 exp table (i32[65536])   1 val table (f64[65536])
+;;   2 expA (i32[n])            3 valA (f64[n])
+;;   4 b (u16, row r at b + 2*r*stride)   5 stride (elements)
+;;   6 rows   7 n   8 L   9 F   10 fb   11 ezero
+;;   12 c (f32 bits per row; 0: every chain starts from +0)
+;;   13 out (f32 bits per row)   14 done (i32 per row)
+;; For each row it runs the whole steps of L elements from c[r] while no
+;; step holds a special, and writes the chain's value to out[r] and the
+;; number of elements it consumed to done[r]: n when it ran them all, less
+;; when a step holds a NaN or inf or a partial step is left (the caller
+;; runs the rest in Go).
+(module
+  (import "env" "mem" (memory 0))
+
+  ;; roundRZ (step.go): mag x 2^sx (mag > 0) rounded toward zero to fb
+  ;; fraction bits, as float32 magnitude bits (0x7f800000 on overflow).
+  (func $roundRZ (param $mag i64) (param $sx i32) (param $fb i32) (result i32)
+    (local $e i32) (local $qe i32) (local $k i32) (local $m i64)
+    (local.set $e (i32.add (i32.sub (i32.const 63) (i32.wrap_i64 (i64.clz (local.get $mag)))) (local.get $sx)))
+    (if (i32.ge_s (local.get $e) (i32.const 128))
+      (then (return (i32.const 0x7f800000))))
+    (local.set $qe
+      (i32.sub
+        (select (local.get $e) (i32.const -126) (i32.gt_s (local.get $e) (i32.const -126)))
+        (local.get $fb)))
+    ;; shiftTrunc(mag, sx - qe)
+    (local.set $k (i32.sub (local.get $sx) (local.get $qe)))
+    (if (i32.ge_s (local.get $k) (i32.const 0))
+      (then (local.set $m (i64.shl (local.get $mag) (i64.extend_i32_u (local.get $k)))))
+      (else
+        (if (i32.le_s (local.get $k) (i32.const -64))
+          (then (local.set $m (i64.const 0)))
+          (else (local.set $m (i64.shr_u (local.get $mag) (i64.extend_i32_u (i32.sub (i32.const 0) (local.get $k)))))))))
+    (if (i32.ge_s (local.get $e) (i32.const -126))
+      (then
+        (return
+          (i32.or
+            (i32.shl (i32.add (local.get $e) (i32.const 127)) (i32.const 23))
+            (i32.shl
+              (i32.wrap_i64 (i64.sub (local.get $m) (i64.shl (i64.const 1) (i64.extend_i32_u (local.get $fb)))))
+              (i32.sub (i32.const 23) (local.get $fb)))))))
+    (i32.shl (i32.wrap_i64 (local.get $m)) (i32.sub (i32.const 23) (local.get $fb))))
+
+  (func (export "dotrows") (param $P i32)
+    (local $expT i32) (local $valT i32) (local $expA i32) (local $valA i32)
+    (local $b i32) (local $stride2 i32) (local $rows i32) (local $n i32) (local $L i32)
+    (local $F i32) (local $fb i32) (local $ezero i32) (local $cp i32) (local $out i32) (local $done i32)
+    (local $r i32) (local $row i32) (local $i i32) (local $k i32) (local $end i32)
+    (local $cr i32) (local $emax i32) (local $e0 i32) (local $e1 i32) (local $cexp i32) (local $ce i32)
+    (local $bp i32) (local $ap i32) (local $scale f64) (local $s0 i64)
+    (local $vmax v128) (local $ve v128) (local $vb v128) (local $vscale v128) (local $acc0 v128) (local $acc1 v128)
+    (local.set $expT (i32.load offset=0 (local.get $P)))
+    (local.set $valT (i32.load offset=4 (local.get $P)))
+    (local.set $expA (i32.load offset=8 (local.get $P)))
+    (local.set $valA (i32.load offset=12 (local.get $P)))
+    (local.set $b (i32.load offset=16 (local.get $P)))
+    (local.set $stride2 (i32.shl (i32.load offset=20 (local.get $P)) (i32.const 1)))
+    (local.set $rows (i32.load offset=24 (local.get $P)))
+    (local.set $n (i32.load offset=28 (local.get $P)))
+    (local.set $L (i32.load offset=32 (local.get $P)))
+    (local.set $F (i32.load offset=36 (local.get $P)))
+    (local.set $fb (i32.load offset=40 (local.get $P)))
+    (local.set $ezero (i32.load offset=44 (local.get $P)))
+    (local.set $cp (i32.load offset=48 (local.get $P)))
+    (local.set $out (i32.load offset=52 (local.get $P)))
+    (local.set $done (i32.load offset=56 (local.get $P)))
+    (local.set $row (local.get $b))
+    (block $rowsDone
+      (loop $rowLoop
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $cr (i32.const 0))
+        (if (local.get $cp)
+          (then (local.set $cr (i32.load (i32.add (local.get $cp) (i32.shl (local.get $r) (i32.const 2)))))))
+        (local.set $i (i32.const 0))
+        (block $stepsDone
+          (loop $stepLoop
+            (local.set $end (i32.add (local.get $i) (local.get $L)))
+            (br_if $stepsDone (i32.gt_u (local.get $end) (local.get $n)))
+;; The largest product exponent: four lanes, four elements a round
+            ;; (L is a multiple of 4).
+            (local.set $vmax (i32x4.splat (i32.const -2000)))
+            (local.set $k (local.get $i))
+            (loop $eLoop
+              (local.set $bp (i32.add (local.get $row) (i32.shl (local.get $k) (i32.const 1))))
+              (local.set $ve (v128.load32_zero (i32.add (local.get $expT) (i32.shl (i32.load16_u (local.get $bp)) (i32.const 2)))))
+              (local.set $ve (v128.load32_lane 1 (i32.add (local.get $expT) (i32.shl (i32.load16_u offset=2 (local.get $bp)) (i32.const 2))) (local.get $ve)))
+              (local.set $ve (v128.load32_lane 2 (i32.add (local.get $expT) (i32.shl (i32.load16_u offset=4 (local.get $bp)) (i32.const 2))) (local.get $ve)))
+              (local.set $ve (v128.load32_lane 3 (i32.add (local.get $expT) (i32.shl (i32.load16_u offset=6 (local.get $bp)) (i32.const 2))) (local.get $ve)))
+              (local.set $vmax (i32x4.max_s (local.get $vmax)
+                (i32x4.add (local.get $ve) (v128.load (i32.add (local.get $expA) (i32.shl (local.get $k) (i32.const 2)))))))
+              (local.set $k (i32.add (local.get $k) (i32.const 4)))
+              (br_if $eLoop (i32.lt_u (local.get $k) (local.get $end))))
+            (local.set $e0 (i32x4.extract_lane 0 (local.get $vmax)))
+            (local.set $e1 (i32x4.extract_lane 1 (local.get $vmax)))
+            (local.set $e0 (select (local.get $e0) (local.get $e1) (i32.gt_s (local.get $e0) (local.get $e1))))
+            (local.set $e1 (i32x4.extract_lane 2 (local.get $vmax)))
+            (local.set $e0 (select (local.get $e0) (local.get $e1) (i32.gt_s (local.get $e0) (local.get $e1))))
+            (local.set $e1 (i32x4.extract_lane 3 (local.get $vmax)))
+            (local.set $emax (select (local.get $e0) (local.get $e1) (i32.gt_s (local.get $e0) (local.get $e1))))
+            (br_if $stepsDone (i32.gt_s (local.get $emax) (i32.const 1000)))
+            ;; cExponent(c): NaN or inf stops the chain.
+            (local.set $cexp (i32.and (i32.shr_u (local.get $cr) (i32.const 23)) (i32.const 0xff)))
+            (br_if $stepsDone (i32.eq (local.get $cexp) (i32.const 0xff)))
+            (local.set $ce
+              (if (result i32) (i32.eqz (i32.and (local.get $cr) (i32.const 0x7fffffff)))
+                (then (local.get $ezero))
+                (else
+                  (if (result i32) (i32.eqz (local.get $cexp))
+                    (then (i32.const -126))
+                    (else (i32.sub (local.get $cexp) (i32.const 127)))))))
+            (local.set $emax (select (local.get $ce) (local.get $emax) (i32.gt_s (local.get $ce) (local.get $emax))))
+            (local.set $scale (f64.reinterpret_i64
+              (i64.shl (i64.extend_i32_s (i32.sub (i32.add (i32.const 1023) (local.get $F)) (local.get $emax))) (i64.const 52))))
+            (local.set $vscale (f64x2.splat (local.get $scale)))
+            ;; The aligned, truncated terms trunc((valA[k]*val[b[k]])*scale):
+            ;; integers below 2^(F+2) <= 2^27 in magnitude, at most 64 of
+            ;; them (L <= 64) and c's below 2^(F+1), so every float64
+            ;; partial sum is exact, in any order: the integer sum.
+            (local.set $acc0 (f64x2.splat (f64.const 0)))
+            (local.set $acc1 (f64x2.splat (f64.const 0)))
+            (local.set $k (local.get $i))
+            (loop $sLoop
+              (local.set $bp (i32.add (local.get $row) (i32.shl (local.get $k) (i32.const 1))))
+              (local.set $ap (i32.add (local.get $valA) (i32.shl (local.get $k) (i32.const 3))))
+              (local.set $vb (v128.load64_zero (i32.add (local.get $valT) (i32.shl (i32.load16_u (local.get $bp)) (i32.const 3)))))
+              (local.set $vb (v128.load64_lane 1 (i32.add (local.get $valT) (i32.shl (i32.load16_u offset=2 (local.get $bp)) (i32.const 3))) (local.get $vb)))
+              (local.set $acc0 (f64x2.add (local.get $acc0)
+                (f64x2.trunc (f64x2.mul (f64x2.mul (v128.load (local.get $ap)) (local.get $vb)) (local.get $vscale)))))
+              (local.set $vb (v128.load64_zero (i32.add (local.get $valT) (i32.shl (i32.load16_u offset=4 (local.get $bp)) (i32.const 3)))))
+              (local.set $vb (v128.load64_lane 1 (i32.add (local.get $valT) (i32.shl (i32.load16_u offset=6 (local.get $bp)) (i32.const 3))) (local.get $vb)))
+              (local.set $acc1 (f64x2.add (local.get $acc1)
+                (f64x2.trunc (f64x2.mul (f64x2.mul (v128.load offset=16 (local.get $ap)) (local.get $vb)) (local.get $vscale)))))
+              (local.set $k (i32.add (local.get $k) (i32.const 4)))
+              (br_if $sLoop (i32.lt_u (local.get $k) (local.get $end))))
+            (local.set $acc0 (f64x2.add (local.get $acc0) (local.get $acc1)))
+            (local.set $s0 (i64.trunc_f64_s (f64.add
+              (f64.trunc (f64.mul (f64.promote_f32 (f32.reinterpret_i32 (local.get $cr))) (local.get $scale)))
+              (f64.add (f64x2.extract_lane 0 (local.get $acc0)) (f64x2.extract_lane 1 (local.get $acc0))))))
+            (if (i64.eqz (local.get $s0))
+              (then (local.set $cr (i32.const 0)))
+              (else
+                (if (i64.lt_s (local.get $s0) (i64.const 0))
+                  (then (local.set $cr (i32.or (i32.const 0x80000000)
+                    (call $roundRZ (i64.sub (i64.const 0) (local.get $s0)) (i32.sub (local.get $emax) (local.get $F)) (local.get $fb)))))
+                  (else (local.set $cr
+                    (call $roundRZ (local.get $s0) (i32.sub (local.get $emax) (local.get $F)) (local.get $fb)))))))
+            (local.set $i (local.get $end))
+            (br $stepLoop)))
+        (i32.store (i32.add (local.get $out) (i32.shl (local.get $r) (i32.const 2))) (local.get $cr))
+        (i32.store (i32.add (local.get $done) (i32.shl (local.get $r) (i32.const 2))) (local.get $i))
+        (local.set $row (i32.add (local.get $row) (local.get $stride2)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rowLoop))))
+)
