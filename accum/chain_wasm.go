@@ -12,7 +12,7 @@ import (
 )
 
 // chainWasm is wasmk/chain.wat built by wat2wasm (make wasm-kernels;
-// TestWasmKernelsBuilt checks that it is the build of the source).
+// internal/wasmk's TestWasmKernelsBuilt checks that it is).
 //
 //go:embed wasmk/chain.wasm
 var chainWasm []byte

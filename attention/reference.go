@@ -277,6 +277,16 @@ func (k *kernel) referenceCodesHeads(ctx context.Context, qv []float64, patch []
 				if next < len(pr) {
 					stop = pr[next].Pos
 				}
+				if run := (stop - j) &^ 3; g == 1 && p.Mask == nil && run > 0 &&
+					dots4Wasm(qv[(i*p.QHeads+h)*d:][:d], kv.k[(h*n+j)*d:], d, kt, p.SoftmaxScale, s[j:][:run]) {
+					// The js/wasm kernel: dot4's bits for the run's keys
+					// up to the next patch, four at a time, in one call.
+					for _, v := range s[j:][:run] {
+						m[0] = max(m[0], v)
+					}
+					j += run
+					continue
+				}
 				if j+4 <= stop && (p.Mask == nil || p.Mask[i*n+j] && p.Mask[i*n+j+1] && p.Mask[i*n+j+2] && p.Mask[i*n+j+3]) {
 					c0, c1, c2, c3 := kv.k[(h*n+j)*d:][:d], kv.k[(h*n+j+1)*d:][:d], kv.k[(h*n+j+2)*d:][:d], kv.k[(h*n+j+3)*d:][:d]
 					if g == 1 {
@@ -437,6 +447,9 @@ func expWeights(w []float64, m, l float64, buf *expBuf) float64 {
 // keys read from the cache (r_c the rows of four channels, from the run's
 // first key).
 func sum4(w []float64, r0, r1, r2, r3 []uint16, vt []float64, a0, a1, a2, a3 float64) (float64, float64, float64, float64) {
+	if b0, b1, b2, b3, ok := sum4Wasm(w, r0, r1, r2, r3, vt, a0, a1, a2, a3); ok {
+		return b0, b1, b2, b3 // the WebAssembly kernel (js/wasm only), the same bits
+	}
 	r0, r1, r2, r3 = r0[:len(w)], r1[:len(w)], r2[:len(w)], r3[:len(w)]
 	for j, wj := range w {
 		if !math.IsInf(wj, -1) {
