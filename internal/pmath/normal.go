@@ -58,6 +58,9 @@ func FillNormal(dst []float64, src rand.Source) {
 // it. It steps p's state in registers, two states at a time (pcgJump2),
 // instead of calling p.Uint64 through rand.Rand's Source interface.
 func FillNormalPCG(dst []float64, p *rand.PCG) {
+	if fillNormalWasm(dst, p) {
+		return // the WebAssembly kernel (js/wasm only): the same variates
+	}
 	cur := pcgOf(p)
 	hi, lo := cur.hi, cur.lo // the state of the last Uint64 drawn
 	if len(dst) >= 2 {

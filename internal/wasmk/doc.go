@@ -15,8 +15,9 @@
 //     not instantiate (the caller then keeps its Go code, which computes the
 //     same bits).
 //   - A kernel is called with Func.Call and the address of a parameter
-//     block the caller fills (Addr); the call is synchronous and runs no Go
-//     code, so nothing else touches the memory it reads.
+//     block the caller fills (Addr), and returns an i32 or nothing; the
+//     call is synchronous and runs no Go code, so nothing else touches the
+//     memory it reads.
 //   - What a kernel reads or writes must be heap memory: a goroutine's
 //     stack can move while Call converts its argument (Go copies a growing
 //     stack), and an address taken before would then point at the old one.

@@ -54,8 +54,14 @@ func (m *Module) Func(name string) (Func, error) {
 	return Func{f}, nil
 }
 
-// Call runs the kernel with the parameter block at addr (from Addr).
-func (f Func) Call(addr uint32) { f.f.Invoke(addr) }
+// Call runs the kernel with the parameter block at addr (from Addr) and
+// returns its result, an i32 (0 for a kernel without one).
+func (f Func) Call(addr uint32) int {
+	if v := f.f.Invoke(addr); v.Type() == js.TypeNumber {
+		return v.Int()
+	}
+	return 0
+}
 
 // escaped holds what Addr was given last: a pointer stored in a package
 // variable escapes, so whatever is passed to Addr lives on the heap.

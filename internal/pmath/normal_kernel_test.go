@@ -1,0 +1,37 @@
+//go:build !js
+
+package pmath
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fp8lab/fp8lab/internal/wasmtest"
+)
+
+// TestWasmKernels runs, in the js/wasm build under node, the tests of the
+// normal generator, which runs there as the kernel of wasmk/normal.wat:
+// TestNormalKernel (it loads, and gives the Go loop's variates),
+// TestFillNormalMatches (against NormFloat64 draw by draw) and
+// TestNormalsPCG (the parallel generator built on it).
+func TestWasmKernels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the js/wasm test binary")
+	}
+	node := wasmtest.Node(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	names := []string{"TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG"}
+	times, out, err := wasmtest.Run(ctx, node, t.TempDir(), "^("+strings.Join(names, "|")+")$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if !strings.Contains(string(out), "--- PASS: "+name) {
+			t.Fatalf("%s did not pass under node:\n%s", name, out)
+		}
+	}
+	t.Logf("build %v, run %v", times.Build.Round(time.Millisecond), times.Run.Round(time.Millisecond))
+}

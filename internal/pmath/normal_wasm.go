@@ -1,0 +1,81 @@
+//go:build js && wasm && !purego
+
+package pmath
+
+import (
+	_ "embed"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/fp8lab/fp8lab/internal/wasmk"
+)
+
+// normalWasm is wasmk/normal.wat built by wat2wasm (make wasm-kernels;
+// internal/wasmk's TestWasmKernelsBuilt checks that it is).
+//
+//go:embed wasmk/normal.wasm
+var normalWasm []byte
+
+// normalKernel is normal.wat's fill, loaded on first use; an error (no
+// WebAssembly API to load it with) leaves the Go loop in charge.
+var normalKernel = sync.OnceValues(func() (wasmk.Func, error) {
+	m, err := wasmk.Load(normalWasm)
+	if err != nil {
+		return wasmk.Func{}, err
+	}
+	return m.Func("fill")
+})
+
+// normalKernelOff turns the kernel off (the tests that compare it with the
+// Go loop).
+var normalKernelOff = false
+
+// normalConsts are expNear's and wedgeBelow's constants as the kernel
+// reads them: the same float64 values the Go code's constant expressions
+// round to.
+var normalConsts = [4]float64{1.0 / 6, 1.0 / 24, 1.0 / 120, wedgeMargin}
+
+// normalParams is a fill call's parameter block (on the heap: package
+// wasmk): 8 words, then the state.
+type normalParams struct {
+	w  [8]uint32
+	st [2]uint64 // hi, lo
+}
+
+var normalParamsPool = sync.Pool{New: func() any { return new(normalParams) }}
+
+// fillNormalWasm is FillNormalPCG through normal.wat's kernel: the draws
+// it leaves (the tail, an undecided wedge) through zigSlow, from the state
+// it stopped at. It returns false, having done nothing, when the kernel is
+// not loaded.
+func fillNormalWasm(dst []float64, p *rand.PCG) bool {
+	if len(dst) == 0 || normalKernelOff {
+		return false
+	}
+	k, err := normalKernel()
+	if err != nil {
+		return false
+	}
+	w := normalParamsPool.Get().(*normalParams)
+	defer normalParamsPool.Put(w)
+	cur := pcgOf(p)
+	for j := 0; j < len(dst); {
+		rest := dst[j:]
+		w.w = [8]uint32{wasmk.Addr(unsafe.Pointer(&rest[0])), uint32(len(rest)),
+			wasmk.Addr(unsafe.Pointer(&zk[0])), wasmk.Addr(unsafe.Pointer(&zw[0])), wasmk.Addr(unsafe.Pointer(&zf[0])),
+			wasmk.Addr(unsafe.Pointer(&expTable[0])), wasmk.Addr(unsafe.Pointer(&normalConsts[0])), 0}
+		w.st = [2]uint64{cur.hi, cur.lo}
+		done := k.Call(wasmk.Addr(unsafe.Pointer(w)))
+		cur = pcgState{w.st[0], w.st[1]}
+		if j += done; j < len(dst) {
+			// The draw the kernel left, from its current Uint64.
+			dst[j] = zigSlow(pcgOut(cur.hi, cur.lo), &cur)
+			j++
+		}
+	}
+	runtime.KeepAlive(dst)
+	p.Seed(cur.hi, cur.lo)
+	return true
+}

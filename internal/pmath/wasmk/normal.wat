@@ -1,0 +1,163 @@
+;; normal.wat: FillNormalPCG (normal.go) as hand-written WebAssembly, for
+;; the js/wasm build (see package internal/wasmk): math/rand/v2's PCG (its
+;; 128-bit LCG step and DXSM output, the 64x64 -> 128-bit product through
+;; 32-bit halves, written out at each draw: a helper function with two
+;; results, and two chains of states side by side as FillNormalPCG's
+;; pcgJump2 pair, were slower under node) and the ziggurat's rectangle and wedge tests, the same
+;; integer and float64 operations in the same order as the Go code (no
+;; fused multiply-add in WebAssembly), so the same variates bit for bit.
+;;
+;; A draw that reaches the tail (layer 0 outside its rectangle), or a wedge
+;; test that expNear's bounds cannot decide (t outside its table, or y
+;; within its margin), is left to the caller: the kernel stops with the
+;; state of that draw's current Uint64, from which zigSlow goes on.
+;;
+;; fill(P): P is the address of 8 u32 words and two u64:
+;;   0 dst (f64[n])   1 n   2 zk (i64[128])   3 zw (f64[128])
+;;   4 zf (f64[128])   5 expTable (f64[96])
+;;   6 constants (f64: 1/6, 1/24, 1/120, wedgeMargin)   7 unused
+;;   at P+32 the state's hi, at P+40 its lo (u64): in, the state of the
+;;   last Uint64 drawn; out, the same after the kernel's draws.
+;; It returns the number of variates written to dst: n, or fewer when it
+;; stopped at a draw it leaves to the caller (the state is that draw's).
+(module
+  (import "env" "mem" (memory 0))
+  (global $mulHi i64 (i64.const 2549297995355413924))
+  (global $mulLo i64 (i64.const 4865540595714422341))
+  (global $incHi i64 (i64.const 6364136223846793005))
+  (global $incLo i64 (i64.const 1442695040888963407))
+
+  (func (export "fill") (param $P i32) (result i32)
+    (local $dst i32) (local $n i32) (local $zk i32) (local $zw i32) (local $zf i32) (local $et i32) (local $cs i32)
+    (local $hi i64) (local $lo i64) (local $sHi i64) (local $sLo i64)
+        (local $u i64) (local $h i64) (local $i i32) (local $hz i64) (local $x f64) (local $y f64) (local $t f64)
+    (local $t0 i64) (local $t1 i64) (local $t2 i64) (local $t3 i64) (local $t4 i64)
+    (local $s f64) (local $k i32) (local $r f64) (local $r2 f64) (local $a f64) (local $d f64) (local $j i32)
+    (local.set $dst (i32.load offset=0 (local.get $P)))
+    (local.set $n (i32.load offset=4 (local.get $P)))
+    (local.set $zk (i32.load offset=8 (local.get $P)))
+    (local.set $zw (i32.load offset=12 (local.get $P)))
+    (local.set $zf (i32.load offset=16 (local.get $P)))
+    (local.set $et (i32.load offset=20 (local.get $P)))
+    (local.set $cs (i32.load offset=24 (local.get $P)))
+    (local.set $hi (i64.load offset=32 (local.get $P)))
+    (local.set $lo (i64.load offset=40 (local.get $P)))
+    (block $stop
+      (loop $next
+        (br_if $stop (i32.ge_u (local.get $j) (local.get $n)))
+        ;; A draw's first Uint64: one PCG step and its DXSM output (normal.go's
+        ;; pcgNext and pcgOut, written out).
+        (local.set $t0 (i64.mul (i64.and (local.get $lo) (i64.const 0xffffffff)) (i64.and (global.get $mulLo) (i64.const 0xffffffff))))
+        (local.set $t1 (i64.mul (i64.and (local.get $lo) (i64.const 0xffffffff)) (i64.shr_u (global.get $mulLo) (i64.const 32))))
+        (local.set $t2 (i64.mul (i64.shr_u (local.get $lo) (i64.const 32)) (i64.and (global.get $mulLo) (i64.const 0xffffffff))))
+        (local.set $t3 (i64.add
+          (i64.add (i64.mul (i64.shr_u (local.get $lo) (i64.const 32)) (i64.shr_u (global.get $mulLo) (i64.const 32))) (i64.shr_u (local.get $t1) (i64.const 32)))
+          (i64.add (i64.shr_u (local.get $t2) (i64.const 32))
+            (i64.shr_u
+              (i64.add (i64.add (i64.shr_u (local.get $t0) (i64.const 32)) (i64.and (local.get $t1) (i64.const 0xffffffff)))
+                (i64.and (local.get $t2) (i64.const 0xffffffff)))
+              (i64.const 32)))))
+        (local.set $t3 (i64.add (local.get $t3) (i64.add (i64.mul (local.get $hi) (global.get $mulLo)) (i64.mul (local.get $lo) (global.get $mulHi)))))
+        (local.set $t4 (i64.mul (local.get $lo) (global.get $mulLo)))
+        (local.set $lo (i64.add (local.get $t4) (global.get $incLo)))
+        (local.set $hi (i64.add (i64.add (local.get $t3) (global.get $incHi)) (i64.extend_i32_u (i64.lt_u (local.get $lo) (local.get $t4)))))
+        (local.set $t0 (i64.xor (local.get $hi) (i64.shr_u (local.get $hi) (i64.const 32))))
+        (local.set $t0 (i64.mul (local.get $t0) (i64.const 0xda942042e4dd58b5)))
+        (local.set $u (i64.mul (i64.xor (local.get $t0) (i64.shr_u (local.get $t0) (i64.const 48))) (i64.or (local.get $lo) (i64.const 1))))
+        (loop $draw
+          (local.set $i (i32.wrap_i64 (i64.and (local.get $u) (i64.const 127))))
+          (local.set $hz (i64.shr_s (local.get $u) (i64.const 7)))
+          (local.set $x (f64.mul (f64.convert_i64_s (local.get $hz))
+            (f64.load (i32.add (local.get $zw) (i32.shl (local.get $i) (i32.const 3))))))
+          ;; Inside the layer's rectangle: |hz| < zk[i].
+          (if (i64.lt_s
+                (select (local.get $hz) (i64.sub (i64.const 0) (local.get $hz)) (i64.ge_s (local.get $hz) (i64.const 0)))
+                (i64.load (i32.add (local.get $zk) (i32.shl (local.get $i) (i32.const 3)))))
+            (then
+              (f64.store (i32.add (local.get $dst) (i32.shl (local.get $j) (i32.const 3))) (local.get $x))
+              (local.set $j (i32.add (local.get $j) (i32.const 1)))
+              (br $next)))
+          ;; The tail: the caller's.
+          (br_if $stop (i32.eqz (local.get $i)))
+          ;; The wedge: y = zf[i] + unit*(zf[i-1] - zf[i]) against Exp(t),
+          ;; t = (-0.5*x)*x, through expNear's bounds (wedgeBelow).
+          (local.set $sHi (local.get $hi))
+          (local.set $sLo (local.get $lo))
+          (local.set $t0 (i64.mul (i64.and (local.get $lo) (i64.const 0xffffffff)) (i64.and (global.get $mulLo) (i64.const 0xffffffff))))
+        (local.set $t1 (i64.mul (i64.and (local.get $lo) (i64.const 0xffffffff)) (i64.shr_u (global.get $mulLo) (i64.const 32))))
+        (local.set $t2 (i64.mul (i64.shr_u (local.get $lo) (i64.const 32)) (i64.and (global.get $mulLo) (i64.const 0xffffffff))))
+        (local.set $t3 (i64.add
+          (i64.add (i64.mul (i64.shr_u (local.get $lo) (i64.const 32)) (i64.shr_u (global.get $mulLo) (i64.const 32))) (i64.shr_u (local.get $t1) (i64.const 32)))
+          (i64.add (i64.shr_u (local.get $t2) (i64.const 32))
+            (i64.shr_u
+              (i64.add (i64.add (i64.shr_u (local.get $t0) (i64.const 32)) (i64.and (local.get $t1) (i64.const 0xffffffff)))
+                (i64.and (local.get $t2) (i64.const 0xffffffff)))
+              (i64.const 32)))))
+        (local.set $t3 (i64.add (local.get $t3) (i64.add (i64.mul (local.get $hi) (global.get $mulLo)) (i64.mul (local.get $lo) (global.get $mulHi)))))
+        (local.set $t4 (i64.mul (local.get $lo) (global.get $mulLo)))
+        (local.set $lo (i64.add (local.get $t4) (global.get $incLo)))
+        (local.set $hi (i64.add (i64.add (local.get $t3) (global.get $incHi)) (i64.extend_i32_u (i64.lt_u (local.get $lo) (local.get $t4)))))
+        (local.set $t0 (i64.xor (local.get $hi) (i64.shr_u (local.get $hi) (i64.const 32))))
+        (local.set $t0 (i64.mul (local.get $t0) (i64.const 0xda942042e4dd58b5)))
+        (local.set $u (i64.mul (i64.xor (local.get $t0) (i64.shr_u (local.get $t0) (i64.const 48))) (i64.or (local.get $lo) (i64.const 1))))
+          (local.set $y (f64.add
+            (f64.load (i32.add (local.get $zf) (i32.shl (local.get $i) (i32.const 3))))
+            (f64.mul
+              (f64.mul (f64.add (f64.convert_i64_u (i64.shr_u (local.get $u) (i64.const 11))) (f64.const 0.5)) (f64.const 0x1p-53))
+              (f64.sub
+                (f64.load (i32.add (local.get $zf) (i32.shl (i32.sub (local.get $i) (i32.const 1)) (i32.const 3))))
+                (f64.load (i32.add (local.get $zf) (i32.shl (local.get $i) (i32.const 3))))))))
+          (local.set $t (f64.mul (f64.mul (f64.const -0.5) (local.get $x)) (local.get $x)))
+          (local.set $s (f64.add (f64.mul (f64.const -16) (local.get $t)) (f64.const 0.5)))
+          (if (i32.eqz (i32.and (f64.ge (local.get $s) (f64.const 0)) (f64.lt (local.get $s) (f64.const 96))))
+            (then
+              (local.set $hi (local.get $sHi))
+              (local.set $lo (local.get $sLo))
+              (br $stop)))
+          (local.set $k (i32.trunc_f64_s (local.get $s)))
+          (local.set $r (f64.add (local.get $t) (f64.div (f64.convert_i32_s (local.get $k)) (f64.const 16))))
+          (local.set $r2 (f64.mul (local.get $r) (local.get $r)))
+          (local.set $a (f64.mul
+            (f64.load (i32.add (local.get $et) (i32.shl (local.get $k) (i32.const 3))))
+            (f64.add
+              (f64.add (f64.const 1) (local.get $r))
+              (f64.mul (local.get $r2)
+                (f64.add
+                  (f64.add (f64.const 0.5) (f64.mul (local.get $r) (f64.load offset=0 (local.get $cs))))
+                  (f64.mul (local.get $r2)
+                    (f64.add (f64.load offset=8 (local.get $cs)) (f64.mul (local.get $r) (f64.load offset=16 (local.get $cs))))))))))
+          (local.set $d (f64.mul (local.get $a) (f64.load offset=24 (local.get $cs))))
+          (if (f64.lt (local.get $y) (f64.sub (local.get $a) (local.get $d)))
+            (then
+              (f64.store (i32.add (local.get $dst) (i32.shl (local.get $j) (i32.const 3))) (local.get $x))
+              (local.set $j (i32.add (local.get $j) (i32.const 1)))
+              (br $next)))
+          (if (f64.gt (local.get $y) (f64.add (local.get $a) (local.get $d)))
+            (then
+              ;; Rejected: the draw goes on with a new Uint64.
+              (local.set $t0 (i64.mul (i64.and (local.get $lo) (i64.const 0xffffffff)) (i64.and (global.get $mulLo) (i64.const 0xffffffff))))
+        (local.set $t1 (i64.mul (i64.and (local.get $lo) (i64.const 0xffffffff)) (i64.shr_u (global.get $mulLo) (i64.const 32))))
+        (local.set $t2 (i64.mul (i64.shr_u (local.get $lo) (i64.const 32)) (i64.and (global.get $mulLo) (i64.const 0xffffffff))))
+        (local.set $t3 (i64.add
+          (i64.add (i64.mul (i64.shr_u (local.get $lo) (i64.const 32)) (i64.shr_u (global.get $mulLo) (i64.const 32))) (i64.shr_u (local.get $t1) (i64.const 32)))
+          (i64.add (i64.shr_u (local.get $t2) (i64.const 32))
+            (i64.shr_u
+              (i64.add (i64.add (i64.shr_u (local.get $t0) (i64.const 32)) (i64.and (local.get $t1) (i64.const 0xffffffff)))
+                (i64.and (local.get $t2) (i64.const 0xffffffff)))
+              (i64.const 32)))))
+        (local.set $t3 (i64.add (local.get $t3) (i64.add (i64.mul (local.get $hi) (global.get $mulLo)) (i64.mul (local.get $lo) (global.get $mulHi)))))
+        (local.set $t4 (i64.mul (local.get $lo) (global.get $mulLo)))
+        (local.set $lo (i64.add (local.get $t4) (global.get $incLo)))
+        (local.set $hi (i64.add (i64.add (local.get $t3) (global.get $incHi)) (i64.extend_i32_u (i64.lt_u (local.get $lo) (local.get $t4)))))
+        (local.set $t0 (i64.xor (local.get $hi) (i64.shr_u (local.get $hi) (i64.const 32))))
+        (local.set $t0 (i64.mul (local.get $t0) (i64.const 0xda942042e4dd58b5)))
+        (local.set $u (i64.mul (i64.xor (local.get $t0) (i64.shr_u (local.get $t0) (i64.const 48))) (i64.or (local.get $lo) (i64.const 1))))
+              (br $draw)))
+          ;; Undecided: the caller's, from the draw's current Uint64.
+          (local.set $hi (local.get $sHi))
+          (local.set $lo (local.get $sLo))
+          (br $stop))))
+    (i64.store offset=32 (local.get $P) (local.get $hi))
+    (i64.store offset=40 (local.get $P) (local.get $lo))
+    (local.get $j))
+)
