@@ -76,10 +76,10 @@ test-deps:
 # each .wat source built into the .wasm file beside it, which go:embed
 # takes (committed, so that a build needs no wat2wasm; TestWasmKernelsBuilt
 # checks that they match).
-WASM_KERNELS = $(patsubst %.wat,%.wasm,$(wildcard */wasmk/*.wat))
+WASM_KERNELS = $(patsubst %.wat,%.wasm,$(wildcard */wasmk/*.wat */*/wasmk/*.wat))
 wasm-kernels: $(WASM_KERNELS)
 %.wasm: %.wat
-	wat2wasm $< -o $@
+	wat2wasm --debug-names $< -o $@
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

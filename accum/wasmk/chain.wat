@@ -63,7 +63,7 @@
               (i32.sub (i32.const 23) (local.get $fb)))))))
     (i32.shl (i32.wrap_i64 (local.get $m)) (i32.sub (i32.const 23) (local.get $fb))))
 
-  (func (export "dotrows") (param $P i32)
+  (func $dotrows (export "dotrows") (param $P i32)
     (local $expT i32) (local $valT i32) (local $expA i32) (local $valA i32)
     (local $b i32) (local $stride2 i32) (local $rows i32) (local $n i32) (local $L i32)
     (local $F i32) (local $fb i32) (local $ezero i32) (local $cp i32) (local $out i32) (local $done i32)

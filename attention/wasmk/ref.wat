@@ -21,7 +21,7 @@
 (module
   (import "env" "mem" (memory 0))
 
-  (func (export "dots4") (param $P i32)
+  (func $dots4 (export "dots4") (param $P i32)
     (local $q i32) (local $d i32) (local $codes i32) (local $keys i32) (local $kt i32) (local $out i32)
     (local $stride2 i32) (local $t i32) (local $x i32) (local $c0 i32) (local $c1 i32) (local $c2 i32) (local $c3 i32)
     (local $qx v128) (local $v v128) (local $acc01 v128) (local $acc23 v128) (local $scale v128)
@@ -66,7 +66,7 @@
         (local.set $t (i32.add (local.get $t) (i32.const 4)))
         (br $keyLoop))))
 
-  (func (export "sum4") (param $P i32)
+  (func $sum4 (export "sum4") (param $P i32)
     (local $w i32) (local $n i32) (local $r0 i32) (local $r1 i32) (local $r2 i32) (local $r3 i32) (local $vt i32)
     (local $j i32) (local $wj f64) (local $ws v128) (local $v v128) (local $acc01 v128) (local $acc23 v128)
     (local.set $w (i32.load offset=0 (local.get $P)))

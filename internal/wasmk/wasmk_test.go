@@ -10,7 +10,7 @@ import (
 )
 
 // TestWasmKernelsBuilt checks that every embedded kernel module of the
-// repository (*/wasmk/*.wasm) is the build of its source: wat2wasm
+// repository (*/wasmk/*.wasm and */*/wasmk/*.wasm) is the build of its source: wat2wasm
 // (Debian's wabt) run on each .wat file gives its .wasm byte for byte, and
 // no .wasm is without its .wat. Without wat2wasm it skips, or fails under
 // CI=true.
@@ -22,11 +22,15 @@ func TestWasmKernelsBuilt(t *testing.T) {
 		}
 		t.Skip("wat2wasm not found (apt-get install wabt); it runs in CI")
 	}
-	srcs, err := filepath.Glob("../../*/wasmk/*.wat")
-	if err != nil || len(srcs) == 0 {
-		t.Fatalf("no kernel sources in */wasmk/: %v", err)
+	var srcs, mods []string
+	for _, dir := range []string{"../../*/wasmk/", "../../*/*/wasmk/"} {
+		s, _ := filepath.Glob(dir + "*.wat")
+		m, _ := filepath.Glob(dir + "*.wasm")
+		srcs, mods = append(srcs, s...), append(mods, m...)
 	}
-	mods, _ := filepath.Glob("../../*/wasmk/*.wasm")
+	if len(srcs) == 0 {
+		t.Fatal("no kernel sources in */wasmk/ or */*/wasmk/")
+	}
 	if len(mods) != len(srcs) {
 		t.Errorf("%d modules for %d sources: %v, %v", len(mods), len(srcs), mods, srcs)
 	}
@@ -37,7 +41,7 @@ func TestWasmKernelsBuilt(t *testing.T) {
 			t.Fatal(err)
 		}
 		tmp := filepath.Join(t.TempDir(), "k.wasm")
-		if out, err := exec.Command(wat2wasm, src, "-o", tmp).CombinedOutput(); err != nil {
+		if out, err := exec.Command(wat2wasm, "--debug-names", src, "-o", tmp).CombinedOutput(); err != nil {
 			t.Fatalf("wat2wasm %s: %v\n%s", src, err, out)
 		}
 		got, err := os.ReadFile(tmp)

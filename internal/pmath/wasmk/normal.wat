@@ -27,7 +27,7 @@
   (global $incHi i64 (i64.const 6364136223846793005))
   (global $incLo i64 (i64.const 1442695040888963407))
 
-  (func (export "fill") (param $P i32) (result i32)
+  (func $fill (export "fill") (param $P i32) (result i32)
     (local $dst i32) (local $n i32) (local $zk i32) (local $zw i32) (local $zf i32) (local $et i32) (local $cs i32)
     (local $hi i64) (local $lo i64) (local $sHi i64) (local $sLo i64)
         (local $u i64) (local $h i64) (local $i i32) (local $hz i64) (local $x f64) (local $y f64) (local $t f64)
