@@ -3,6 +3,7 @@ package attention
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -130,9 +131,21 @@ func (c *KV) setTokens(ctx context.Context, k, v []float32, workers int) error {
 		buf := make([]uint16, rows*B)
 		for t0 := lo; t0 < hi; t0 += B {
 			t1 := min(t0+B, hi)
-			for t := t0; t < t1; t++ {
+			if c.kq == nil && encodeBlocks {
+				// A head's block of tokens in one call each for K and V
+				// (fp8.Format.EncodeScaledRows: putToken's codes; one
+				// kernel call in the WebAssembly build).
 				for h := 0; h < c.heads; h++ {
-					c.putToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim], buf[h*c.vdim*B+t-t0:], B)
+					c.format.EncodeScaledRows(c.k[(h*c.tokens+t0)*c.dim:], c.dim, 1, k[(t0*c.heads+h)*c.dim:], c.heads*c.dim,
+						t1-t0, c.dim, scaleOf(c.kScale, h), c.sat)
+					c.format.EncodeScaledRows(buf[h*c.vdim*B:], 1, B, v[(t0*c.heads+h)*c.vdim:], c.heads*c.vdim,
+						t1-t0, c.vdim, scaleOf(c.vScale, h), c.sat)
+				}
+			} else {
+				for t := t0; t < t1; t++ {
+					for h := 0; h < c.heads; h++ {
+						c.putToken(t, h, k[(t*c.heads+h)*c.dim:][:c.dim], v[(t*c.heads+h)*c.vdim:][:c.vdim], buf[h*c.vdim*B+t-t0:], B)
+					}
 				}
 			}
 			// One copy a row: array assignments of each block size were no
@@ -143,6 +156,15 @@ func (c *KV) setTokens(ctx context.Context, k, v []float32, workers int) error {
 		}
 	})
 }
+
+// encodeBlocks makes setTokens convert a head's block of tokens in one
+// fp8.Format.EncodeScaledRows call each for K and V instead of a token's
+// heads at a time: in the WebAssembly build, where that is one kernel call
+// instead of two a token and head (the needle's browser run: BENCHMARKS.md).
+// Natively the token order is faster with several heads
+// (BenchmarkQuantizeKV NewKV_e4m3_h8/w1, 54 -> 68 ms the other way); the
+// codes are the same either way (TestSetTokensBlocks runs both).
+var encodeBlocks = runtime.GOARCH == "wasm"
 
 // newKV allocates a cache of +0 codes.
 func newKV(tokens, heads, dim, vdim int, f fp8.Format, sat fp8.Saturation, kScale, vScale []float32) *KV {

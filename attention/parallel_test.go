@@ -133,7 +133,8 @@ func TestQuantizeCancelled(t *testing.T) {
 // TestSetTokensBlocks: the blocked V store of every block size
 // (vBlockTokens: 4, 2 and 1 times padTokens by the number of transposed
 // rows), whole blocks and a partial one, gives the token-by-token store's
-// cache.
+// cache, with a token's heads at a time or a head's block in one
+// EncodeScaledRows call (encodeBlocks), with unit scales and with others.
 func TestSetTokensBlocks(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ kvh, d, m int }{{1, 128, 4}, {8, 128, 4}, {16, 128, 2}, {12, 128, 2}, {32, 128, 1}, {20, 256, 1}} {
@@ -143,18 +144,24 @@ func TestSetTokensBlocks(t *testing.T) {
 		n := quantChunk + 4*padTokens + 37 // whole blocks, then a partial one in the second range
 		p := newProblem(9, 1, n, c.kvh, c.kvh, c.d, 0.5)
 		for _, f := range []fp8.Format{fp8.FormatE4M3, fp8.FormatBF16} {
-			blocked := newKV(n, c.kvh, c.d, c.d, f, fp8.SatFinite, []float32{1}, []float32{1})
-			if err := blocked.setTokens(ctx, p.k, p.v, 2); err != nil {
-				t.Fatal(err)
-			}
-			each := newKV(n, c.kvh, c.d, c.d, f, fp8.SatFinite, []float32{1}, []float32{1})
-			for tok := 0; tok < n; tok++ {
-				for h := 0; h < c.kvh; h++ {
-					each.setToken(tok, h, p.k[(tok*c.kvh+h)*c.d:][:c.d], p.v[(tok*c.kvh+h)*c.d:][:c.d])
+			for _, sc := range [][2]float32{{1, 1}, {0.37, 2.5}} {
+				for _, rows := range []bool{false, true} { // token by token, or a head's block in one call (encodeBlocks)
+					defer func(b bool) { encodeBlocks = b }(encodeBlocks)
+					encodeBlocks = rows
+					blocked := newKV(n, c.kvh, c.d, c.d, f, fp8.SatFinite, []float32{sc[0]}, []float32{sc[1]})
+					if err := blocked.setTokens(ctx, p.k, p.v, 2); err != nil {
+						t.Fatal(err)
+					}
+					each := newKV(n, c.kvh, c.d, c.d, f, fp8.SatFinite, []float32{sc[0]}, []float32{sc[1]})
+					for tok := 0; tok < n; tok++ {
+						for h := 0; h < c.kvh; h++ {
+							each.setToken(tok, h, p.k[(tok*c.kvh+h)*c.d:][:c.d], p.v[(tok*c.kvh+h)*c.d:][:c.d])
+						}
+					}
+					if diff := kvSame(blocked, each); diff != "" {
+						t.Errorf("%d heads of %d, %s, scales %v, head blocks %v (blocks of %d tokens): %s differ between the blocked and the token-by-token store", c.kvh, c.d, f, sc, rows, c.m*padTokens, diff)
+					}
 				}
-			}
-			if diff := kvSame(blocked, each); diff != "" {
-				t.Errorf("%d heads of %d, %s (blocks of %d tokens): %s differ between the blocked and the token-by-token store", c.kvh, c.d, f, c.m*padTokens, diff)
 			}
 		}
 	}

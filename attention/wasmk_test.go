@@ -16,7 +16,8 @@ import (
 // the kernels of wasmk/ref.wat: TestRefKernelsLoad (they load, and give
 // the Go loops' bits) and TestReferenceCodesBits and
 // TestReferencePatchedBits (the reference against Reference on the
-// dequantized cache, bit for bit, through every case those cover).
+// dequantized cache, bit for bit, through every case those cover), and
+// TestSetTokensBlocks (the cache's store through fp8's kernels).
 func TestWasmKernels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the js/wasm test binary")
@@ -24,7 +25,7 @@ func TestWasmKernels(t *testing.T) {
 	node := wasmtest.Node(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	names := []string{"TestRefKernelsLoad", "TestReferenceCodesBits", "TestReferencePatchedBits"}
+	names := []string{"TestRefKernelsLoad", "TestReferenceCodesBits", "TestReferencePatchedBits", "TestSetTokensBlocks"}
 	times, out, err := wasmtest.Run(ctx, node, t.TempDir(), "^("+strings.Join(names, "|")+")$")
 	if err != nil {
 		t.Fatal(err)

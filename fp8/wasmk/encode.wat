@@ -1,0 +1,109 @@
+;; encode.wat: Format.EncodeScaledRows's loops for the formats package fp8
+;; converts through its code table (enctable.go's encodeScalar) and for
+;; bfloat16 (encvec.go's encodeBF16Loop), as hand-written WebAssembly for
+;; the js/wasm build (see package internal/wasmk). The same operations,
+;; element by element: the quotient x/scale in float32 (IEEE, as Go's),
+;; its bits, then the code from the table, or bfloat16's round to nearest
+;; even on the upper 16 bits. An element the Go loop sends to its slow path
+;; (a table entry marked slow, or marked tie with a lower half of 0; a NaN
+;; for bfloat16) is not written: its index r*cols + c goes to the slow
+;; list, and the caller converts it as the Go loop does.
+;;
+;; table(P) and bf16(P): P is the address of 12 u32 words:
+;;   0 src (f32)   1 srcRow (elements between rows)   2 rows   3 cols
+;;   4 dst (u16)   5 dstRow   6 dstCol (elements)   7 table (u16[65536]; table only)
+;;   8 divide (0: q = x)   9 scale (f32 bits)   10 slow (i32[rows*cols])   11 unused
+;; element (r, c) is src[r*srcRow + c], its code goes to dst[r*dstRow + c*dstCol].
+;; Each returns the number of indices written to slow.
+(module
+  (import "env" "mem" (memory 0))
+
+  (func $table (export "table") (param $P i32) (result i32)
+    (local $src i32) (local $srcRow4 i32) (local $rows i32) (local $cols i32) (local $dst i32)
+    (local $dstRow2 i32) (local $dstCol2 i32) (local $tab i32) (local $div i32) (local $scale f32) (local $slow i32)
+    (local $r i32) (local $c i32) (local $sp i32) (local $dp i32) (local $ns i32) (local $q f32) (local $b i32) (local $code i32)
+    (local.set $src (i32.load offset=0 (local.get $P)))
+    (local.set $srcRow4 (i32.shl (i32.load offset=4 (local.get $P)) (i32.const 2)))
+    (local.set $rows (i32.load offset=8 (local.get $P)))
+    (local.set $cols (i32.load offset=12 (local.get $P)))
+    (local.set $dst (i32.load offset=16 (local.get $P)))
+    (local.set $dstRow2 (i32.shl (i32.load offset=20 (local.get $P)) (i32.const 1)))
+    (local.set $dstCol2 (i32.shl (i32.load offset=24 (local.get $P)) (i32.const 1)))
+    (local.set $tab (i32.load offset=28 (local.get $P)))
+    (local.set $div (i32.load offset=32 (local.get $P)))
+    (local.set $scale (f32.load offset=36 (local.get $P)))
+    (local.set $slow (i32.load offset=40 (local.get $P)))
+    (block $rowsDone
+      (loop $rowLoop
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $sp (i32.add (local.get $src) (i32.mul (local.get $r) (local.get $srcRow4))))
+        (local.set $dp (i32.add (local.get $dst) (i32.mul (local.get $r) (local.get $dstRow2))))
+        (local.set $c (i32.const 0))
+        (block $colsDone
+          (loop $colLoop
+            (br_if $colsDone (i32.ge_u (local.get $c) (local.get $cols)))
+            (local.set $q (f32.load (local.get $sp)))
+            (if (local.get $div) (then (local.set $q (f32.div (local.get $q) (local.get $scale)))))
+            (local.set $b (i32.reinterpret_f32 (local.get $q)))
+            (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+            (if (i32.and
+                  (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                  (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                          (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+              (then
+                (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                  (i32.add (i32.mul (local.get $r) (local.get $cols)) (local.get $c)))
+                (local.set $ns (i32.add (local.get $ns) (i32.const 1))))
+              (else (i32.store16 (local.get $dp) (i32.and (local.get $code) (i32.const 0x3fff)))))
+            (local.set $sp (i32.add (local.get $sp) (i32.const 4)))
+            (local.set $dp (i32.add (local.get $dp) (local.get $dstCol2)))
+            (local.set $c (i32.add (local.get $c) (i32.const 1)))
+            (br $colLoop)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rowLoop)))
+    (local.get $ns))
+
+  (func $bf16 (export "bf16") (param $P i32) (result i32)
+    (local $src i32) (local $srcRow4 i32) (local $rows i32) (local $cols i32) (local $dst i32)
+    (local $dstRow2 i32) (local $dstCol2 i32) (local $div i32) (local $scale f32) (local $slow i32)
+    (local $r i32) (local $c i32) (local $sp i32) (local $dp i32) (local $ns i32) (local $q f32) (local $b i32)
+    (local.set $src (i32.load offset=0 (local.get $P)))
+    (local.set $srcRow4 (i32.shl (i32.load offset=4 (local.get $P)) (i32.const 2)))
+    (local.set $rows (i32.load offset=8 (local.get $P)))
+    (local.set $cols (i32.load offset=12 (local.get $P)))
+    (local.set $dst (i32.load offset=16 (local.get $P)))
+    (local.set $dstRow2 (i32.shl (i32.load offset=20 (local.get $P)) (i32.const 1)))
+    (local.set $dstCol2 (i32.shl (i32.load offset=24 (local.get $P)) (i32.const 1)))
+    (local.set $div (i32.load offset=32 (local.get $P)))
+    (local.set $scale (f32.load offset=36 (local.get $P)))
+    (local.set $slow (i32.load offset=40 (local.get $P)))
+    (block $rowsDone
+      (loop $rowLoop
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $sp (i32.add (local.get $src) (i32.mul (local.get $r) (local.get $srcRow4))))
+        (local.set $dp (i32.add (local.get $dst) (i32.mul (local.get $r) (local.get $dstRow2))))
+        (local.set $c (i32.const 0))
+        (block $colsDone
+          (loop $colLoop
+            (br_if $colsDone (i32.ge_u (local.get $c) (local.get $cols)))
+            (local.set $q (f32.load (local.get $sp)))
+            (if (local.get $div) (then (local.set $q (f32.div (local.get $q) (local.get $scale)))))
+            (local.set $b (i32.reinterpret_f32 (local.get $q)))
+            (if (i32.gt_u (i32.and (local.get $b) (i32.const 0x7fffffff)) (i32.const 0x7f800000))
+              (then
+                (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                  (i32.add (i32.mul (local.get $r) (local.get $cols)) (local.get $c)))
+                (local.set $ns (i32.add (local.get $ns) (i32.const 1))))
+              (else
+                (i32.store16 (local.get $dp)
+                  (i32.shr_u
+                    (i32.add (i32.add (local.get $b) (i32.const 0x7fff)) (i32.and (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))
+                    (i32.const 16)))))
+            (local.set $sp (i32.add (local.get $sp) (i32.const 4)))
+            (local.set $dp (i32.add (local.get $dp) (local.get $dstCol2)))
+            (local.set $c (i32.add (local.get $c) (i32.const 1)))
+            (br $colLoop)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rowLoop)))
+    (local.get $ns))
+)
