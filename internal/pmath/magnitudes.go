@@ -30,7 +30,7 @@ func CountAbsAbove(x []float32, t [4]uint32) [4]int {
 		n := min(len(x), 1<<30)
 		chunk := x[:n]
 		x = x[n:]
-		i := 0
+		i := countAbsAboveWasm(chunk, &t, &c) // the js/wasm kernel: the same counts
 		if haveExpAsm && n >= 8 {
 			i = n &^ 7
 			var v [4]int

@@ -12,10 +12,12 @@ import (
 )
 
 // TestWasmKernels runs, in the js/wasm build under node, the tests of the
-// normal generator, which runs there as the kernel of wasmk/normal.wat:
-// TestNormalKernel (it loads, and gives the Go loop's variates),
-// TestFillNormalMatches (against NormFloat64 draw by draw) and
-// TestNormalsPCG (the parallel generator built on it).
+// functions that run there as kernels: the normal generator
+// (wasmk/normal.wat: TestNormalKernel, it loads and gives the Go loop's
+// variates; TestFillNormalMatches, against NormFloat64 draw by draw;
+// TestNormalsPCG, the parallel generator built on it) and CountAbsAbove
+// (wasmk/magnitudes.wat: TestCountKernel, against the Go loop and the
+// definition; TestCountAbsAbove).
 func TestWasmKernels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the js/wasm test binary")
@@ -23,7 +25,7 @@ func TestWasmKernels(t *testing.T) {
 	node := wasmtest.Node(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	names := []string{"TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG"}
+	names := []string{"TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove"}
 	times, out, err := wasmtest.Run(ctx, node, t.TempDir(), "^("+strings.Join(names, "|")+")$")
 	if err != nil {
 		t.Fatal(err)
