@@ -12,9 +12,11 @@ import (
 )
 
 // TestWasmKernels runs, in the js/wasm build under node, the tests of
-// EncodeScaledRows, whose loops run there as the kernels of
-// wasmk/encode.wat: TestEncodeKernelsLoad (they load) and
-// TestEncodeScaledRows (against EncodeScaled row by row, every format).
+// EncodeScaledRows and Calibrate, whose loops run there as the kernels of
+// wasmk/encode.wat: TestEncodeKernelsLoad (they load),
+// TestEncodeScaledRows (against EncodeScaled row by row, every format) and
+// TestCalibrateAmax (Calibrate's largest magnitudes, through maxrows,
+// against the per-element definition).
 func TestWasmKernels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the js/wasm test binary")
@@ -22,7 +24,7 @@ func TestWasmKernels(t *testing.T) {
 	node := wasmtest.Node(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	names := []string{"TestEncodeKernelsLoad", "TestEncodeScaledRows"}
+	names := []string{"TestEncodeKernelsLoad", "TestEncodeScaledRows", "TestCalibrateAmax"}
 	times, out, err := wasmtest.Run(ctx, node, t.TempDir(), "^("+strings.Join(names, "|")+")$")
 	if err != nil {
 		t.Fatal(err)

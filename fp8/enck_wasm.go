@@ -18,16 +18,16 @@ import (
 //go:embed wasmk/encode.wasm
 var encodeWasm []byte
 
-// encKernels are encode.wat's table and bf16, loaded on first use; an
-// error (no WebAssembly API to load them with) leaves the Go loops in
-// charge.
-var encKernels = sync.OnceValues(func() ([2]wasmk.Func, error) {
-	var fs [2]wasmk.Func
+// encKernels are encode.wat's table, bf16 and maxrows, loaded on first
+// use; an error (no WebAssembly API to load them with) leaves the Go loops
+// in charge.
+var encKernels = sync.OnceValues(func() ([3]wasmk.Func, error) {
+	var fs [3]wasmk.Func
 	m, err := wasmk.Load(encodeWasm)
 	if err != nil {
 		return fs, err
 	}
-	for i, name := range []string{"table", "bf16"} {
+	for i, name := range []string{"table", "bf16", "maxrows"} {
 		if fs[i], err = m.Func(name); err != nil {
 			return fs, err
 		}
@@ -106,4 +106,26 @@ func (f Format) encodeRowsWasm(dst []uint16, dstRow, dstCol int, src []float32, 
 		}
 	}
 	return true
+}
+
+// runMaxesWasm returns Calibrate's runMax of every row of x (rows of cols
+// elements, rowStride apart) through encode.wat's maxrows; nil when the
+// kernels are not loaded.
+func runMaxesWasm(x []float32, rows, cols, rowStride int) []uint32 {
+	if rows <= 0 || cols <= 0 || encKernelsOff {
+		return nil
+	}
+	fs, err := encKernels()
+	if err != nil {
+		return nil
+	}
+	_ = x[(rows-1)*rowStride+cols-1]
+	out := make([]uint32, rows)
+	w := encScratchPool.Get().(*encScratch)
+	defer encScratchPool.Put(w)
+	w.p = [12]uint32{wasmk.Addr(unsafe.Pointer(&x[0])), uint32(rows), uint32(cols), uint32(rowStride),
+		wasmk.Addr(unsafe.Pointer(&out[0]))}
+	fs[2].Call(wasmk.Addr(unsafe.Pointer(&w.p)))
+	runtime.KeepAlive(x)
+	return out
 }

@@ -134,18 +134,35 @@ func Calibrate(x []float32, shape Shape, g Granularity, f Format) ([]float32, er
 	}
 	bits := make([]uint32, shape.NumScales(g))
 	row := shape.Heads * shape.Dim
+	// In the js/wasm build one kernel call gives every run's runMax
+	// (runMaxesWasm: encode.wat's maxrows, the same bits).
 	switch g {
 	case PerHead:
+		if runs := runMaxesWasm(x, len(x)/shape.Dim, shape.Dim, shape.Dim); runs != nil {
+			for r, m := range runs {
+				h := r % shape.Heads
+				bits[h] = max(bits[h], m)
+			}
+			break
+		}
 		for i := 0; i < len(x); i += shape.Dim {
 			h := i / shape.Dim % shape.Heads
 			bits[h] = max(bits[h], runMax(x[i:i+shape.Dim]))
 		}
 	case PerToken:
+		if runs := runMaxesWasm(x, shape.Tokens, row, row); runs != nil {
+			copy(bits, runs)
+			break
+		}
 		for t := range shape.Tokens {
 			bits[t] = runMax(x[t*row : (t+1)*row])
 		}
 	default:
-		bits[0] = runMax(x)
+		if runs := runMaxesWasm(x, 1, len(x), len(x)); runs != nil {
+			bits[0] = runs[0]
+		} else {
+			bits[0] = runMax(x)
+		}
 	}
 	amax := make([]float32, len(bits))
 	for k, b := range bits {

@@ -14,7 +14,8 @@
 ;;   4 dst (u16)   5 dstRow   6 dstCol (elements)   7 table (u16[65536]; table only)
 ;;   8 divide (0: q = x)   9 scale (f32 bits)   10 slow (i32[rows*cols])   11 unused
 ;; element (r, c) is src[r*srcRow + c], its code goes to dst[r*dstRow + c*dstCol].
-;; Each returns the number of indices written to slow.
+;; Each returns the number of indices written to slow. maxrows (below) is
+;; Calibrate's largest magnitudes, row by row.
 (module
   (import "env" "mem" (memory 0))
 
@@ -106,4 +107,55 @@
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $rowLoop)))
     (local.get $ns))
+;; maxrows(P): P is the address of 8 u32 words:
+  ;;   0 x (f32)   1 rows   2 cols   3 rowStride (elements)   4 out (u32[rows])
+  ;;   5-7 unused
+  ;; out[r] = the largest magnitude bits (bits & 0x7fffffff) among row r's
+  ;; elements that are not NaN (at most +Inf's 0x7f800000; 0 for none):
+  ;; Calibrate's runMax, which takes MaxAbs and, for a run holding a NaN,
+  ;; the largest of the others. Four elements a step while four remain.
+  (func $maxrows (export "maxrows") (param $P i32)
+    (local $x i32) (local $rows i32) (local $cols i32) (local $stride4 i32) (local $out i32)
+    (local $r i32) (local $p i32) (local $end i32) (local $end4 i32) (local $m v128) (local $a v128)
+    (local $inf v128) (local $abs v128) (local $s i32) (local $t i32)
+    (local.set $x (i32.load offset=0 (local.get $P)))
+    (local.set $rows (i32.load offset=4 (local.get $P)))
+    (local.set $cols (i32.load offset=8 (local.get $P)))
+    (local.set $stride4 (i32.shl (i32.load offset=12 (local.get $P)) (i32.const 2)))
+    (local.set $out (i32.load offset=16 (local.get $P)))
+    (local.set $inf (i32x4.splat (i32.const 0x7f800000)))
+    (local.set $abs (i32x4.splat (i32.const 0x7fffffff)))
+    (block $rowsDone
+      (loop $rowLoop
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $p (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $stride4))))
+        (local.set $end (i32.add (local.get $p) (i32.shl (local.get $cols) (i32.const 2))))
+        (local.set $end4 (i32.add (local.get $p) (i32.shl (i32.and (local.get $cols) (i32.const -4)) (i32.const 2))))
+        (local.set $m (i32x4.splat (i32.const 0)))
+        (block $vDone
+          (loop $vLoop
+            (br_if $vDone (i32.ge_u (local.get $p) (local.get $end4)))
+            (local.set $a (v128.and (v128.load (local.get $p)) (local.get $abs)))
+            (local.set $m (i32x4.max_u (local.get $m)
+              (v128.and (local.get $a) (i32x4.le_u (local.get $a) (local.get $inf)))))
+            (local.set $p (i32.add (local.get $p) (i32.const 16)))
+            (br $vLoop)))
+        (local.set $s (i32x4.extract_lane 0 (local.get $m)))
+        (local.set $t (i32x4.extract_lane 1 (local.get $m)))
+        (local.set $s (select (local.get $s) (local.get $t) (i32.gt_u (local.get $s) (local.get $t))))
+        (local.set $t (i32x4.extract_lane 2 (local.get $m)))
+        (local.set $s (select (local.get $s) (local.get $t) (i32.gt_u (local.get $s) (local.get $t))))
+        (local.set $t (i32x4.extract_lane 3 (local.get $m)))
+        (local.set $s (select (local.get $s) (local.get $t) (i32.gt_u (local.get $s) (local.get $t))))
+        (block $sDone
+          (loop $sLoop
+            (br_if $sDone (i32.ge_u (local.get $p) (local.get $end)))
+            (local.set $t (i32.and (i32.load (local.get $p)) (i32.const 0x7fffffff)))
+            (if (i32.le_u (local.get $t) (i32.const 0x7f800000))
+              (then (local.set $s (select (local.get $s) (local.get $t) (i32.gt_u (local.get $s) (local.get $t))))))
+            (local.set $p (i32.add (local.get $p) (i32.const 4)))
+            (br $sLoop)))
+        (i32.store (i32.add (local.get $out) (i32.shl (local.get $r) (i32.const 2))) (local.get $s))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rowLoop))))
 )
