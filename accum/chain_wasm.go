@@ -41,10 +41,26 @@ var wasmRowsOff = false
 // exponents and values and the rows' progress: on the heap (a kernel reads
 // only heap memory: package wasmk), reused through wasmRowsPool.
 type wasmRowsScratch struct {
-	params [15]uint32
+	params [16]uint32
 	expA   [maxRowsA]int32
 	valA   [maxRowsA]float64
+	ents   [maxRowsA]uint64    // a row's gathered entries
+	emaxP  [maxRowsA / 4]int32 // a row's steps' largest product exponents (L >= 4)
 	done   []int32
+}
+
+// wasmEnts holds, per exponent table (*[1 << 16]int32), the entry table
+// the kernel gathers from (packEntries: the value's float64 bits with the
+// exponent in the low 32; nil where the tables cannot be packed, and the
+// Go step runs): built on first use, as the assembly step's are natively.
+var wasmEnts sync.Map
+
+func wasmEnt(s *tableStep) *[1 << 16]uint64 {
+	if v, ok := wasmEnts.Load(s.exp); ok {
+		return v.(*[1 << 16]uint64)
+	}
+	v, _ := wasmEnts.LoadOrStore(s.exp, packEntries(s.exp, s.val))
+	return v.(*[1 << 16]uint64)
 }
 
 var wasmRowsPool = sync.Pool{New: func() any { return new(wasmRowsScratch) }}
@@ -61,6 +77,10 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 	}
 	k, _ := wasmDotRows()
 	s := m.fast
+	ent := wasmEnt(s)
+	if ent == nil {
+		return false
+	}
 	w := wasmRowsPool.Get().(*wasmRowsScratch)
 	defer wasmRowsPool.Put(w)
 	n, L := len(a), m.info.Step.L
@@ -72,8 +92,8 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 	}
 	done := w.done[:len(out)]
 	p := &w.params
-	p[0] = wasmk.Addr(unsafe.Pointer(s.exp))
-	p[1] = wasmk.Addr(unsafe.Pointer(s.val))
+	p[0] = wasmk.Addr(unsafe.Pointer(ent))
+	p[1] = wasmk.Addr(unsafe.Pointer(&w.ents[0]))
 	p[2] = wasmk.Addr(unsafe.Pointer(&w.expA[0]))
 	p[3] = wasmk.Addr(unsafe.Pointer(&w.valA[0]))
 	p[4] = wasmk.Addr(unsafe.Pointer(&b[0]))
@@ -95,6 +115,7 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 	runtime.KeepAlive(b)
 	runtime.KeepAlive(c)
 	runtime.KeepAlive(out)
+	runtime.KeepAlive(ent)
 	for r, d := range done {
 		if int(d) >= n {
 			continue

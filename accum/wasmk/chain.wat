@@ -4,7 +4,8 @@
 ;; than its amd64 code (BENCHMARKS.md, "The browser against one native
 ;; core"). The same operations in the same order, so the same bits:
 ;;
-;;   emax  = max over the step of expA[k] + exp[b[k]]   (i32; -2000 to start)
+;;   emax  = max over the step of expA[k] + exp[b[k]]   (i32; -2000 to start;
+;;           exp[x] and val[x] read from one gathered entry)
 ;;   stop if emax > 1000 (a NaN or inf among the inputs) or c is NaN or inf
 ;;   emax  = max(emax, cExponent(c))
 ;;   scale = 2^(F - emax) as the float64 whose bits are (1023+F-emax) << 52
@@ -20,7 +21,9 @@
 ;; and accum/chain_wasm.go passes the addresses.
 ;;
 ;; dotrows(P): P is the address of 15 u32 words:
-;;   0 exp table (i32[65536])   1 val table (f64[65536])
+;;   0 entry table (u64[65536]: a code's value as float64 bits, its exponent
+;;     in the low 32 bits, which no value uses: accum's packEntries)
+;;   1 scratch (u64[L]: the step's entries, gathered once)
 ;;   2 expA (i32[n])            3 valA (f64[n])
 ;;   4 b (u16, row r at b + 2*r*stride)   5 stride (elements)
 ;;   6 rows   7 n   8 L   9 F   10 fb   11 ezero
@@ -34,45 +37,18 @@
 (module
   (import "env" "mem" (memory 0))
 
-  ;; roundRZ (step.go): mag x 2^sx (mag > 0) rounded toward zero to fb
-  ;; fraction bits, as float32 magnitude bits (0x7f800000 on overflow).
-  (func $roundRZ (param $mag i64) (param $sx i32) (param $fb i32) (result i32)
-    (local $e i32) (local $qe i32) (local $k i32) (local $m i64)
-    (local.set $e (i32.add (i32.sub (i32.const 63) (i32.wrap_i64 (i64.clz (local.get $mag)))) (local.get $sx)))
-    (if (i32.ge_s (local.get $e) (i32.const 128))
-      (then (return (i32.const 0x7f800000))))
-    (local.set $qe
-      (i32.sub
-        (select (local.get $e) (i32.const -126) (i32.gt_s (local.get $e) (i32.const -126)))
-        (local.get $fb)))
-    ;; shiftTrunc(mag, sx - qe)
-    (local.set $k (i32.sub (local.get $sx) (local.get $qe)))
-    (if (i32.ge_s (local.get $k) (i32.const 0))
-      (then (local.set $m (i64.shl (local.get $mag) (i64.extend_i32_u (local.get $k)))))
-      (else
-        (if (i32.le_s (local.get $k) (i32.const -64))
-          (then (local.set $m (i64.const 0)))
-          (else (local.set $m (i64.shr_u (local.get $mag) (i64.extend_i32_u (i32.sub (i32.const 0) (local.get $k)))))))))
-    (if (i32.ge_s (local.get $e) (i32.const -126))
-      (then
-        (return
-          (i32.or
-            (i32.shl (i32.add (local.get $e) (i32.const 127)) (i32.const 23))
-            (i32.shl
-              (i32.wrap_i64 (i64.sub (local.get $m) (i64.shl (i64.const 1) (i64.extend_i32_u (local.get $fb)))))
-              (i32.sub (i32.const 23) (local.get $fb)))))))
-    (i32.shl (i32.wrap_i64 (local.get $m)) (i32.sub (i32.const 23) (local.get $fb))))
-
   (func $dotrows (export "dotrows") (param $P i32)
-    (local $expT i32) (local $valT i32) (local $expA i32) (local $valA i32)
+    (local $entT i32) (local $scr i32) (local $sp i32) (local $hiMask v128) (local $expA i32) (local $valA i32)
     (local $b i32) (local $stride2 i32) (local $rows i32) (local $n i32) (local $L i32)
     (local $F i32) (local $fb i32) (local $ezero i32) (local $cp i32) (local $out i32) (local $done i32)
     (local $r i32) (local $row i32) (local $i i32) (local $k i32) (local $end i32)
     (local $cr i32) (local $emax i32) (local $e0 i32) (local $e1 i32) (local $cexp i32) (local $ce i32)
     (local $bp i32) (local $ap i32) (local $scale f64) (local $s0 i64)
+    (local $sign i32) (local $mag i64) (local $sx i32) (local $e i32) (local $qe i32) (local $kk i32)
     (local $vmax v128) (local $ve v128) (local $vb v128) (local $vscale v128) (local $acc0 v128) (local $acc1 v128)
-    (local.set $expT (i32.load offset=0 (local.get $P)))
-    (local.set $valT (i32.load offset=4 (local.get $P)))
+    (local.set $entT (i32.load offset=0 (local.get $P)))
+    (local.set $scr (i32.load offset=4 (local.get $P)))
+    (local.set $hiMask (i64x2.splat (i64.const 0xffffffff00000000)))
     (local.set $expA (i32.load offset=8 (local.get $P)))
     (local.set $valA (i32.load offset=12 (local.get $P)))
     (local.set $b (i32.load offset=16 (local.get $P)))
@@ -102,14 +78,23 @@
             ;; (L is a multiple of 4).
             (local.set $vmax (i32x4.splat (i32.const -2000)))
             (local.set $k (local.get $i))
+            (local.set $sp (local.get $scr))
             (loop $eLoop
+              ;; Four entries (the value's float64 bits, the exponent in
+              ;; the low 32) gathered once: their exponents to the maxima,
+              ;; the entries to the scratch for the sum.
               (local.set $bp (i32.add (local.get $row) (i32.shl (local.get $k) (i32.const 1))))
-              (local.set $ve (v128.load32_zero (i32.add (local.get $expT) (i32.shl (i32.load16_u (local.get $bp)) (i32.const 2)))))
-              (local.set $ve (v128.load32_lane 1 (i32.add (local.get $expT) (i32.shl (i32.load16_u offset=2 (local.get $bp)) (i32.const 2))) (local.get $ve)))
-              (local.set $ve (v128.load32_lane 2 (i32.add (local.get $expT) (i32.shl (i32.load16_u offset=4 (local.get $bp)) (i32.const 2))) (local.get $ve)))
-              (local.set $ve (v128.load32_lane 3 (i32.add (local.get $expT) (i32.shl (i32.load16_u offset=6 (local.get $bp)) (i32.const 2))) (local.get $ve)))
+              (local.set $ve (v128.load64_zero (i32.add (local.get $entT) (i32.shl (i32.load16_u (local.get $bp)) (i32.const 3)))))
+              (local.set $ve (v128.load64_lane 1 (i32.add (local.get $entT) (i32.shl (i32.load16_u offset=2 (local.get $bp)) (i32.const 3))) (local.get $ve)))
+              (local.set $vb (v128.load64_zero (i32.add (local.get $entT) (i32.shl (i32.load16_u offset=4 (local.get $bp)) (i32.const 3)))))
+              (local.set $vb (v128.load64_lane 1 (i32.add (local.get $entT) (i32.shl (i32.load16_u offset=6 (local.get $bp)) (i32.const 3))) (local.get $vb)))
+              (v128.store (local.get $sp) (local.get $ve))
+              (v128.store offset=16 (local.get $sp) (local.get $vb))
               (local.set $vmax (i32x4.max_s (local.get $vmax)
-                (i32x4.add (local.get $ve) (v128.load (i32.add (local.get $expA) (i32.shl (local.get $k) (i32.const 2)))))))
+                (i32x4.add
+                  (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $ve) (local.get $vb))
+                  (v128.load (i32.add (local.get $expA) (i32.shl (local.get $k) (i32.const 2)))))))
+              (local.set $sp (i32.add (local.get $sp) (i32.const 32)))
               (local.set $k (i32.add (local.get $k) (i32.const 4)))
               (br_if $eLoop (i32.lt_u (local.get $k) (local.get $end))))
             (local.set $e0 (i32x4.extract_lane 0 (local.get $vmax)))
@@ -141,31 +126,56 @@
             (local.set $acc0 (f64x2.splat (f64.const 0)))
             (local.set $acc1 (f64x2.splat (f64.const 0)))
             (local.set $k (local.get $i))
+            (local.set $sp (local.get $scr))
             (loop $sLoop
-              (local.set $bp (i32.add (local.get $row) (i32.shl (local.get $k) (i32.const 1))))
+              ;; The values: the scratch's entries without their low 32 bits.
               (local.set $ap (i32.add (local.get $valA) (i32.shl (local.get $k) (i32.const 3))))
-              (local.set $vb (v128.load64_zero (i32.add (local.get $valT) (i32.shl (i32.load16_u (local.get $bp)) (i32.const 3)))))
-              (local.set $vb (v128.load64_lane 1 (i32.add (local.get $valT) (i32.shl (i32.load16_u offset=2 (local.get $bp)) (i32.const 3))) (local.get $vb)))
               (local.set $acc0 (f64x2.add (local.get $acc0)
-                (f64x2.trunc (f64x2.mul (f64x2.mul (v128.load (local.get $ap)) (local.get $vb)) (local.get $vscale)))))
-              (local.set $vb (v128.load64_zero (i32.add (local.get $valT) (i32.shl (i32.load16_u offset=4 (local.get $bp)) (i32.const 3)))))
-              (local.set $vb (v128.load64_lane 1 (i32.add (local.get $valT) (i32.shl (i32.load16_u offset=6 (local.get $bp)) (i32.const 3))) (local.get $vb)))
+                (f64x2.trunc (f64x2.mul (f64x2.mul (v128.load (local.get $ap))
+                  (v128.and (v128.load (local.get $sp)) (local.get $hiMask))) (local.get $vscale)))))
               (local.set $acc1 (f64x2.add (local.get $acc1)
-                (f64x2.trunc (f64x2.mul (f64x2.mul (v128.load offset=16 (local.get $ap)) (local.get $vb)) (local.get $vscale)))))
+                (f64x2.trunc (f64x2.mul (f64x2.mul (v128.load offset=16 (local.get $ap))
+                  (v128.and (v128.load offset=16 (local.get $sp)) (local.get $hiMask))) (local.get $vscale)))))
+              (local.set $sp (i32.add (local.get $sp) (i32.const 32)))
               (local.set $k (i32.add (local.get $k) (i32.const 4)))
               (br_if $sLoop (i32.lt_u (local.get $k) (local.get $end))))
             (local.set $acc0 (f64x2.add (local.get $acc0) (local.get $acc1)))
             (local.set $s0 (i64.trunc_f64_s (f64.add
               (f64.trunc (f64.mul (f64.promote_f32 (f32.reinterpret_i32 (local.get $cr))) (local.get $scale)))
               (f64.add (f64x2.extract_lane 0 (local.get $acc0)) (f64x2.extract_lane 1 (local.get $acc0))))))
+            ;; c = 0 for a zero sum, else sign | roundRZ(|sum|, emax - F, fb)
+            ;; (step.go's roundRZ, written out: e is the result's exponent,
+            ;; qe that of its last kept bit, k the shift that aligns it).
             (if (i64.eqz (local.get $s0))
               (then (local.set $cr (i32.const 0)))
               (else
-                (if (i64.lt_s (local.get $s0) (i64.const 0))
-                  (then (local.set $cr (i32.or (i32.const 0x80000000)
-                    (call $roundRZ (i64.sub (i64.const 0) (local.get $s0)) (i32.sub (local.get $emax) (local.get $F)) (local.get $fb)))))
-                  (else (local.set $cr
-                    (call $roundRZ (local.get $s0) (i32.sub (local.get $emax) (local.get $F)) (local.get $fb)))))))
+                (local.set $sign (i32.wrap_i64 (i64.shr_u (i64.and (local.get $s0) (i64.const 0x8000000000000000)) (i64.const 32))))
+                (local.set $mag (select (i64.sub (i64.const 0) (local.get $s0)) (local.get $s0) (i64.lt_s (local.get $s0) (i64.const 0))))
+                (local.set $sx (i32.sub (local.get $emax) (local.get $F)))
+                (local.set $e (i32.add (i32.sub (i32.const 63) (i32.wrap_i64 (i64.clz (local.get $mag)))) (local.get $sx)))
+                (if (i32.ge_s (local.get $e) (i32.const 128))
+                  (then (local.set $cr (i32.or (local.get $sign) (i32.const 0x7f800000))))
+                  (else
+                    (local.set $qe (i32.sub
+                      (select (local.get $e) (i32.const -126) (i32.gt_s (local.get $e) (i32.const -126)))
+                      (local.get $fb)))
+                    (local.set $kk (i32.sub (local.get $sx) (local.get $qe)))
+                    (if (i32.ge_s (local.get $kk) (i32.const 0))
+                      (then (local.set $mag (i64.shl (local.get $mag) (i64.extend_i32_u (local.get $kk)))))
+                      (else
+                        (local.set $mag (select
+                          (i64.const 0)
+                          (i64.shr_u (local.get $mag) (i64.extend_i32_u (i32.sub (i32.const 0) (local.get $kk))))
+                          (i32.le_s (local.get $kk) (i32.const -64))))))
+                    (local.set $cr (i32.or (local.get $sign)
+                      (if (result i32) (i32.ge_s (local.get $e) (i32.const -126))
+                        (then
+                          (i32.or
+                            (i32.shl (i32.add (local.get $e) (i32.const 127)) (i32.const 23))
+                            (i32.shl
+                              (i32.wrap_i64 (i64.sub (local.get $mag) (i64.shl (i64.const 1) (i64.extend_i32_u (local.get $fb)))))
+                              (i32.sub (i32.const 23) (local.get $fb)))))
+                        (else (i32.shl (i32.wrap_i64 (local.get $mag)) (i32.sub (i32.const 23) (local.get $fb)))))))))))
             (local.set $i (local.get $end))
             (br $stepLoop)))
         (i32.store (i32.add (local.get $out) (i32.shl (local.get $r) (i32.const 2))) (local.get $cr))
