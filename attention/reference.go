@@ -277,7 +277,7 @@ func (k *kernel) referenceCodesHeads(ctx context.Context, qv []float64, patch []
 				if next < len(pr) {
 					stop = pr[next].Pos
 				}
-				if run := (stop - j) &^ 3; g == 1 && p.Mask == nil && run > 0 &&
+				if run := (stop - j) &^ 3; refKernelsBuilt && g == 1 && p.Mask == nil && run > 0 &&
 					dots4Wasm(qv[(i*p.QHeads+h)*d:][:d], kv.k[(h*n+j)*d:], d, kt, p.SoftmaxScale, s[j:][:run]) {
 					// The js/wasm kernel: dot4's bits for the run's keys
 					// up to the next patch, four at a time, in one call.

@@ -2,6 +2,10 @@
 
 package attention
 
+// refKernelsBuilt is false: no kernel outside js/wasm (a constant, so that
+// the reference's loop compiles without the kernel's branch).
+const refKernelsBuilt = false
+
 // refKernelsOff is refk_wasm.go's switch (no effect here).
 var refKernelsOff = false
 

@@ -33,6 +33,10 @@ var refKernels = sync.OnceValues(func() ([2]wasmk.Func, error) {
 	return fs, nil
 })
 
+// refKernelsBuilt is true: this build has the kernels (they may still
+// fail to load).
+const refKernelsBuilt = true
+
 // refKernelsOff turns the kernels off (the tests that compare them with
 // the Go loops).
 var refKernelsOff = false
