@@ -15,7 +15,9 @@ import (
 // functions that run there as kernels: the normal generator
 // (wasmk/normal.wat: TestNormalKernel, it loads and gives the Go loop's
 // variates; TestFillNormalMatches, against NormFloat64 draw by draw;
-// TestNormalsPCG, the parallel generator built on it) and CountAbsAbove
+// TestNormalsPCG, the parallel generator built on it), PairsToF32
+// (normal.wat's pairs: TestPairsToF32, specials and negative scales) and
+// CountAbsAbove
 // (wasmk/magnitudes.wat: TestCountKernel, against the Go loop and the
 // definition; TestCountAbsAbove).
 func TestWasmKernels(t *testing.T) {
@@ -25,7 +27,7 @@ func TestWasmKernels(t *testing.T) {
 	node := wasmtest.Node(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	names := []string{"TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove"}
+	names := []string{"TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestPairsToF32"}
 	times, out, err := wasmtest.Run(ctx, node, t.TempDir(), "^("+strings.Join(names, "|")+")$")
 	if err != nil {
 		t.Fatal(err)

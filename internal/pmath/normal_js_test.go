@@ -19,6 +19,9 @@ func TestNormalKernel(t *testing.T) {
 	if _, err := normalKernel(); err != nil {
 		t.Fatalf("the WebAssembly kernel did not load: %v", err)
 	}
+	if _, err := pairsKernel(); err != nil {
+		t.Fatalf("the WebAssembly kernel pairs did not load: %v", err)
+	}
 	margin := normalConsts[3]
 	defer func() { normalConsts[3] = margin }()
 	for _, m := range []float64{margin, 0.25} {

@@ -9,3 +9,6 @@ var normalKernelOff = false
 
 // fillNormalWasm does nothing outside js/wasm.
 func fillNormalWasm(dst []float64, p *rand.PCG) bool { return false }
+
+// pairsWasm does nothing outside js/wasm.
+func pairsWasm(a, b []float32, z []float64, as, bs, bm float64) bool { return false }

@@ -18,18 +18,62 @@ import (
 //go:embed wasmk/normal.wasm
 var normalWasm []byte
 
-// normalKernel is normal.wat's fill, loaded on first use; an error (no
-// WebAssembly API to load it with) leaves the Go loop in charge.
+// normalModule is normal.wat, loaded on first use; an error (no
+// WebAssembly API to load it with) leaves the Go loops in charge.
+var normalModule = sync.OnceValues(func() (*wasmk.Module, error) { return wasmk.Load(normalWasm) })
+
+// normalKernel is normal.wat's fill.
 var normalKernel = sync.OnceValues(func() (wasmk.Func, error) {
-	m, err := wasmk.Load(normalWasm)
+	m, err := normalModule()
 	if err != nil {
 		return wasmk.Func{}, err
 	}
 	return m.Func("fill")
 })
 
-// normalKernelOff turns the kernel off (the tests that compare it with the
-// Go loop).
+// pairsKernel is normal.wat's pairs.
+var pairsKernel = sync.OnceValues(func() (wasmk.Func, error) {
+	m, err := normalModule()
+	if err != nil {
+		return wasmk.Func{}, err
+	}
+	return m.Func("pairs")
+})
+
+// pairsParams is a pairs call's parameter block (on the heap: package
+// wasmk): 4 words, then as, bs, bm.
+type pairsParams struct {
+	w [4]uint32
+	f [3]float64
+}
+
+var pairsParamsPool = sync.Pool{New: func() any { return new(pairsParams) }}
+
+// pairsWasm is PairsToF32's loop for the n = len(a) pairs of z through
+// normal.wat's pairs, false (having done nothing) when the kernel is not
+// loaded or normalKernelOff is set.
+func pairsWasm(a, b []float32, z []float64, as, bs, bm float64) bool {
+	if len(a) == 0 || normalKernelOff {
+		return false
+	}
+	k, err := pairsKernel()
+	if err != nil {
+		return false
+	}
+	_, _ = b[len(a)-1], z[2*len(a)-1]
+	p := pairsParamsPool.Get().(*pairsParams)
+	defer pairsParamsPool.Put(p)
+	p.w = [4]uint32{wasmk.Addr(unsafe.Pointer(&a[0])), wasmk.Addr(unsafe.Pointer(&b[0])), wasmk.Addr(unsafe.Pointer(&z[0])), uint32(len(a))}
+	p.f = [3]float64{as, bs, bm}
+	k.Call(wasmk.Addr(unsafe.Pointer(p)))
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(z)
+	return true
+}
+
+// normalKernelOff turns the kernels off (the tests that compare them with
+// the Go loops).
 var normalKernelOff = false
 
 // normalConsts are expNear's and wedgeBelow's constants as the kernel

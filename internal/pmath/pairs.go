@@ -18,6 +18,9 @@ func PairsToF32(a, b []float32, z []float64, as, bs, bm float64) {
 	}
 	n := len(z) / 2
 	a, b = a[:n], b[:n]
+	if pairsWasm(a, b, z, as, bs, bm) {
+		return // the js/wasm kernel: the same bits
+	}
 	i := 0
 	if haveExpAsm && n >= 4 {
 		i = n &^ 3

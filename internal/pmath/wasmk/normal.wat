@@ -12,6 +12,8 @@
 ;; within its margin), is left to the caller: the kernel stops with the
 ;; state of that draw's current Uint64, from which zigSlow goes on.
 ;;
+;; (The module also holds pairs, PairsToF32's loop: below.)
+;;
 ;; fill(P): P is the address of 8 u32 words and two u64:
 ;;   0 dst (f64[n])   1 n   2 zk (i64[128])   3 zw (f64[128])
 ;;   4 zf (f64[128])   5 expTable (f64[96])
@@ -160,4 +162,31 @@
     (i64.store offset=32 (local.get $P) (local.get $hi))
     (i64.store offset=40 (local.get $P) (local.get $lo))
     (local.get $j))
+
+  ;; pairs(P): PairsToF32 (pairs.go) for n pairs: a[i] = f32(as*z[2i]),
+  ;; b[i] = f32(bm + bs*z[2i+1]), a pair a step in the two lanes of an
+  ;; f64x2: the products (as, bs)*(z[2i], z[2i+1]), then + (-0, bm) (x + -0
+  ;; is x, -0 included, so the a lane keeps the product's bits), then
+  ;; demoted to float32 (round to nearest even), as the Go loop rounds each.
+  ;; P is the address of 4 u32 words (0 a (f32[n]), 1 b (f32[n]),
+  ;; 2 z (f64[2n]), 3 n), then as, bs, bm (f64) at P+16.
+  (func $pairs (export "pairs") (param $P i32)
+    (local $a i32) (local $b i32) (local $z i32) (local $end i32) (local $mul v128) (local $add v128) (local $v v128)
+    (local.set $a (i32.load offset=0 (local.get $P)))
+    (local.set $b (i32.load offset=4 (local.get $P)))
+    (local.set $z (i32.load offset=8 (local.get $P)))
+    (local.set $end (i32.add (local.get $z) (i32.shl (i32.load offset=12 (local.get $P)) (i32.const 4))))
+    (local.set $mul (f64x2.replace_lane 1 (f64x2.splat (f64.load offset=16 (local.get $P))) (f64.load offset=24 (local.get $P))))
+    (local.set $add (f64x2.replace_lane 1 (f64x2.splat (f64.const -0)) (f64.load offset=32 (local.get $P))))
+    (block $done
+      (loop $l
+        (br_if $done (i32.ge_u (local.get $z) (local.get $end)))
+        (local.set $v (f32x4.demote_f64x2_zero
+          (f64x2.add (f64x2.mul (v128.load (local.get $z)) (local.get $mul)) (local.get $add))))
+        (v128.store32_lane 0 (local.get $a) (local.get $v))
+        (v128.store32_lane 1 (local.get $b) (local.get $v))
+        (local.set $a (i32.add (local.get $a) (i32.const 4)))
+        (local.set $b (i32.add (local.get $b) (i32.const 4)))
+        (local.set $z (i32.add (local.get $z) (i32.const 16)))
+        (br $l))))
 )
