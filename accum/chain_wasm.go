@@ -41,11 +41,10 @@ var wasmRowsOff = false
 // exponents and values and the rows' progress: on the heap (a kernel reads
 // only heap memory: package wasmk), reused through wasmRowsPool.
 type wasmRowsScratch struct {
-	params [16]uint32
+	params [15]uint32
 	expA   [maxRowsA]int32
 	valA   [maxRowsA]float64
-	ents   [maxRowsA]uint64    // a row's gathered entries
-	emaxP  [maxRowsA / 4]int32 // a row's steps' largest product exponents (L >= 4)
+	ents   [64]uint64 // one step's gathered entries (L <= 64)
 	done   []int32
 }
 
