@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -225,6 +226,11 @@ func TestBrowser(t *testing.T) {
 	browserChart := chartSeries(t, tctx)
 	checkChart(t, "browser run", browserChart, l.points(browserID))
 	agree(t, l.points(serverID), l.points(browserID))
+	// The browser computed its hot loops with the WebAssembly kernels
+	// (internal/wasmk), which the run says in a note.
+	if !slices.ContainsFunc(br.Notes, func(n string) bool { return strings.HasPrefix(n, "WebAssembly SIMD kernels loaded") }) {
+		t.Errorf("the browser run did not say that its WebAssembly kernels loaded: notes %q", br.Notes)
+	}
 
 	// The two runs overlaid in the comparison view.
 	if err := chromedp.Do(tctx, chromedp.Navigate(l.url+"/#compare/"+serverID+","+browserID)); err != nil {

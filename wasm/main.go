@@ -35,6 +35,7 @@ import (
 	"time"
 
 	_ "github.com/fp8lab/fp8lab/experiments" // the registry's experiments
+	"github.com/fp8lab/fp8lab/internal/wasmk"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
@@ -137,6 +138,14 @@ func run(name, paramsJSON, seedText string, cb js.Value) {
 		return
 	}
 	sink := &workerSink{cb: cb, last: time.Now()}
+	// Which code computes the run's hot loops here: the hand-written
+	// WebAssembly kernels, or (where they cannot load) the Go loops; the
+	// same bits either way.
+	if err := wasmk.Check(); err != nil {
+		send(map[string]any{"type": "note", "text": "WebAssembly SIMD kernels not loaded (" + err.Error() + "): the Go loops computed this run, the same bits, slower"})
+	} else {
+		send(map[string]any{"type": "note", "text": "WebAssembly SIMD kernels loaded: the hot loops ran as hand-written WebAssembly (internal/wasmk), the same bits as the Go code"})
+	}
 	res, err := sim.Execute(context.Background(), exp, values, seed, sink)
 	end := map[string]any{"type": "end", "state": "done", "elapsed_ms": time.Since(start).Milliseconds(), "points": res.Points}
 	if err != nil {

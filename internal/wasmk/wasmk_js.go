@@ -45,6 +45,20 @@ func Load(code []byte) (m *Module, err error) {
 	return &Module{exports: inst.Get("exports")}, nil
 }
 
+// emptyModule is the smallest module a kernel module is: it imports the
+// program's memory as env.mem and does nothing ((module (import "env"
+// "mem" (memory 0))), 22 bytes).
+var emptyModule = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x02, 0x0c, 0x01, 0x03,
+	0x65, 0x6e, 0x76, 0x03, 0x6d, 0x65, 0x6d, 0x02, 0x00, 0x00}
+
+// Check reports whether kernels run in this program: nil when its memory
+// is found and a module importing it instantiates, else why not (the Go
+// loops then compute everything, the same bits).
+func Check() error {
+	_, err := Load(emptyModule)
+	return err
+}
+
 // Func returns the exported function name.
 func (m *Module) Func(name string) (Func, error) {
 	f := m.exports.Get(name)
@@ -84,8 +98,12 @@ var (
 // goMemory returns the WebAssembly.Memory of this Go program. wasm_exec.js
 // keeps it in the Go object that runs the program (its _inst.exports.mem),
 // which syscall/js does not expose; the one call from Go into that object
-// that this package can cause is _makeFuncWrapper (js.FuncOf), so it wraps
-// that method of the Go class for one js.FuncOf and reads this._inst there.
+// that this package can cause is _makeFuncWrapper (js.FuncOf). So the Go
+// class's _makeFuncWrapper is replaced, for one js.FuncOf, by a Go
+// function, which JavaScript calls with the Go object as this: it reads
+// the memory there and hands the call on to the original. (No JavaScript
+// is evaluated from text: the lab's page forbids that, script-src 'self'
+// 'wasm-unsafe-eval'.)
 func goMemory() (js.Value, error) {
 	memOnce.Do(func() {
 		defer func() {
@@ -104,14 +122,18 @@ func goMemory() (js.Value, error) {
 			memErr = fmt.Errorf("wasmk: wasm_exec.js's Go class has no _makeFuncWrapper")
 			return
 		}
-		box := js.Global().Get("Object").New()
-		wrap := js.Global().Get("Function").New("orig", "box",
-			"return function(id) { if (this._inst) box.mem = this._inst.exports.mem; return orig.call(this, id); };").Invoke(orig, box)
+		var mem js.Value
+		wrap := js.FuncOf(func(this js.Value, args []js.Value) any {
+			if inst := this.Get("_inst"); inst.Type() == js.TypeObject {
+				mem = inst.Get("exports").Get("mem")
+			}
+			return orig.Call("apply", this, argsOf(args))
+		})
+		defer wrap.Release()
 		proto.Set("_makeFuncWrapper", wrap)
 		f := js.FuncOf(func(js.Value, []js.Value) any { return nil })
 		proto.Set("_makeFuncWrapper", orig)
 		f.Release()
-		mem := box.Get("mem")
 		if mem.Type() != js.TypeObject || !mem.InstanceOf(js.Global().Get("WebAssembly").Get("Memory")) {
 			memErr = fmt.Errorf("wasmk: wasm_exec.js's Go object holds no WebAssembly.Memory")
 			return
@@ -119,4 +141,13 @@ func goMemory() (js.Value, error) {
 		memVal = mem
 	})
 	return memVal, memErr
+}
+
+// argsOf returns args as []any for js.ValueOf.
+func argsOf(args []js.Value) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+	}
+	return out
 }

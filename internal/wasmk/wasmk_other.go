@@ -13,6 +13,9 @@ type Func struct{}
 // Load returns ErrUnavailable outside js/wasm.
 func Load(code []byte) (*Module, error) { return nil, ErrUnavailable }
 
+// Check returns ErrUnavailable outside js/wasm.
+func Check() error { return ErrUnavailable }
+
 // Func returns ErrUnavailable outside js/wasm.
 func (m *Module) Func(name string) (Func, error) { return Func{}, ErrUnavailable }
 
