@@ -10,3 +10,6 @@ var wasmRowsOff = false
 
 // dotRowsWasm does nothing outside js/wasm.
 func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool { return false }
+
+// dotWasm does nothing outside js/wasm.
+func (m *tfdpa) dotWasm(a, b []uint16, c float32) (float32, bool) { return 0, false }

@@ -37,11 +37,11 @@ func wasmRowsReady() bool {
 // step).
 var wasmRowsOff = false
 
-// wasmRowsScratch is one dotRowsWasm call's parameter block, a's prepared
-// exponents and values and the rows' progress: on the heap (a kernel reads
+// wasmRowsScratch is one dotRowsWasm call's parameter block, a's
+// exponents and values (the kernel writes them) and the rows' progress: on the heap (a kernel reads
 // only heap memory: package wasmk), reused through wasmRowsPool.
 type wasmRowsScratch struct {
-	params [15]uint32
+	params [16]uint32
 	expA   [maxRowsA]int32
 	valA   [maxRowsA]float64
 	ents   [64]uint64 // one step's gathered entries (L <= 64)
@@ -83,9 +83,6 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 	w := wasmRowsPool.Get().(*wasmRowsScratch)
 	defer wasmRowsPool.Put(w)
 	n, L := len(a), m.info.Step.L
-	for i, x := range a {
-		w.expA[i], w.valA[i] = s.exp[x], s.val[x]
-	}
 	if cap(w.done) < len(out) {
 		w.done = make([]int32, len(out))
 	}
@@ -109,6 +106,7 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 	}
 	p[13] = wasmk.Addr(unsafe.Pointer(&out[0]))
 	p[14] = wasmk.Addr(unsafe.Pointer(&done[0]))
+	p[15] = wasmk.Addr(unsafe.Pointer(&a[0])) // the kernel fills expA and valA from a's codes
 	k.Call(wasmk.Addr(unsafe.Pointer(p)))
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)
@@ -132,4 +130,25 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 		out[r] = cr
 	}
 	return true
+}
+
+// dotWasm is tfdpa.Dot through the kernel for a long vector: chunks of
+// maxRowsA elements (whole steps: L divides it), each one DotRows row from
+// the chain's value so far, which is the chain's own order. It returns
+// false, having done nothing, for a vector shorter than a kernel call pays
+// for, or where dotRowsWasm would not run.
+func (m *tfdpa) dotWasm(a, b []uint16, c float32) (float32, bool) {
+	L := m.info.Step.L
+	if len(a) < 256 || m.fast == nil || maxRowsA%L != 0 || !wasmRowsReady() {
+		return 0, false
+	}
+	cr, out := []float32{c}, []float32{0}
+	for i := 0; i < len(a); i += maxRowsA {
+		j := min(i+maxRowsA, len(a))
+		if !m.dotRowsWasm(a[i:j], b[i:j], j-i, cr, out) {
+			return 0, false // only before the first chunk: the kernel's conditions do not change
+		}
+		cr[0] = out[0]
+	}
+	return cr[0], true
 }

@@ -163,6 +163,9 @@ func (m *tfdpa) refStep32(ab, bb []uint32, c float32) float32 {
 func (m *tfdpa) Dot(a, b []uint16, c float32) float32 {
 	L := m.info.Step.L
 	b = sameLen(a, b)
+	if d, ok := m.dotWasm(a, b, c); ok {
+		return d // the js/wasm kernel, a chunk at a time: the same bits
+	}
 	for i := 0; i < len(a); i += L {
 		if m.fast != nil {
 			// Whole steps in one call, up to the first special, if any.

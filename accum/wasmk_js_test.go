@@ -126,3 +126,43 @@ func largestCode(m Model, mask uint16) uint16 {
 	}
 	return best
 }
+
+// TestWasmKernelDot: Model.Dot of a long vector through the kernel, a
+// chunk of maxRowsA at a time (dotWasm), equals the Go steps' chain bit for
+// bit for every model with a fast step: lengths around the kernel's
+// shortest and the chunk size, specials in 1 of 2000 elements, several
+// accumulators.
+func TestWasmKernelDot(t *testing.T) {
+	if !wasmRowsReady() {
+		t.Fatal("the WebAssembly kernel did not load")
+	}
+	r := rand.New(rand.NewPCG(19, 20))
+	tested := 0
+	for _, m := range Models() {
+		tm, ok := m.(*tfdpa)
+		if !ok || tm.fast == nil || m.Info().In.CodeBits() > 16 {
+			continue
+		}
+		mask := uint16(1<<m.Info().In.CodeBits() - 1)
+		for _, n := range []int{256, 1000, maxRowsA, maxRowsA + 1, 3*maxRowsA + 7, 1 << 16} {
+			a, b := make([]uint16, n), make([]uint16, n)
+			for i := range a {
+				for a[i] = uint16(r.Uint32()) & mask; isSpecialCode(m, a[i]) && r.IntN(2000) != 0; a[i] = uint16(r.Uint32()) & mask {
+				}
+				for b[i] = uint16(r.Uint32()) & mask; isSpecialCode(m, b[i]) && r.IntN(2000) != 0; b[i] = uint16(r.Uint32()) & mask {
+				}
+			}
+			for _, c := range []float32{0, 1.5, -3e9} {
+				got := m.Dot(a, b, c)
+				wasmRowsOff = true
+				want := m.Dot(a, b, c)
+				wasmRowsOff = false
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("%s n %d c %g: kernel %08x, Go steps %08x", m.Name(), n, c, math.Float32bits(got), math.Float32bits(want))
+				}
+				tested++
+			}
+		}
+	}
+	t.Logf("%d dot products, kernel against the Go steps: the same bits", tested)
+}

@@ -20,15 +20,16 @@
 ;; reads and writes the Go slices in place; internal/wasmk instantiates it
 ;; and accum/chain_wasm.go passes the addresses.
 ;;
-;; dotrows(P): P is the address of 15 u32 words:
+;; dotrows(P): P is the address of 16 u32 words:
 ;;   0 entry table (u64[65536]: a code's value as float64 bits, its exponent
 ;;     in the low 32 bits, which no value uses: accum's packEntries)
 ;;   1 scratch (u64[L]: the step's entries, gathered once)
-;;   2 expA (i32[n])            3 valA (f64[n])
+;;   2 expA (i32[n], written here)   3 valA (f64[n], written here)
 ;;   4 b (u16, row r at b + 2*r*stride)   5 stride (elements)
 ;;   6 rows   7 n   8 L   9 F   10 fb   11 ezero
 ;;   12 c (f32 bits per row; 0: every chain starts from +0)
 ;;   13 out (f32 bits per row)   14 done (i32 per row)
+;;   15 a (u16[n]: the codes whose exponents and values go to expA and valA)
 ;; For each row it runs the whole steps of L elements from c[r] while no
 ;; step holds a special, and writes the chain's value to out[r] and the
 ;; number of elements it consumed to done[r]: n when it ran them all, less
@@ -62,6 +63,18 @@
     (local.set $cp (i32.load offset=48 (local.get $P)))
     (local.set $out (i32.load offset=52 (local.get $P)))
     (local.set $done (i32.load offset=56 (local.get $P)))
+    ;; a's exponents and values from its codes (a at word 15), once for
+    ;; every row: the entry's low 32 bits and the rest.
+    (local.set $ap (i32.load offset=60 (local.get $P)))
+    (local.set $k (i32.const 0))
+    (block $aDone
+      (loop $aLoop
+        (br_if $aDone (i32.ge_u (local.get $k) (local.get $n)))
+        (local.set $s0 (i64.load (i32.add (local.get $entT) (i32.shl (i32.load16_u (i32.add (local.get $ap) (i32.shl (local.get $k) (i32.const 1)))) (i32.const 3)))))
+        (i32.store (i32.add (local.get $expA) (i32.shl (local.get $k) (i32.const 2))) (i32.wrap_i64 (local.get $s0)))
+        (i64.store (i32.add (local.get $valA) (i32.shl (local.get $k) (i32.const 3))) (i64.and (local.get $s0) (i64.const 0xffffffff00000000)))
+        (local.set $k (i32.add (local.get $k) (i32.const 1)))
+        (br $aLoop)))
     (local.set $row (local.get $b))
     (block $rowsDone
       (loop $rowLoop
