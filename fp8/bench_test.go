@@ -114,3 +114,28 @@ func BenchmarkEncodeScaled(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeScaledRows is a KV cache's block store: 512 tokens of 128
+// elements in one call, K's layout (rows of a token) and V's (transposed,
+// columns a block apart), for the formats the browser's needle and scales
+// write; in the js/wasm build one kernel call (wasmk/encode.wat).
+func BenchmarkEncodeScaledRows(b *testing.B) {
+	const rows, cols = 512, 128
+	x := benchInput()[:rows*cols]
+	for _, f := range []Format{FormatE4M3, FormatBF16} {
+		for _, scale := range []float32{1, 0.37} {
+			for _, l := range []struct {
+				name           string
+				dstRow, dstCol int
+			}{{"K", cols, 1}, {"V", 1, rows}} {
+				b.Run(fmt.Sprintf("%v/scale=%g/%s", f, scale, l.name), func(b *testing.B) {
+					dst := make([]uint16, rows*cols)
+					for b.Loop() {
+						f.EncodeScaledRows(dst, l.dstRow, l.dstCol, x, cols, rows, cols, scale, SatFinite)
+					}
+					benchElems(b, rows*cols)
+				})
+			}
+		}
+	}
+}
