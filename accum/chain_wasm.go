@@ -19,13 +19,7 @@ var chainWasm []byte
 
 // wasmDotRows is chain.wat's dotrows kernel, loaded on first use; an error
 // (no WebAssembly API to load it with) leaves the Go step in charge.
-var wasmDotRows = sync.OnceValues(func() (wasmk.Func, error) {
-	m, err := wasmk.Load(chainWasm)
-	if err != nil {
-		return wasmk.Func{}, err
-	}
-	return m.Func("dotrows")
-})
+var wasmDotRows = wasmk.Funcs(chainWasm, "dotrows")
 
 // wasmRowsReady reports whether dotRowsWasm runs (the kernel loaded).
 func wasmRowsReady() bool {
@@ -74,7 +68,8 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 	if len(a) == 0 || len(out) == 0 || m.info.Step.L&3 != 0 || m.info.Step.L > 64 || !wasmRowsReady() {
 		return false
 	}
-	k, _ := wasmDotRows()
+	fs, _ := wasmDotRows()
+	k := fs[0]
 	s := m.fast
 	ent := wasmEnt(s)
 	if ent == nil {
@@ -120,12 +115,7 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 		cr := out[r]
 		row := b[r*stride:][:n]
 		for i := int(d); i < n; {
-			j := min(i+L, n)
-			v, ok := s.step(a[i:j], row[i:j], cr)
-			if !ok {
-				v = m.refStep(a[i:j], row[i:j], cr)
-			}
-			cr, i = v, j
+			cr, i = m.goStep(a, row, i, cr)
 		}
 		out[r] = cr
 	}

@@ -365,13 +365,21 @@ func (m *tfdpa) dotRowsAsm(a, b []uint16, stride int, c, out []float32) {
 					break
 				}
 			}
-			j := min(i+L, n)
-			d, ok := s.step(a[i:j], row[i:j], cr)
-			if !ok {
-				d = m.refStep(a[i:j], row[i:j], cr)
-			}
-			cr, i = d, j
+			cr, i = m.goStep(a, row, i, cr)
 		}
 		out[r] = cr
 	}
+}
+
+// goStep runs the step of a and row that starts at element i (a partial
+// one at the end of a) with the Go step, or the reference step where that
+// refuses (a NaN or inf), from c, and returns the chain's value and where
+// the next step starts: the assembly and WebAssembly kernels' hand-over.
+func (m *tfdpa) goStep(a, row []uint16, i int, c float32) (float32, int) {
+	j := min(i+m.info.Step.L, len(a))
+	d, ok := m.fast.step(a[i:j], row[i:j], c)
+	if !ok {
+		d = m.refStep(a[i:j], row[i:j], c)
+	}
+	return d, j
 }

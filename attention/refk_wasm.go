@@ -19,19 +19,7 @@ var refWasm []byte
 
 // refKernels are ref.wat's dots4 and sum4, loaded on first use; an error
 // (no WebAssembly API to load them with) leaves the Go loops in charge.
-var refKernels = sync.OnceValues(func() ([2]wasmk.Func, error) {
-	var fs [2]wasmk.Func
-	m, err := wasmk.Load(refWasm)
-	if err != nil {
-		return fs, err
-	}
-	for i, name := range []string{"dots4", "sum4"} {
-		if fs[i], err = m.Func(name); err != nil {
-			return fs, err
-		}
-	}
-	return fs, nil
-})
+var refKernels = wasmk.Funcs(refWasm, "dots4", "sum4")
 
 // refKernelsBuilt is true: this build has the kernels (they may still
 // fail to load).

@@ -3,10 +3,7 @@
 package attention
 
 import (
-	"context"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/fp8lab/fp8lab/internal/wasmtest"
 )
@@ -19,21 +16,5 @@ import (
 // dequantized cache, bit for bit, through every case those cover), and
 // TestSetTokensBlocks (the cache's store through fp8's kernels).
 func TestWasmKernels(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the js/wasm test binary")
-	}
-	node := wasmtest.Node(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	names := []string{"TestRefKernelsLoad", "TestReferenceCodesBits", "TestReferencePatchedBits", "TestSetTokensBlocks"}
-	times, out, err := wasmtest.Run(ctx, node, t.TempDir(), "^("+strings.Join(names, "|")+")$")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if !strings.Contains(string(out), "--- PASS: "+name) {
-			t.Fatalf("%s did not pass under node:\n%s", name, out)
-		}
-	}
-	t.Logf("build %v, run %v", times.Build.Round(time.Millisecond), times.Run.Round(time.Millisecond))
+	wasmtest.RunTests(t, "TestRefKernelsLoad", "TestReferenceCodesBits", "TestReferencePatchedBits", "TestSetTokensBlocks")
 }

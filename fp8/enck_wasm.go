@@ -21,19 +21,7 @@ var encodeWasm []byte
 // encKernels are encode.wat's table, bf16 and maxrows, loaded on first
 // use; an error (no WebAssembly API to load them with) leaves the Go loops
 // in charge.
-var encKernels = sync.OnceValues(func() ([3]wasmk.Func, error) {
-	var fs [3]wasmk.Func
-	m, err := wasmk.Load(encodeWasm)
-	if err != nil {
-		return fs, err
-	}
-	for i, name := range []string{"table", "bf16", "maxrows"} {
-		if fs[i], err = m.Func(name); err != nil {
-			return fs, err
-		}
-	}
-	return fs, nil
-})
+var encKernels = wasmk.Funcs(encodeWasm, "table", "bf16", "maxrows")
 
 // encKernelsOff turns the kernels off (the tests that compare them with
 // the Go loops).

@@ -19,13 +19,7 @@ var magnitudesWasm []byte
 
 // countKernel is magnitudes.wat's count, loaded on first use; an error (no
 // WebAssembly API to load it with) leaves the Go loop in charge.
-var countKernel = sync.OnceValues(func() (wasmk.Func, error) {
-	m, err := wasmk.Load(magnitudesWasm)
-	if err != nil {
-		return wasmk.Func{}, err
-	}
-	return m.Func("count")
-})
+var countKernel = wasmk.Funcs(magnitudesWasm, "count")
 
 // countKernelOff turns the kernel off (the tests that compare it with the
 // Go loop).
@@ -49,10 +43,11 @@ func countAbsAboveWasm(x []float32, t *[4]uint32, c *[4]int) int {
 	if n < 256 || countKernelOff {
 		return 0
 	}
-	k, err := countKernel()
+	fs, err := countKernel()
 	if err != nil {
 		return 0
 	}
+	k := fs[0]
 	p := countParamsPool.Get().(*countParams)
 	defer countParamsPool.Put(p)
 	p.w = [8]uint32{wasmk.Addr(unsafe.Pointer(&x[0])), uint32(n), t[0], t[1], t[2], t[3], 0, 0}

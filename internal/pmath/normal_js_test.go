@@ -16,11 +16,8 @@ import (
 // the kernel's hand-over of an undecided wedge runs too (it never does
 // with the real margin: TestWedgeExact).
 func TestNormalKernel(t *testing.T) {
-	if _, err := normalKernel(); err != nil {
-		t.Fatalf("the WebAssembly kernel did not load: %v", err)
-	}
-	if _, err := pairsKernel(); err != nil {
-		t.Fatalf("the WebAssembly kernel pairs did not load: %v", err)
+	if _, err := normalKernels(); err != nil {
+		t.Fatalf("the WebAssembly kernels did not load: %v", err)
 	}
 	margin := normalConsts[3]
 	defer func() { normalConsts[3] = margin }()

@@ -18,27 +18,10 @@ import (
 //go:embed wasmk/normal.wasm
 var normalWasm []byte
 
-// normalModule is normal.wat, loaded on first use; an error (no
-// WebAssembly API to load it with) leaves the Go loops in charge.
-var normalModule = sync.OnceValues(func() (*wasmk.Module, error) { return wasmk.Load(normalWasm) })
-
-// normalKernel is normal.wat's fill.
-var normalKernel = sync.OnceValues(func() (wasmk.Func, error) {
-	m, err := normalModule()
-	if err != nil {
-		return wasmk.Func{}, err
-	}
-	return m.Func("fill")
-})
-
-// pairsKernel is normal.wat's pairs.
-var pairsKernel = sync.OnceValues(func() (wasmk.Func, error) {
-	m, err := normalModule()
-	if err != nil {
-		return wasmk.Func{}, err
-	}
-	return m.Func("pairs")
-})
+// normalKernels are normal.wat's fill and pairs, loaded on first use; an
+// error (no WebAssembly API to load them with) leaves the Go loops in
+// charge.
+var normalKernels = wasmk.Funcs(normalWasm, "fill", "pairs")
 
 // pairsParams is a pairs call's parameter block (on the heap: package
 // wasmk): 4 words, then as, bs, bm.
@@ -56,10 +39,11 @@ func pairsWasm(a, b []float32, z []float64, as, bs, bm float64) bool {
 	if len(a) == 0 || normalKernelOff {
 		return false
 	}
-	k, err := pairsKernel()
+	fs, err := normalKernels()
 	if err != nil {
 		return false
 	}
+	k := fs[1]
 	_, _ = b[len(a)-1], z[2*len(a)-1]
 	p := pairsParamsPool.Get().(*pairsParams)
 	defer pairsParamsPool.Put(p)
@@ -98,10 +82,11 @@ func fillNormalWasm(dst []float64, p *rand.PCG) bool {
 	if len(dst) == 0 || normalKernelOff {
 		return false
 	}
-	k, err := normalKernel()
+	fs, err := normalKernels()
 	if err != nil {
 		return false
 	}
+	k := fs[0]
 	w := normalParamsPool.Get().(*normalParams)
 	defer normalParamsPool.Put(w)
 	cur := pcgOf(p)

@@ -68,3 +68,28 @@ func Run(ctx context.Context, node, dir, run string, env ...string) (Times, []by
 	}
 	return times, out, nil
 }
+
+// RunTests runs the tests named in the package's own js/wasm test binary
+// under node (Node, then Run, within ten minutes) and fails t unless each
+// of them passed there; it skips t with -short. It is how a package checks
+// its WebAssembly kernels (package internal/wasmk) against its Go code in
+// the build that runs them.
+func RunTests(t *testing.T, names ...string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the js/wasm test binary")
+	}
+	node := Node(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	times, out, err := Run(ctx, node, t.TempDir(), "^("+strings.Join(names, "|")+")$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Fatalf("%s did not pass under node:\n%s", name, out)
+		}
+	}
+	t.Logf("build %v, run %v", times.Build.Round(time.Millisecond), times.Run.Round(time.Millisecond))
+}
