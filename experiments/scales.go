@@ -457,27 +457,25 @@ func scalesClamped(x []float32, shape fp8.Shape, scales []float32, f fp8.Format)
 	if len(scales) == 1 && bounds[0].ok { // one scale: the whole tensor at once
 		return bounds[0].count(x[:shape.Len()])
 	}
-	i := 0
-	for t := 0; t < shape.Tokens; t++ {
-		for h := 0; h < shape.Heads; h++ {
-			b := bounds[0]
-			if len(scales) > 1 {
-				b = bounds[h]
-			}
-			row := x[i : i+shape.Dim]
-			i += shape.Dim
-			if !b.ok { // a scale that is not a positive finite number: the cast on each
-				for _, y := range row {
+	// A head at a time: its rows, a row of heads apart, counted in one call
+	// (pmath.CountAbsAboveRows: one kernel call in the js/wasm build). The
+	// counts are integers, so their float64 sums are exact in any order.
+	row := shape.Heads * shape.Dim
+	for h := 0; h < shape.Heads; h++ {
+		b := bounds[min(h, len(bounds)-1)]
+		if !b.ok { // a scale that is not a positive finite number: the cast on each
+			for t := 0; t < shape.Tokens; t++ {
+				for _, y := range x[t*row+h*shape.Dim:][:shape.Dim] {
 					s, u := scalesClampedOne(y, scales[min(h, len(scales)-1)], f)
 					sat += s
 					under += u
 				}
-				continue
 			}
-			s, u := b.count(row)
-			sat += s
-			under += u
+			continue
 		}
+		s, u := b.countRows(x[h*shape.Dim:], row, shape.Tokens, shape.Dim)
+		sat += s
+		under += u
 	}
 	return sat, under
 }
@@ -487,7 +485,12 @@ func scalesClamped(x []float32, shape fp8.Shape, scales []float32, f fp8.Format)
 // zero (nonzero ≤ zero+1, so these are the ones between; a NaN is in
 // both), counted by their magnitudes' bits (pmath.CountAbsAbove).
 func (b scalesBound) count(x []float32) (sat, under float64) {
-	c := pmath.CountAbsAbove(x, [4]uint32{b.sat, 0x7f800000, b.nonzero - 1, b.zero})
+	return b.countRows(x, len(x), 1, len(x))
+}
+
+// countRows is count over rows rows of cols elements, rowStride apart in x.
+func (b scalesBound) countRows(x []float32, rowStride, rows, cols int) (sat, under float64) {
+	c := pmath.CountAbsAboveRows(x, rowStride, rows, cols, [4]uint32{b.sat, 0x7f800000, b.nonzero - 1, b.zero})
 	return float64(c[0] - c[1]), float64(c[2] - c[3])
 }
 

@@ -18,5 +18,5 @@ import (
 // (wasmk/magnitudes.wat: TestCountKernel, against the Go loop and the
 // definition; TestCountAbsAbove).
 func TestWasmKernels(t *testing.T) {
-	wasmtest.RunTests(t, "TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestPairsToF32")
+	wasmtest.RunTests(t, "TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestCountAbsAboveRows", "TestPairsToF32")
 }

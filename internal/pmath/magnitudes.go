@@ -1,6 +1,9 @@
 package pmath
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // The magnitudes of float32 values as their bits: x's bits without the
 // sign bit order as |x| does, from +0 (0) through the subnormals and the
@@ -30,7 +33,10 @@ func CountAbsAbove(x []float32, t [4]uint32) [4]int {
 		n := min(len(x), 1<<30)
 		chunk := x[:n]
 		x = x[n:]
-		i := countAbsAboveWasm(chunk, &t, &c) // the js/wasm kernel: the same counts
+		if countRowsWasm(chunk, n, 1, n, &t, &c) { // the js/wasm kernel: the same counts
+			continue
+		}
+		i := 0
 		if haveExpAsm && n >= 8 {
 			i = n &^ 7
 			var v [4]int
@@ -50,6 +56,47 @@ func CountAbsAbove(x []float32, t [4]uint32) [4]int {
 			c3 += (t[3] - a) >> 31
 		}
 		c[0], c[1], c[2], c[3] = c[0]+int(c0), c[1]+int(c1), c[2]+int(c2), c[3]+int(c3)
+	}
+	return c
+}
+
+// CountAbsAboveRows is CountAbsAbove over the rows of a matrix: the counts
+// of rows rows of cols elements whose starts are rowStride apart in x
+// (row r is x[r·rowStride : r·rowStride+cols]), added together: what
+// CountAbsAbove of each row, summed, gives. In the js/wasm build it is one
+// kernel call for all the rows (a head's rows of a [tokens][heads][dim]
+// tensor, 128 elements each, are too short for a call each). It panics if
+// a threshold is 2^31 or more, rows, cols or rowStride is negative, or x is
+// too short for the rows (programming errors).
+func CountAbsAboveRows(x []float32, rowStride, rows, cols int, t [4]uint32) [4]int {
+	for _, v := range t {
+		if v >= 1<<31 {
+			panic("pmath: CountAbsAboveRows with a threshold of 2^31 or more")
+		}
+	}
+	if rows < 0 || cols < 0 || rowStride < 0 {
+		panic("pmath: CountAbsAboveRows with a negative size or stride")
+	}
+	var c [4]int
+	if rows == 0 || cols == 0 {
+		return c
+	}
+	if end := (rows-1)*rowStride + cols; end > len(x) {
+		panic(fmt.Sprintf("pmath: CountAbsAboveRows reads x[:%d] of %d", end, len(x)))
+	}
+	// Calls of fewer than 2^30 elements (the kernel's lane counts are 32-bit).
+	per := max(1, (1<<30-1)/cols)
+	for r0 := 0; r0 < rows; r0 += per {
+		n := min(per, rows-r0)
+		if countRowsWasm(x[r0*rowStride:], rowStride, n, cols, &t, &c) {
+			continue
+		}
+		for r := r0; r < r0+n; r++ {
+			d := CountAbsAbove(x[r*rowStride:][:cols], t)
+			for k := range c {
+				c[k] += d[k]
+			}
+		}
 	}
 	return c
 }

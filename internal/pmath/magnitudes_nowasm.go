@@ -5,5 +5,7 @@ package pmath
 // countKernelOff is magnitudes_wasm.go's switch (no effect here).
 var countKernelOff = false
 
-// countAbsAboveWasm does nothing outside js/wasm.
-func countAbsAboveWasm(x []float32, t *[4]uint32, c *[4]int) int { return 0 }
+// countRowsWasm does nothing outside js/wasm.
+func countRowsWasm(x []float32, rowStride, rows, cols int, t *[4]uint32, c *[4]int) bool {
+	return false
+}

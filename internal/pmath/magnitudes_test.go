@@ -2,8 +2,10 @@ package pmath
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -97,4 +99,45 @@ func BenchmarkMagnitudes(b *testing.B) {
 			CountAbsAbove(x, [4]uint32{0x3f800000, absInf, 0x00800000, 0x01000000})
 		}
 	})
+}
+
+// TestCountAbsAboveRows: the counts of a matrix's rows (strides wider than
+// a row, rows of lengths that are and are not multiples of four, one row,
+// none) equal CountAbsAbove row by row summed, and the definition; bad
+// arguments panic. Under node (TestWasmKernels) this is the kernel's rows.
+func TestCountAbsAboveRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, sh := range []struct{ rows, cols, stride int }{{0, 5, 5}, {1, 300, 300}, {17, 128, 640}, {9, 131, 131}, {40, 7, 9}, {3, 1000, 1003}} {
+		x := magnitudeCases(r, max(1, (sh.rows-1)*sh.stride+sh.cols))
+		th := [4]uint32{0, absInf, uint32(r.Uint32() >> 1), math.Float32bits(x[r.IntN(len(x))]) &^ (1 << 31)}
+		var want [4]int
+		for row := range sh.rows {
+			d := countAbsAboveLoop(x[row*sh.stride:][:sh.cols], th)
+			for k := range want {
+				want[k] += d[k]
+			}
+		}
+		if got := CountAbsAboveRows(x, sh.stride, sh.rows, sh.cols, th); got != want {
+			t.Fatalf("%d rows of %d, stride %d: %v, the definition %v", sh.rows, sh.cols, sh.stride, got, want)
+		}
+	}
+	for _, c := range []struct {
+		name                  string
+		n, stride, rows, cols int
+		th                    uint32
+		want                  string
+	}{
+		{"short", 100, 10, 10, 11, 0, "reads x[:101] of 100"},
+		{"negative", 100, -1, 2, 2, 0, "negative size or stride"},
+		{"threshold", 100, 10, 2, 2, 1 << 31, "threshold of 2^31"},
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), c.want) {
+					t.Errorf("%s: panic %v, want %q", c.name, p, c.want)
+				}
+			}()
+			CountAbsAboveRows(make([]float32, c.n), c.stride, c.rows, c.cols, [4]uint32{c.th})
+		}()
+	}
 }

@@ -34,27 +34,27 @@ type countParams struct {
 
 var countParamsPool = sync.Pool{New: func() any { return new(countParams) }}
 
-// countAbsAboveWasm counts the first n&^3 elements of x (n = len(x), below
-// 2^30) as CountAbsAbove's loop does, through magnitudes.wat's kernel, and
-// returns how many it counted (0 when the kernel is not loaded or x is
-// shorter than a kernel call pays for).
-func countAbsAboveWasm(x []float32, t *[4]uint32, c *[4]int) int {
-	n := len(x) &^ 3
-	if n < 256 || countKernelOff {
-		return 0
+// countRowsWasm adds to c the counts of rows rows of cols elements,
+// rowStride apart in x (rows·cols below 2^30), as CountAbsAbove's loop
+// counts them, through magnitudes.wat's kernel, and reports whether it ran
+// (false when the kernel is not loaded or the rows are fewer elements than
+// a kernel call pays for: 256).
+func countRowsWasm(x []float32, rowStride, rows, cols int, t *[4]uint32, c *[4]int) bool {
+	if rows*cols < 256 || countKernelOff {
+		return false
 	}
 	fs, err := countKernel()
 	if err != nil {
-		return 0
+		return false
 	}
-	k := fs[0]
+	_ = x[(rows-1)*rowStride+cols-1]
 	p := countParamsPool.Get().(*countParams)
 	defer countParamsPool.Put(p)
-	p.w = [8]uint32{wasmk.Addr(unsafe.Pointer(&x[0])), uint32(n), t[0], t[1], t[2], t[3], 0, 0}
-	k.Call(wasmk.Addr(unsafe.Pointer(p)))
+	p.w = [8]uint32{wasmk.Addr(unsafe.Pointer(&x[0])), uint32(cols), t[0], t[1], t[2], t[3], uint32(rows), uint32(rowStride)}
+	fs[0].Call(wasmk.Addr(unsafe.Pointer(p)))
 	runtime.KeepAlive(x)
 	for i := range c {
 		c[i] += int(p.c[i])
 	}
-	return n
+	return true
 }
