@@ -31,9 +31,10 @@ func wasmRowsReady() bool {
 // step).
 var wasmRowsOff = false
 
-// wasmRowsScratch is one dotRowsWasm call's parameter block, a's
-// exponents and values (the kernel writes them) and the rows' progress: on the heap (a kernel reads
-// only heap memory: package wasmk), reused through wasmRowsPool.
+// wasmRowsScratch is one dotRowsWasm call's parameter block, a's exponents
+// and values (the kernel writes them) and the rows' progress: on the heap
+// (a kernel reads only heap memory: package wasmk), reused through
+// wasmRowsPool.
 type wasmRowsScratch struct {
 	params [16]uint32
 	expA   [maxRowsA]int32

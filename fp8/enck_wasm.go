@@ -48,10 +48,10 @@ func (f Format) encodeRowsWasm(dst []uint16, dstRow, dstCol int, src []float32, 
 	var p *encParams
 	k := 1 // bf16
 	if f != FormatBF16 {
-		if f >= numFormats || f == FormatFP16 || f == FormatTF32 || f == FormatUE8M0 {
+		if f >= numFormats {
 			return false
 		}
-		if p = encTable[f]; p == nil || sat > NoSat || p.mbits > 3 {
+		if p = encTable[f]; p == nil || !p.tabled(sat) {
 			return false
 		}
 		k = 0

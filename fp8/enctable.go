@@ -70,10 +70,15 @@ func (p *encParams) buildCodes(sat Saturation) []uint16 {
 	return t
 }
 
+// tabled reports whether p's format converts through a code table with
+// saturation sat: a saturation with a table (SatFinite, NoSat) and at most
+// 3 fraction bits (with more, the lower half of a float32 rounds too).
+func (p *encParams) tabled(sat Saturation) bool { return sat <= NoSat && p.mbits <= 3 }
+
 // encodeScalar is encodeLoop, through the code table for a slice of at
 // least encTableMin elements.
 func (p *encParams) encodeScalar(dst []uint16, stride int, src []float32, scale float32, divide bool, sat Saturation) {
-	if len(src) < encTableMin || sat > NoSat || p.mbits > 3 { // more fraction bits: the lower half rounds too
+	if len(src) < encTableMin || !p.tabled(sat) {
 		p.encodeLoop(dst, stride, src, scale, divide, sat)
 		return
 	}

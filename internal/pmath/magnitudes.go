@@ -84,8 +84,9 @@ func CountAbsAboveRows(x []float32, rowStride, rows, cols int, t [4]uint32) [4]i
 	if end := (rows-1)*rowStride + cols; end > len(x) {
 		panic(fmt.Sprintf("pmath: CountAbsAboveRows reads x[:%d] of %d", end, len(x)))
 	}
-	// Calls of fewer than 2^30 elements (the kernel's lane counts are 32-bit).
-	per := max(1, (1<<30-1)/cols)
+	// Calls of at most 2^30 elements, as CountAbsAbove's chunks (the
+	// kernel's counts are 32-bit).
+	per := max(1, (1<<30)/cols)
 	for r0 := 0; r0 < rows; r0 += per {
 		n := min(per, rows-r0)
 		if countRowsWasm(x[r0*rowStride:], rowStride, n, cols, &t, &c) {

@@ -35,7 +35,7 @@ type countParams struct {
 var countParamsPool = sync.Pool{New: func() any { return new(countParams) }}
 
 // countRowsWasm adds to c the counts of rows rows of cols elements,
-// rowStride apart in x (rows·cols below 2^30), as CountAbsAbove's loop
+// rowStride apart in x (rows·cols at most 2^30), as CountAbsAbove's loop
 // counts them, through magnitudes.wat's kernel, and reports whether it ran
 // (false when the kernel is not loaded or the rows are fewer elements than
 // a kernel call pays for: 256).

@@ -15,9 +15,8 @@ type Module struct{ exports js.Value }
 // Func is one exported kernel.
 type Func struct{ f js.Value }
 
-// Load compiles and instantiates the module code (once per program for the
-// same code: the caller keeps the Module) with the Go program's memory as
-// env.mem.
+// Load compiles and instantiates the module code with the Go program's
+// memory as env.mem (each call anew: Funcs keeps a module's exports).
 func Load(code []byte) (m *Module, err error) {
 	defer func() {
 		if p := recover(); p != nil { // a JavaScript exception

@@ -10,10 +10,10 @@ import (
 )
 
 // TestWasmKernelsBuilt checks that every embedded kernel module of the
-// repository (*/wasmk/*.wasm and */*/wasmk/*.wasm) is the build of its source: wat2wasm
-// (Debian's wabt) run on each .wat file gives its .wasm byte for byte, and
-// no .wasm is without its .wat. Without wat2wasm it skips, or fails under
-// CI=true.
+// repository (*/wasmk/*.wasm and */*/wasmk/*.wasm) is the build of its
+// source: wat2wasm (Debian's wabt) run on each .wat file gives its .wasm
+// byte for byte, and no .wasm is without its .wat. Without wat2wasm it
+// skips, or fails under CI=true.
 func TestWasmKernelsBuilt(t *testing.T) {
 	wat2wasm, err := exec.LookPath("wat2wasm")
 	if err != nil {

@@ -9,7 +9,7 @@
 ;; count(P): P is the address of 8 u32 words:
 ;;   0 x (f32)   1 cols   2-5 the thresholds t[0..3]   6 rows
 ;;   7 rowStride (elements between the rows' starts)
-;; rows*cols below 2^30; the four counts over every row are written to P+32
+;; rows*cols at most 2^30; the four counts over every row are written to P+32
 ;; (u32 each).
 (module
   (import "env" "mem" (memory 0))
