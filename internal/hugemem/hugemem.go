@@ -36,9 +36,9 @@ const PageBytes = 2 << 20
 // Advise asks that the whole 2 MiB pages inside s's capacity be backed by
 // huge pages when they are first touched (Linux: madvise MADV_HUGEPAGE;
 // elsewhere, for buffers under MinBytes, and with FP8LAB_HUGEPAGES=off in
-// the environment, nothing). Pages already
-// touched keep their small pages. It is a hint: errors are ignored, s's
-// contents are unchanged, and it returns s.
+// the environment, nothing). Pages already touched keep their small pages.
+// It is a hint: errors are ignored, s's contents are unchanged, and it
+// returns s.
 func Advise[T any](s []T) []T {
 	var zero T
 	n := uintptr(cap(s)) * unsafe.Sizeof(zero)
