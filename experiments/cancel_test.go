@@ -37,7 +37,7 @@ func TestContractionStreamSameNumbers(t *testing.T) {
 		for _, k := range []int{1, 100, 1056, 4096, 5000} {
 			a, b := gen.draw(sim.TrialRand(3, dist, k), k, 8)
 			want := contractionRun(context.Background(), models, promote, a, b)
-			got := contractionStream(context.Background(), gen, sim.TrialRand(3, dist, k), k, 8, models, promote)
+			got := contractionStream(context.Background(), gen, sim.TrialSource(3, dist, k), k, 8, models, promote)
 			if !slices.Equal(got.rel, want.rel) || !slices.Equal(got.bias, want.bias) {
 				t.Errorf("%s K=%d: streamed %v %v, all at once %v %v", dist, k, got.rel, got.bias, want.rel, want.bias)
 			}

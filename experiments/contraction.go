@@ -254,8 +254,11 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	summary := map[string]float64{}
 	for _, k := range ks {
 		key := fmt.Sprintf("contraction %s K=%d", dist, k)
-		res, err := sim.Trials(ctx, run, key, trials, func(_ int, rng *rand.Rand) contractionTrial {
-			t := contractionStream(ctx, gen, rng, k, cols, models, promote)
+		res, err := sim.Trials(ctx, run, key, trials, func(trial int, _ *rand.Rand) contractionTrial {
+			// The trial's generator is sim.Trials's (TrialRand) with its
+			// PCG at hand: the codes are drawn from the PCG's state itself
+			// (pmath.AliasPCG), the same numbers.
+			t := contractionStream(ctx, gen, sim.TrialSource(run.Seed, key, trial), k, cols, models, promote)
 			run.Advance(int64(k) - 1)
 			return t
 		})
@@ -304,17 +307,18 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 	return nil
 }
 
-// contractionStream is one trial: it draws the row a and then the cols
-// columns b one at a time, in the order of contractionGen.draw (so the
-// numbers are those of contractionRun on draw's output), and computes each
+// contractionStream is one trial: from the trial's PCG src it draws the row
+// a and then the cols columns b one at a time, in the order of
+// contractionGen.draw on rand.New(src) (so the numbers are those of
+// contractionRun on draw's output), and computes each
 // column's exact reference and every series' output before drawing the
 // next. A trial so holds a, one column and the row's logits — 12·k bytes —
 // not cols+1 rows (0.55 GiB at k = 4M and 64 columns), and it looks at ctx
 // before each column and each series' dot product: one dot product of at
 // most k elements (tens of milliseconds at k = 4M) between looks.
-func contractionStream(ctx context.Context, gen *contractionGen, rng *rand.Rand, k, cols int, models []accum.Model, promote []int) contractionTrial {
+func contractionStream(ctx context.Context, gen *contractionGen, src *rand.PCG, k, cols int, models []accum.Model, promote []int) contractionTrial {
 	t := contractionTrial{rel: make([]float64, len(models)), bias: make([]float64, len(models))}
-	a := gen.row(ctx, rng, k)
+	a := gen.row(ctx, src, rand.New(src), k)
 	if a == nil {
 		return t // cancelled
 	}
@@ -335,7 +339,7 @@ func contractionStream(ctx context.Context, gen *contractionGen, rng *rand.Rand,
 				return t
 			}
 			col := b[r*k:][:k]
-			gen.column(rng, col)
+			gen.column(src, col)
 			ref[j0+r] = accum.ExactDot(fp8.FormatE4M3, a, col, 0)
 		}
 		for i, m := range models {

@@ -27,13 +27,13 @@ const contractionPVRows = 64
 type contractionGen struct {
 	dist  string
 	sigma float64
-	a, b  *contractionAlias // samplers of a (nil for pv: see pvRow) and of b
+	a, b  *pmath.AliasTable // samplers of a (nil for pv: see pvRow) and of b
 }
 
 // newContractionGen prepares the samplers of a distribution.
 func newContractionGen(dist string, sigma float64) (*contractionGen, error) {
 	g := &contractionGen{dist: dist, sigma: sigma}
-	normal := func(mu float64) *contractionAlias {
+	normal := func(mu float64) *pmath.AliasTable {
 		return newContractionAlias(contractionCodeMass(func(lo, hi float64) float64 { return contractionNormalMass(lo-mu, hi-mu) }))
 	}
 	uniform := newContractionAlias(contractionCodeMass(func(lo, hi float64) float64 {
@@ -54,27 +54,40 @@ func newContractionGen(dist string, sigma float64) (*contractionGen, error) {
 	return g, nil
 }
 
-// draw returns one row a of k codes and cols columns b of k codes each.
+// draw returns one row a of k codes and cols columns b of k codes each,
+// drawn one code at a time from rng: the definition that
+// contractionStream's draws from the PCG itself (pmath.AliasPCG) are
+// tested against.
 func (g *contractionGen) draw(rng *rand.Rand, k, cols int) (a []uint16, b [][]uint16) {
-	a = g.row(context.Background(), rng, k)
+	a = make([]uint16, k)
+	if g.a != nil {
+		for i := range a {
+			a[i] = uint16(g.a.Draw(rng.Uint64()))
+		}
+	} else {
+		g.pvRow(context.Background(), rng, a)
+	}
 	b = make([][]uint16, cols)
 	for j := range b {
 		b[j] = make([]uint16, k)
-		g.column(rng, b[j])
+		for i := range b[j] {
+			b[j][i] = uint16(g.b.Draw(rng.Uint64()))
+		}
 	}
 	return a, b
 }
 
-// row draws the row a of k codes, the first draw of a trial. It returns
-// nil once ctx is cancelled, looking every 65536 elements.
-func (g *contractionGen) row(ctx context.Context, rng *rand.Rand, k int) []uint16 {
+// row draws the row a of k codes, the first draw of a trial, from src (rng
+// is rand.New(src): the same stream). It returns nil once ctx is
+// cancelled, looking every 65536 elements.
+func (g *contractionGen) row(ctx context.Context, src *rand.PCG, rng *rand.Rand, k int) []uint16 {
 	a := make([]uint16, k)
 	if g.a != nil {
-		for i := range a {
-			if i%65536 == 0 && ctx.Err() != nil {
+		for i := 0; i < k; i += 65536 {
+			if ctx.Err() != nil {
 				return nil
 			}
-			a[i] = g.a.draw(rng)
+			pmath.AliasPCG(a[i:min(i+65536, k)], src, g.a)
 		}
 	} else if !g.pvRow(ctx, rng, a) {
 		return nil
@@ -82,12 +95,10 @@ func (g *contractionGen) row(ctx context.Context, rng *rand.Rand, k int) []uint1
 	return a
 }
 
-// column fills b with one column of codes, drawn after the row and the
-// columns before it.
-func (g *contractionGen) column(rng *rand.Rand, b []uint16) {
-	for i := range b {
-		b[i] = g.b.draw(rng)
-	}
+// column fills b with one column of codes from src, drawn after the row
+// and the columns before it.
+func (g *contractionGen) column(src *rand.PCG, b []uint16) {
+	pmath.AliasPCG(b, src, g.b)
 }
 
 // pvRow fills a with one row of P scaled into e4m3 as
@@ -253,19 +264,13 @@ func contractionCodeMass(mass func(lo, hi float64) float64) *[256]float64 {
 	return &p
 }
 
-// contractionAlias samples codes by Walker's alias method: one 64-bit draw,
-// its top 8 bits a column, its low 56 bits compared with the column's
-// threshold.
-type contractionAlias struct {
-	thr   [256]uint64
-	alias [256]uint8
-}
-
-// newContractionAlias builds the sampler of the (unnormalised) probabilities
-// p by Vose's algorithm.
-func newContractionAlias(p *[256]float64) *contractionAlias {
+// newContractionAlias builds the alias sampler (pmath.AliasTable: one
+// 64-bit draw, its top 8 bits a column, its low 56 bits compared with the
+// column's threshold) of the (unnormalised) probabilities p by Vose's
+// algorithm.
+func newContractionAlias(p *[256]float64) *pmath.AliasTable {
 	const one = 1 << 56
-	var s contractionAlias
+	var s pmath.AliasTable
 	total := 0.0
 	for _, x := range p {
 		total += x
@@ -283,8 +288,8 @@ func newContractionAlias(p *[256]float64) *contractionAlias {
 	for len(small) > 0 && len(large) > 0 {
 		l, g := small[len(small)-1], large[len(large)-1]
 		small = small[:len(small)-1]
-		s.thr[l] = uint64(q[l] * one)
-		s.alias[l] = uint8(g)
+		s.Thr[l] = uint64(q[l] * one)
+		s.Alias[l] = uint8(g)
 		q[g] -= 1 - q[l]
 		if q[g] < 1 {
 			large = large[:len(large)-1]
@@ -292,17 +297,7 @@ func newContractionAlias(p *[256]float64) *contractionAlias {
 		}
 	}
 	for _, i := range append(small, large...) { // leftovers are 1 up to rounding
-		s.thr[i], s.alias[i] = one, uint8(i)
+		s.Thr[i], s.Alias[i] = one, uint8(i)
 	}
 	return &s
-}
-
-// draw returns one code.
-func (s *contractionAlias) draw(rng *rand.Rand) uint16 {
-	u := rng.Uint64()
-	i := u >> 56
-	if u&(1<<56-1) < s.thr[i] {
-		return uint16(i)
-	}
-	return uint16(s.alias[i])
 }

@@ -302,7 +302,7 @@ func TestContractionAliasMatchesCast(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			var alias, cast [256]int
 			for range n {
-				alias[s.draw(r)]++
+				alias[s.Draw(r.Uint64())]++
 				cast[fp8.EncodeE4M3(float32(tc.draw(r)), fp8.SatFinite)]++
 			}
 			for name, h := range map[string]*[256]int{"alias": &alias, "cast": &cast} {

@@ -13,10 +13,11 @@ import (
 // (wasmk/normal.wat: TestNormalKernel, it loads and gives the Go loop's
 // variates; TestFillNormalMatches, against NormFloat64 draw by draw;
 // TestNormalsPCG, the parallel generator built on it), PairsToF32
-// (normal.wat's pairs: TestPairsToF32, specials and negative scales) and
+// (normal.wat's pairs: TestPairsToF32, specials and negative scales),
+// AliasPCG (normal.wat's alias: TestAliasPCG, against rand.Rand's draws) and
 // CountAbsAbove
 // (wasmk/magnitudes.wat: TestCountKernel, against the Go loop and the
 // definition; TestCountAbsAbove).
 func TestWasmKernels(t *testing.T) {
-	wasmtest.RunTests(t, "TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestCountAbsAboveRows", "TestPairsToF32")
+	wasmtest.RunTests(t, "TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestCountAbsAboveRows", "TestPairsToF32", "TestAliasPCG")
 }

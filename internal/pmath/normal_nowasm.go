@@ -12,3 +12,6 @@ func fillNormalWasm(dst []float64, p *rand.PCG) bool { return false }
 
 // pairsWasm does nothing outside js/wasm.
 func pairsWasm(a, b []float32, z []float64, as, bs, bm float64) bool { return false }
+
+// aliasWasm does nothing outside js/wasm.
+func aliasWasm(dst []uint16, p *rand.PCG, s *AliasTable) bool { return false }

@@ -18,10 +18,10 @@ import (
 //go:embed wasmk/normal.wasm
 var normalWasm []byte
 
-// normalKernels are normal.wat's fill and pairs, loaded on first use; an
-// error (no WebAssembly API to load them with) leaves the Go loops in
-// charge.
-var normalKernels = wasmk.Funcs(normalWasm, "fill", "pairs")
+// normalKernels are normal.wat's fill, pairs and alias, loaded on first
+// use; an error (no WebAssembly API to load them with) leaves the Go loops
+// in charge.
+var normalKernels = wasmk.Funcs(normalWasm, "fill", "pairs", "alias")
 
 // pairsParams is a pairs call's parameter block (on the heap: package
 // wasmk): 4 words, then as, bs, bm.
@@ -106,5 +106,37 @@ func fillNormalWasm(dst []float64, p *rand.PCG) bool {
 	}
 	runtime.KeepAlive(dst)
 	p.Seed(cur.hi, cur.lo)
+	return true
+}
+
+// aliasParams is an alias call's parameter block (on the heap: package
+// wasmk): 4 words, then the state.
+type aliasParams struct {
+	w  [4]uint32
+	st [2]uint64 // hi, lo
+}
+
+var aliasParamsPool = sync.Pool{New: func() any { return new(aliasParams) }}
+
+// aliasWasm is AliasPCG through normal.wat's alias, false (having done
+// nothing) when the kernel is not loaded or normalKernelOff is set.
+func aliasWasm(dst []uint16, p *rand.PCG, s *AliasTable) bool {
+	if normalKernelOff {
+		return false
+	}
+	fs, err := normalKernels()
+	if err != nil {
+		return false
+	}
+	w := aliasParamsPool.Get().(*aliasParams)
+	defer aliasParamsPool.Put(w)
+	cur := pcgOf(p)
+	w.w = [4]uint32{wasmk.Addr(unsafe.Pointer(&dst[0])), uint32(len(dst)),
+		wasmk.Addr(unsafe.Pointer(&s.Thr[0])), wasmk.Addr(unsafe.Pointer(&s.Alias[0]))}
+	w.st = [2]uint64{cur.hi, cur.lo}
+	fs[2].Call(wasmk.Addr(unsafe.Pointer(w)))
+	runtime.KeepAlive(dst)
+	runtime.KeepAlive(s)
+	p.Seed(w.st[0], w.st[1])
 	return true
 }

@@ -12,7 +12,8 @@
 ;; within its margin), is left to the caller: the kernel stops with the
 ;; state of that draw's current Uint64, from which zigSlow goes on.
 ;;
-;; (The module also holds pairs, PairsToF32's loop: below.)
+;; (The module also holds pairs, PairsToF32's loop, and alias, AliasPCG's:
+;; below.)
 ;;
 ;; fill(P): P is the address of 8 u32 words and two u64:
 ;;   0 dst (f64[n])   1 n   2 zk (i64[128])   3 zw (f64[128])
@@ -189,4 +190,53 @@
         (local.set $b (i32.add (local.get $b) (i32.const 4)))
         (local.set $z (i32.add (local.get $z) (i32.const 16)))
         (br $l))))
+
+  ;; alias(P): AliasPCG (alias.go) for n draws: u, the next Uint64 of the
+  ;; PCG (the step and output written out as in fill), then
+  ;; dst[j] = i if u & (2^56 - 1) < thr[i] (unsigned), else alias[i], with
+  ;; i = u >> 56. P is the address of 4 u32 words (0 dst (u16[n]), 1 n,
+  ;; 2 thr (u64[256]), 3 alias (u8[256])), then the state's hi at P+16 and
+  ;; its lo at P+24 (u64): in, the state of the last Uint64 drawn; out, the
+  ;; same after the n draws.
+  (func $alias (export "alias") (param $P i32)
+    (local $dst i32) (local $end i32) (local $thr i32) (local $al i32) (local $i i32)
+    (local $hi i64) (local $lo i64) (local $u i64)
+    (local $t0 i64) (local $t1 i64) (local $t2 i64) (local $t3 i64) (local $t4 i64)
+    (local.set $dst (i32.load offset=0 (local.get $P)))
+    (local.set $end (i32.add (local.get $dst) (i32.shl (i32.load offset=4 (local.get $P)) (i32.const 1))))
+    (local.set $thr (i32.load offset=8 (local.get $P)))
+    (local.set $al (i32.load offset=12 (local.get $P)))
+    (local.set $hi (i64.load offset=16 (local.get $P)))
+    (local.set $lo (i64.load offset=24 (local.get $P)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $dst) (local.get $end)))
+        (local.set $t0 (i64.mul (i64.and (local.get $lo) (i64.const 0xffffffff)) (i64.and (global.get $mulLo) (i64.const 0xffffffff))))
+        (local.set $t1 (i64.mul (i64.and (local.get $lo) (i64.const 0xffffffff)) (i64.shr_u (global.get $mulLo) (i64.const 32))))
+        (local.set $t2 (i64.mul (i64.shr_u (local.get $lo) (i64.const 32)) (i64.and (global.get $mulLo) (i64.const 0xffffffff))))
+        (local.set $t3 (i64.add
+          (i64.add (i64.mul (i64.shr_u (local.get $lo) (i64.const 32)) (i64.shr_u (global.get $mulLo) (i64.const 32))) (i64.shr_u (local.get $t1) (i64.const 32)))
+          (i64.add (i64.shr_u (local.get $t2) (i64.const 32))
+            (i64.shr_u
+              (i64.add (i64.add (i64.shr_u (local.get $t0) (i64.const 32)) (i64.and (local.get $t1) (i64.const 0xffffffff)))
+                (i64.and (local.get $t2) (i64.const 0xffffffff)))
+              (i64.const 32)))))
+        (local.set $t3 (i64.add (local.get $t3) (i64.add (i64.mul (local.get $hi) (global.get $mulLo)) (i64.mul (local.get $lo) (global.get $mulHi)))))
+        (local.set $t4 (i64.mul (local.get $lo) (global.get $mulLo)))
+        (local.set $lo (i64.add (local.get $t4) (global.get $incLo)))
+        (local.set $hi (i64.add (i64.add (local.get $t3) (global.get $incHi)) (i64.extend_i32_u (i64.lt_u (local.get $lo) (local.get $t4)))))
+        (local.set $t0 (i64.xor (local.get $hi) (i64.shr_u (local.get $hi) (i64.const 32))))
+        (local.set $t0 (i64.mul (local.get $t0) (i64.const 0xda942042e4dd58b5)))
+        (local.set $u (i64.mul (i64.xor (local.get $t0) (i64.shr_u (local.get $t0) (i64.const 48))) (i64.or (local.get $lo) (i64.const 1))))
+        (local.set $i (i32.wrap_i64 (i64.shr_u (local.get $u) (i64.const 56))))
+        (i32.store16 (local.get $dst)
+          (select
+            (local.get $i)
+            (i32.load8_u (i32.add (local.get $al) (local.get $i)))
+            (i64.lt_u (i64.and (local.get $u) (i64.const 0xffffffffffffff))
+              (i64.load (i32.add (local.get $thr) (i32.shl (local.get $i) (i32.const 3)))))))
+        (local.set $dst (i32.add (local.get $dst) (i32.const 2)))
+        (br $next)))
+    (i64.store offset=16 (local.get $P) (local.get $hi))
+    (i64.store offset=24 (local.get $P) (local.get $lo)))
 )
