@@ -13,3 +13,9 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool { 
 
 // dotWasm does nothing outside js/wasm.
 func (m *tfdpa) dotWasm(a, b []uint16, c float32) (float32, bool) { return 0, false }
+
+// wasmBaselineOff is baseline_wasm.go's switch (no effect here).
+var wasmBaselineOff = false
+
+// dotRowsWasm does nothing outside js/wasm.
+func (m *baseline) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool { return false }

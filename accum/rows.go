@@ -16,6 +16,9 @@ func DotRows(m Model, a, b []uint16, stride int, c, out []float32) {
 	if len(out) > 0 {
 		_ = b[(len(out)-1)*stride+len(a)-1]
 	}
+	if bl, ok := m.(*baseline); ok && bl.dotRowsWasm(a, b, stride, c, out) {
+		return // the js/wasm kernel: the same bits
+	}
 	t, ok := m.(*tfdpa)
 	if !ok || t.fast == nil || len(a) > maxRowsA {
 		for r := range out {

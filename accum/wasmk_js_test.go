@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/fp8lab/fp8lab/fp8"
 )
 
 // TestWasmKernelDotRows compares chain.wat's kernel (dotRowsWasm) with the
@@ -165,4 +167,134 @@ func TestWasmKernelDot(t *testing.T) {
 		}
 	}
 	t.Logf("%d dot products, kernel against the Go steps: the same bits", tested)
+}
+
+// TestWasmKernelBaselines compares baseline.wat's kernel (DotRows of a
+// baseline) with the Go loops of baseline.Dot, bit for bit: every kernel
+// baseline (fp32, fp32.fma, fp64, kahan, pairwise), the code tables of
+// e4m3, e5m2, fp16 and bf16 and a table of random float32 values (with
+// subnormals, infinities and NaNs, whose products are not exact in
+// float32, so that FMA32's rounding to odd and every rounding of the
+// chains are exercised), accumulators from zero and negative zero to inf
+// and NaN, and lengths that take each written-out subtree of pairwise.
+func TestWasmKernelBaselines(t *testing.T) {
+	if _, err := wasmBaselineRows(); err != nil {
+		t.Fatalf("the WebAssembly kernel did not load: %v", err)
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	random := new([1 << 16]float32)
+	for i := range random {
+		switch r.IntN(40) {
+		case 0:
+			random[i] = float32(math.Inf(1 - 2*r.IntN(2)))
+		case 1:
+			random[i] = float32(math.NaN())
+		case 2:
+			random[i] = math.Float32frombits(r.Uint32() & 0x807fffff) // subnormal
+		default:
+			random[i] = float32(r.NormFloat64() * math.Exp2(float64(r.IntN(80)-40)))
+		}
+	}
+	tables := map[string]*[1 << 16]float32{"random": random}
+	formats := map[string]fp8.Format{}
+	for _, f := range []fp8.Format{fp8.FormatE4M3, fp8.FormatE5M2, fp8.FormatFP16, fp8.FormatBF16} {
+		tables[f.String()], formats[f.String()] = float32Values(f), f
+	}
+	cs := []float32{0, float32(math.Copysign(0, -1)), math.Float32frombits(1), 3.5, -1e30, 6e37, math.MaxFloat32,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	// FMA32's rounding to odd decides only where the float64 sum lands on
+	// a float32 midpoint or next to one: products 2^6 ± a little
+	// (2^6·(1+2^-12) times 1-2^-12+2^-24 is 2^6 + 2^-30; 2^6·(1+2^-15)
+	// times 1-2^-15 is 2^6 - 2^-24) onto c = 2^30 and 2^30 + 2^7 in both
+	// signs round to the midpoint in float64, and to the float32 on the
+	// side of the exact sum only when the float64 is moved off it toward
+	// the error; 2^6·(1+1984·2^-23) times 1-3967·2^-24 onto 2^30 rounds to
+	// an odd float64 next to the midpoint, which moved (the parity test
+	// left out) would land on it; 2^15·(1+2^-23) times 2^15·(1-2^-24) onto
+	// c = 2^-17 + 2^-40 is the first case with the product the larger term
+	// (TwoSum's error from c's side).
+	mids := new([1 << 16]float32)
+	mids[1], mids[2] = 0x1p6*(1+0x1p-12), 1-0x1p-12+0x1p-24
+	mids[3], mids[4] = 0x1p6*(1+0x1p-15), 1-0x1p-15
+	mids[5], mids[6] = -mids[1], -mids[3]
+	mids[7], mids[8] = 0x1p6*(1+1984*0x1p-23), 1-3967*0x1p-24
+	mids[9], mids[10] = 0x1p15*(1+0x1p-23), 0x1p15*(1-0x1p-24) // 2^30 + 2^6 - 2^-17, onto c = 2^-17 + 2^-40
+	// twice rounds the float64 sum to float32; always moves it toward the
+	// error whatever its parity.
+	twice := func(a, b, c float32) float32 { return float32(float64(a)*float64(b) + float64(c)) }
+	always := func(a, b, c float32) float32 {
+		p, s := float64(a)*float64(b), float64(c)
+		r := p + s
+		bv := r - p
+		if e := (p - (r - bv)) + (s - bv); e != 0 {
+			r = math.Nextafter(r, math.Copysign(math.Inf(1), e))
+		}
+		return float32(r)
+	}
+	for _, tc := range []struct {
+		a, b          uint16
+		c             float32
+		twice, always bool // FMA32 differs from twice's, always's result
+	}{{1, 2, 0x1p30, true, false}, {1, 2, 0x1p30 + 0x1p7, false, false}, {3, 4, 0x1p30, false, false},
+		{3, 4, 0x1p30 + 0x1p7, true, false}, {5, 2, -0x1p30, true, false}, {6, 4, -(0x1p30 + 0x1p7), true, false},
+		{7, 8, 0x1p30, false, true}, {9, 10, 0x1p-17 + 0x1p-40, true, false}} {
+		m := &baseline{kind: baseFMA, val: mids}
+		x, y := mids[tc.a], mids[tc.b]
+		got := make([]float32, 1)
+		DotRows(m, []uint16{tc.a}, []uint16{tc.b}, 1, []float32{tc.c}, got)
+		if w := FMA32(x, y, tc.c); got[0] != w {
+			t.Fatalf("FMA32(%v, %v, %v): kernel %v, Go %v", x, y, tc.c, got[0], w)
+		}
+		if (got[0] != twice(x, y, tc.c)) != tc.twice || (got[0] != always(x, y, tc.c)) != tc.always {
+			t.Fatalf("FMA32(%v, %v, %v) = %v, rounded twice %v, moved always %v: the case is not what it was made to be",
+				x, y, tc.c, got[0], twice(x, y, tc.c), always(x, y, tc.c))
+		}
+	}
+	for name, val := range tables {
+		for kind := baseFP32; kind < baseExact; kind++ {
+			m := &baseline{kind: kind, val: val}
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 100, 1023, 4096} {
+				const rows = 7
+				stride := n + 3
+				a, b := make([]uint16, n), make([]uint16, rows*stride)
+				for i := range a {
+					a[i] = uint16(r.Uint32())
+				}
+				for i := range b {
+					b[i] = uint16(r.Uint32())
+				}
+				if f, ok := formats[name]; ok { // the format's codes, finite but for 1 in 500
+					bits := f.CodeBits()
+					for _, x := range [][]uint16{a, b} {
+						for i := range x {
+							x[i] &= uint16(1<<bits - 1)
+							if v := float64(val[x[i]]); (math.IsInf(v, 0) || math.IsNaN(v)) && r.IntN(500) != 0 {
+								x[i] &^= 1 << (bits - 2) // the top exponent bit off: finite
+							}
+						}
+					}
+				}
+				c := make([]float32, rows)
+				for i := range c {
+					c[i] = cs[r.IntN(len(cs))]
+				}
+				for _, cc := range [][]float32{nil, c} {
+					got, want := make([]float32, rows), make([]float32, rows)
+					DotRows(m, a, b, stride, cc, got)
+					wasmBaselineOff = true
+					DotRows(m, a, b, stride, cc, want)
+					wasmBaselineOff = false
+					for i := range got {
+						// A NaN's sign and payload are not the Go code's
+						// either: WebAssembly leaves them open, and Go's
+						// own WebAssembly and amd64 code differ there.
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+							t.Fatalf("%s %s n %d row %d (c %v): kernel %v (%#08x), Go %v (%#08x)", name, baselineNames[kind], n, i, cc != nil,
+								got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
+					}
+				}
+			}
+		}
+	}
 }
