@@ -202,6 +202,10 @@ func (Scales) Run(ctx context.Context, run *sim.Run) error {
 	return nil
 }
 
+// scalesChunk is the tokens of a trial's cache drawn at a time (it
+// divides 1024, the tokens between looks at ctx).
+const scalesChunk = 64
+
 // scalesTrial draws one cache and query and runs every series, the
 // series side by side on their own goroutines. With g set (device gpu)
 // the kernels run on the GPU (wgsl.SimDecode, bit for bit attention.Run):
@@ -223,20 +227,18 @@ func scalesTrial(ctx context.Context, src *rand.PCG, v sim.Values, dtype fp8.For
 	k, vv := make([]float32, shape.Len()), make([]float32, shape.Len())
 	valueMean := v.Float("value-mean") // read once: a map lookup per element was 5 % of a run in wasm
 	// k[i] and vv[i] from the normals 2i and 2i+1 of src, i = (t·kvh+h)·d+x
-	// (one NormFloat64 call each, in that order), a token at a time.
-	z := make([]float64, 2*kvh*d)
-	for t := 0; t < n; t++ {
+	// (one NormFloat64 call each, in that order): k[i] = float32(mag[h]·z),
+	// vv[i] = float32(mag[h]·(valueMean + z')), scalesChunk tokens at a
+	// time (a kernel call each in the js/wasm build).
+	z := make([]float64, 2*kvh*d*min(n, scalesChunk))
+	for t := 0; t < n; t += scalesChunk {
 		if t%1024 == 0 && ctx.Err() != nil {
 			return scalesResult{e: ctx.Err()}
 		}
-		pmath.FillNormal(z, src)
-		for h := 0; h < kvh; h++ {
-			for x := 0; x < d; x++ {
-				i, j := (t*kvh+h)*d+x, 2*(h*d+x)
-				k[i] = float32(mag[h] * z[j])
-				vv[i] = float32(mag[h] * (valueMean + z[j+1]))
-			}
-		}
+		m := min(scalesChunk, n-t)
+		zc := z[:2*kvh*d*m]
+		pmath.FillNormal(zc, src)
+		pmath.PairsToF32Heads(k[t*kvh*d:][:kvh*d*m], vv[t*kvh*d:][:kvh*d*m], zc, mag, d, valueMean)
 	}
 	q := make([]float32, qh*d)
 	for hq := 0; hq < qh; hq++ {

@@ -14,10 +14,11 @@ import (
 // variates; TestFillNormalMatches, against NormFloat64 draw by draw;
 // TestNormalsPCG, the parallel generator built on it), PairsToF32
 // (normal.wat's pairs: TestPairsToF32, specials and negative scales),
+// PairsToF32Heads (normal.wat's heads: TestPairsToF32Heads),
 // AliasPCG (normal.wat's alias: TestAliasPCG, against rand.Rand's draws) and
 // CountAbsAbove
 // (wasmk/magnitudes.wat: TestCountKernel, against the Go loop and the
 // definition; TestCountAbsAbove).
 func TestWasmKernels(t *testing.T) {
-	wasmtest.RunTests(t, "TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestCountAbsAboveRows", "TestPairsToF32", "TestAliasPCG")
+	wasmtest.RunTests(t, "TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestCountAbsAboveRows", "TestPairsToF32", "TestPairsToF32Heads", "TestAliasPCG")
 }

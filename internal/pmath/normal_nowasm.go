@@ -15,3 +15,6 @@ func pairsWasm(a, b []float32, z []float64, as, bs, bm float64) bool { return fa
 
 // aliasWasm does nothing outside js/wasm.
 func aliasWasm(dst []uint16, p *rand.PCG, s *AliasTable) bool { return false }
+
+// pairsHeadsWasm does nothing outside js/wasm.
+func pairsHeadsWasm(a, b []float32, z, mags []float64, d int, bm float64) bool { return false }

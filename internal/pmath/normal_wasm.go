@@ -18,10 +18,10 @@ import (
 //go:embed wasmk/normal.wasm
 var normalWasm []byte
 
-// normalKernels are normal.wat's fill, pairs and alias, loaded on first
+// normalKernels are normal.wat's fill, pairs, alias and heads, loaded on first
 // use; an error (no WebAssembly API to load them with) leaves the Go loops
 // in charge.
-var normalKernels = wasmk.Funcs(normalWasm, "fill", "pairs", "alias")
+var normalKernels = wasmk.Funcs(normalWasm, "fill", "pairs", "alias", "heads")
 
 // pairsParams is a pairs call's parameter block (on the heap: package
 // wasmk): 4 words, then as, bs, bm.
@@ -138,5 +138,39 @@ func aliasWasm(dst []uint16, p *rand.PCG, s *AliasTable) bool {
 	runtime.KeepAlive(dst)
 	runtime.KeepAlive(s)
 	p.Seed(w.st[0], w.st[1])
+	return true
+}
+
+// headsParams is a heads call's parameter block (on the heap: package
+// wasmk): 7 words and one unused, then bm.
+type headsParams struct {
+	w  [8]uint32
+	bm float64
+}
+
+var headsParamsPool = sync.Pool{New: func() any { return new(headsParams) }}
+
+// pairsHeadsWasm is PairsToF32Heads's loop through normal.wat's heads,
+// false (having done nothing) when the kernel is not loaded or
+// normalKernelOff is set.
+func pairsHeadsWasm(a, b []float32, z, mags []float64, d int, bm float64) bool {
+	if len(a) == 0 || normalKernelOff {
+		return false
+	}
+	fs, err := normalKernels()
+	if err != nil {
+		return false
+	}
+	_, _ = b[len(a)-1], z[2*len(a)-1]
+	p := headsParamsPool.Get().(*headsParams)
+	defer headsParamsPool.Put(p)
+	p.w = [8]uint32{wasmk.Addr(unsafe.Pointer(&a[0])), wasmk.Addr(unsafe.Pointer(&b[0])), wasmk.Addr(unsafe.Pointer(&z[0])), uint32(len(a)),
+		wasmk.Addr(unsafe.Pointer(&mags[0])), uint32(len(mags)), uint32(d), 0}
+	p.bm = bm
+	fs[3].Call(wasmk.Addr(unsafe.Pointer(p)))
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(z)
+	runtime.KeepAlive(mags)
 	return true
 }

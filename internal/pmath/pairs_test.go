@@ -72,3 +72,47 @@ func FuzzPairsToF32(f *testing.F) {
 		}
 	})
 }
+
+// TestPairsToF32Heads: PairsToF32Heads gives the definition's bits (each
+// pair's head from i/d, wrapping after the last magnitude) for normals,
+// float32 rounding boundaries, subnormals, overflow, NaN and −0, with
+// magnitudes of both signs and far from 1, head widths from 1 to 128 and
+// lengths that end inside a head (in the js/wasm build through
+// normal.wat's heads: TestWasmKernels runs it there).
+func TestPairsToF32Heads(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 9))
+	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1e-40, -1e-45, 3.4e38, 1e39,
+		1 + 0x1p-24, 1 + 0x1p-24 + 0x1p-52, 1 + 3*0x1p-24, math.SmallestNonzeroFloat64}
+	magSets := [][]float64{{1}, {0.37, -2.5, 1e-30, 1e30}, {3, 0.1, 100, 7, 1e-3, 2, 0.5, 9}}
+	for _, d := range []int{1, 3, 128} {
+		for _, mags := range magSets {
+			for _, n := range []int{0, 1, d - 1, d, 2*d + 1, len(mags)*d*3 + 2} {
+				if n < 0 {
+					continue
+				}
+				for _, bm := range []float64{0, -1.25, 0.5} {
+					z := make([]float64, 2*n)
+					for i := range z {
+						if r.IntN(4) == 0 {
+							z[i] = specials[r.IntN(len(specials))]
+						} else {
+							z[i] = r.NormFloat64()
+						}
+					}
+					a, b := make([]float32, n), make([]float32, n)
+					PairsToF32Heads(a, b, z, mags, d, bm)
+					for i := range n {
+						m := mags[(i/d)%len(mags)]
+						wa, wb := float32(m*z[2*i]), float32(m*(bm+z[2*i+1]))
+						if math.Float32bits(a[i]) != math.Float32bits(wa) && !(a[i] != a[i] && wa != wa) {
+							t.Fatalf("d %d mags %v n %d: a[%d] = %v, want %v (z %v)", d, mags, n, i, a[i], wa, z[2*i])
+						}
+						if math.Float32bits(b[i]) != math.Float32bits(wb) && !(b[i] != b[i] && wb != wb) {
+							t.Fatalf("d %d mags %v n %d bm %v: b[%d] = %v, want %v (z %v)", d, mags, n, bm, i, b[i], wb, z[2*i+1])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -12,8 +12,8 @@
 ;; within its margin), is left to the caller: the kernel stops with the
 ;; state of that draw's current Uint64, from which zigSlow goes on.
 ;;
-;; (The module also holds pairs, PairsToF32's loop, and alias, AliasPCG's:
-;; below.)
+;; (The module also holds pairs, PairsToF32's loop, heads, PairsToF32Heads's,
+;; and alias, AliasPCG's: below.)
 ;;
 ;; fill(P): P is the address of 8 u32 words and two u64:
 ;;   0 dst (f64[n])   1 n   2 zk (i64[128])   3 zw (f64[128])
@@ -189,6 +189,46 @@
         (local.set $a (i32.add (local.get $a) (i32.const 4)))
         (local.set $b (i32.add (local.get $b) (i32.const 4)))
         (local.set $z (i32.add (local.get $z) (i32.const 16)))
+        (br $l))))
+
+  ;; heads(P): PairsToF32Heads (pairs.go) for n pairs: with m the
+  ;; magnitude of the pair's head (mags[h], h advancing every d pairs and
+  ;; wrapping after nm heads), a[i] = f32(m*z[2i]), b[i] = f32(m*(bm +
+  ;; z[2i+1])), a pair a step in the two lanes of an f64x2: (z[2i],
+  ;; z[2i+1]) + (-0, bm) (x + -0 is x, -0 included), times m in both lanes,
+  ;; demoted to float32 (round to nearest even), as the Go loop rounds each.
+  ;; P is the address of 7 u32 words (0 a (f32[n]), 1 b (f32[n]),
+  ;; 2 z (f64[2n]), 3 n, 4 mags (f64[nm]), 5 nm, 6 d), then bm (f64) at P+32.
+  (func $heads (export "heads") (param $P i32)
+    (local $a i32) (local $b i32) (local $z i32) (local $end i32) (local $mags i32) (local $mend i32) (local $d i32)
+    (local $mp i32) (local $x i32) (local $add v128) (local $m v128) (local $v v128)
+    (local.set $a (i32.load offset=0 (local.get $P)))
+    (local.set $b (i32.load offset=4 (local.get $P)))
+    (local.set $z (i32.load offset=8 (local.get $P)))
+    (local.set $end (i32.add (local.get $z) (i32.shl (i32.load offset=12 (local.get $P)) (i32.const 4))))
+    (local.set $mags (i32.load offset=16 (local.get $P)))
+    (local.set $mend (i32.add (local.get $mags) (i32.shl (i32.load offset=20 (local.get $P)) (i32.const 3))))
+    (local.set $d (i32.load offset=24 (local.get $P)))
+    (local.set $add (f64x2.replace_lane 1 (f64x2.splat (f64.const -0)) (f64.load offset=32 (local.get $P))))
+    (local.set $mp (local.get $mags))
+    (local.set $m (v128.load64_splat (local.get $mp)))
+    (block $done
+      (loop $l
+        (br_if $done (i32.ge_u (local.get $z) (local.get $end)))
+        (local.set $v (f32x4.demote_f64x2_zero
+          (f64x2.mul (f64x2.add (v128.load (local.get $z)) (local.get $add)) (local.get $m))))
+        (v128.store32_lane 0 (local.get $a) (local.get $v))
+        (v128.store32_lane 1 (local.get $b) (local.get $v))
+        (local.set $a (i32.add (local.get $a) (i32.const 4)))
+        (local.set $b (i32.add (local.get $b) (i32.const 4)))
+        (local.set $z (i32.add (local.get $z) (i32.const 16)))
+        (local.set $x (i32.add (local.get $x) (i32.const 1)))
+        (if (i32.eq (local.get $x) (local.get $d))
+          (then
+            (local.set $x (i32.const 0))
+            (local.set $mp (i32.add (local.get $mp) (i32.const 8)))
+            (if (i32.eq (local.get $mp) (local.get $mend)) (then (local.set $mp (local.get $mags))))
+            (local.set $m (v128.load64_splat (local.get $mp)))))
         (br $l))))
 
   ;; alias(P): AliasPCG (alias.go) for n draws: u, the next Uint64 of the
