@@ -95,6 +95,17 @@ func referenceRow[T float32 | float64](p *Plan, q []float64, k, v []T, i, hq int
 	var kb [8][]T
 	var db [8]float64
 	for j := lo; j < hi; j++ {
+		if run := (hi - j) &^ 3; refKernelsBuilt && run > 0 && p.Mask == nil {
+			// The js/wasm kernel: the float32 keys' sums, each in order,
+			// four at a time, every run of the row's keys in one call.
+			if kf, ok := any(k).([]float32); ok && dotsF32Wasm(qr, kf[(j*p.KVHeads+h)*d:], p.KVHeads*d, p.SoftmaxScale, s[j:][:run]) {
+				for _, x := range s[j:][:run] {
+					m = max(m, x)
+				}
+				j += run - 1
+				continue
+			}
+		}
 		if j+8 <= hi && p.Mask == nil {
 			// Eight keys side by side, each sum in order.
 			for c := range kb {

@@ -18,3 +18,6 @@ func dots4Wasm(q []float64, codes []uint16, stride int, kt []float64, scale floa
 func sum4Wasm(w []float64, r0, r1, r2, r3 []uint16, vt []float64, a0, a1, a2, a3 float64) (float64, float64, float64, float64, bool) {
 	return a0, a1, a2, a3, false
 }
+
+// dotsF32Wasm does nothing outside js/wasm.
+func dotsF32Wasm(q []float64, k []float32, stride int, scale float64, s []float64) bool { return false }

@@ -17,9 +17,9 @@ import (
 //go:embed wasmk/ref.wasm
 var refWasm []byte
 
-// refKernels are ref.wat's dots4 and sum4, loaded on first use; an error
+// refKernels are ref.wat's dots4, sum4 and dotsf32, loaded on first use; an error
 // (no WebAssembly API to load them with) leaves the Go loops in charge.
-var refKernels = wasmk.Funcs(refWasm, "dots4", "sum4")
+var refKernels = wasmk.Funcs(refWasm, "dots4", "sum4", "dotsf32")
 
 // refKernelsBuilt is true: this build has the kernels (they may still
 // fail to load).
@@ -88,4 +88,26 @@ func sum4Wasm(w []float64, r0, r1, r2, r3 []uint16, vt []float64, a0, a1, a2, a3
 	runtime.KeepAlive(r3)
 	runtime.KeepAlive(vt)
 	return p.f[0], p.f[1], p.f[2], p.f[3], true
+}
+
+// dotsF32Wasm writes s[t] = scale·Σ_x q[x]·float64(k[t·stride+x]) (each sum
+// in order over x) for keys t < len(s), a multiple of 4: referenceRow's
+// bits on float32 keys, four keys at a time, in one kernel call. It
+// returns false, having done nothing, when the kernel is not loaded.
+func dotsF32Wasm(q []float64, k []float32, stride int, scale float64, s []float64) bool {
+	if len(s) == 0 || len(s)&3 != 0 || len(q) == 0 || !refKernelsReady() {
+		return false
+	}
+	_ = k[(len(s)-1)*stride+len(q)-1]
+	fs, _ := refKernels()
+	p := refParamsPool.Get().(*refParams)
+	defer refParamsPool.Put(p)
+	p.w = [8]uint32{wasmk.Addr(unsafe.Pointer(&q[0])), uint32(len(q)), wasmk.Addr(unsafe.Pointer(&k[0])), uint32(len(s)),
+		0, wasmk.Addr(unsafe.Pointer(&s[0])), uint32(stride), 0}
+	p.f[0] = scale
+	fs[2].Call(wasmk.Addr(unsafe.Pointer(p)))
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(k)
+	runtime.KeepAlive(s)
+	return true
 }

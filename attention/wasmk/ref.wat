@@ -13,6 +13,11 @@
 ;; and, at P+32, scale (f64). out[t] = scale * sum over x in order of
 ;; q[x]*kt[code of key t at x].
 ;;
+;; dotsf32(P): dots4 on float32 keys, each element converted to float64
+;; exactly (reference.go's referenceRow on float32 keys, pmath.DotsF32x8's
+;; loop): P as for dots4, with word 2 the keys (f32; key t at
+;; keys + 4*t*stride) and word 4 unused.
+;;
 ;; sum4(P): P is the address of 8 u32 words:
 ;;   0 w (f64[n])   1 n   2-5 r0..r3 (u16[n], four channels' codes)
 ;;   6 vt (f64 per code)   7 unused
@@ -63,6 +68,50 @@
         (v128.store offset=16 (local.get $out) (f64x2.mul (local.get $scale) (local.get $acc23)))
         (local.set $out (i32.add (local.get $out) (i32.const 32)))
         (local.set $codes (i32.add (local.get $codes) (i32.shl (local.get $stride2) (i32.const 2))))
+        (local.set $t (i32.add (local.get $t) (i32.const 4)))
+        (br $keyLoop))))
+
+  (func $dotsf32 (export "dotsf32") (param $P i32)
+    (local $q i32) (local $d i32) (local $k i32) (local $keys i32) (local $out i32)
+    (local $stride4 i32) (local $t i32) (local $x i32) (local $k0 i32) (local $k1 i32) (local $k2 i32) (local $k3 i32)
+    (local $qx v128) (local $v v128) (local $acc01 v128) (local $acc23 v128) (local $scale v128)
+    (local.set $q (i32.load offset=0 (local.get $P)))
+    (local.set $d (i32.load offset=4 (local.get $P)))
+    (local.set $k (i32.load offset=8 (local.get $P)))
+    (local.set $keys (i32.load offset=12 (local.get $P)))
+    (local.set $out (i32.load offset=20 (local.get $P)))
+    (local.set $stride4 (i32.shl (i32.load offset=24 (local.get $P)) (i32.const 2)))
+    (local.set $scale (f64x2.splat (f64.load offset=32 (local.get $P))))
+    (block $done
+      (loop $keyLoop
+        (br_if $done (i32.ge_u (local.get $t) (local.get $keys)))
+        (local.set $k0 (local.get $k))
+        (local.set $k1 (i32.add (local.get $k0) (local.get $stride4)))
+        (local.set $k2 (i32.add (local.get $k1) (local.get $stride4)))
+        (local.set $k3 (i32.add (local.get $k2) (local.get $stride4)))
+        (local.set $acc01 (f64x2.splat (f64.const 0)))
+        (local.set $acc23 (f64x2.splat (f64.const 0)))
+        (local.set $x (i32.const 0))
+        (block $xDone
+          (loop $xLoop
+            (br_if $xDone (i32.ge_u (local.get $x) (local.get $d)))
+            (local.set $qx (v128.load64_splat (i32.add (local.get $q) (i32.shl (local.get $x) (i32.const 3)))))
+            (local.set $v (f64x2.promote_low_f32x4
+              (v128.load32_lane 1 (local.get $k1) (v128.load32_zero (local.get $k0)))))
+            (local.set $acc01 (f64x2.add (local.get $acc01) (f64x2.mul (local.get $qx) (local.get $v))))
+            (local.set $v (f64x2.promote_low_f32x4
+              (v128.load32_lane 1 (local.get $k3) (v128.load32_zero (local.get $k2)))))
+            (local.set $acc23 (f64x2.add (local.get $acc23) (f64x2.mul (local.get $qx) (local.get $v))))
+            (local.set $k0 (i32.add (local.get $k0) (i32.const 4)))
+            (local.set $k1 (i32.add (local.get $k1) (i32.const 4)))
+            (local.set $k2 (i32.add (local.get $k2) (i32.const 4)))
+            (local.set $k3 (i32.add (local.get $k3) (i32.const 4)))
+            (local.set $x (i32.add (local.get $x) (i32.const 1)))
+            (br $xLoop)))
+        (v128.store (local.get $out) (f64x2.mul (local.get $scale) (local.get $acc01)))
+        (v128.store offset=16 (local.get $out) (f64x2.mul (local.get $scale) (local.get $acc23)))
+        (local.set $out (i32.add (local.get $out) (i32.const 32)))
+        (local.set $k (i32.add (local.get $k) (i32.shl (local.get $stride4) (i32.const 2))))
         (local.set $t (i32.add (local.get $t) (i32.const 4)))
         (br $keyLoop))))
 
