@@ -9,22 +9,11 @@ import (
 	"testing"
 
 	"github.com/fp8lab/fp8lab/experiments"
+	"github.com/fp8lab/fp8lab/internal/wasmtest"
 	"github.com/fp8lab/fp8lab/sim"
 )
 
-// browserRuns are the runs of BENCHMARKS.md's "The browser against one
-// native core": the three experiments issue 17 timed, at sizes that take
-// seconds on one native core (the same size in both builds).
-var browserRuns = []struct {
-	name   string
-	params map[string]string
-}{
-	{"contraction", map[string]string{"K": "1024,4096,16384,65536,262144", "trials": "32", "captures": "off"}},
-	{"needle", map[string]string{"contexts": "4096,16384,65536", "trials": "16", "haystacks": "4"}},
-	{"scales", map[string]string{"tokens": "4096", "outlier": "1,100,10000", "trials": "2"}},
-}
-
-// BenchmarkBrowserRuns times one run of each of browserRuns. Natively run
+// BenchmarkBrowserRuns times one run of each of wasmtest.BrowserRuns. Natively run
 // it on one core (-cpu 1) and as WebAssembly under node
 // (GOOS=js GOARCH=wasm go test -exec="$(go env GOROOT)/lib/wasm/go_js_wasm_exec"),
 // with -benchtime 1x: the ratio of the two is the browser's slowdown.
@@ -32,13 +21,13 @@ var browserRuns = []struct {
 // two builds can be seen to compute the same run.
 func BenchmarkBrowserRuns(b *testing.B) {
 	_ = experiments.AttentionFile{} // the registry
-	for _, r := range browserRuns {
-		b.Run(r.name, func(b *testing.B) {
-			exp, err := sim.Lookup(r.name)
+	for _, r := range wasmtest.BrowserRuns {
+		b.Run(r.Name, func(b *testing.B) {
+			exp, err := sim.Lookup(r.Name)
 			if err != nil {
 				b.Fatal(err)
 			}
-			vals, err := sim.ParseValues(exp.Params(), r.params)
+			vals, err := sim.ParseValues(exp.Params(), r.Params)
 			if err != nil {
 				b.Fatal(err)
 			}

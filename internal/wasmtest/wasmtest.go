@@ -93,3 +93,17 @@ func RunTests(t *testing.T, names ...string) {
 	}
 	t.Logf("build %v, run %v", times.Build.Round(time.Millisecond), times.Run.Round(time.Millisecond))
 }
+
+// BrowserRuns are the runs of BENCHMARKS.md's "The browser against one
+// native core" (issue 17, item 4): the three experiments it times, at
+// sizes that take seconds on one native core, with the same parameters in
+// every build (wasm's BenchmarkBrowserRuns under node, lab's
+// TestBrowserSpeed in Chromium).
+var BrowserRuns = []struct {
+	Name   string
+	Params map[string]string
+}{
+	{"contraction", map[string]string{"K": "1024,4096,16384,65536,262144", "trials": "32", "captures": "off"}},
+	{"needle", map[string]string{"contexts": "4096,16384,65536", "trials": "16", "haystacks": "4"}},
+	{"scales", map[string]string{"tokens": "4096", "outlier": "1,100,10000", "trials": "2"}},
+}
