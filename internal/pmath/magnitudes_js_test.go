@@ -19,9 +19,15 @@ func TestCountKernel(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, n := range []int{256, 257, 259, 1000, 4099, 1 << 16} {
-		for range 10 {
+		for i := range 12 {
 			x := magnitudeCases(r, n)
-			th := [4]uint32{0, 0x7f800000, uint32(r.Uint32() >> 1), math.Float32bits(x[r.IntN(n)]) &^ (1 << 31)}
+			// Each threshold in each place in turn: an element's own
+			// magnitude (a > t and a == t both occur) in every one.
+			base := [4]uint32{0, 0x7f800000, uint32(r.Uint32() >> 1), math.Float32bits(x[r.IntN(n)]) &^ (1 << 31)}
+			var th [4]uint32
+			for k := range th {
+				th[k] = base[(k+i)%4]
+			}
 			if want := countAbsAboveLoop(x, th); CountAbsAbove(x, th) != want {
 				t.Fatalf("n %d thresholds %#x: counts %v, the definition %v", n, th, CountAbsAbove(x, th), want)
 			}

@@ -1,10 +1,10 @@
 ;; magnitudes.wat: CountAbsAbove's loop (magnitudes.go) as hand-written
 ;; WebAssembly with 128-bit SIMD, for the js/wasm build (see package
 ;; internal/wasmk): four elements a step, each threshold's count kept per
-;; lane as the Go loop keeps it per element: (t - a) >> 31 is 1 exactly
-;; when the magnitude bits a exceed t (both below 2^31; 32-bit wrapping
-;; arithmetic), so the counts are the Go loop's; a row's last cols mod 4
-;; elements one at a time, the same way.
+;; lane: the lane's signed comparison a > t (both below 2^31) is the Go
+;; loop's (t - a) >> 31, 1 exactly when the magnitude bits a exceed t, so
+;; the counts are the Go loop's; a row's last cols mod 4 elements one at a
+;; time, as the Go loop does.
 ;;
 ;; count(P): P is the address of 8 u32 words:
 ;;   0 x (f32)   1 cols   2-5 the thresholds t[0..3]   6 rows
@@ -38,11 +38,12 @@
         (block $done
           (loop $l
             (br_if $done (i32.ge_u (local.get $p) (local.get $end4)))
+            ;; a > t as a lane mask of -1: the count minus it.
             (local.set $a (v128.and (v128.load (local.get $p)) (local.get $mask)))
-            (local.set $c0 (i32x4.add (local.get $c0) (i32x4.shr_u (i32x4.sub (local.get $t0) (local.get $a)) (i32.const 31))))
-            (local.set $c1 (i32x4.add (local.get $c1) (i32x4.shr_u (i32x4.sub (local.get $t1) (local.get $a)) (i32.const 31))))
-            (local.set $c2 (i32x4.add (local.get $c2) (i32x4.shr_u (i32x4.sub (local.get $t2) (local.get $a)) (i32.const 31))))
-            (local.set $c3 (i32x4.add (local.get $c3) (i32x4.shr_u (i32x4.sub (local.get $t3) (local.get $a)) (i32.const 31))))
+            (local.set $c0 (i32x4.sub (local.get $c0) (i32x4.gt_s (local.get $a) (local.get $t0))))
+            (local.set $c1 (i32x4.sub (local.get $c1) (i32x4.gt_s (local.get $a) (local.get $t1))))
+            (local.set $c2 (i32x4.sub (local.get $c2) (i32x4.gt_s (local.get $a) (local.get $t2))))
+            (local.set $c3 (i32x4.sub (local.get $c3) (i32x4.gt_s (local.get $a) (local.get $t3))))
             (local.set $p (i32.add (local.get $p) (i32.const 16)))
             (br $l)))
         (block $tDone
