@@ -9,15 +9,21 @@ import (
 	"github.com/fp8lab/fp8lab/fp8"
 )
 
+// needRefKernels fails t unless ref.wat's kernels loaded.
+func needRefKernels(t *testing.T) {
+	t.Helper()
+	if !refKernelsReady() {
+		_, err := refKernels()
+		t.Fatalf("the WebAssembly kernels did not load: %v", err)
+	}
+}
+
 // TestRefKernelsLoad: ref.wat's kernels load under node, and the
 // reference read from the codes gives the same bits with them as with the
 // Go loops (decode with one query head, the kernels' case; a masked
 // prefill, whose masked keys' weights are −∞; a 16-bit cache).
 func TestRefKernelsLoad(t *testing.T) {
-	if !refKernelsReady() {
-		_, err := refKernels()
-		t.Fatalf("the WebAssembly kernels did not load: %v", err)
-	}
+	needRefKernels(t)
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name              string
@@ -54,10 +60,7 @@ func TestRefKernelsLoad(t *testing.T) {
 // in magnitude. Reference on float64 keys, which the kernel does not
 // take, is compared with it too.
 func TestRefKernelF32(t *testing.T) {
-	if !refKernelsReady() {
-		_, err := refKernels()
-		t.Fatalf("the WebAssembly kernels did not load: %v", err)
-	}
+	needRefKernels(t)
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name              string
