@@ -19,3 +19,6 @@ var wasmBaselineOff = false
 
 // dotRowsWasm does nothing outside js/wasm.
 func (m *baseline) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool { return false }
+
+// dotRowsWasm does nothing outside js/wasm.
+func (m *mmaSyncEmu) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool { return false }

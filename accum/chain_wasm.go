@@ -17,9 +17,10 @@ import (
 //go:embed wasmk/chain.wasm
 var chainWasm []byte
 
-// wasmDotRows is chain.wat's dotrows kernel, loaded on first use; an error
-// (no WebAssembly API to load it with) leaves the Go step in charge.
-var wasmDotRows = wasmk.Funcs(chainWasm, "dotrows")
+// wasmDotRows is chain.wat's dotrows and emurows kernels, loaded on first
+// use; an error (no WebAssembly API to load them with) leaves the Go steps
+// in charge.
+var wasmDotRows = wasmk.Funcs(chainWasm, "dotrows", "emurows")
 
 // wasmRowsReady reports whether dotRowsWasm runs (the kernel loaded).
 func wasmRowsReady() bool {
@@ -142,4 +143,53 @@ func (m *tfdpa) dotWasm(a, b []uint16, c float32) (float32, bool) {
 		cr[0] = out[0]
 	}
 	return cr[0], true
+}
+
+// dotRowsWasm is DotRows for the emulated mma.sync through chain.wat's
+// emurows: every row's whole instructions up to its first special there
+// (dotAsm's instructions: two 16-element steps from +0, added to the row's
+// accumulator), the rest here with Step, as Dot does. It returns false,
+// having done nothing, without the FP32 accumulator's fast step, for an a
+// longer than maxRowsA, or when the kernel is not loaded.
+func (m *mmaSyncEmu) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
+	s := m.fast
+	if len(a) == 0 || len(out) == 0 || len(a) > maxRowsA || s == nil || m.ref.Rho == RNEFP16 || !wasmRowsReady() {
+		return false
+	}
+	ent := wasmEnt(s)
+	if ent == nil {
+		return false
+	}
+	fs, _ := wasmDotRows()
+	w := wasmRowsPool.Get().(*wasmRowsScratch)
+	defer wasmRowsPool.Put(w)
+	n := len(a)
+	if cap(w.done) < len(out) {
+		w.done = make([]int32, len(out))
+	}
+	done := w.done[:len(out)]
+	p := &w.params
+	*p = [16]uint32{wasmk.Addr(unsafe.Pointer(ent)), wasmk.Addr(unsafe.Pointer(&w.ents[0])), wasmk.Addr(unsafe.Pointer(&w.expA[0])),
+		wasmk.Addr(unsafe.Pointer(&w.valA[0])), wasmk.Addr(unsafe.Pointer(&b[0])), uint32(stride), uint32(len(out)), uint32(n),
+		16, uint32(s.f), uint32(s.fb), uint32(s.ezero), 0, wasmk.Addr(unsafe.Pointer(&out[0])), wasmk.Addr(unsafe.Pointer(&done[0])),
+		wasmk.Addr(unsafe.Pointer(&a[0]))}
+	if c != nil {
+		p[12] = wasmk.Addr(unsafe.Pointer(&c[0]))
+	}
+	fs[1].Call(wasmk.Addr(unsafe.Pointer(p)))
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(out)
+	runtime.KeepAlive(ent)
+	for r, d := range done {
+		cr := out[r]
+		row := b[r*stride:][:n]
+		for i := int(d); i < n; i += 32 {
+			j := min(i+32, n)
+			cr = m.Step(a[i:j], row[i:j], cr)
+		}
+		out[r] = cr
+	}
+	return true
 }

@@ -19,6 +19,9 @@ func DotRows(m Model, a, b []uint16, stride int, c, out []float32) {
 	if bl, ok := m.(*baseline); ok && bl.dotRowsWasm(a, b, stride, c, out) {
 		return // the js/wasm kernel: the same bits
 	}
+	if em, ok := m.(*mmaSyncEmu); ok && em.dotRowsWasm(a, b, stride, c, out) {
+		return // the js/wasm kernel: the same bits
+	}
 	t, ok := m.(*tfdpa)
 	if !ok || t.fast == nil || len(a) > maxRowsA {
 		for r := range out {

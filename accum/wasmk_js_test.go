@@ -298,3 +298,94 @@ func TestWasmKernelBaselines(t *testing.T) {
 		}
 	}
 }
+
+// TestWasmKernelEmuRows compares chain.wat's emurows (DotRows of the
+// emulated mma.sync with an FP32 accumulator) with the Go steps it
+// replaces, bit for bit: random codes with a NaN or inf in 1 of 300
+// elements (the instruction holding one goes to Step), all-zero rows,
+// rows of the largest code against a of the largest code (the largest
+// terms; with c near float32's largest the accumulator's add overflows),
+// accumulators from zero to NaN, and lengths that leave a partial
+// instruction. A NaN result is any NaN (the accumulator's add is IEEE's,
+// whose NaN sign WebAssembly leaves open). Two of the kernel's branches
+// cannot be reached with these formats and are not exercised: a lo step
+// cannot overflow (16 products of 8-bit codes), and c = +0's exponent
+// ezero is below every nonzero product's.
+func TestWasmKernelEmuRows(t *testing.T) {
+	if !wasmRowsReady() {
+		_, err := wasmDotRows()
+		t.Fatalf("the WebAssembly kernel did not load: %v", err)
+	}
+	r := rand.New(rand.NewPCG(23, 24))
+	cs := []float32{0, float32(math.Copysign(0, -1)), math.Float32frombits(1), math.MaxFloat32, 3.5, -1e30, 6e37,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	tested := 0
+	for _, m := range Models() {
+		em, ok := m.(*mmaSyncEmu)
+		if !ok || em.fast == nil || em.ref.Rho == RNEFP16 {
+			continue
+		}
+		s := em.fast
+		special := func(x uint16) bool { return s.exp[x] == expSpecial }
+		top := uint16(0)
+		for x := range uint16(256) {
+			if !special(x) && s.val[x] > s.val[top] {
+				top = x
+			}
+		}
+		for _, n := range []int{31, 32, 33, 64, 101, 512, maxRowsA} {
+			const rows = 13
+			stride := n + 7
+			code := func() uint16 {
+				for {
+					x := uint16(r.Uint32()) & 0xff
+					if r.IntN(300) == 0 || !special(x) {
+						return x
+					}
+				}
+			}
+			a, b := make([]uint16, n), make([]uint16, rows*stride)
+			for i := range a {
+				a[i] = code()
+			}
+			for i := range b {
+				b[i] = code()
+				if r.IntN(5) == 0 {
+					b[i] = 0
+				}
+			}
+			for i := range b[:stride] {
+				b[i] = 0
+			}
+			top2 := make([]uint16, n) // a's largest codes against row 1's
+			for i := range top2 {
+				top2[i] = top
+				b[stride+i] = top
+			}
+			c := make([]float32, rows)
+			for i := range c {
+				c[i] = cs[r.IntN(len(cs))]
+			}
+			for _, aa := range [][]uint16{a, top2} {
+				for _, cc := range [][]float32{c, nil} {
+					got, want := make([]float32, rows), make([]float32, rows)
+					DotRows(m, aa, b, stride, cc, got)
+					wasmRowsOff = true
+					DotRows(m, aa, b, stride, cc, want)
+					wasmRowsOff = false
+					for row := range got {
+						if math.Float32bits(got[row]) != math.Float32bits(want[row]) && !(got[row] != got[row] && want[row] != want[row]) {
+							t.Fatalf("%s n %d row %d (c %v): kernel %08x, Go steps %08x", m.Name(), n, row, cc != nil,
+								math.Float32bits(got[row]), math.Float32bits(want[row]))
+						}
+					}
+					tested++
+				}
+			}
+		}
+	}
+	if tested == 0 {
+		t.Fatal("no emulated mma.sync with an FP32 accumulator: nothing compared")
+	}
+	t.Logf("%d cases, kernel against the Go steps: the same bits", tested)
+}

@@ -13,5 +13,5 @@ import (
 // TestDotRowsEqualsDot in the js/wasm build under node: the kernel against
 // the Go step it replaces, and DotRows against Dot, bit for bit.
 func TestWasmKernels(t *testing.T) {
-	wasmtest.RunTests(t, "TestWasmKernelDotRows", "TestWasmKernelDot", "TestDotRowsEqualsDot", "TestWasmKernelBaselines")
+	wasmtest.RunTests(t, "TestWasmKernelDotRows", "TestWasmKernelDot", "TestDotRowsEqualsDot", "TestWasmKernelBaselines", "TestWasmKernelEmuRows")
 }
