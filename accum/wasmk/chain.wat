@@ -45,7 +45,6 @@
     (local $r i32) (local $row i32) (local $i i32) (local $k i32) (local $end i32)
     (local $cr i32) (local $emax i32) (local $e0 i32) (local $e1 i32) (local $cexp i32) (local $ce i32)
     (local $bp i32) (local $ap i32) (local $scale f64) (local $s0 i64)
-    (local $sign i32) (local $mag i64) (local $sx i32) (local $e i32) (local $qe i32) (local $kk i32)
     (local $vmax v128) (local $ve v128) (local $vb v128) (local $vscale v128) (local $acc0 v128) (local $acc1 v128)
     (local.set $entT (i32.load offset=0 (local.get $P)))
     (local.set $scr (i32.load offset=4 (local.get $P)))
