@@ -19,16 +19,19 @@ const (
 // Exp, element by element (the same reduction, the same 13 divisions in
 // the same order, the same scaling by 2^k), with several elements computed
 // side by side so that the divider pipelines (AVX2 on amd64 where the CPU
-// has it, four interleaved scalar chains elsewhere and with the purego
-// build tag). An element with |x| < 2^-54 or |x| > 708, or NaN, goes
-// through Exp itself. dst and x may be the same slice; otherwise they must
-// not overlap. Exps panics if len(dst) < len(x) (a programming error).
+// has it, a WebAssembly SIMD kernel in the js/wasm build, four interleaved
+// scalar chains elsewhere and with the purego build tag). An element with
+// |x| < 2^-54 or |x| > 708, or NaN, goes through Exp itself. dst and x may
+// be the same slice; otherwise they must not overlap. Exps panics if
+// len(dst) < len(x) (a programming error).
 func Exps(dst, x []float64) {
 	dst = dst[:len(x)]
 	i := 0
 	for {
 		if haveExpAsm && len(x)-i >= expBlock {
 			i += expBlock * expBlocks(&dst[i], &x[i], (len(x)-i)/expBlock)
+		} else if len(x)-i >= expBlock {
+			i += expBlock * expBlocksWasm(dst[i:], x[i:]) // the js/wasm kernel; 0 elsewhere
 		}
 		if len(x)-i < expBlock {
 			break

@@ -14,11 +14,12 @@ import (
 // variates; TestFillNormalMatches, against NormFloat64 draw by draw;
 // TestNormalsPCG, the parallel generator built on it), PairsToF32
 // (normal.wat's pairs: TestPairsToF32, specials and negative scales),
-// PairsToF32Heads (normal.wat's heads: TestPairsToF32Heads),
+// PairsToF32Heads (normal.wat's heads: TestPairsToF32Heads), Exps
+// (exp.wat's blocks: TestExpsEqualsExp, against Exp),
 // AliasPCG (normal.wat's alias: TestAliasPCG, against rand.Rand's draws) and
 // CountAbsAbove
 // (wasmk/magnitudes.wat: TestCountKernel, against the Go loop and the
 // definition; TestCountAbsAbove).
 func TestWasmKernels(t *testing.T) {
-	wasmtest.RunTests(t, "TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestCountAbsAboveRows", "TestPairsToF32", "TestPairsToF32Heads", "TestAliasPCG")
+	wasmtest.RunTests(t, "TestNormalKernel", "TestFillNormalMatches", "TestNormalsPCG", "TestCountKernel", "TestCountAbsAbove", "TestCountAbsAboveRows", "TestPairsToF32", "TestPairsToF32Heads", "TestAliasPCG", "TestExpsEqualsExp")
 }

@@ -18,3 +18,9 @@ func aliasWasm(dst []uint16, p *rand.PCG, s *AliasTable) bool { return false }
 
 // pairsHeadsWasm does nothing outside js/wasm.
 func pairsHeadsWasm(a, b []float32, z, mags []float64, d int, bm float64) bool { return false }
+
+// expKernelOff is exps_wasm.go's switch (no effect here).
+var expKernelOff = false
+
+// expBlocksWasm does nothing outside js/wasm.
+func expBlocksWasm(dst, x []float64) int { return 0 }

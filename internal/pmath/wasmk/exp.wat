@@ -1,0 +1,131 @@
+;; exp.wat: the batch exp's blocks (exps.go's Exps, as exps_amd64.s's
+;; expBlocks does them in AVX2) as hand-written WebAssembly with 128-bit
+;; SIMD, for the js/wasm build (see package internal/wasmk): Exp's
+;; operations for every element of a block, each rounded on its own as Exp
+;; rounds it (WebAssembly never fuses them), on eight elements at a time
+;; (four f64x2 chains side by side, so that the 13 divisions of each
+;; pipeline):
+;;
+;;   k = floor(x*log2e + 0.5)
+;;   r = (x - k*lnHi) - k*lnLo
+;;   s = 1 + r/13, then s = 1 + (r*s)/d for d = 12 ... 2, then s = 1 + r*s
+;;   result: s's bits plus k << 52 (Ldexp of a normal result)
+;;
+;; blocks(P): P is the address of 4 u32 words (0 dst (f64), 1 x (f64),
+;; 2 blocks of 16 elements, 3 unused) and, at P+16, the float64 constants
+;; log2e, lnHi, lnLo, expFastMin, expFastMax (Go's, passed in so that they
+;; are its bits). It returns the number of blocks done: it stops before the
+;; first block with an element whose magnitude is outside [expFastMin,
+;; expFastMax] (or NaN), which it leaves unwritten.
+(module
+  (import "env" "mem" (memory 0))
+
+  (func $blocks (export "blocks") (param $P i32) (result i32)
+    (local $dst i32) (local $x i32) (local $nb i32) (local $b i32) (local $j i32) (local $p i32) (local $q i32)
+    (local $log2e v128) (local $lnHi v128) (local $lnLo v128) (local $lo v128) (local $hi v128) (local $one v128) (local $half v128)
+    (local $ok v128) (local $a v128)
+    (local $x0 v128) (local $k0 v128) (local $r0 v128) (local $s0 v128)
+    (local $x1 v128) (local $k1 v128) (local $r1 v128) (local $s1 v128)
+    (local $x2 v128) (local $k2 v128) (local $r2 v128) (local $s2 v128)
+    (local $x3 v128) (local $k3 v128) (local $r3 v128) (local $s3 v128)
+    (local.set $dst (i32.load offset=0 (local.get $P)))
+    (local.set $x (i32.load offset=4 (local.get $P)))
+    (local.set $nb (i32.load offset=8 (local.get $P)))
+    (local.set $log2e (v128.load64_splat offset=16 (local.get $P)))
+    (local.set $lnHi (v128.load64_splat offset=24 (local.get $P)))
+    (local.set $lnLo (v128.load64_splat offset=32 (local.get $P)))
+    (local.set $lo (v128.load64_splat offset=40 (local.get $P)))
+    (local.set $hi (v128.load64_splat offset=48 (local.get $P)))
+    (local.set $one (f64x2.splat (f64.const 1)))
+    (local.set $half (f64x2.splat (f64.const 0.5)))
+    (block $done
+      (loop $blockLoop
+        (br_if $done (i32.ge_u (local.get $b) (local.get $nb)))
+        ;; Every element of the block in the fast path's domain, or stop.
+        (local.set $p (i32.add (local.get $x) (i32.shl (local.get $b) (i32.const 7))))
+        (local.set $ok (v128.const i64x2 -1 -1))
+        (local.set $j (i32.const 0))
+        (loop $check
+          (local.set $a (f64x2.abs (v128.load (i32.add (local.get $p) (i32.shl (local.get $j) (i32.const 4))))))
+          (local.set $ok (v128.and (local.get $ok) (v128.and (f64x2.ge (local.get $a) (local.get $lo)) (f64x2.le (local.get $a) (local.get $hi)))))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br_if $check (i32.lt_u (local.get $j) (i32.const 8))))
+        (br_if $done (i32.eqz (i64x2.all_true (local.get $ok))))
+        (local.set $q (i32.add (local.get $dst) (i32.shl (local.get $b) (i32.const 7))))
+        ;; Two rounds of eight elements.
+        (local.set $j (i32.const 0))
+        (loop $round
+          (local.set $x0 (v128.load offset=0 (i32.add (local.get $p) (local.get $j))))
+          (local.set $x1 (v128.load offset=16 (i32.add (local.get $p) (local.get $j))))
+          (local.set $x2 (v128.load offset=32 (i32.add (local.get $p) (local.get $j))))
+          (local.set $x3 (v128.load offset=48 (i32.add (local.get $p) (local.get $j))))
+          (local.set $k0 (f64x2.floor (f64x2.add (f64x2.mul (local.get $x0) (local.get $log2e)) (local.get $half))))
+          (local.set $k1 (f64x2.floor (f64x2.add (f64x2.mul (local.get $x1) (local.get $log2e)) (local.get $half))))
+          (local.set $k2 (f64x2.floor (f64x2.add (f64x2.mul (local.get $x2) (local.get $log2e)) (local.get $half))))
+          (local.set $k3 (f64x2.floor (f64x2.add (f64x2.mul (local.get $x3) (local.get $log2e)) (local.get $half))))
+          (local.set $r0 (f64x2.sub (f64x2.sub (local.get $x0) (f64x2.mul (local.get $k0) (local.get $lnHi))) (f64x2.mul (local.get $k0) (local.get $lnLo))))
+          (local.set $r1 (f64x2.sub (f64x2.sub (local.get $x1) (f64x2.mul (local.get $k1) (local.get $lnHi))) (f64x2.mul (local.get $k1) (local.get $lnLo))))
+          (local.set $r2 (f64x2.sub (f64x2.sub (local.get $x2) (f64x2.mul (local.get $k2) (local.get $lnHi))) (f64x2.mul (local.get $k2) (local.get $lnLo))))
+          (local.set $r3 (f64x2.sub (f64x2.sub (local.get $x3) (f64x2.mul (local.get $k3) (local.get $lnHi))) (f64x2.mul (local.get $k3) (local.get $lnLo))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (local.get $r0) (f64x2.splat (f64.const 13)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (local.get $r1) (f64x2.splat (f64.const 13)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (local.get $r2) (f64x2.splat (f64.const 13)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (local.get $r3) (f64x2.splat (f64.const 13)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 12)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 12)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 12)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 12)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 11)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 11)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 11)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 11)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 10)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 10)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 10)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 10)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 9)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 9)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 9)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 9)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 8)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 8)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 8)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 8)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 7)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 7)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 7)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 7)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 6)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 6)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 6)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 6)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 5)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 5)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 5)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 5)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 4)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 4)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 4)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 4)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 3)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 3)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 3)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 3)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r0) (local.get $s0)) (f64x2.splat (f64.const 2)))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r1) (local.get $s1)) (f64x2.splat (f64.const 2)))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r2) (local.get $s2)) (f64x2.splat (f64.const 2)))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.div (f64x2.mul (local.get $r3) (local.get $s3)) (f64x2.splat (f64.const 2)))))
+          (local.set $s0 (f64x2.add (local.get $one) (f64x2.mul (local.get $r0) (local.get $s0))))
+          (local.set $s1 (f64x2.add (local.get $one) (f64x2.mul (local.get $r1) (local.get $s1))))
+          (local.set $s2 (f64x2.add (local.get $one) (f64x2.mul (local.get $r2) (local.get $s2))))
+          (local.set $s3 (f64x2.add (local.get $one) (f64x2.mul (local.get $r3) (local.get $s3))))
+          (v128.store offset=0 (i32.add (local.get $q) (local.get $j)) (i64x2.add (local.get $s0) (i64x2.shl (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $k0))) (i32.const 52))))
+          (v128.store offset=16 (i32.add (local.get $q) (local.get $j)) (i64x2.add (local.get $s1) (i64x2.shl (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $k1))) (i32.const 52))))
+          (v128.store offset=32 (i32.add (local.get $q) (local.get $j)) (i64x2.add (local.get $s2) (i64x2.shl (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $k2))) (i32.const 52))))
+          (v128.store offset=48 (i32.add (local.get $q) (local.get $j)) (i64x2.add (local.get $s3) (i64x2.shl (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $k3))) (i32.const 52))))
+          (local.set $j (i32.add (local.get $j) (i32.const 64)))
+          (br_if $round (i32.lt_u (local.get $j) (i32.const 128))))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $blockLoop)))
+    (local.get $b))
+)
