@@ -119,10 +119,13 @@ func (g *contractionGen) pvRow(ctx context.Context, rng *rand.Rand, a []uint16) 
 		e[i] = pmath.NormFloat64(rng)
 		zmax = max(zmax, e[i])
 	}
-	den := 0.0
 	for i := range e {
-		e[i] = pmath.Exp(g.sigma * (e[i] - zmax)) // P_i · den, in (0, 1]
-		den += e[i]
+		e[i] = g.sigma * (e[i] - zmax)
+	}
+	pmath.Exps(e, e) // P_i · den, in (0, 1]: Exp's bits, several at a time
+	den := 0.0
+	for _, x := range e {
+		den += x
 	}
 	logMax := -pmath.Log(den) // log of the row's largest P
 	for range contractionPVRows - 1 {
