@@ -68,6 +68,7 @@
     (local $src i32) (local $srcRow4 i32) (local $rows i32) (local $cols i32) (local $dst i32)
     (local $dstRow2 i32) (local $dstCol2 i32) (local $div i32) (local $scale f32) (local $slow i32)
     (local $r i32) (local $c i32) (local $sp i32) (local $dp i32) (local $ns i32) (local $q f32) (local $b i32)
+    (local $v v128) (local $vscale v128) (local $absMask v128) (local $infBits v128) (local $half v128) (local $one v128)
     (local.set $src (i32.load offset=0 (local.get $P)))
     (local.set $srcRow4 (i32.shl (i32.load offset=4 (local.get $P)) (i32.const 2)))
     (local.set $rows (i32.load offset=8 (local.get $P)))
@@ -78,12 +79,44 @@
     (local.set $div (i32.load offset=32 (local.get $P)))
     (local.set $scale (f32.load offset=36 (local.get $P)))
     (local.set $slow (i32.load offset=40 (local.get $P)))
+    (local.set $vscale (f32x4.splat (local.get $scale)))
+    (local.set $absMask (i32x4.splat (i32.const 0x7fffffff)))
+    (local.set $infBits (i32x4.splat (i32.const 0x7f800000)))
+    (local.set $half (i32x4.splat (i32.const 0x7fff)))
+    (local.set $one (i32x4.splat (i32.const 1)))
     (block $rowsDone
       (loop $rowLoop
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
         (local.set $sp (i32.add (local.get $src) (i32.mul (local.get $r) (local.get $srcRow4))))
         (local.set $dp (i32.add (local.get $dst) (i32.mul (local.get $r) (local.get $dstRow2))))
         (local.set $c (i32.const 0))
+        ;; Four columns a step while four remain and none is NaN: the
+        ;; quotients in an f32x4 (each IEEE's, as the scalar division's),
+        ;; the rounding on the lanes' bits, the four codes stored; a step
+        ;; with a NaN quotient goes to the element loop below.
+        (block $vecDone
+          (loop $vecLoop
+            (br_if $vecDone (i32.gt_u (i32.add (local.get $c) (i32.const 4)) (local.get $cols)))
+            (local.set $v (v128.load (local.get $sp)))
+            (if (local.get $div) (then (local.set $v (f32x4.div (local.get $v) (local.get $vscale)))))
+            (br_if $vecDone (v128.any_true (i32x4.gt_u (v128.and (local.get $v) (local.get $absMask)) (local.get $infBits))))
+            (local.set $v (i32x4.shr_u
+              (i32x4.add (i32x4.add (local.get $v) (local.get $half))
+                (v128.and (i32x4.shr_u (local.get $v) (i32.const 16)) (local.get $one)))
+              (i32.const 16)))
+            (if (i32.eq (local.get $dstCol2) (i32.const 2))
+              (then
+                (v128.store64_lane 0 (local.get $dp)
+                  (i8x16.shuffle 0 1 4 5 8 9 12 13 0 1 4 5 8 9 12 13 (local.get $v) (local.get $v))))
+              (else
+                (i32.store16 (local.get $dp) (i32x4.extract_lane 0 (local.get $v)))
+                (i32.store16 (i32.add (local.get $dp) (local.get $dstCol2)) (i32x4.extract_lane 1 (local.get $v)))
+                (i32.store16 (i32.add (local.get $dp) (i32.shl (local.get $dstCol2) (i32.const 1))) (i32x4.extract_lane 2 (local.get $v)))
+                (i32.store16 (i32.add (local.get $dp) (i32.mul (local.get $dstCol2) (i32.const 3))) (i32x4.extract_lane 3 (local.get $v)))))
+            (local.set $sp (i32.add (local.get $sp) (i32.const 16)))
+            (local.set $dp (i32.add (local.get $dp) (i32.shl (local.get $dstCol2) (i32.const 2))))
+            (local.set $c (i32.add (local.get $c) (i32.const 4)))
+            (br $vecLoop)))
         (block $colsDone
           (loop $colLoop
             (br_if $colsDone (i32.ge_u (local.get $c) (local.get $cols)))
