@@ -23,6 +23,8 @@
     (local $src i32) (local $srcRow4 i32) (local $rows i32) (local $cols i32) (local $dst i32)
     (local $dstRow2 i32) (local $dstCol2 i32) (local $tab i32) (local $div i32) (local $scale f32) (local $slow i32)
     (local $r i32) (local $c i32) (local $sp i32) (local $dp i32) (local $ns i32) (local $q f32) (local $b i32) (local $code i32)
+    (local $sp0 i32) (local $sp1 i32) (local $sp2 i32) (local $sp3 i32) (local $v v128) (local $vscale v128)
+    (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32)
     (local.set $src (i32.load offset=0 (local.get $P)))
     (local.set $srcRow4 (i32.shl (i32.load offset=4 (local.get $P)) (i32.const 2)))
     (local.set $rows (i32.load offset=8 (local.get $P)))
@@ -34,6 +36,85 @@
     (local.set $div (i32.load offset=32 (local.get $P)))
     (local.set $scale (f32.load offset=36 (local.get $P)))
     (local.set $slow (i32.load offset=40 (local.get $P)))
+    ;; The transposed layout (dstRow 1: a column's codes of consecutive
+    ;; rows side by side, V's): four rows a pass, a column's four elements
+    ;; gathered into an f32x4 (the quotients each IEEE's), their codes
+    ;; from the table one by one and stored as one 8-byte word, so that a
+    ;; pass over the columns, each a row of dst a stride apart, stores a
+    ;; quarter as often. A slow element's code is stored too, and its
+    ;; index listed: the caller writes it over.
+    (if (i32.eq (local.get $dstRow2) (i32.const 2))
+      (then
+        (local.set $vscale (f32x4.splat (local.get $scale)))
+        (block $blkDone
+          (loop $blk
+            (br_if $blkDone (i32.gt_u (i32.add (local.get $r) (i32.const 4)) (local.get $rows)))
+            (local.set $sp0 (i32.add (local.get $src) (i32.mul (local.get $r) (local.get $srcRow4))))
+            (local.set $sp1 (i32.add (local.get $sp0) (local.get $srcRow4)))
+            (local.set $sp2 (i32.add (local.get $sp1) (local.get $srcRow4)))
+            (local.set $sp3 (i32.add (local.get $sp2) (local.get $srcRow4)))
+            (local.set $dp (i32.add (local.get $dst) (i32.shl (local.get $r) (i32.const 1))))
+            (local.set $c (i32.const 0))
+            (block $bcDone
+              (loop $bc
+                (br_if $bcDone (i32.ge_u (local.get $c) (local.get $cols)))
+                (local.set $v (v128.load32_lane 0 (i32.add (local.get $sp0) (i32.shl (local.get $c) (i32.const 2))) (local.get $v)))
+                (local.set $v (v128.load32_lane 1 (i32.add (local.get $sp1) (i32.shl (local.get $c) (i32.const 2))) (local.get $v)))
+                (local.set $v (v128.load32_lane 2 (i32.add (local.get $sp2) (i32.shl (local.get $c) (i32.const 2))) (local.get $v)))
+                (local.set $v (v128.load32_lane 3 (i32.add (local.get $sp3) (i32.shl (local.get $c) (i32.const 2))) (local.get $v)))
+                (if (local.get $div) (then (local.set $v (f32x4.div (local.get $v) (local.get $vscale)))))
+                (local.set $b (i32x4.extract_lane 0 (local.get $v)))
+                (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+                (if (i32.and
+                      (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                      (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                              (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+                  (then
+                    (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                      (i32.add (i32.mul (i32.add (local.get $r) (i32.const 0)) (local.get $cols)) (local.get $c)))
+                    (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                (local.set $w0 (i32.and (local.get $code) (i32.const 0x3fff)))
+                (local.set $b (i32x4.extract_lane 1 (local.get $v)))
+                (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+                (if (i32.and
+                      (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                      (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                              (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+                  (then
+                    (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                      (i32.add (i32.mul (i32.add (local.get $r) (i32.const 1)) (local.get $cols)) (local.get $c)))
+                    (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                (local.set $w1 (i32.and (local.get $code) (i32.const 0x3fff)))
+                (local.set $b (i32x4.extract_lane 2 (local.get $v)))
+                (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+                (if (i32.and
+                      (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                      (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                              (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+                  (then
+                    (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                      (i32.add (i32.mul (i32.add (local.get $r) (i32.const 2)) (local.get $cols)) (local.get $c)))
+                    (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                (local.set $w2 (i32.and (local.get $code) (i32.const 0x3fff)))
+                (local.set $b (i32x4.extract_lane 3 (local.get $v)))
+                (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+                (if (i32.and
+                      (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                      (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                              (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+                  (then
+                    (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                      (i32.add (i32.mul (i32.add (local.get $r) (i32.const 3)) (local.get $cols)) (local.get $c)))
+                    (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                (local.set $w3 (i32.and (local.get $code) (i32.const 0x3fff)))
+                (i64.store (local.get $dp) (i64.or
+                  (i64.extend_i32_u (i32.or (local.get $w0) (i32.shl (local.get $w1) (i32.const 16))))
+                  (i64.shl (i64.extend_i32_u (i32.or (local.get $w2) (i32.shl (local.get $w3) (i32.const 16)))) (i64.const 32))))
+                (local.set $dp (i32.add (local.get $dp) (local.get $dstCol2)))
+                (local.set $c (i32.add (local.get $c) (i32.const 1)))
+                (br $bc)))
+            (local.set $r (i32.add (local.get $r) (i32.const 4)))
+            (br $blk)))))
     (block $rowsDone
       (loop $rowLoop
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
@@ -69,6 +150,7 @@
     (local $dstRow2 i32) (local $dstCol2 i32) (local $div i32) (local $scale f32) (local $slow i32)
     (local $r i32) (local $c i32) (local $sp i32) (local $dp i32) (local $ns i32) (local $q f32) (local $b i32)
     (local $v v128) (local $vscale v128) (local $absMask v128) (local $infBits v128) (local $half v128) (local $one v128)
+    (local $sp0 i32) (local $sp1 i32) (local $sp2 i32) (local $sp3 i32)
     (local.set $src (i32.load offset=0 (local.get $P)))
     (local.set $srcRow4 (i32.shl (i32.load offset=4 (local.get $P)) (i32.const 2)))
     (local.set $rows (i32.load offset=8 (local.get $P)))
@@ -84,6 +166,63 @@
     (local.set $infBits (i32x4.splat (i32.const 0x7f800000)))
     (local.set $half (i32x4.splat (i32.const 0x7fff)))
     (local.set $one (i32x4.splat (i32.const 1)))
+    ;; The transposed layout (dstRow 1), four rows a pass as table's: a
+    ;; column's four elements gathered, divided, rounded on the lanes'
+    ;; bits and stored as one 8-byte word; a NaN quotient's code is stored
+    ;; too and its index listed (the caller writes it over).
+    (if (i32.eq (local.get $dstRow2) (i32.const 2))
+      (then
+        (block $blkDone
+          (loop $blk
+            (br_if $blkDone (i32.gt_u (i32.add (local.get $r) (i32.const 4)) (local.get $rows)))
+            (local.set $sp0 (i32.add (local.get $src) (i32.mul (local.get $r) (local.get $srcRow4))))
+            (local.set $sp1 (i32.add (local.get $sp0) (local.get $srcRow4)))
+            (local.set $sp2 (i32.add (local.get $sp1) (local.get $srcRow4)))
+            (local.set $sp3 (i32.add (local.get $sp2) (local.get $srcRow4)))
+            (local.set $dp (i32.add (local.get $dst) (i32.shl (local.get $r) (i32.const 1))))
+            (local.set $c (i32.const 0))
+            (block $bcDone
+              (loop $bc
+                (br_if $bcDone (i32.ge_u (local.get $c) (local.get $cols)))
+                (local.set $v (v128.load32_lane 0 (i32.add (local.get $sp0) (i32.shl (local.get $c) (i32.const 2))) (local.get $v)))
+                (local.set $v (v128.load32_lane 1 (i32.add (local.get $sp1) (i32.shl (local.get $c) (i32.const 2))) (local.get $v)))
+                (local.set $v (v128.load32_lane 2 (i32.add (local.get $sp2) (i32.shl (local.get $c) (i32.const 2))) (local.get $v)))
+                (local.set $v (v128.load32_lane 3 (i32.add (local.get $sp3) (i32.shl (local.get $c) (i32.const 2))) (local.get $v)))
+                (if (local.get $div) (then (local.set $v (f32x4.div (local.get $v) (local.get $vscale)))))
+                (if (v128.any_true (i32x4.gt_u (v128.and (local.get $v) (local.get $absMask)) (local.get $infBits)))
+                  (then
+                    (if (i32.gt_u (i32.and (i32x4.extract_lane 0 (local.get $v)) (i32.const 0x7fffffff)) (i32.const 0x7f800000))
+                      (then
+                        (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                          (i32.add (i32.mul (i32.add (local.get $r) (i32.const 0)) (local.get $cols)) (local.get $c)))
+                        (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                    (if (i32.gt_u (i32.and (i32x4.extract_lane 1 (local.get $v)) (i32.const 0x7fffffff)) (i32.const 0x7f800000))
+                      (then
+                        (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                          (i32.add (i32.mul (i32.add (local.get $r) (i32.const 1)) (local.get $cols)) (local.get $c)))
+                        (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                    (if (i32.gt_u (i32.and (i32x4.extract_lane 2 (local.get $v)) (i32.const 0x7fffffff)) (i32.const 0x7f800000))
+                      (then
+                        (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                          (i32.add (i32.mul (i32.add (local.get $r) (i32.const 2)) (local.get $cols)) (local.get $c)))
+                        (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                    (if (i32.gt_u (i32.and (i32x4.extract_lane 3 (local.get $v)) (i32.const 0x7fffffff)) (i32.const 0x7f800000))
+                      (then
+                        (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                          (i32.add (i32.mul (i32.add (local.get $r) (i32.const 3)) (local.get $cols)) (local.get $c)))
+                        (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+))
+                (local.set $v (i32x4.shr_u
+                  (i32x4.add (i32x4.add (local.get $v) (local.get $half))
+                    (v128.and (i32x4.shr_u (local.get $v) (i32.const 16)) (local.get $one)))
+                  (i32.const 16)))
+                (v128.store64_lane 0 (local.get $dp)
+                  (i8x16.shuffle 0 1 4 5 8 9 12 13 0 1 4 5 8 9 12 13 (local.get $v) (local.get $v)))
+                (local.set $dp (i32.add (local.get $dp) (local.get $dstCol2)))
+                (local.set $c (i32.add (local.get $c) (i32.const 1)))
+                (br $bc)))
+            (local.set $r (i32.add (local.get $r) (i32.const 4)))
+            (br $blk)))))
     (block $rowsDone
       (loop $rowLoop
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
