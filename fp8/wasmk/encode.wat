@@ -36,6 +36,7 @@
     (local.set $div (i32.load offset=32 (local.get $P)))
     (local.set $scale (f32.load offset=36 (local.get $P)))
     (local.set $slow (i32.load offset=40 (local.get $P)))
+    (local.set $vscale (f32x4.splat (local.get $scale)))
     ;; The transposed layout (dstRow 1: a column's codes of consecutive
     ;; rows side by side, V's): four rows a pass, a column's four elements
     ;; gathered into an f32x4 (the quotients each IEEE's), their codes
@@ -45,7 +46,6 @@
     ;; index listed: the caller writes it over.
     (if (i32.eq (local.get $dstRow2) (i32.const 2))
       (then
-        (local.set $vscale (f32x4.splat (local.get $scale)))
         (block $blkDone
           (loop $blk
             (br_if $blkDone (i32.gt_u (i32.add (local.get $r) (i32.const 4)) (local.get $rows)))
@@ -121,6 +121,67 @@
         (local.set $sp (i32.add (local.get $src) (i32.mul (local.get $r) (local.get $srcRow4))))
         (local.set $dp (i32.add (local.get $dst) (i32.mul (local.get $r) (local.get $dstRow2))))
         (local.set $c (i32.const 0))
+        ;; Contiguous codes (dstCol 1, K's): four elements a step, their
+        ;; quotients in one f32x4 division, their codes stored as one
+        ;; 8-byte word (a slow element's too, listed for the caller).
+        (if (i32.eq (local.get $dstCol2) (i32.const 2))
+          (then
+            (block $vecDone
+              (loop $vec
+                (br_if $vecDone (i32.gt_u (i32.add (local.get $c) (i32.const 4)) (local.get $cols)))
+                (local.set $v (v128.load (local.get $sp)))
+                (if (local.get $div) (then (local.set $v (f32x4.div (local.get $v) (local.get $vscale)))))
+                (local.set $b (i32x4.extract_lane 0 (local.get $v)))
+                (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+                (if (i32.and
+                      (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                      (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                              (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+                  (then
+                    (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                      (i32.add (i32.mul (local.get $r) (local.get $cols)) (i32.add (local.get $c) (i32.const 0))))
+                    (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                (local.set $w0 (i32.and (local.get $code) (i32.const 0x3fff)))
+                (local.set $b (i32x4.extract_lane 1 (local.get $v)))
+                (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+                (if (i32.and
+                      (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                      (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                              (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+                  (then
+                    (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                      (i32.add (i32.mul (local.get $r) (local.get $cols)) (i32.add (local.get $c) (i32.const 1))))
+                    (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                (local.set $w1 (i32.and (local.get $code) (i32.const 0x3fff)))
+                (local.set $b (i32x4.extract_lane 2 (local.get $v)))
+                (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+                (if (i32.and
+                      (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                      (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                              (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+                  (then
+                    (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                      (i32.add (i32.mul (local.get $r) (local.get $cols)) (i32.add (local.get $c) (i32.const 2))))
+                    (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                (local.set $w2 (i32.and (local.get $code) (i32.const 0x3fff)))
+                (local.set $b (i32x4.extract_lane 3 (local.get $v)))
+                (local.set $code (i32.load16_u (i32.add (local.get $tab) (i32.shl (i32.shr_u (local.get $b) (i32.const 16)) (i32.const 1)))))
+                (if (i32.and
+                      (i32.ne (i32.and (local.get $code) (i32.const 0xc000)) (i32.const 0))
+                      (i32.or (i32.ne (i32.and (local.get $code) (i32.const 0x8000)) (i32.const 0))
+                              (i32.eqz (i32.and (local.get $b) (i32.const 0xffff)))))
+                  (then
+                    (i32.store (i32.add (local.get $slow) (i32.shl (local.get $ns) (i32.const 2)))
+                      (i32.add (i32.mul (local.get $r) (local.get $cols)) (i32.add (local.get $c) (i32.const 3))))
+                    (local.set $ns (i32.add (local.get $ns) (i32.const 1)))))
+                (local.set $w3 (i32.and (local.get $code) (i32.const 0x3fff)))
+                (i64.store (local.get $dp) (i64.or
+                  (i64.extend_i32_u (i32.or (local.get $w0) (i32.shl (local.get $w1) (i32.const 16))))
+                  (i64.shl (i64.extend_i32_u (i32.or (local.get $w2) (i32.shl (local.get $w3) (i32.const 16)))) (i64.const 32))))
+                (local.set $sp (i32.add (local.get $sp) (i32.const 16)))
+                (local.set $dp (i32.add (local.get $dp) (i32.const 8)))
+                (local.set $c (i32.add (local.get $c) (i32.const 4)))
+                (br $vec)))))
         (block $colsDone
           (loop $colLoop
             (br_if $colsDone (i32.ge_u (local.get $c) (local.get $cols)))
