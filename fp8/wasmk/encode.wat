@@ -1,13 +1,18 @@
 ;; encode.wat: Format.EncodeScaledRows's loops for the formats package fp8
 ;; converts through its code table (enctable.go's encodeScalar) and for
 ;; bfloat16 (encvec.go's encodeBF16Loop), as hand-written WebAssembly for
-;; the js/wasm build (see package internal/wasmk). The same operations,
-;; element by element: the quotient x/scale in float32 (IEEE, as Go's),
-;; its bits, then the code from the table, or bfloat16's round to nearest
-;; even on the upper 16 bits. An element the Go loop sends to its slow path
-;; (a table entry marked slow, or marked tie with a lower half of 0; a NaN
-;; for bfloat16) is not written: its index r*cols + c goes to the slow
-;; list, and the caller converts it as the Go loop does.
+;; the js/wasm build (see package internal/wasmk). The same operations
+;; for every element: the quotient x/scale in float32 (IEEE, as Go's), its
+;; bits, then the code from the table, or bfloat16's round to nearest even
+;; on the upper 16 bits. Four elements go at a time where the layout lets
+;; their codes be stored as one 8-byte word (a row's with dstCol 1, or four
+;; rows' of a column with dstRow 1): their quotients in one f32x4 division
+;; (each lane IEEE's), the rest lane by lane. An element the Go loop sends
+;; to its slow path (a table entry marked slow, or marked tie with a lower
+;; half of 0; a NaN for bfloat16) has its index r*cols + c listed in slow,
+;; and the caller converts it as the Go loop does, writing over whatever
+;; the kernel stored there (the four-at-a-time paths store a code for it,
+;; the element loops nothing).
 ;;
 ;; table(P) and bf16(P): P is the address of 12 u32 words:
 ;;   0 src (f32)   1 srcRow (elements between rows)   2 rows   3 cols
