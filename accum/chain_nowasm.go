@@ -17,8 +17,6 @@ func (m *tfdpa) dotWasm(a, b []uint16, c float32) (float32, bool) { return 0, fa
 // wasmBaselineOff is baseline_wasm.go's switch (no effect here).
 var wasmBaselineOff = false
 
-// dotRowsWasm does nothing outside js/wasm.
-func (m *baseline) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool { return false }
-
-// dotRowsWasm does nothing outside js/wasm.
-func (m *mmaSyncEmu) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool { return false }
+// dotRowsKernel does nothing outside js/wasm (a constant false: DotRows's
+// branch compiles away).
+func dotRowsKernel(m Model, a, b []uint16, stride int, c, out []float32) bool { return false }

@@ -60,6 +60,47 @@ func wasmEnt(s *tableStep) *[1 << 16]uint64 {
 
 var wasmRowsPool = sync.Pool{New: func() any { return new(wasmRowsScratch) }}
 
+// call runs the rows kernel k (dotrows or emurows: one parameter block)
+// over a against len(out) rows of b, stride apart, with steps of L
+// elements and the fast step s's F, fb and ezero, from c (nil: +0), and
+// returns, per row, where its run stopped (w's, valid until w goes back
+// to the pool). It writes the chains' values to out.
+func (w *wasmRowsScratch) call(k wasmk.Func, ent *[1 << 16]uint64, s *tableStep, a, b []uint16, stride, L int, c, out []float32) []int32 {
+	if cap(w.done) < len(out) {
+		w.done = make([]int32, len(out))
+	}
+	done := w.done[:len(out)]
+	p := &w.params
+	*p = [16]uint32{wasmk.Addr(unsafe.Pointer(ent)), wasmk.Addr(unsafe.Pointer(&w.ents[0])), wasmk.Addr(unsafe.Pointer(&w.expA[0])),
+		wasmk.Addr(unsafe.Pointer(&w.valA[0])), wasmk.Addr(unsafe.Pointer(&b[0])), uint32(stride), uint32(len(out)), uint32(len(a)),
+		uint32(L), uint32(s.f), uint32(s.fb), uint32(s.ezero), 0, wasmk.Addr(unsafe.Pointer(&out[0])), wasmk.Addr(unsafe.Pointer(&done[0])),
+		wasmk.Addr(unsafe.Pointer(&a[0]))} // the kernel fills expA and valA from a's codes
+	if c != nil {
+		p[12] = wasmk.Addr(unsafe.Pointer(&c[0]))
+	}
+	k.Call(wasmk.Addr(unsafe.Pointer(p)))
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(out)
+	runtime.KeepAlive(ent)
+	return done
+}
+
+// dotRowsKernel is DotRows through the js/wasm kernel of a model that has
+// one for its whole rows (the IEEE baselines, the emulated mma.sync); false,
+// having done nothing, for the others or where the kernel does not run.
+// (The T-FDPA models reach chain.wat through tfdpa.dotRows.)
+func dotRowsKernel(m Model, a, b []uint16, stride int, c, out []float32) bool {
+	switch m := m.(type) {
+	case *baseline:
+		return m.dotRowsWasm(a, b, stride, c, out)
+	case *mmaSyncEmu:
+		return m.dotRowsWasm(a, b, stride, c, out)
+	}
+	return false
+}
+
 // dotRowsWasm is dotRows through chain.wat's kernel: every row's whole
 // steps up to its first special there, the rest (a step with a NaN or inf,
 // a partial step at the end) here with the Go step, as dotRowsAsm does. It
@@ -71,7 +112,6 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 		return false
 	}
 	fs, _ := wasmDotRows()
-	k := fs[0]
 	s := m.fast
 	ent := wasmEnt(s)
 	if ent == nil {
@@ -79,37 +119,8 @@ func (m *tfdpa) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bool {
 	}
 	w := wasmRowsPool.Get().(*wasmRowsScratch)
 	defer wasmRowsPool.Put(w)
-	n, L := len(a), m.info.Step.L
-	if cap(w.done) < len(out) {
-		w.done = make([]int32, len(out))
-	}
-	done := w.done[:len(out)]
-	p := &w.params
-	p[0] = wasmk.Addr(unsafe.Pointer(ent))
-	p[1] = wasmk.Addr(unsafe.Pointer(&w.ents[0]))
-	p[2] = wasmk.Addr(unsafe.Pointer(&w.expA[0]))
-	p[3] = wasmk.Addr(unsafe.Pointer(&w.valA[0]))
-	p[4] = wasmk.Addr(unsafe.Pointer(&b[0]))
-	p[5] = uint32(stride)
-	p[6] = uint32(len(out))
-	p[7] = uint32(n)
-	p[8] = uint32(L)
-	p[9] = uint32(s.f)
-	p[10] = uint32(s.fb)
-	p[11] = uint32(s.ezero)
-	p[12] = 0
-	if c != nil {
-		p[12] = wasmk.Addr(unsafe.Pointer(&c[0]))
-	}
-	p[13] = wasmk.Addr(unsafe.Pointer(&out[0]))
-	p[14] = wasmk.Addr(unsafe.Pointer(&done[0]))
-	p[15] = wasmk.Addr(unsafe.Pointer(&a[0])) // the kernel fills expA and valA from a's codes
-	k.Call(wasmk.Addr(unsafe.Pointer(p)))
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
-	runtime.KeepAlive(c)
-	runtime.KeepAlive(out)
-	runtime.KeepAlive(ent)
+	n := len(a)
+	done := w.call(fs[0], ent, s, a, b, stride, m.info.Step.L, c, out)
 	for r, d := range done {
 		if int(d) >= n {
 			continue
@@ -164,24 +175,7 @@ func (m *mmaSyncEmu) dotRowsWasm(a, b []uint16, stride int, c, out []float32) bo
 	w := wasmRowsPool.Get().(*wasmRowsScratch)
 	defer wasmRowsPool.Put(w)
 	n := len(a)
-	if cap(w.done) < len(out) {
-		w.done = make([]int32, len(out))
-	}
-	done := w.done[:len(out)]
-	p := &w.params
-	*p = [16]uint32{wasmk.Addr(unsafe.Pointer(ent)), wasmk.Addr(unsafe.Pointer(&w.ents[0])), wasmk.Addr(unsafe.Pointer(&w.expA[0])),
-		wasmk.Addr(unsafe.Pointer(&w.valA[0])), wasmk.Addr(unsafe.Pointer(&b[0])), uint32(stride), uint32(len(out)), uint32(n),
-		16, uint32(s.f), uint32(s.fb), uint32(s.ezero), 0, wasmk.Addr(unsafe.Pointer(&out[0])), wasmk.Addr(unsafe.Pointer(&done[0])),
-		wasmk.Addr(unsafe.Pointer(&a[0]))}
-	if c != nil {
-		p[12] = wasmk.Addr(unsafe.Pointer(&c[0]))
-	}
-	fs[1].Call(wasmk.Addr(unsafe.Pointer(p)))
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
-	runtime.KeepAlive(c)
-	runtime.KeepAlive(out)
-	runtime.KeepAlive(ent)
+	done := w.call(fs[1], ent, s, a, b, stride, 16, c, out)
 	for r, d := range done {
 		cr := out[r]
 		row := b[r*stride:][:n]

@@ -16,11 +16,8 @@ func DotRows(m Model, a, b []uint16, stride int, c, out []float32) {
 	if len(out) > 0 {
 		_ = b[(len(out)-1)*stride+len(a)-1]
 	}
-	if bl, ok := m.(*baseline); ok && bl.dotRowsWasm(a, b, stride, c, out) {
-		return // the js/wasm kernel: the same bits
-	}
-	if em, ok := m.(*mmaSyncEmu); ok && em.dotRowsWasm(a, b, stride, c, out) {
-		return // the js/wasm kernel: the same bits
+	if dotRowsKernel(m, a, b, stride, c, out) {
+		return // a js/wasm kernel for the model's whole rows: the same bits
 	}
 	t, ok := m.(*tfdpa)
 	if !ok || t.fast == nil || len(a) > maxRowsA {

@@ -3,6 +3,7 @@
 package accum
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -89,17 +90,7 @@ func TestWasmKernelDotRows(t *testing.T) {
 				}
 			}
 			for _, cc := range [][]float32{c, nil} {
-				got, want := make([]float32, rows), make([]float32, rows)
-				DotRows(m, a, b, stride, cc, got)
-				wasmRowsOff = true
-				DotRows(m, a, b, stride, cc, want)
-				wasmRowsOff = false
-				for row := range got {
-					if math.Float32bits(got[row]) != math.Float32bits(want[row]) {
-						t.Fatalf("%s n %d row %d (c %v): kernel %08x, Go step %08x", m.Name(), n, row, cc != nil,
-							math.Float32bits(got[row]), math.Float32bits(want[row]))
-					}
-				}
+				kernelAgainstGo(t, fmt.Sprintf("%s n %d", m.Name(), n), m, a, b, stride, cc, rows, &wasmRowsOff, false)
 				tested++
 			}
 		}
@@ -108,6 +99,26 @@ func TestWasmKernelDotRows(t *testing.T) {
 		t.Fatal("no model has a fast step: nothing compared")
 	}
 	t.Logf("%d cases, kernel against the Go step: the same bits", tested)
+}
+
+// kernelAgainstGo runs DotRows(m, a, b, stride, c, ·) for rows rows with the
+// js/wasm kernels, then again with *off set (the Go code), and fails t at the
+// first row whose bits differ; with nanAny, two NaNs agree whatever their
+// sign and payload (WebAssembly leaves those open for an IEEE operation that
+// makes a NaN, and Go's own WebAssembly and amd64 code differ there).
+func kernelAgainstGo(t *testing.T, what string, m Model, a, b []uint16, stride int, c []float32, rows int, off *bool, nanAny bool) {
+	t.Helper()
+	got, want := make([]float32, rows), make([]float32, rows)
+	DotRows(m, a, b, stride, c, got)
+	*off = true
+	DotRows(m, a, b, stride, c, want)
+	*off = false
+	for row := range got {
+		if math.Float32bits(got[row]) != math.Float32bits(want[row]) && !(nanAny && got[row] != got[row] && want[row] != want[row]) {
+			t.Fatalf("%s row %d (c %v): kernel %v (%#08x), Go %v (%#08x)", what, row, c != nil,
+				got[row], math.Float32bits(got[row]), want[row], math.Float32bits(want[row]))
+		}
+	}
 }
 
 // isSpecialCode reports whether code x of m's input format is a NaN or an
@@ -279,20 +290,7 @@ func TestWasmKernelBaselines(t *testing.T) {
 					c[i] = cs[r.IntN(len(cs))]
 				}
 				for _, cc := range [][]float32{nil, c} {
-					got, want := make([]float32, rows), make([]float32, rows)
-					DotRows(m, a, b, stride, cc, got)
-					wasmBaselineOff = true
-					DotRows(m, a, b, stride, cc, want)
-					wasmBaselineOff = false
-					for i := range got {
-						// A NaN's sign and payload are not the Go code's
-						// either: WebAssembly leaves them open, and Go's
-						// own WebAssembly and amd64 code differ there.
-						if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
-							t.Fatalf("%s %s n %d row %d (c %v): kernel %v (%#08x), Go %v (%#08x)", name, baselineNames[kind], n, i, cc != nil,
-								got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-						}
-					}
+					kernelAgainstGo(t, fmt.Sprintf("%s %s n %d", name, baselineNames[kind], n), m, a, b, stride, cc, rows, &wasmBaselineOff, true)
 				}
 			}
 		}
@@ -368,17 +366,7 @@ func TestWasmKernelEmuRows(t *testing.T) {
 			}
 			for _, aa := range [][]uint16{a, top2} {
 				for _, cc := range [][]float32{c, nil} {
-					got, want := make([]float32, rows), make([]float32, rows)
-					DotRows(m, aa, b, stride, cc, got)
-					wasmRowsOff = true
-					DotRows(m, aa, b, stride, cc, want)
-					wasmRowsOff = false
-					for row := range got {
-						if math.Float32bits(got[row]) != math.Float32bits(want[row]) && !(got[row] != got[row] && want[row] != want[row]) {
-							t.Fatalf("%s n %d row %d (c %v): kernel %08x, Go steps %08x", m.Name(), n, row, cc != nil,
-								math.Float32bits(got[row]), math.Float32bits(want[row]))
-						}
-					}
+					kernelAgainstGo(t, fmt.Sprintf("%s n %d", m.Name(), n), m, aa, b, stride, cc, rows, &wasmRowsOff, true)
 					tested++
 				}
 			}
