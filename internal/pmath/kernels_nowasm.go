@@ -1,5 +1,10 @@
 //go:build !js || !wasm || purego
 
+// The stand-ins, outside js/wasm (and with the purego tag), of the
+// WebAssembly kernels of normal_wasm.go, magnitudes_wasm.go and
+// exps_wasm.go: each does nothing (false, or 0 blocks), and the Go loops
+// run.
+
 package pmath
 
 import "math/rand/v2"
@@ -24,3 +29,11 @@ var expKernelOff = false
 
 // expBlocksWasm does nothing outside js/wasm.
 func expBlocksWasm(dst, x []float64) int { return 0 }
+
+// countKernelOff is magnitudes_wasm.go's switch (no effect here).
+var countKernelOff = false
+
+// countRowsWasm does nothing outside js/wasm.
+func countRowsWasm(x []float32, rowStride, rows, cols int, t *[4]uint32, c *[4]int) bool {
+	return false
+}
