@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -128,7 +127,7 @@ func TestBrowserSpeed(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 {
-			var sink collectSink
+			var sink sim.Recorder
 			c0 := selfCPU()
 			start := time.Now()
 			if _, err := sim.Execute(context.Background(), exp, vals, 1, &sink); err != nil {
@@ -140,7 +139,7 @@ func TestBrowserSpeed(t *testing.T) {
 			if c := selfCPU() - c0; nativeCPU[r.Name] == 0 || c < nativeCPU[r.Name] {
 				nativeCPU[r.Name] = c
 			}
-			nativePoints[r.Name] = sink.points
+			nativePoints[r.Name] = sink.Points()
 		}
 	}
 	for _, br := range res.Out {
@@ -166,24 +165,6 @@ func TestBrowserSpeed(t *testing.T) {
 		t.Logf("%-12s run %d: browser %.2f s in the worker (%.2f s at the page), %.2f CPU-s; native one core %.2f s, %.2f CPU-s; browser/native %.2f (page %.2f, CPU %.2f)",
 			br.Name, br.Rep+1, br.ElapsedMs/1e3, br.WallMs/1e3, br.CPU, n, nc, br.ElapsedMs/1e3/n, br.WallMs/1e3/n, br.CPU/nc)
 	}
-}
-
-// collectSink keeps a run's points (trials may emit concurrently).
-type collectSink struct {
-	mu     sync.Mutex
-	points []sim.Point
-}
-
-func (s *collectSink) Progress(done, total int64)        {}
-func (s *collectSink) Note(text string)                  {}
-func (s *collectSink) Summary(values map[string]float64) {}
-func (s *collectSink) Close() error                      { return nil }
-
-func (s *collectSink) Point(p sim.Point) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.points = append(s.points, p)
-	return nil
 }
 
 // selfCPU is this process's user and system time so far, in seconds.
