@@ -318,7 +318,7 @@ func (c Contraction) Run(ctx context.Context, run *sim.Run) error {
 // most k elements (tens of milliseconds at k = 4M) between looks.
 func contractionStream(ctx context.Context, gen *contractionGen, src *rand.PCG, k, cols int, models []accum.Model, promote []int) contractionTrial {
 	t := contractionTrial{rel: make([]float64, len(models)), bias: make([]float64, len(models))}
-	a := gen.row(ctx, src, rand.New(src), k)
+	a := gen.row(ctx, src, k)
 	if a == nil {
 		return t // cancelled
 	}

@@ -77,10 +77,9 @@ func (g *contractionGen) draw(rng *rand.Rand, k, cols int) (a []uint16, b [][]ui
 	return a, b
 }
 
-// row draws the row a of k codes, the first draw of a trial, from src (rng
-// is rand.New(src): the same stream). It returns nil once ctx is
-// cancelled, looking every 65536 elements.
-func (g *contractionGen) row(ctx context.Context, src *rand.PCG, rng *rand.Rand, k int) []uint16 {
+// row draws the row a of k codes, the first draw of a trial, from src. It
+// returns nil once ctx is cancelled, looking every 65536 elements.
+func (g *contractionGen) row(ctx context.Context, src *rand.PCG, k int) []uint16 {
 	a := make([]uint16, k)
 	if g.a != nil {
 		for i := 0; i < k; i += 65536 {
@@ -89,7 +88,7 @@ func (g *contractionGen) row(ctx context.Context, src *rand.PCG, rng *rand.Rand,
 			}
 			pmath.AliasPCG(a[i:min(i+65536, k)], src, g.a)
 		}
-	} else if !g.pvRow(ctx, rng, a) {
+	} else if !g.pvRow(ctx, rand.New(src), a) { // rand.New(src) draws src's stream
 		return nil
 	}
 	return a
